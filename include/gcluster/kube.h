@@ -1,0 +1,139 @@
+/*
+ * kube: a small Kubernetes REST client on libcurl and jansson.
+ *
+ * It knows Kubernetes (kubeconfig, credentials, verbs, Status errors, list paging, watch, pod
+ * logs) and GKE's conventions for finding a cluster, but nothing about Pathways or JobSets.
+ * Every function returns 0 or a GC_EXIT_* code with `err` filled in; HTTP failures also set
+ * err->http_status and err->reason (the Kubernetes Status reason) so callers can branch on
+ * NotFound/AlreadyExists without reading messages.
+ *
+ * One gc_kube holds one connection pool (connections are reused; HTTP/2 when the server offers
+ * it) and one credential cache; it is not thread-safe.
+ */
+#ifndef GCLUSTER_KUBE_H
+#define GCLUSTER_KUBE_H
+
+#include "gcluster/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct gc_kube gc_kube;
+
+/* How to find the cluster (SPEC §2, "Cluster selection"). */
+typedef struct gc_kube_options {
+    const char *kubeconfig; /* --kubeconfig; NULL: $KUBECONFIG (a ':' list), else ~/.kube/config */
+    const char *context;    /* --context; wins over everything else */
+    const char *cluster;    /* --cluster/--location/--project select gke_<project>_<location>_<cluster> */
+    const char *location;
+    const char *project;
+    const char *ns;          /* --namespace; NULL: the context's namespace, else "default" */
+    int verbose;             /* -v: one trace line per request (and headers at 2), secrets redacted */
+    FILE *log;               /* traces and notices ("running gcloud ... get-credentials"); NULL = stderr */
+    bool allow_gcloud;       /* may run `gcloud container clusters get-credentials` if no context */
+} gc_kube_options;
+
+int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err);
+void gc_kube_close(gc_kube *kube);
+
+const char *gc_kube_namespace(const gc_kube *kube);
+const char *gc_kube_context_name(const gc_kube *kube);
+const char *gc_kube_server(const gc_kube *kube);
+/* HTTP requests sent so far (retries included), for -v summaries and tests. */
+unsigned gc_kube_request_count(const gc_kube *kube);
+
+/* Query parameters are a NULL-terminated array of key, value, key, value, ...; values are
+ * URL-encoded by the client. `query` may be NULL. */
+
+/* GET; *out is the decoded JSON body (json_decref it). 404 → err->http_status == 404. */
+int gc_kube_get(gc_kube *kube, const char *path, const char *const *query, json_t **out,
+                gc_error *err);
+
+enum gc_kube_write_flags {
+    GC_KUBE_DRY_RUN = 1 << 0, /* dryRun=All: admission and schemas run, nothing is stored */
+    GC_KUBE_STRICT = 1 << 1,  /* fieldValidation=Strict: unknown or duplicate fields are errors */
+    GC_KUBE_FORCE = 1 << 2,   /* apply: take ownership of conflicting fields */
+};
+
+/* POST to a collection. Never retried blindly: on a transport failure after sending, the
+ * client checks by name whether the object exists before reporting. */
+int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
+                   json_t **out, gc_error *err);
+
+/* Server-side apply (PATCH application/apply-patch+yaml with a field manager). */
+int gc_kube_apply(gc_kube *kube, const char *path, json_t *object, const char *field_manager,
+                  unsigned flags, json_t **out, gc_error *err);
+
+/* JSON merge patch (application/merge-patch+json). */
+int gc_kube_merge_patch(gc_kube *kube, const char *path, json_t *patch, json_t **out,
+                        gc_error *err);
+
+/* DELETE with propagationPolicy ("Foreground", "Background", "Orphan" or NULL). */
+int gc_kube_delete(gc_kube *kube, const char *path, const char *propagation, json_t **out,
+                   gc_error *err);
+
+typedef struct gc_kube_list_options {
+    const char *label_selector;
+    const char *field_selector;
+    long page_size; /* limit per request; 0 = server default (everything at once) */
+} gc_kube_list_options;
+
+/* Called once per item; return 0 to continue, or a GC_EXIT_* code (with err set) to stop. */
+typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
+
+/* Lists a collection page by page (limit/continue), calling `on_item` for every item, so memory
+ * stays bounded by one page. `resource_version` (may be NULL) receives the list's
+ * resourceVersion for a following watch. An expired continue token restarts the list. */
+int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                 gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
+
+enum gc_kube_event_type { GC_KUBE_ADDED, GC_KUBE_MODIFIED, GC_KUBE_DELETED };
+
+/* Return 0 to keep watching, GC_KUBE_STOP to end the watch successfully, or a GC_EXIT_* code. */
+#define GC_KUBE_STOP (-1)
+typedef int (*gc_kube_event_fn)(enum gc_kube_event_type type, json_t *object, void *ctx,
+                                gc_error *err);
+
+/* List then watch (like an informer): `on_event` first sees every existing object as ADDED,
+ * then changes as they happen. Bookmarks are requested and followed; dropped connections
+ * resume from the last resourceVersion; 410 Gone re-lists (objects are re-announced as ADDED).
+ * Ends when on_event returns GC_KUBE_STOP (returns 0) or after `timeout_seconds` (> 0) with
+ * GC_EXIT_RUNTIME and err->reason "Timeout". timeout_seconds <= 0 waits forever. */
+int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                       int timeout_seconds, gc_kube_event_fn on_event, void *ctx, gc_error *err);
+
+/* One container's log stream. */
+typedef struct gc_kube_log_source {
+    const char *ns;
+    const char *pod;
+    const char *container; /* required when the pod has several containers */
+} gc_kube_log_source;
+
+typedef struct gc_kube_log_options {
+    bool follow;
+    long tail_lines;    /* < 0: all */
+    long since_seconds; /* <= 0: from the start */
+    bool timestamps;
+} gc_kube_log_options;
+
+/* Called with one complete line (without its newline) from source `index`. */
+typedef int (*gc_kube_log_line_fn)(size_t index, const char *line, size_t len, void *ctx);
+/* Polled about once a second while following; return false to end all streams. */
+typedef bool (*gc_kube_log_continue_fn)(void *ctx);
+
+/* Streams the logs of several containers at once over one connection pool (HTTP/2 streams
+ * when available), delivering whole lines. Returns when every stream has ended, or when
+ * `keep_going` (may be NULL) returns false. A stream that fails (e.g. container not started)
+ * is reported through err only if every stream failed; otherwise it is skipped. */
+int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
+                 const gc_kube_log_options *opts, gc_kube_log_line_fn on_line,
+                 gc_kube_log_continue_fn keep_going, void *ctx, gc_error *err);
+
+/* Builds "/apis/<group>/<version>/namespaces/<ns>/<resource>[/<name>]" (group NULL or "" for the
+ * core API "/api/v1/..."); ns NULL for cluster-scoped resources. Caller frees. */
+char *gc_kube_path(const char *group, const char *version, const char *ns, const char *resource,
+                   const char *name);
+
+#endif
