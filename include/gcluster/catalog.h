@@ -35,12 +35,12 @@ typedef struct gc_tpu_family {
 
 /* A TPU host (VM) machine type of a family. */
 typedef struct gc_tpu_machine {
-    const char *machine_type;     /* "ct6e-standard-4t" */
+    const char *machine_type; /* "ct6e-standard-4t" */
     const gc_tpu_family *family;
-    int chips_per_vm;             /* google.com/tpu per host: 1, 4 or 8 */
-    const char *only_topology;    /* the single shape this host type serves ("1x1", "2x4"), or NULL */
-    const char *pathways_type;    /* overrides family->pathways_type ("tpuv6e1t"), or NULL */
-    int host_vcpus;               /* the host's size; worker pods request a share of it */
+    int chips_per_vm;          /* google.com/tpu per host: 1, 4 or 8 */
+    const char *only_topology; /* the single shape this host type serves ("1x1", "2x4"), or NULL */
+    const char *pathways_type; /* overrides family->pathways_type ("tpuv6e1t"), or NULL */
+    int host_vcpus;            /* the host's size; worker pods request a share of it */
     int host_memory_gib;
 } gc_tpu_machine;
 
@@ -59,24 +59,24 @@ typedef struct gc_cluster_shapes {
 } gc_cluster_shapes;
 
 #define GC_TOPOLOGY_MAX 32
-#define GC_NAME_MAX 64
+#define GC_NAME_MAX     64
 
 /* What a --compute-type (plus --topology) resolves to. */
 typedef struct gc_compute {
     gc_accel_kind kind;
-    const gc_tpu_family *family;        /* TPU only */
-    const gc_tpu_machine *tpu_machine;  /* TPU only */
-    char machine_type[GC_NAME_MAX];     /* "ct6e-standard-4t", "g2-standard-24", "n2-standard-32" */
-    char accelerator[GC_NAME_MAX];      /* GKE label value: "tpu-v6e-slice", "nvidia-l4"; "" for CPU */
-    char topology[GC_TOPOLOGY_MAX];     /* TPU slice shape: "4x4"; "" otherwise */
-    int chips;                          /* TPU chips in one slice */
-    int chips_per_vm;                   /* TPU: google.com/tpu per pod */
-    int vms_per_slice;                  /* TPU: pods per slice */
-    int gpus_per_vm;                    /* GPU: nvidia.com/gpu per pod */
-    int vcpus;                          /* CPU machine types: vCPUs of the machine */
+    const gc_tpu_family *family;       /* TPU only */
+    const gc_tpu_machine *tpu_machine; /* TPU only */
+    char machine_type[GC_NAME_MAX];    /* "ct6e-standard-4t", "g2-standard-24", "n2-standard-32" */
+    char accelerator[GC_NAME_MAX];  /* GKE label value: "tpu-v6e-slice", "nvidia-l4"; "" for CPU */
+    char topology[GC_TOPOLOGY_MAX]; /* TPU slice shape: "4x4"; "" otherwise */
+    int chips;                      /* TPU chips in one slice */
+    int chips_per_vm;               /* TPU: google.com/tpu per pod */
+    int vms_per_slice;              /* TPU: pods per slice */
+    int gpus_per_vm;                /* GPU: nvidia.com/gpu per pod */
+    int vcpus;                      /* CPU machine types: vCPUs of the machine */
     char pathways_instance_type[GC_NAME_MAX]; /* "tpuv6e:4x4" */
-    char display[GC_NAME_MAX];          /* canonical name for listings: "v6e-16", "tpu7x-256" */
-    bool machine_assumed;               /* offline: the host type was assumed, not discovered */
+    char display[GC_NAME_MAX]; /* canonical name for listings: "v6e-16", "tpu7x-256" */
+    bool machine_assumed;      /* offline: the host type was assumed, not discovered */
 } gc_compute;
 
 /*

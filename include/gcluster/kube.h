@@ -26,13 +26,14 @@ typedef struct gc_kube gc_kube;
 typedef struct gc_kube_options {
     const char *kubeconfig; /* --kubeconfig; NULL: $KUBECONFIG (a ':' list), else ~/.kube/config */
     const char *context;    /* --context; wins over everything else */
-    const char *cluster;    /* --cluster/--location/--project select gke_<project>_<location>_<cluster> */
+    const char
+        *cluster; /* --cluster/--location/--project select gke_<project>_<location>_<cluster> */
     const char *location;
     const char *project;
-    const char *ns;          /* --namespace; NULL: the context's namespace, else "default" */
-    int verbose;             /* -v: one trace line per request (and headers at 2), secrets redacted */
-    FILE *log;               /* traces and notices ("running gcloud ... get-credentials"); NULL = stderr */
-    bool allow_gcloud;       /* may run `gcloud container clusters get-credentials` if no context */
+    const char *ns; /* --namespace; NULL: the context's namespace, else "default" */
+    int verbose;    /* -v: one trace line per request (and headers at 2), secrets redacted */
+    FILE *log;      /* traces and notices ("running gcloud ... get-credentials"); NULL = stderr */
+    bool allow_gcloud; /* may run `gcloud container clusters get-credentials` if no context */
 } gc_kube_options;
 
 int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err);
