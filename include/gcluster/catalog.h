@@ -98,6 +98,10 @@ const gc_tpu_family *gc_catalog_tpu_families(size_t *count);
 const gc_tpu_machine *gc_catalog_tpu_machines(size_t *count);
 const gc_tpu_machine *gc_catalog_tpu_machine(const char *machine_type);
 
+/* What a Pathways worker pod requests besides google.com/tpu on host `m`: half the host's vCPUs
+ * and memory, as Kubernetes quantities ("90", "360Gi"). */
+void gc_tpu_worker_requests(const gc_tpu_machine *m, char cpu[16], char memory[16]);
+
 /* Short description of the accepted compute-type forms, for `job submit --help`. */
 const char *gc_catalog_help(void);
 

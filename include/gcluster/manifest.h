@@ -1,0 +1,119 @@
+/*
+ * manifest: the Kubernetes objects a workload becomes, built as jansson data.
+ *
+ * A gc_workload is a fully validated and resolved description of one job (nothing in it needs
+ * checking any more); the builders turn it into a JobSet: the Pathways shape of SPEC §4 (head
+ * pod with resource manager and IFRT proxy, TPU workers per slice, optional colocated Python
+ * sidecars) or the ordinary one-replicated-job shape for TPU, GPU and CPU compute types.
+ * Builders cannot fail and never print; the emitter (emit.h) turns their output into text.
+ */
+#ifndef GCLUSTER_MANIFEST_H
+#define GCLUSTER_MANIFEST_H
+
+#include "gcluster/catalog.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Labels and annotations shared with Google's gcluster (so each tool lists the other's jobs). */
+#define GC_LABEL_WORKLOAD "gcluster.google.com/workload"
+#define GC_LABEL_QUEUE "kueue.x-k8s.io/queue-name"
+#define GC_ANNOTATION_COMPUTE "gcluster.google.com/compute-type"
+#define GC_ANNOTATION_TOPOLOGY "gcluster.google.com/topology"
+#define GC_ANNOTATION_SLICES "gcluster.google.com/num-slices"
+#define GC_ANNOTATION_PATHWAYS "gcluster.google.com/pathways"
+#define GC_PATHWAYS_HEAD "pathways-head"
+#define GC_PATHWAYS_WORKER "worker"
+#define GC_MAIN_JOB "main-job"
+
+#define GC_DEFAULT_PROXY_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
+#define GC_DEFAULT_SERVER_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
+
+/* A list of owned strings. */
+typedef struct gc_strings {
+    char **items;
+    size_t count;
+} gc_strings;
+
+void gc_strings_push(gc_strings *list, const char *s);
+void gc_strings_free(gc_strings *list);
+
+typedef enum gc_mount_kind {
+    GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver */
+    GC_MOUNT_HOST_PATH, /* /path on the node */
+    GC_MOUNT_NFS,       /* filestore://IP/share: the Filestore instance over NFS */
+    GC_MOUNT_PVC,       /* the name of an existing PersistentVolumeClaim */
+} gc_mount_kind;
+
+typedef struct gc_mount {
+    gc_mount_kind kind;
+    char *source;     /* bucket, host path, PVC name or NFS server */
+    char *source_dir; /* GCS only-dir or NFS export path, or NULL */
+    char *target;     /* mount path in the container */
+    bool read_only;
+} gc_mount;
+
+/* A key=value pair (node selectors) or key in (values) (node affinity). */
+typedef struct gc_node_term {
+    char *key;
+    gc_strings values; /* one value → nodeSelector; several → a required affinity "In" term */
+} gc_node_term;
+
+typedef struct gc_workload {
+    char *name;
+    gc_compute compute;
+    int num_slices;
+    int nodes_per_slice; /* TPU: VMs per slice; GPU/CPU: --num-nodes */
+    char *queue;
+    bool queue_defaulted;
+    char *priority;             /* PriorityClass or NULL */
+    char *image;                /* the user's container image, NULL when headless */
+    char *command;              /* run by /bin/bash -c, byte for byte; NULL when headless */
+    long ttl_seconds;           /* ttlSecondsAfterFinished */
+    long grace_seconds;         /* terminationGracePeriodSeconds of TPU/worker pods */
+    int restarts;               /* failurePolicy.maxRestarts */
+    char *service_account;      /* NULL for the namespace default */
+    gc_strings pull_secrets;    /* imagePullSecrets */
+    gc_node_term *node_terms;   /* extra worker placement: constraints, placement policy, NAP */
+    size_t node_term_count;
+    gc_strings nap_tolerations; /* "key=value" tolerations NAP capacity needs */
+    long *restart_exit_codes;   /* --restart-on-exit-codes → podFailurePolicy */
+    size_t restart_exit_code_count;
+    gc_mount *mounts;
+    size_t mount_count;
+    char *scheduler_name; /* --gke-scheduler */
+    bool verbose;         /* verbose TPU/GPU logging env */
+    bool numa_affinity;   /* --cpu-affinity numa: Guaranteed QoS for the workload containers */
+    bool parallel_containers; /* tpu7x non-Pathways: two containers per host, half the chips */
+
+    /* Pathways (SPEC §4) */
+    bool pathways;
+    bool headless;
+    char *gcs_location;
+    char *head_pool;
+    bool head_pool_defaulted;
+    char *proxy_image;
+    char *server_image;
+    char *worker_image;
+    char *sidecar_image; /* colocated Python, or NULL */
+    int elastic_slices;
+    int max_slice_restarts;
+    gc_strings proxy_args;
+    gc_strings server_args;
+    gc_strings worker_args;
+} gc_workload;
+
+void gc_workload_free(gc_workload *w);
+
+/* The JobSet for `w`: Pathways or ordinary, depending on w->pathways. Caller owns it. */
+json_t *gc_workload_jobset(const gc_workload *w);
+
+json_t *gc_pathways_jobset(const gc_workload *w);
+json_t *gc_plain_jobset(const gc_workload *w);
+
+/* The head pod's coordinator address, as JobSet labels every pod with it:
+ * "<name>-pathways-head-0-0.<name>". It must fit a 63-character label value. */
+size_t gc_pathways_coordinator_length(size_t name_length);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * Command-line options as data (in the spirit of git's parse-options).
+ *
+ * Each command declares one static table of cli_option entries that point, by offset, into the
+ * struct its options fill. The same table drives parsing and `--help`, so the help can never
+ * drift from what is parsed. Global options live in a cli_globals struct that every command's
+ * argument struct embeds as its first member, so one global table serves all commands.
+ */
+#ifndef GCLUSTER_CLI_OPTIONS_H
+#define GCLUSTER_CLI_OPTIONS_H
+
+#include "gcluster/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+enum cli_option_kind {
+    CLI_OPT_END,
+    CLI_OPT_GROUP,  /* a heading in --help */
+    CLI_OPT_STRING, /* char * (points into argv) */
+    CLI_OPT_INT,    /* long */
+    CLI_OPT_BOOL,   /* bool; also accepts --flag=true|false */
+    CLI_OPT_LIST,   /* cli_list: repeatable, every occurrence appended */
+    CLI_OPT_COUNT,  /* int, incremented per occurrence (-v -v) */
+};
+
+typedef struct cli_option {
+    enum cli_option_kind kind;
+    char short_name;       /* 0 for none */
+    const char *long_name; /* without the leading "--" */
+    size_t offset;         /* where the value goes in the command's argument struct */
+    const char *arg_name;  /* shown in help: "NAME" */
+    const char *help;      /* one line */
+    size_t seen_offset;    /* a bool set when the option appears; 0 for none */
+} cli_option;
+
+/* A repeatable option's values, in command-line order (pointers into argv). */
+#define CLI_LIST_MAX 64
+typedef struct cli_list {
+    const char *items[CLI_LIST_MAX];
+    size_t count;
+} cli_list;
+
+/* Options every `job` and `deploy` command accepts (SPEC §2). */
+typedef struct cli_globals {
+    const char *cluster;
+    const char *location;
+    const char *project;
+    const char *context;
+    const char *kubeconfig;
+    const char *ns;
+    int verbose;
+    bool help;
+} cli_globals;
+
+#define CLI_GROUP(title) {CLI_OPT_GROUP, 0, NULL, 0, NULL, title, 0}
+#define CLI_END {CLI_OPT_END, 0, NULL, 0, NULL, NULL, 0}
+#define CLI_STRING(s, l, type, field, arg, help)                                                  \
+    {CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, 0}
+#define CLI_STRING_SEEN(s, l, type, field, seen, arg, help)                                       \
+    {CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, offsetof(type, seen)}
+#define CLI_INT(s, l, type, field, arg, help)                                                     \
+    {CLI_OPT_INT, s, l, offsetof(type, field), arg, help, 0}
+#define CLI_INT_SEEN(s, l, type, field, seen, arg, help)                                          \
+    {CLI_OPT_INT, s, l, offsetof(type, field), arg, help, offsetof(type, seen)}
+#define CLI_BOOL(s, l, type, field, help) {CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, 0}
+#define CLI_LIST(s, l, type, field, arg, help)                                                    \
+    {CLI_OPT_LIST, s, l, offsetof(type, field), arg, help, 0}
+#define CLI_COUNT(s, l, type, field, help)                                                        \
+    {CLI_OPT_COUNT, s, l, offsetof(type, field), NULL, help, 0}
+
+extern const cli_option cli_global_options[];
+
+#define CLI_POSITIONAL_MAX 8
+
+/* What parsing left over. */
+typedef struct cli_parsed {
+    const char *positional[CLI_POSITIONAL_MAX];
+    size_t positional_count;
+} cli_parsed;
+
+/* Parses argv (after the command words) into `args` using `options` and the global options.
+ * `--` ends option parsing. Unknown options and malformed values are usage errors that suggest
+ * the nearest known option. */
+int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_parsed *parsed,
+              gc_error *err);
+
+/* Writes the options of a table as help text: "  -n, --name NAME   one line". */
+void cli_print_options(FILE *out, const cli_option *options);
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+size_t cli_edit_distance(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * The JobSet envelope shared by both shapes, and the ordinary (non-Pathways) shape: one
+ * replicated job `main-job` with one Job per slice (TPU) or group (GPU/CPU) and one pod per
+ * host, every pod running the user's command.
+ */
+#include "manifest/pod.h"
+
+#include "gcluster/buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void gc_strings_push(gc_strings *list, const char *s)
+{
+    list->items = gc_xrealloc(list->items, (list->count + 1) * sizeof(*list->items));
+    list->items[list->count++] = gc_xstrdup(s);
+}
+
+void gc_strings_free(gc_strings *list)
+{
+    for (size_t i = 0; i < list->count; i++)
+        free(list->items[i]);
+    free(list->items);
+    list->items = NULL;
+    list->count = 0;
+}
+
+void gc_workload_free(gc_workload *w)
+{
+    char **owned[] = {&w->name,         &w->queue,         &w->priority,     &w->image,
+                      &w->command,      &w->service_account, &w->scheduler_name,
+                      &w->gcs_location, &w->head_pool,     &w->proxy_image,  &w->server_image,
+                      &w->worker_image, &w->sidecar_image};
+    for (size_t i = 0; i < sizeof(owned) / sizeof(*owned); i++) {
+        free(*owned[i]);
+        *owned[i] = NULL;
+    }
+    gc_strings *lists[] = {&w->pull_secrets, &w->nap_tolerations, &w->proxy_args,
+                           &w->server_args, &w->worker_args};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
+        gc_strings_free(lists[i]);
+    for (size_t i = 0; i < w->node_term_count; i++) {
+        free(w->node_terms[i].key);
+        gc_strings_free(&w->node_terms[i].values);
+    }
+    free(w->node_terms);
+    for (size_t i = 0; i < w->mount_count; i++) {
+        free(w->mounts[i].source);
+        free(w->mounts[i].source_dir);
+        free(w->mounts[i].target);
+    }
+    free(w->mounts);
+    free(w->restart_exit_codes);
+    w->node_terms = NULL;
+    w->mounts = NULL;
+    w->restart_exit_codes = NULL;
+    w->node_term_count = w->mount_count = w->restart_exit_code_count = 0;
+}
+
+static const char *pathways_mode(const gc_workload *w)
+{
+    if (!w->pathways)
+        return "no";
+    return w->headless ? "headless" : "yes";
+}
+
+json_t *jobset_object(const gc_workload *w, json_t *spec)
+{
+    char slices[16];
+    snprintf(slices, sizeof(slices), "%d", w->num_slices);
+    json_t *annotations = json_pack("{s:s, s:s}", GC_ANNOTATION_COMPUTE, w->compute.display,
+                                    GC_ANNOTATION_SLICES, slices);
+    if (w->compute.topology[0])
+        jset(annotations, GC_ANNOTATION_TOPOLOGY, json_string(w->compute.topology));
+    jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
+    return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:o}, s:o}", "apiVersion",
+                     "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name", w->name,
+                     "labels", GC_LABEL_WORKLOAD, w->name, GC_LABEL_QUEUE, w->queue,
+                     "annotations", annotations, "spec", spec);
+}
+
+static json_t *verbose_env(const gc_workload *w, json_t *env)
+{
+    if (!w->verbose)
+        return env;
+    if (w->compute.kind == GC_ACCEL_TPU) {
+        json_array_append_new(env, env_value("TPU_STDERR_LOG_LEVEL", "0"));
+        json_array_append_new(env, env_value("TPU_MIN_LOG_LEVEL", "0"));
+        json_array_append_new(env, env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
+        json_array_append_new(env, env_value("TPU_VMODULE", "real_program_continuator=1"));
+    } else if (w->compute.kind == GC_ACCEL_GPU) {
+        json_array_append_new(env, env_value("NCCL_DEBUG", "INFO"));
+    }
+    return env;
+}
+
+/* Multi-slice TPU jobs without Pathways talk over DCN through megascale, which needs to know
+ * the slice count, its own slice and the first host of slice 0. */
+static json_t *multislice_env(const gc_workload *w, json_t *env)
+{
+    if (w->compute.kind != GC_ACCEL_TPU || w->num_slices < 2)
+        return env;
+    char *coordinator = gc_xasprintf("%s-%s-0-0.%s", w->name, GC_MAIN_JOB, w->name);
+    json_array_append_new(env, env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
+    json_array_append_new(env, env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
+    json_array_append_new(env, env_value("MEGASCALE_COORDINATOR_ADDRESS", coordinator));
+    free(coordinator);
+    return env;
+}
+
+static json_t *main_resources(const gc_workload *w, int containers)
+{
+    const gc_compute *c = &w->compute;
+    if (c->kind == GC_ACCEL_TPU) {
+        json_int_t chips = c->chips_per_vm / containers;
+        if (!w->numa_affinity)
+            return json_pack("{s:{s:I}}", "limits", "google.com/tpu", chips);
+        char cpu[16], memory[16];
+        gc_tpu_worker_requests(c->tpu_machine, cpu, memory);
+        return json_pack("{s:{s:s, s:s, s:I}}", "limits", "cpu", cpu, "memory", memory,
+                         "google.com/tpu", chips);
+    }
+    if (c->kind == GC_ACCEL_GPU)
+        return json_pack("{s:{s:i}}", "limits", "nvidia.com/gpu", c->gpus_per_vm);
+    /* Leave a little of the machine to the kubelet and system daemons. */
+    int cpus = c->vcpus * 95 / 100;
+    char cpu[16];
+    snprintf(cpu, sizeof(cpu), "%d", cpus > 0 ? cpus : 1);
+    return json_pack("{s:{s:s}}", "limits", "cpu", cpu);
+}
+
+static json_t *main_container(const gc_workload *w, const char *name, int containers)
+{
+    json_t *env = multislice_env(w, verbose_env(w, json_array()));
+    json_t *c = json_pack("{s:s, s:s, s:[s, s, s]}", "name", name, "image", w->image, "command",
+                          "/bin/bash", "-c", w->command);
+    if (json_array_size(env))
+        jset(c, "env", env);
+    else
+        json_decref(env);
+    jset(c, "resources", main_resources(w, containers));
+    if (w->mount_count)
+        jset(c, "volumeMounts", user_volume_mounts(w, false));
+    return c;
+}
+
+static json_t *main_containers(const gc_workload *w)
+{
+    if (!w->parallel_containers)
+        return json_pack("[o]", main_container(w, "workload-container", 1));
+    /* TPU7x hosts run two processes, each owning half the chips (Google's default). */
+    return json_pack("[o, o]", main_container(w, "workload-container-1", 2),
+                     main_container(w, "workload-container-2", 2));
+}
+
+static json_t *main_pod_spec(const gc_workload *w)
+{
+    json_t *spec = json_object();
+    set_accelerator_placement(spec, w);
+    if (w->compute.kind != GC_ACCEL_CPU) {
+        jset(spec, "hostNetwork", json_true());
+        jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+    }
+    jset(spec, "restartPolicy", json_string("Never"));
+    jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
+    set_identity(spec, w);
+    if (w->scheduler_name)
+        jset(spec, "schedulerName", json_string(w->scheduler_name));
+    jset(spec, "containers", main_containers(w));
+    if (w->mount_count) {
+        json_t *volumes = pod_volumes(w, true);
+        json_array_remove(volumes, 0); /* no shared /tmp without Pathways */
+        jset(spec, "volumes", volumes);
+    }
+    return spec;
+}
+
+static json_t *main_replicated_job(const gc_workload *w)
+{
+    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed",
+                                 "parallelism", w->nodes_per_slice, "completions",
+                                 w->nodes_per_slice, "backoffLimit", 0);
+    json_t *policy = pod_failure_policy(w);
+    if (policy)
+        jset(job_spec, "podFailurePolicy", policy);
+    jset(job_spec, "template",
+         json_pack("{s:o, s:o}", "metadata", pod_metadata(w, true), "spec", main_pod_spec(w)));
+
+    json_t *template = json_object();
+    /* A multi-host TPU slice is one node pool; two slices must never share one. */
+    if (w->compute.kind == GC_ACCEL_TPU)
+        jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
+    jset(template, "spec", job_spec);
+    return json_pack("{s:s, s:i, s:o}", "name", GC_MAIN_JOB, "replicas", w->num_slices,
+                     "template", template);
+}
+
+json_t *gc_plain_jobset(const gc_workload *w)
+{
+    json_t *spec = json_pack(
+        "{s:I, s:{s:i, s:[{s:s, s:[s]}]}, s:[o]}", "ttlSecondsAfterFinished",
+        (json_int_t)w->ttl_seconds, "failurePolicy", "maxRestarts", w->restarts, "rules",
+        "action", "FailJobSet", "onJobFailureReasons", "PodFailurePolicy", "replicatedJobs",
+        main_replicated_job(w));
+    return jobset_object(w, spec);
+}
+
+json_t *gc_workload_jobset(const gc_workload *w)
+{
+    return w->pathways ? gc_pathways_jobset(w) : gc_plain_jobset(w);
+}

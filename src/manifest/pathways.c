@@ -1,0 +1,287 @@
+/*
+ * The Pathways JobSet (SPEC §4): one JobSet with two replicated jobs.
+ *
+ *   pathways-head  one pod on the CPU head pool: the resource manager (pathways-rm), the IFRT
+ *                  proxy (pathways-proxy) and, unless headless, the user's JAX program, which
+ *                  reaches the proxy at grpc://$(PATHWAYS_HEAD):29000.
+ *   worker         one Job per TPU slice, one pod per TPU host, each running pathways-worker
+ *                  (and optionally a colocated Python sidecar).
+ *
+ * Every pod finds the head through the label JobSet puts on it for `spec.coordinator`:
+ * jobset.sigs.k8s.io/coordinator = <name>-pathways-head-0-0.<name>, the head pod's stable DNS
+ * name. Ports are fixed and pods use the host network, so one head per node and one slice per
+ * node pool (the exclusive-topology annotations).
+ */
+#include "manifest/pod.h"
+
+#include "gcluster/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    PROXY_PORT = 29000,
+    RM_PORT = 29001,
+    RM_SECOND_PORT = 29002,
+    WORKER_PORT = 29005,
+    WORKER_SECOND_PORT = 29006,
+    TPU_RUNTIME_PORT = 8471,
+    TPU_METRICS_PORT = 8080,
+    SIDECAR_PORT = 50051,
+};
+
+size_t gc_pathways_coordinator_length(size_t name_length)
+{
+    /* "<name>-pathways-head-0-0.<name>": the subdomain defaults to the JobSet name. */
+    return 2 * name_length + strlen("-" GC_PATHWAYS_HEAD "-0-0.");
+}
+
+static json_t *args_with_extras(json_t *args, const gc_strings *extra)
+{
+    for (size_t i = 0; i < extra->count; i++)
+        json_array_append_new(args, json_string(extra->items[i]));
+    return args;
+}
+
+static json_t *args_printf(json_t *args, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static json_t *args_printf(json_t *args, const char *fmt, ...)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    gc_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    json_array_append_new(args, json_string(b.data));
+    gc_buf_free(&b);
+    return args;
+}
+
+static json_t *limits(const char *cpu, const char *memory)
+{
+    return json_pack("{s:{s:s, s:s}}", "limits", "cpu", cpu, "memory", memory);
+}
+
+/* Native sidecars are init containers that keep running; the head pod then finishes when the
+ * user's container does, which is what lets the success policy end the JobSet. */
+static json_t *as_sidecar(json_t *container, bool sidecar)
+{
+    if (sidecar)
+        jset(container, "restartPolicy", json_string("Always"));
+    return container;
+}
+
+static json_t *proxy_container(const gc_workload *w)
+{
+    json_t *args = json_array();
+    args_printf(args, "--server_port=%d", PROXY_PORT);
+    args_printf(args, "--resource_manager_address=$(PATHWAYS_HEAD):%d", RM_PORT);
+    args_printf(args, "--gcs_scratch_location=%s", w->gcs_location);
+    if (w->elastic_slices > 0)
+        args_printf(args, "--num_elastic_slices=%d", w->elastic_slices);
+    args_with_extras(args, &w->proxy_args);
+
+    /* $(PATHWAYS_HEAD) in the args only expands if the container defines it (Google's
+     * template forgets this, leaving the proxy a literal "$(PATHWAYS_HEAD):29001"). */
+    json_t *env = json_pack("[o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL));
+    const int ports[] = {PROXY_PORT};
+    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "name", "pathways-proxy", "image",
+                          w->proxy_image, "args", args, "env", env, "ports",
+                          container_ports(ports, 1), "resources", limits("16", "100Gi"));
+    return as_sidecar(c, !w->headless);
+}
+
+static json_t *resource_manager_container(const gc_workload *w)
+{
+    json_t *args = json_array();
+    args_printf(args, "--server_port=%d", RM_PORT);
+    args_printf(args, "--gcs_scratch_location=%s", w->gcs_location);
+    args_printf(args, "--node_type=resource_manager");
+    args_printf(args, "--instance_count=%d", w->num_slices);
+    args_printf(args, "--instance_type=%s", w->compute.pathways_instance_type);
+    args_with_extras(args, &w->server_args);
+
+    json_t *env = json_pack("[o, o, o, o]",
+                            env_from_annotation("REPLICATED_JOB_NAME", JOBSET_REPLICATED_JOB_KEY),
+                            env_from_annotation("JOBSET_NAME", JOBSET_NAME_KEY),
+                            env_from_label("HOST_ADDRESS", JOBSET_COORDINATOR_LABEL),
+                            env_value("TPU_SKIP_MDS_QUERY", "true"));
+    const int ports[] = {RM_PORT, RM_SECOND_PORT};
+    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", "pathways-rm", "image",
+                          w->server_image, "args", args, "env", env, "ports",
+                          container_ports(ports, 2), "resources", limits("8", "32Gi"),
+                          "volumeMounts", shared_tmp_mount());
+    return as_sidecar(c, !w->headless);
+}
+
+static json_t *user_container(const gc_workload *w)
+{
+    char target[64];
+    snprintf(target, sizeof(target), "grpc://$(PATHWAYS_HEAD):%d", PROXY_PORT);
+    json_t *env = json_pack("[o, o, o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL),
+                            env_value("JAX_PLATFORMS", "proxy"),
+                            env_value("JAX_BACKEND_TARGET", target));
+    return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", "workload-container", "image",
+                     w->image, "command", "/bin/bash", "-c", w->command, "env", env,
+                     "volumeMounts", user_volume_mounts(w, true));
+}
+
+static json_t *head_pod_spec(const gc_workload *w)
+{
+    json_t *spec = json_pack("{s:{s:s}, s:b, s:s, s:s, s:I}", "nodeSelector",
+                             "cloud.google.com/gke-nodepool", w->head_pool, "hostNetwork", 1,
+                             "dnsPolicy", "ClusterFirstWithHostNet", "restartPolicy", "Never",
+                             "terminationGracePeriodSeconds", (json_int_t)w->grace_seconds);
+    set_identity(spec, w);
+    if (w->headless) {
+        jset(spec, "containers",
+             json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
+    } else {
+        jset(spec, "initContainers",
+             json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
+        jset(spec, "containers", json_pack("[o]", user_container(w)));
+    }
+    jset(spec, "volumes", pod_volumes(w, !w->headless));
+    return spec;
+}
+
+static json_t *head_replicated_job(const gc_workload *w)
+{
+    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed",
+                                 "parallelism", 1, "completions", 1, "backoffLimit", 0);
+    json_t *failure_policy = pod_failure_policy(w);
+    if (failure_policy)
+        jset(job_spec, "podFailurePolicy", failure_policy);
+    jset(job_spec, "template",
+         json_pack("{s:o, s:o}", "metadata", pod_metadata(w, !w->headless), "spec",
+                   head_pod_spec(w)));
+    return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_HEAD, "replicas", 1,
+                     "template", "metadata", exclusive_job_metadata("kubernetes.io/hostname"),
+                     "spec", job_spec);
+}
+
+static json_t *worker_env(const gc_workload *w)
+{
+    json_t *env = json_array();
+    if (w->verbose) {
+        json_array_append_new(env, env_value("TPU_MIN_LOG_LEVEL", "0"));
+        json_array_append_new(env, env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
+    }
+    json_array_append_new(env, env_value("XCLOUD_ENVIRONMENT", "GCP"));
+    json_array_append_new(env, env_value("MEGASCALE_GRPC_ENABLE_XOR_TRACER", "false"));
+    json_array_append_new(env, env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
+    json_array_append_new(env, env_from_annotation("JOBSET_NAME", JOBSET_NAME_KEY));
+    json_array_append_new(env,
+                          env_from_annotation("REPLICATED_JOB_NAME", JOBSET_REPLICATED_JOB_KEY));
+    json_array_append_new(env, env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
+    json_array_append_new(env, env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL));
+    json_array_append_new(
+        env, env_from_label("MEGASCALE_COORDINATOR_ADDRESS", JOBSET_COORDINATOR_LABEL));
+    return env;
+}
+
+/* google.com/tpu plus cpu and memory: worker pods ask for all three at once, which is why the
+ * ClusterQueue must cover them in one resource group. Extended resources need requests equal
+ * to limits; cpu and memory are requests (limits too with --cpu-affinity numa, for
+ * Guaranteed QoS and so exclusive, NUMA-aligned CPUs). */
+static json_t *worker_resources(const gc_workload *w)
+{
+    char cpu[16], memory[16];
+    gc_tpu_worker_requests(w->compute.tpu_machine, cpu, memory);
+    json_int_t chips = w->compute.chips_per_vm;
+    json_t *requests = json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory,
+                                 "google.com/tpu", chips);
+    json_t *lim = w->numa_affinity ? json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory,
+                                               "google.com/tpu", chips)
+                                   : json_pack("{s:I}", "google.com/tpu", chips);
+    return json_pack("{s:o, s:o}", "requests", requests, "limits", lim);
+}
+
+static json_t *worker_container(const gc_workload *w)
+{
+    json_t *args = json_array();
+    args_printf(args, "--server_port=%d", WORKER_PORT);
+    args_printf(args, "--resource_manager_address=$(PATHWAYS_HEAD):%d", RM_PORT);
+    args_printf(args, "--gcs_scratch_location=%s", w->gcs_location);
+    args_with_extras(args, &w->worker_args);
+    const int ports[] = {WORKER_PORT, WORKER_SECOND_PORT, TPU_RUNTIME_PORT, TPU_METRICS_PORT};
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", "pathways-worker", "image",
+                     w->worker_image, "args", args, "env", worker_env(w), "ports",
+                     container_ports(ports, 4), "resources", worker_resources(w), "volumeMounts",
+                     shared_tmp_mount());
+}
+
+/* Colocated Python runs beside each TPU worker (it serves Python code next to the TPU host's
+ * memory); as a native sidecar it never keeps a pod from finishing. */
+static json_t *colocated_python_sidecar(const gc_workload *w)
+{
+    char address[32];
+    snprintf(address, sizeof(address), "0.0.0.0:%d", SIDECAR_PORT);
+    const int ports[] = {SIDECAR_PORT};
+    json_t *c = json_pack("{s:s, s:s, s:[o], s:o, s:[o]}", "name", "colocated-python-sidecar",
+                          "image", w->sidecar_image, "env",
+                          env_value("GRPC_SERVER_ADDRESS", address), "ports",
+                          container_ports(ports, 1), "volumeMounts", shared_tmp_mount());
+    return as_sidecar(c, true);
+}
+
+static json_t *worker_pod_spec(const gc_workload *w)
+{
+    json_t *spec = json_object();
+    set_accelerator_placement(spec, w);
+    jset(spec, "hostNetwork", json_true());
+    jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+    jset(spec, "restartPolicy", json_string("OnFailure"));
+    jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
+    set_identity(spec, w);
+    if (w->scheduler_name)
+        jset(spec, "schedulerName", json_string(w->scheduler_name));
+    if (w->sidecar_image)
+        jset(spec, "initContainers", json_pack("[o]", colocated_python_sidecar(w)));
+    jset(spec, "containers", json_pack("[o]", worker_container(w)));
+    jset(spec, "volumes", pod_volumes(w, false));
+    return spec;
+}
+
+static json_t *worker_replicated_job(const gc_workload *w)
+{
+    int vms = w->compute.vms_per_slice;
+    /* Elastic training lets a slice restart up to --pathways-max-slice-restarts times; otherwise
+     * each host may restart a few times before the slice counts as failed. */
+    int backoff = w->elastic_slices > 0 ? vms * w->max_slice_restarts : vms * 4;
+    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode",
+                                 "Indexed", "parallelism", vms, "completions", vms,
+                                 "backoffLimit", backoff, "template", "metadata",
+                                 pod_metadata(w, false), "spec", worker_pod_spec(w));
+    /* A multi-host TPU slice is one node pool, and two slices must never share one. */
+    return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_WORKER, "replicas",
+                     w->num_slices, "template", "metadata",
+                     exclusive_job_metadata("cloud.google.com/gke-nodepool"), "spec", job_spec);
+}
+
+static json_t *failure_policy(const gc_workload *w)
+{
+    return json_pack("{s:i, s:s, s:[{s:s, s:[s]}]}", "maxRestarts", w->restarts,
+                     "restartStrategy", "Recreate", "rules", "action", "FailJobSet",
+                     "onJobFailureReasons", "PodFailurePolicy");
+}
+
+json_t *gc_pathways_jobset(const gc_workload *w)
+{
+    json_t *spec = json_pack("{s:I, s:{s:b, s:b}, s:{s:s}, s:{s:s}}", "ttlSecondsAfterFinished",
+                             (json_int_t)w->ttl_seconds, "network", "enableDNSHostnames", 1,
+                             "publishNotReadyAddresses", 1, "coordinator", "replicatedJob",
+                             GC_PATHWAYS_HEAD, "startupPolicy", "startupPolicyOrder", "InOrder");
+    /* The job is done when the user's program is; headless servers run until cancelled. */
+    if (!w->headless)
+        jset(spec, "successPolicy",
+             json_pack("{s:s, s:[s]}", "operator", "All", "targetReplicatedJobs",
+                       GC_PATHWAYS_HEAD));
+    jset(spec, "failurePolicy", failure_policy(w));
+    jset(spec, "replicatedJobs",
+         json_pack("[o, o]", head_replicated_job(w), worker_replicated_job(w)));
+    return jobset_object(w, spec);
+}

@@ -1,0 +1,61 @@
+/*
+ * Small builders for the pieces every pod template is made of (env, ports, volumes, placement).
+ * Internal to manifest/.
+ */
+#ifndef GCLUSTER_MANIFEST_POD_H
+#define GCLUSTER_MANIFEST_POD_H
+
+#include "gcluster/manifest.h"
+
+#include <jansson.h>
+
+#define SHARED_TMP_VOLUME "shared-tmp"
+
+/* Labels and annotations JobSet puts on every pod it creates; containers read them through the
+ * downward API. */
+#define JOBSET_COORDINATOR_LABEL "jobset.sigs.k8s.io/coordinator"
+#define JOBSET_NAME_KEY "jobset.sigs.k8s.io/jobset-name"
+#define JOBSET_REPLICATED_JOB_KEY "jobset.sigs.k8s.io/replicatedjob-name"
+#define JOBSET_REPLICAS_LABEL "jobset.sigs.k8s.io/replicatedjob-replicas"
+#define JOBSET_JOB_INDEX_LABEL "jobset.sigs.k8s.io/job-index"
+#define JOBSET_EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
+/* The JobSet around `spec` (stolen): apiVersion, kind, name, labels and the annotations that
+ * record what was asked for, so `job list` and `job inspect` can show it. */
+json_t *jobset_object(const gc_workload *w, json_t *spec);
+
+/* Sets object[key] = value (stealing the reference) and returns object, for chaining. */
+json_t *jset(json_t *object, const char *key, json_t *value);
+
+json_t *env_value(const char *name, const char *value);
+json_t *env_from_label(const char *name, const char *label);
+json_t *env_from_annotation(const char *name, const char *annotation);
+
+json_t *container_ports(const int *ports, size_t count);
+json_t *string_array(const gc_strings *list);
+json_t *shared_tmp_mount(void);
+
+/* Volumes: shared-tmp (hostPath /tmp) plus, with `with_user_mounts`, one per --mount. */
+json_t *pod_volumes(const gc_workload *w, bool with_user_mounts);
+/* volumeMounts of a user container: /tmp and every --mount. */
+json_t *user_volume_mounts(const gc_workload *w, bool with_shared_tmp);
+/* Whether a pod with the user's mounts needs the GCS FUSE sidecar injected. */
+bool needs_gcsfuse(const gc_workload *w);
+
+/* Pod metadata: the workload label, plus the GCS FUSE annotation when `with_user_mounts`. */
+json_t *pod_metadata(const gc_workload *w, bool with_user_mounts);
+
+/* Fields common to every pod spec of the workload: service account, pull secrets, priority. */
+void set_identity(json_t *pod_spec, const gc_workload *w);
+
+/* Where accelerator pods may run: the node selector (accelerator labels plus the user's
+ * constraints), required node affinity for multi-valued constraints, and tolerations. */
+void set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
+
+/* podFailurePolicy for --restart-on-exit-codes, or NULL. Only valid with restartPolicy Never. */
+json_t *pod_failure_policy(const gc_workload *w);
+
+/* The exclusive-topology annotation on a Job template: one pod (or one slice) per `key`. */
+json_t *exclusive_job_metadata(const char *topology_key);
+
+#endif
