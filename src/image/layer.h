@@ -1,0 +1,39 @@
+/*
+ * layer: a build context as one image layer, byte-for-byte reproducible.
+ *
+ * The context is walked in sorted order and written as a POSIX tar (ustar headers, pax records
+ * for names, link targets and sizes ustar cannot hold) with every owner 0 and every time 0, then
+ * gzip-compressed with a fixed header. The same files therefore always give the same diff_id, and
+ * with the same zlib the same compressed digest, however the files were checked out or touched.
+ */
+#ifndef GCLUSTER_IMAGE_LAYER_H
+#define GCLUSTER_IMAGE_LAYER_H
+
+#include "image/digest.h"
+
+#include "gcluster/error.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct gc_layer {
+    char diff_id[GC_DIGEST_LEN]; /* sha256 of the uncompressed tar: what the config lists */
+    char digest[GC_DIGEST_LEN];  /* sha256 of the gzip blob: what the manifest lists */
+    long long size;              /* bytes of the gzip blob */
+    long long tar_size;          /* bytes of the uncompressed tar */
+    long long content_bytes;     /* bytes of regular file content in the context */
+    size_t files;                /* regular files written */
+    size_t entries;              /* tar entries: files, directories and symlinks */
+    FILE *blob;                  /* the gzip blob in an unlinked temporary file, rewound */
+} gc_layer;
+
+/* Tars `context_dir`. With `compress` the gzip blob is written to layer->blob and `digest` and
+ * `size` are set; without it only the tar is hashed (enough for the diff_id, and cheaper).
+ * Progress goes to `log` (may be NULL). */
+int gc_layer_build(const char *context_dir, bool compress, FILE *log, gc_layer *layer,
+                   gc_error *err);
+
+/* Closes the temporary blob file. */
+void gc_layer_close(gc_layer *layer);
+
+#endif
