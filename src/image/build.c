@@ -1,0 +1,507 @@
+/*
+ * gc_image_plan and gc_image_build_push: the build context as one layer on top of a base image.
+ *
+ * The push order is the one registries require: every layer blob, then the config blob, then
+ * the manifest that refers to them. Blobs the target already has are skipped, base layers on
+ * the same registry are mounted rather than copied, and base layers from another registry are
+ * streamed through a temporary file, so no layer is ever held in memory.
+ */
+#include "gcluster/image.h"
+
+#include "image/digest.h"
+#include "image/layer.h"
+#include "image/reference.h"
+#include "image/registry.h"
+
+#include "gcluster/buf.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_PLATFORM "linux/amd64"
+#define TAG_HEX_DIGITS   12
+
+typedef struct platform {
+    char os[64];
+    char arch[64];
+    char variant[64]; /* "" when not given */
+} platform;
+
+/* Everything one build needs, freed by build_free. */
+typedef struct build {
+    const gc_image_build *in;
+    FILE *log;
+    const char *platform_text;
+    platform want;
+    gc_image_ref base;
+    gc_image_ref target;
+    char *base_name; /* canonical base reference, part of the tag */
+    char tag[TAG_HEX_DIGITS + 1];
+    gc_layer layer;
+    gc_registry *target_registry;
+    gc_registry *base_registry; /* == target_registry when both are on one registry */
+} build;
+
+static void build_free(build *b)
+{
+    gc_image_ref_free(&b->base);
+    gc_image_ref_free(&b->target);
+    free(b->base_name);
+    gc_layer_close(&b->layer);
+    if (b->base_registry != b->target_registry)
+        gc_registry_free(b->base_registry);
+    gc_registry_free(b->target_registry);
+}
+
+static int parse_platform(const char *text, platform *p, gc_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    const char *slash = strchr(text, '/');
+    const char *slash2 = slash ? strchr(slash + 1, '/') : NULL;
+    size_t os_len = slash ? (size_t)(slash - text) : 0;
+    size_t arch_len = slash ? (slash2 ? (size_t)(slash2 - slash - 1) : strlen(slash + 1)) : 0;
+    size_t variant_len = slash2 ? strlen(slash2 + 1) : 0;
+    if (!slash || !os_len || !arch_len || (slash2 && (!variant_len || strchr(slash2 + 1, '/'))) ||
+        os_len >= sizeof(p->os) || arch_len >= sizeof(p->arch) || variant_len >= sizeof(p->variant))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "invalid platform format: \"%s\", expected \"os/arch\" (e.g. --platform "
+                       "linux/amd64 or linux/arm64)",
+                       text);
+    memcpy(p->os, text, os_len);
+    memcpy(p->arch, slash + 1, arch_len);
+    if (slash2)
+        memcpy(p->variant, slash2 + 1, variant_len);
+    return 0;
+}
+
+/* The tag names the content: base reference, platform and the layer's diff_id. Neither file
+ * times nor the clock enter it, so rebuilding an unchanged context names the same image. */
+static void content_tag(build *b)
+{
+    char *input = gc_xasprintf("gcluster-image-v1\n%s\n%s\n%s\n", b->base_name, b->platform_text,
+                               b->layer.diff_id);
+    char digest[GC_DIGEST_LEN];
+    gc_sha256_digest(input, strlen(input), digest);
+    free(input);
+    memcpy(b->tag, digest + strlen("sha256:"), TAG_HEX_DIGITS);
+    b->tag[TAG_HEX_DIGITS] = '\0';
+}
+
+static int prepare(const gc_image_build *in, bool compress, build *b, gc_error *err)
+{
+    memset(b, 0, sizeof(*b));
+    b->in = in;
+    b->log = in->log ? in->log : stderr;
+    b->platform_text = in->platform && *in->platform ? in->platform : DEFAULT_PLATFORM;
+    if (!in->base_image || !*in->base_image)
+        return gc_fail(err, GC_EXIT_USAGE, "--base-image is required to build an image");
+    if (!in->context_dir || !*in->context_dir)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "a --build-context must be provided when "
+                       "--base-image is used");
+    if (!in->repository || !*in->repository)
+        return gc_fail(err, GC_EXIT_USAGE, "no repository to push the image to");
+    int rc = parse_platform(b->platform_text, &b->want, err);
+    if (!rc && (rc = gc_image_ref_parse(in->base_image, &b->base, err)) != 0)
+        gc_error_prefix(err, "--base-image: ");
+    if (!rc && (rc = gc_image_repo_parse(in->repository, &b->target, err)) != 0)
+        gc_error_prefix(err, "image repository: ");
+    if (rc)
+        return rc;
+    b->base_name = gc_image_ref_string(&b->base);
+    rc = gc_layer_build(in->context_dir, compress, compress ? b->log : NULL, &b->layer, err);
+    if (rc)
+        return rc;
+    content_tag(b);
+    return 0;
+}
+
+static char *image_name(const gc_image_build *in, const char *tag)
+{
+    size_t len = strlen(in->repository);
+    while (len && in->repository[len - 1] == '/')
+        len--;
+    return gc_xasprintf("%.*s:%s", (int)len, in->repository, tag);
+}
+
+int gc_image_plan(const gc_image_build *in, char **image_ref, gc_error *err)
+{
+    build b;
+    int rc = prepare(in, false, &b, err);
+    if (!rc)
+        *image_ref = image_name(in, b.tag);
+    build_free(&b);
+    return rc;
+}
+
+static double mib(long long bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* --- the base image -------------------------------------------------------------------- */
+
+static bool is_index(const char *media_type)
+{
+    return strcmp(media_type, GC_MEDIA_OCI_INDEX) == 0 ||
+           strcmp(media_type, GC_MEDIA_DOCKER_LIST) == 0;
+}
+
+static bool is_image_manifest(const char *media_type)
+{
+    return strcmp(media_type, GC_MEDIA_OCI_MANIFEST) == 0 ||
+           strcmp(media_type, GC_MEDIA_DOCKER_V2) == 0;
+}
+
+/* Some registries send a manifest as plain JSON; its own mediaType field then tells. */
+static const char *effective_media_type(const char *content_type, json_t *doc)
+{
+    const char *declared = json_string_value(json_object_get(doc, "mediaType"));
+    if (is_index(content_type) || is_image_manifest(content_type) || !declared)
+        return content_type;
+    return declared;
+}
+
+static bool platform_matches(json_t *p, const platform *want)
+{
+    const char *os = json_string_value(json_object_get(p, "os"));
+    const char *arch = json_string_value(json_object_get(p, "architecture"));
+    const char *variant = json_string_value(json_object_get(p, "variant"));
+    if (!os || !arch || strcmp(os, want->os) != 0 || strcmp(arch, want->arch) != 0)
+        return false;
+    return !want->variant[0] || (variant && strcmp(variant, want->variant) == 0);
+}
+
+static int pick_platform(build *b, json_t *index, char **digest, gc_error *err)
+{
+    gc_buf available;
+    gc_buf_init(&available);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(index, "manifests"), i, m)
+    {
+        json_t *p = json_object_get(m, "platform");
+        const char *d = json_string_value(json_object_get(m, "digest"));
+        if (d && platform_matches(p, &b->want)) {
+            *digest = gc_xstrdup(d);
+            gc_buf_free(&available);
+            return 0;
+        }
+        const char *variant = json_string_value(json_object_get(p, "variant"));
+        gc_buf_printf(&available, "%s%s/%s%s%s", available.len ? ", " : "",
+                      json_string_value(json_object_get(p, "os")),
+                      json_string_value(json_object_get(p, "architecture")), variant ? "/" : "",
+                      variant ? variant : "");
+    }
+    int rc = gc_fail(err, GC_EXIT_USAGE,
+                     "base image %s has no %s variant (it has: %s); pick another --platform or "
+                     "--base-image",
+                     b->base_name, b->platform_text, available.len ? available.data : "none");
+    gc_buf_free(&available);
+    return rc;
+}
+
+/* The base image's manifest for our platform, and its digest. */
+static int resolve_base(build *b, json_t **manifest, char *media_type_out, size_t mt_size,
+                        char digest[GC_DIGEST_LEN], gc_error *err)
+{
+    const char *reference = b->base.digest ? b->base.digest : b->base.tag;
+    char *next = gc_xstrdup(reference);
+    gc_buf body;
+    gc_buf_init(&body);
+    int rc = 0;
+    /* At most two hops: an index, then the manifest it points to for our platform. */
+    for (int hop = 0; hop < 2 && next && !rc; hop++) {
+        char *content_type = NULL;
+        rc = gc_registry_get_manifest(b->base_registry, b->base.repository, next, &body,
+                                      &content_type, digest, err);
+        free(next);
+        next = NULL;
+        json_t *doc = rc ? NULL : json_loadb(body.data, body.len, 0, NULL);
+        if (!rc && !doc)
+            rc = gc_fail(err, GC_EXIT_RUNTIME, "the manifest of %s is not JSON", b->base_name);
+        const char *mt = doc ? effective_media_type(content_type, doc) : "";
+        if (!rc && is_index(mt) && hop == 0) {
+            rc = pick_platform(b, doc, &next, err);
+            json_decref(doc);
+        } else if (!rc && is_image_manifest(mt)) {
+            snprintf(media_type_out, mt_size, "%s", mt);
+            *manifest = doc;
+        } else if (!rc) {
+            rc = gc_fail(err, GC_EXIT_RUNTIME,
+                         "base image %s has a manifest of type \"%s\", which cannot be built on "
+                         "(expected an OCI or Docker v2 image manifest or index)",
+                         b->base_name, mt);
+            json_decref(doc);
+        }
+        free(content_type);
+    }
+    free(next);
+    gc_buf_free(&body);
+    if (rc)
+        gc_error_prefix(err, "failed to pull base image \"%s\": ", b->in->base_image);
+    return rc;
+}
+
+static int check_config_platform(build *b, json_t *config, gc_error *err)
+{
+    const char *os = json_string_value(json_object_get(config, "os"));
+    const char *arch = json_string_value(json_object_get(config, "architecture"));
+    if (os && arch && (strcmp(os, b->want.os) != 0 || strcmp(arch, b->want.arch) != 0))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "base image %s is %s/%s only, not %s; pick another --platform or "
+                       "--base-image",
+                       b->base_name, os, arch, b->platform_text);
+    return 0;
+}
+
+/* The base config with our layer on top: one more diff_id and one more history entry; the
+ * entrypoint, environment and working directory stay as the base image has them. */
+static int extend_config(build *b, json_t *manifest, gc_buf *out, gc_error *err)
+{
+    const char *digest =
+        json_string_value(json_object_get(json_object_get(manifest, "config"), "digest"));
+    if (!digest || !gc_digest_is_valid(digest))
+        return gc_fail(err, GC_EXIT_RUNTIME, "the manifest of %s has no valid config digest",
+                       b->base_name);
+    gc_buf raw;
+    gc_buf_init(&raw);
+    int rc = gc_registry_get_blob(b->base_registry, b->base.repository, digest, NULL, &raw, err);
+    json_t *config = rc ? NULL : json_loadb(raw.data, raw.len, 0, NULL);
+    gc_buf_free(&raw);
+    if (!rc && !json_is_object(config))
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "the config of %s is not a JSON object", b->base_name);
+    if (!rc)
+        rc = check_config_platform(b, config, err);
+    if (!rc) {
+        json_t *rootfs = json_object_get(config, "rootfs");
+        if (!json_is_object(rootfs))
+            json_object_set_new(config, "rootfs", rootfs = json_pack("{s:s}", "type", "layers"));
+        json_t *diff_ids = json_object_get(rootfs, "diff_ids");
+        if (!json_is_array(diff_ids))
+            json_object_set_new(rootfs, "diff_ids", diff_ids = json_array());
+        json_array_append_new(diff_ids, json_string(b->layer.diff_id));
+        json_t *history = json_object_get(config, "history");
+        if (json_is_array(history))
+            json_array_append_new(history, json_pack("{s:s,s:s}", "created_by",
+                                                     "gcluster: COPY build context /", "comment",
+                                                     "added by gcluster from --build-context"));
+        char *text = json_dumps(config, JSON_COMPACT);
+        gc_buf_puts(out, text);
+        free(text);
+    }
+    json_decref(config);
+    if (rc)
+        gc_error_prefix(err, "failed to pull base image \"%s\": ", b->in->base_image);
+    return rc;
+}
+
+static json_t *descriptor(const char *media_type, long long size, const char *digest)
+{
+    return json_pack("{s:s,s:I,s:s}", "mediaType", media_type, "size", (json_int_t)size, "digest",
+                     digest);
+}
+
+static char *new_manifest(build *b, json_t *base, const char *media_type, const gc_buf *config,
+                          const char *config_digest, const char *base_digest)
+{
+    bool oci = strcmp(media_type, GC_MEDIA_OCI_MANIFEST) == 0;
+    const char *config_type =
+        json_string_value(json_object_get(json_object_get(base, "config"), "mediaType"));
+    json_t *layers = json_array();
+    size_t i;
+    json_t *layer;
+    json_array_foreach(json_object_get(base, "layers"), i, layer) json_array_append(layers, layer);
+    json_array_append_new(layers, descriptor(oci ? GC_MEDIA_OCI_LAYER : GC_MEDIA_DOCKER_LAYER,
+                                             b->layer.size, b->layer.digest));
+    json_t *m =
+        json_pack("{s:i,s:s,s:o,s:o}", "schemaVersion", 2, "mediaType", media_type, "config",
+                  descriptor(config_type ? config_type
+                             : oci       ? GC_MEDIA_OCI_CONFIG
+                                         : GC_MEDIA_DOCKER_CONFIG,
+                             (long long)config->len, config_digest),
+                  "layers", layers);
+    /* OCI's standard annotations record what the image was built on; Docker v2 has none. */
+    if (oci)
+        json_object_set_new(m, "annotations",
+                            json_pack("{s:s,s:s}", "org.opencontainers.image.base.name",
+                                      b->base_name, "org.opencontainers.image.base.digest",
+                                      base_digest));
+    char *text = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    return text;
+}
+
+/* --- pushing --------------------------------------------------------------------------- */
+
+static int open_spool(FILE **out, gc_error *err)
+{
+    const char *dir = getenv("TMPDIR");
+    char *path = gc_xasprintf("%s/gcluster-blob-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        unlink(path);
+    *out = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+    int rc = *out ? 0
+                  : gc_fail(err, GC_EXIT_RUNTIME, "cannot create a temporary file %s: %s", path,
+                            strerror(errno));
+    if (fd >= 0 && !*out)
+        close(fd);
+    free(path);
+    return rc;
+}
+
+/* A base layer the target lacks, from another registry: through a temporary file, verified. */
+static int copy_layer(build *b, const char *digest, long long size, gc_error *err)
+{
+    fprintf(b->log, "copying base layer %s (%.1f MiB) from %s\n", digest, mib(size),
+            b->base.registry);
+    FILE *spool;
+    int rc = open_spool(&spool, err);
+    if (rc)
+        return rc;
+    rc = gc_registry_get_blob(b->base_registry, b->base.repository, digest, spool, NULL, err);
+    if (!rc) {
+        gc_http_body body = {.file = spool, .size = size};
+        rc = gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
+    }
+    fclose(spool);
+    return rc;
+}
+
+static int push_base_layer(build *b, json_t *layer, gc_error *err)
+{
+    const char *digest = json_string_value(json_object_get(layer, "digest"));
+    json_int_t size = json_integer_value(json_object_get(layer, "size"));
+    if (!digest || !gc_digest_is_valid(digest))
+        return gc_fail(err, GC_EXIT_RUNTIME, "a layer of %s has no valid digest", b->base_name);
+    bool present = false;
+    int rc =
+        gc_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
+    if (rc || present)
+        return rc;
+    if (b->base_registry == b->target_registry) {
+        bool mounted = false;
+        rc = gc_registry_mount_blob(b->target_registry, b->target.repository, digest,
+                                    b->base.repository, &mounted, err);
+        if (rc || mounted)
+            return rc;
+    }
+    return copy_layer(b, digest, size, err);
+}
+
+static int push_own_layer(build *b, gc_error *err)
+{
+    bool present = false;
+    int rc = gc_registry_blob_exists(b->target_registry, b->target.repository, b->layer.digest,
+                                     &present, err);
+    if (rc || present)
+        return rc;
+    fprintf(b->log, "pushing layer %s (%.1f MiB)\n", b->layer.digest, mib(b->layer.size));
+    gc_http_body body = {.file = b->layer.blob, .size = b->layer.size};
+    return gc_registry_upload_blob(b->target_registry, b->target.repository, b->layer.digest, &body,
+                                   err);
+}
+
+static int push_config(build *b, const gc_buf *config, const char *digest, gc_error *err)
+{
+    bool present = false;
+    int rc =
+        gc_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
+    if (rc || present)
+        return rc;
+    gc_http_body body = {.data = config->data, .len = config->len};
+    return gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
+}
+
+static int push_image(build *b, json_t *base, const char *media_type, const char *base_digest,
+                      const gc_buf *config, gc_error *err)
+{
+    char config_digest[GC_DIGEST_LEN];
+    gc_sha256_digest(config->data, config->len, config_digest);
+    int rc = 0;
+    size_t i;
+    json_t *layer;
+    json_array_foreach(json_object_get(base, "layers"), i, layer)
+    {
+        if (!rc)
+            rc = push_base_layer(b, layer, err);
+    }
+    if (!rc)
+        rc = push_own_layer(b, err);
+    if (!rc)
+        rc = push_config(b, config, config_digest, err);
+    if (!rc) {
+        char *text = new_manifest(b, base, media_type, config, config_digest, base_digest);
+        gc_buf manifest = {text, strlen(text), strlen(text) + 1};
+        rc = gc_registry_put_manifest(b->target_registry, b->target.repository, b->tag, media_type,
+                                      &manifest, err);
+        free(text);
+    }
+    return rc;
+}
+
+static void connect_registries(build *b)
+{
+    const gc_image_build *in = b->in;
+    b->target_registry = gc_registry_new(b->target.registry, b->log, in->verbose);
+    char *scope = gc_xasprintf("repository:%s:pull,push", b->target.repository);
+    gc_registry_add_scope(b->target_registry, scope);
+    free(scope);
+    /* On one registry, one client and one token cover reading the base and mounting from it. */
+    if (strcmp(b->base.registry, b->target.registry) == 0) {
+        b->base_registry = b->target_registry;
+        scope = gc_xasprintf("repository:%s:pull", b->base.repository);
+        gc_registry_add_scope(b->target_registry, scope);
+        free(scope);
+    } else {
+        b->base_registry = gc_registry_new(b->base.registry, b->log, in->verbose);
+    }
+}
+
+/* Pulls what the base image is made of and pushes it with our layer on top. */
+static int build_on_base(build *b, const char *name, gc_error *err)
+{
+    json_t *base = NULL;
+    char media_type[128];
+    char base_digest[GC_DIGEST_LEN];
+    gc_buf config;
+    gc_buf_init(&config);
+    int rc = resolve_base(b, &base, media_type, sizeof(media_type), base_digest, err);
+    if (!rc)
+        rc = extend_config(b, base, &config, err);
+    if (!rc && (rc = push_image(b, base, media_type, base_digest, &config, err)) != 0)
+        gc_error_prefix(err, "failed to push image \"%s\": ", name);
+    gc_buf_free(&config);
+    json_decref(base);
+    return rc;
+}
+
+int gc_image_build_push(const gc_image_build *in, char **image_ref, gc_error *err)
+{
+    build b;
+    int rc = prepare(in, true, &b, err);
+    char *name = rc ? NULL : image_name(in, b.tag);
+    bool present = false;
+    if (!rc) {
+        connect_registries(&b);
+        rc = gc_registry_manifest_exists(b.target_registry, b.target.repository, b.tag, &present,
+                                         err);
+        if (rc)
+            gc_error_prefix(err, "failed to push image \"%s\": ", name);
+    }
+    /* The tag names the content, so an image already under it is this very build. */
+    if (!rc && present)
+        fprintf(b.log, "image %s already exists; not pushing it again\n", name);
+    else if (!rc && (rc = build_on_base(&b, name, err)) == 0)
+        fprintf(b.log, "pushed %s\n", name);
+    build_free(&b);
+    if (!rc)
+        *image_ref = name;
+    else
+        free(name);
+    return rc;
+}

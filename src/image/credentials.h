@@ -1,0 +1,46 @@
+/*
+ * credentials: who we are to a registry.
+ *
+ * Google's registries (*.pkg.dev, gcr.io, *.gcr.io) take an OAuth access token from
+ * `gcloud auth print-access-token` as the password of the user "oauth2accesstoken"; any other
+ * registry takes the user and password stored by `docker login` in the `auths` section of the
+ * Docker config. Without either we stay anonymous, which is enough to pull public images.
+ */
+#ifndef GCLUSTER_IMAGE_CREDENTIALS_H
+#define GCLUSTER_IMAGE_CREDENTIALS_H
+
+#include "gcluster/buf.h"
+#include "gcluster/error.h"
+
+#include <stdbool.h>
+
+typedef struct gc_credentials {
+    char *username; /* NULL when anonymous */
+    char *password; /* secret: never logged; wiped by gc_credentials_free */
+    char *source; /* where they came from, for messages: "gcloud", "/home/a/.docker/config.json" */
+} gc_credentials;
+
+/* True for registries whose credentials come from gcloud. */
+bool gc_registry_uses_gcloud(const char *registry);
+
+/* Finds credentials for `registry` (as named in the reference, e.g. "docker.io"). Finding none
+ * is not an error: *out is then anonymous. A failure to run gcloud is. */
+int gc_credentials_lookup(const char *registry, gc_credentials *out, gc_error *err);
+
+/* From a Docker config file's text (its `auths`), for tests and for gc_credentials_lookup. */
+int gc_credentials_from_docker_config(const char *json_text, const char *source,
+                                      const char *registry, gc_credentials *out, gc_error *err);
+
+void gc_credentials_free(gc_credentials *c);
+
+/* Runs argv (no shell) with stdin from /dev/null; collects stdout and stderr. Gives up after
+ * `timeout_ms`, killing the child. *exit_status is the exit code, or 128 + signal. */
+int gc_run_capture(char *const argv[], int timeout_ms, gc_buf *out, gc_buf *errout,
+                   int *exit_status, gc_error *err);
+
+/* Standard base64, for "Basic" credentials. Caller frees. */
+char *gc_base64_encode(const void *data, size_t len);
+/* Returns NULL on malformed input; caller frees (the result is NUL-terminated). */
+char *gc_base64_decode(const char *text, size_t *len);
+
+#endif

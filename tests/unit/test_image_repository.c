@@ -1,0 +1,193 @@
+/*
+ * Naming: image references as Docker reads them, and the repository gcluster pushes to.
+ */
+#include "image/reference.h"
+
+#include "gcluster/image.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void assert_ref(const char *text, const char *registry, const char *repository,
+                       const char *tag, const char *digest)
+{
+    gc_image_ref ref;
+    gc_error err = {0};
+    if (gc_image_ref_parse(text, &ref, &err) != 0)
+        fail_msg("%s: %s", text, err.message);
+    assert_string_equal(ref.registry, registry);
+    assert_string_equal(ref.repository, repository);
+    if (tag)
+        assert_string_equal(ref.tag, tag);
+    else
+        assert_null(ref.tag);
+    if (digest)
+        assert_string_equal(ref.digest, digest);
+    else
+        assert_null(ref.digest);
+    gc_image_ref_free(&ref);
+}
+
+#define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void references_follow_docker_defaults(void **state)
+{
+    (void)state;
+    assert_ref("python", "docker.io", "library/python", "latest", NULL);
+    assert_ref("python:3.11-slim", "docker.io", "library/python", "3.11-slim", NULL);
+    assert_ref("bitnami/redis:7", "docker.io", "bitnami/redis", "7", NULL);
+    assert_ref("docker.io/python", "docker.io", "library/python", "latest", NULL);
+    assert_ref("index.docker.io/library/python:3", "docker.io", "library/python", "3", NULL);
+    assert_ref("us-docker.pkg.dev/p/r/img:tag", "us-docker.pkg.dev", "p/r/img", "tag", NULL);
+    assert_ref("localhost/img", "localhost", "img", "latest", NULL);
+    assert_ref("127.0.0.1:5000/a/b", "127.0.0.1:5000", "a/b", "latest", NULL);
+    assert_ref("127.0.0.1:5000/a/b:v1", "127.0.0.1:5000", "a/b", "v1", NULL);
+    assert_ref("gcr.io/p/img@" DIGEST, "gcr.io", "p/img", NULL, DIGEST);
+    assert_ref("python:3.11@" DIGEST, "docker.io", "library/python", "3.11", DIGEST);
+}
+
+static void canonical_names_and_api_hosts(void **state)
+{
+    (void)state;
+    gc_image_ref ref;
+    gc_error err = {0};
+    assert_int_equal(gc_image_ref_parse("python:3.11", &ref, &err), 0);
+    char *s = gc_image_ref_string(&ref);
+    assert_string_equal(s, "docker.io/library/python:3.11");
+    assert_string_equal(gc_registry_api_host(ref.registry), "registry-1.docker.io");
+    free(s);
+    gc_image_ref_free(&ref);
+    assert_string_equal(gc_registry_api_host("us-docker.pkg.dev"), "us-docker.pkg.dev");
+}
+
+static void bad_references_say_what_is_wrong(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *says;
+    } cases[] = {
+        {"", "empty"},
+        {"Python:3", "lower-case"},
+        {"python:", "invalid tag"},
+        {"python:-x", "invalid tag"},
+        {"python@sha256:abc", "digest"},
+        {"a//b", "empty path component"},
+        {"repo/-x", "start and end"},
+        {"ex ample/x", "may only contain"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gc_image_ref ref;
+        gc_error err = {0};
+        assert_int_equal(gc_image_ref_parse(cases[i].text, &ref, &err), GC_EXIT_USAGE);
+        if (!strstr(err.message, cases[i].says))
+            fail_msg("%s: expected \"%s\" in: %s", cases[i].text, cases[i].says, err.message);
+    }
+    gc_image_ref ref;
+    gc_error err = {0};
+    assert_int_equal(gc_image_repo_parse("us-docker.pkg.dev/p/r/img:tag", &ref, &err),
+                     GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "takes neither"));
+}
+
+static void only_this_machine_counts_as_loopback(void **state)
+{
+    (void)state;
+    assert_true(gc_registry_is_loopback("127.0.0.1:5000"));
+    assert_true(gc_registry_is_loopback("127.1.2.3"));
+    assert_true(gc_registry_is_loopback("localhost:80"));
+    assert_true(gc_registry_is_loopback("[::1]:5000"));
+    assert_false(gc_registry_is_loopback("127.example.com"));
+    assert_false(gc_registry_is_loopback("localhost.example.com"));
+    assert_false(gc_registry_is_loopback("10.0.0.1:5000"));
+    assert_false(gc_registry_is_loopback("docker.io"));
+}
+
+/* Runs gc_image_repository with exactly these variables set. */
+static int repository(const char *repo, const char *user, const char *username, const char *project,
+                      const char *location, char **out, gc_error *err)
+{
+    repo ? setenv("GCLUSTER_IMAGE_REPO", repo, 1) : unsetenv("GCLUSTER_IMAGE_REPO");
+    user ? setenv("USER", user, 1) : unsetenv("USER");
+    username ? setenv("USERNAME", username, 1) : unsetenv("USERNAME");
+    *out = NULL;
+    return gc_image_repository(project, location, out, err);
+}
+
+static void assert_repository(const char *repo, const char *user, const char *project,
+                              const char *location, const char *want)
+{
+    char *got;
+    gc_error err = {0};
+    if (repository(repo, user, NULL, project, location, &got, &err) != 0)
+        fail_msg("%s", err.message);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void repository_follows_googles_naming(void **state)
+{
+    (void)state;
+    assert_repository("gcluster-repo", "alice", "my-proj", "us-central1-a",
+                      "us-central1-docker.pkg.dev/my-proj/gcluster-repo/alice-runner");
+    assert_repository("gcluster-repo", "alice", "my-proj", "europe-west4",
+                      "europe-west4-docker.pkg.dev/my-proj/gcluster-repo/alice-runner");
+    assert_repository("gcluster-repo", "alice", "my-proj", "us",
+                      "us-docker.pkg.dev/my-proj/gcluster-repo/alice-runner");
+    assert_repository("gcluster-repo", "Jane.Doe@Corp", "p", "us-east5-b",
+                      "us-east5-docker.pkg.dev/p/gcluster-repo/jane-doe-corp-runner");
+    /* A full path needs no project or location. */
+    assert_repository("127.0.0.1:5000/team/", "bob", NULL, NULL, "127.0.0.1:5000/team/bob-runner");
+    assert_repository("us-docker.pkg.dev/other-proj/shared", "bob", "p", "us-central1",
+                      "us-docker.pkg.dev/other-proj/shared/bob-runner");
+
+    char *got;
+    gc_error err = {0};
+    assert_int_equal(repository("repo", NULL, "carol", "p", "asia-east1", &got, &err), 0);
+    assert_string_equal(got, "asia-east1-docker.pkg.dev/p/repo/carol-runner");
+    free(got);
+}
+
+static void expect_usage_error(const char *repo, const char *user, const char *project,
+                               const char *location, const char *says)
+{
+    char *got;
+    gc_error err = {0};
+    assert_int_equal(repository(repo, user, NULL, project, location, &got, &err), GC_EXIT_USAGE);
+    assert_null(got);
+    if (!strstr(err.message, says))
+        fail_msg("expected \"%s\" in: %s", says, err.message);
+}
+
+static void missing_settings_name_the_fix(void **state)
+{
+    (void)state;
+    expect_usage_error(NULL, "alice", "p", "us-central1",
+                       "set GCLUSTER_IMAGE_REPO to your Artifact Registry repository name, e.g. "
+                       "export GCLUSTER_IMAGE_REPO=gcluster-repo");
+    expect_usage_error("", "alice", "p", "us-central1", "GCLUSTER_IMAGE_REPO");
+    expect_usage_error("repo", NULL, "p", "us-central1", "neither USER nor USERNAME");
+    expect_usage_error("repo", "...", "p", "us-central1", "USER=\"...\"");
+    expect_usage_error("repo", "alice", NULL, "us-central1", "--project is required");
+    expect_usage_error("repo", "alice", "p", NULL, "--location is required");
+    expect_usage_error("Bad_Repo", "alice", "p", "us-central1", "repository name only");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(references_follow_docker_defaults),
+        cmocka_unit_test(canonical_names_and_api_hosts),
+        cmocka_unit_test(bad_references_say_what_is_wrong),
+        cmocka_unit_test(only_this_machine_counts_as_loopback),
+        cmocka_unit_test(repository_follows_googles_naming),
+        cmocka_unit_test(missing_settings_name_the_fix),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
