@@ -241,7 +241,10 @@ static int resolve_base(build *b, json_t **manifest, char *media_type_out, size_
     }
     free(next);
     gc_buf_free(&body);
-    if (rc)
+    if (rc && err && err->http_status == 404)
+        gc_error_prefix(
+            err, "failed to pull base image \"%s\" (check the name and tag): ", b->in->base_image);
+    else if (rc)
         gc_error_prefix(err, "failed to pull base image \"%s\": ", b->in->base_image);
     return rc;
 }
