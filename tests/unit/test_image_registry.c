@@ -2,10 +2,12 @@
  * gc_image_build_push against real OCI registries on 127.0.0.1 (go-containerregistry's
  * in-memory registry, built by tests/image/build-registry).
  *
- * Two registries run for the whole group: "source" holds the seeded base images, "target" is
- * where builds are pushed, so base layers must really be copied across; one test pushes within
- * the source registry. Seeding and checking use plain libcurl requests written here, not the
- * client under test, and layers are read back with an independent tar reader.
+ * Three registries run for the whole group: "source" holds the seeded base images, "target" is
+ * where builds are pushed, so base layers must really be copied across (one test pushes within
+ * the source registry instead), and "auth" only answers requests that went through the Docker
+ * token flow with the right credentials (tests/image/authregistry). Seeding and checking use plain
+ * libcurl requests written here, not the client under test, and layers are read back with an
+ * independent tar reader.
  */
 #include "image/digest.h"
 #include "image/layer.h"
@@ -46,8 +48,11 @@ typedef struct registry_process {
     char log_path[256];
 } registry_process;
 
+#define AUTH_USER     "gcluster"
+#define AUTH_PASSWORD "pa55-not-in-any-log"
+
 typedef struct fixture {
-    registry_process source, target;
+    registry_process source, target, auth;
     char *context; /* a build context shared by the tests */
     char amd64_layer[GC_DIGEST_LEN], amd64_diff[GC_DIGEST_LEN];
     char arm64_layer[GC_DIGEST_LEN];
@@ -63,7 +68,8 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static char *registry_binary(void)
+/* The two registry binaries tests/image/build-registry builds: anonymous, and token-guarded. */
+static void registry_binaries(char **anonymous, char **guarded)
 {
     char *argv[] = {GCLUSTER_SOURCE_DIR "/tests/image/build-registry", "--print-path", NULL};
     gc_buf out, errs;
@@ -73,14 +79,18 @@ static char *registry_binary(void)
     gc_error err = {0};
     if (gc_run_capture(argv, 10000, &out, &errs, &status, &err) != 0 || status != 0)
         fail_msg("cannot run tests/image/build-registry: %s %s", err.message, errs.data);
-    while (out.len && out.data[out.len - 1] == '\n')
-        out.data[--out.len] = '\0';
     gc_buf_free(&errs);
-    if (access(out.data, X_OK) != 0)
-        fail_msg("the test registry %s is missing: build it with `tests/image/build-registry` "
-                 "(needs Go and the module proxy); these tests cannot run without it",
-                 out.data);
-    return gc_buf_detach(&out);
+    char *newline = strchr(out.data, '\n');
+    if (!newline)
+        fail_msg("tests/image/build-registry --print-path printed: %s", out.data);
+    *anonymous = strndup(out.data, (size_t)(newline - out.data));
+    *guarded = strndup(newline + 1, strcspn(newline + 1, "\n"));
+    gc_buf_free(&out);
+    for (char *const *path = (char *const[]){*anonymous, *guarded, NULL}; *path; path++)
+        if (access(*path, X_OK) != 0)
+            fail_msg("the test registry %s is missing: build it with `tests/image/build-registry` "
+                     "(needs Go and the module proxy); these tests cannot run without it",
+                     *path);
 }
 
 /* Finds "serving on port N" in the registry's log, waiting a bounded time. */
@@ -107,7 +117,8 @@ static int wait_for_port(const registry_process *r)
     return -1;
 }
 
-static void start_registry(const char *binary, const char *name, registry_process *r)
+static void start_registry(const char *binary, const char *name, const char *password,
+                           registry_process *r)
 {
     snprintf(r->log_path, sizeof(r->log_path), "/tmp/gcluster-registry-%s-%d.log", name,
              (int)getpid());
@@ -121,12 +132,30 @@ static void start_registry(const char *binary, const char *name, registry_proces
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
         /* Port 0: the kernel picks a free port, which the registry logs. */
-        execl(binary, binary, "-port", "0", (char *)NULL);
+        if (password)
+            execl(binary, binary, "-port", "0", "-user", AUTH_USER, "-password", password,
+                  (char *)NULL);
+        else
+            execl(binary, binary, "-port", "0", (char *)NULL);
         _exit(127);
     }
     close(log_fd);
     r->port = wait_for_port(r);
     snprintf(r->host, sizeof(r->host), "127.0.0.1:%d", r->port);
+}
+
+static char *read_text(const char *path)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    FILE *f = fopen(path, "r");
+    char chunk[4096];
+    size_t n;
+    while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        gc_buf_append(&b, chunk, n);
+    if (f)
+        fclose(f);
+    return gc_buf_detach(&b);
 }
 
 static void stop_registry(registry_process *r)
@@ -418,10 +447,13 @@ static void seed_base_images(fixture *f)
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
-    char *binary = registry_binary();
-    start_registry(binary, "source", &f->source);
-    start_registry(binary, "target", &f->target);
-    free(binary);
+    char *anonymous, *guarded;
+    registry_binaries(&anonymous, &guarded);
+    start_registry(anonymous, "source", NULL, &f->source);
+    start_registry(anonymous, "target", NULL, &f->target);
+    start_registry(guarded, "auth", AUTH_PASSWORD, &f->auth);
+    free(anonymous);
+    free(guarded);
     seed_base_images(f);
 
     f->context = temp_dir();
@@ -442,6 +474,7 @@ static int teardown(void **state)
     fixture *f = *state;
     stop_registry(&f->source);
     stop_registry(&f->target);
+    stop_registry(&f->auth);
     remove_tree(f->context);
     free(f->context);
     free(f);
@@ -723,6 +756,108 @@ static void traces_show_requests_without_secrets(void **state)
     push_result_free(&r);
 }
 
+/* A Docker config holding (or not) the auth registry's credentials. */
+static char *docker_config_dir(const fixture *f, bool with_credentials)
+{
+    char *dir = temp_dir();
+    char *pair = gc_xasprintf("%s:%s", AUTH_USER, AUTH_PASSWORD);
+    char *encoded = gc_base64_encode(pair, strlen(pair));
+    char *text = with_credentials
+                     ? gc_xasprintf("{\"auths\":{\"%s\":{\"auth\":\"%s\"}}}", f->auth.host, encoded)
+                     : gc_xstrdup("{\"auths\":{}}");
+    put_file(dir, "config.json", text);
+    free(text);
+    free(encoded);
+    free(pair);
+    setenv("DOCKER_CONFIG", dir, 1);
+    return dir;
+}
+
+/* Reads a manifest from the auth registry the way any client would: token first. */
+static json_t *authorized_manifest(const fixture *f, const char *repo, const char *tag)
+{
+    char url[1024];
+    snprintf(url, sizeof(url), "http://%s/token?service=authregistry", f->auth.host);
+    CURL *c = curl_easy_init();
+    gc_buf body;
+    gc_buf_init(&body);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_USERPWD, AUTH_USER ":" AUTH_PASSWORD);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    json_t *token = json_loads(body.data, 0, NULL);
+    char *auth = gc_xasprintf("Authorization: Bearer %s",
+                              json_string_value(json_object_get(token, "token")));
+    json_decref(token);
+    gc_buf_reset(&body);
+    snprintf(url, sizeof(url), "http://%s/v2/%s/manifests/%s", f->auth.host, repo, tag);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    h = curl_slist_append(h, "Accept: application/vnd.oci.image.manifest.v1+json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_USERPWD, NULL);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    assert_int_equal(status, 200);
+    json_t *m = json_loads(body.data, 0, NULL);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(auth);
+    gc_buf_free(&body);
+    return m;
+}
+
+static void follows_the_token_flow_with_docker_login_credentials(void **state)
+{
+    fixture *f = *state;
+    char *config_dir = docker_config_dir(f, true);
+    char base[256], repo[256];
+    snprintf(base, sizeof(base), "%s/base/python:3.11", f->source.host);
+    snprintf(repo, sizeof(repo), "%s/team/erin-runner", f->auth.host);
+    push_result r = push(base, f->context, "linux/amd64", repo);
+    if (r.rc)
+        fail_msg("push failed: %s\n--- log ---\n%s", r.err.message, r.log);
+    /* The token service was asked for push rights on the target repository. */
+    char *registry_log = read_text(f->auth.log_path);
+    assert_non_null(strstr(registry_log, "scopes=repository:team/erin-runner:pull,push"));
+    free(registry_log);
+    /* Neither the password nor any token shows in traces. */
+    assert_null(strstr(r.log, AUTH_PASSWORD));
+    assert_null(strstr(r.log, "Bearer"));
+    assert_null(strstr(r.log, "Basic"));
+    assert_non_null(strstr(r.log, "/token?... -> 200"));
+
+    json_t *m = authorized_manifest(f, "team/erin-runner", tag_of(r.ref));
+    assert_int_equal(json_array_size(json_object_get(m, "layers")), 2);
+    json_decref(m);
+    push_result_free(&r);
+    unsetenv("DOCKER_CONFIG");
+    remove_tree(config_dir);
+    free(config_dir);
+}
+
+static void without_credentials_the_error_says_to_log_in(void **state)
+{
+    fixture *f = *state;
+    char *config_dir = docker_config_dir(f, false);
+    char base[256], repo[256];
+    snprintf(base, sizeof(base), "%s/base/python:3.11", f->source.host);
+    snprintf(repo, sizeof(repo), "%s/team/frank-runner", f->auth.host);
+    push_result r = push(base, f->context, "linux/amd64", repo);
+    assert_int_equal(r.rc, GC_EXIT_RUNTIME);
+    assert_int_equal(r.err.http_status, 401);
+    if (!strstr(r.err.message, "getting a token") || !strstr(r.err.message, "UNAUTHORIZED") ||
+        !strstr(r.err.message, "docker login"))
+        fail_msg("unclear error: %s", r.err.message);
+    push_result_free(&r);
+    unsetenv("DOCKER_CONFIG");
+    remove_tree(config_dir);
+    free(config_dir);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -733,6 +868,8 @@ int main(void)
         cmocka_unit_test(a_docker_v2_base_gives_a_docker_v2_image),
         cmocka_unit_test(a_missing_base_image_fails_clearly_and_pushes_nothing),
         cmocka_unit_test(traces_show_requests_without_secrets),
+        cmocka_unit_test(follows_the_token_flow_with_docker_login_credentials),
+        cmocka_unit_test(without_credentials_the_error_says_to_log_in),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
