@@ -357,7 +357,8 @@ static int open_spool(FILE **out, gc_error *err)
     return rc;
 }
 
-/* A base layer the target lacks, from another registry: through a temporary file, verified. */
+/* A base layer the target lacks, from another registry: through a temporary file, verified
+ * against its digest on the way in, and uploaded with the size that actually arrived. */
 static int copy_layer(build *b, const char *digest, long long size, gc_error *err)
 {
     fprintf(b->log, "copying base layer %s (%.1f MiB) from %s\n", digest, mib(size),
@@ -367,8 +368,11 @@ static int copy_layer(build *b, const char *digest, long long size, gc_error *er
     if (rc)
         return rc;
     rc = gc_registry_get_blob(b->base_registry, b->base.repository, digest, spool, NULL, err);
+    long long received = -1;
+    if (!rc && (fseeko(spool, 0, SEEK_END) != 0 || (received = ftello(spool)) < 0))
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot measure the download of %s", digest);
     if (!rc) {
-        gc_http_body body = {.file = spool, .size = size};
+        gc_http_body body = {.file = spool, .size = received};
         rc = gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
     }
     fclose(spool);

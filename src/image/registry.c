@@ -257,6 +257,8 @@ static size_t on_read(char *buffer, size_t size, size_t nitems, void *userdata)
     exchange *x = userdata;
     const gc_http_body *body = x->body;
     size_t room = size * nitems;
+    if (!body)
+        return 0;
     if (body->file) {
         long long left = body->size - x->body_offset;
         size_t want = left < (long long)room ? (size_t)left : room;
@@ -332,6 +334,10 @@ static bool url_is_allowed(const gc_registry *r, const char *url)
 
 static void set_method(CURL *c, const char *method, const gc_http_body *body)
 {
+    /* Blobs are often served from a CDN or a storage bucket by redirect; bodies are not
+     * replayed, so only reads follow redirects (and curl keeps Authorization off other hosts). */
+    bool is_read = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, is_read ? 1L : 0L);
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "PUT") == 0) {
@@ -385,23 +391,11 @@ static void trace(const gc_registry *r, const char *method, const char *url, lon
                 url[shown] ? "?..." : "", status);
 }
 
-/* One exchange. `authorization` is sent only to `auth_origin`'s scheme, host and port. */
-static int perform(gc_registry *r, const char *method, const char *url, const char *accept,
-                   const gc_http_body *body, const char *authorization, const char *auth_origin,
-                   gc_http_response *resp, gc_error *err)
+static void set_options(gc_registry *r, exchange *x, const char *url, struct curl_slist *headers,
+                        char *errbuf)
 {
-    if (!url_is_allowed(r, url))
-        return gc_fail(err, GC_EXIT_RUNTIME,
-                       "refusing to contact %s without TLS: plain HTTP is only used for "
-                       "registries on this machine",
-                       url);
     CURL *c = r->curl;
     curl_easy_reset(c);
-    exchange x = {.resp = resp, .body = body};
-    if (body && body->file && fseeko(body->file, 0, SEEK_SET) != 0)
-        return gc_fail(err, GC_EXIT_RUNTIME, "cannot rewind the upload of %s", url);
-    char errbuf[CURL_ERROR_SIZE] = "";
-    struct curl_slist *headers = request_headers(url, accept, body, authorization, auth_origin);
     const char *protocols = r->loopback ? "http,https" : "https";
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, protocols);
@@ -415,29 +409,42 @@ static int perform(gc_registry *r, const char *method, const char *url, const ch
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, &x);
-    }
-    /* Blobs are often served from a CDN or a storage bucket by redirect; bodies are not
-     * replayed, so only reads follow redirects (and curl keeps Authorization off other hosts). */
-    bool is_read = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, is_read ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(c, CURLOPT_READDATA, x);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    set_method(c, method, body);
+}
 
+/* One exchange. `authorization` is sent only to `auth_origin`'s scheme, host and port. */
+static int perform(gc_registry *r, const char *method, const char *url, const char *accept,
+                   const gc_http_body *body, const char *authorization, const char *auth_origin,
+                   gc_http_response *resp, gc_error *err)
+{
+    int shown = (int)strcspn(url, "?"); /* queries may hold signatures: never in messages */
+    if (!url_is_allowed(r, url))
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "refusing to contact %.*s without TLS: plain HTTP is only used for "
+                       "registries on this machine",
+                       shown, url);
+    if (body && body->file && fseeko(body->file, 0, SEEK_SET) != 0)
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot rewind the upload to %.*s", shown, url);
+    CURL *c = r->curl;
+    exchange x = {.resp = resp, .body = body};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *headers = request_headers(url, accept, body, authorization, auth_origin);
+    set_options(r, &x, url, headers, errbuf);
+    set_method(c, method, body);
     CURLcode cc = curl_easy_perform(c);
     curl_slist_free_all(headers);
     trace(r, method, url, resp->status);
     if (x.too_big)
-        return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: the response is larger than %ld MiB", method,
-                       url, MAX_MEMORY_BODY >> 20);
+        return gc_fail(err, GC_EXIT_RUNTIME, "%s %.*s: the response is larger than %ld MiB", method,
+                       shown, url, MAX_MEMORY_BODY >> 20);
     if (x.sink_failed)
-        return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: cannot write to a temporary file", method,
-                       url);
+        return gc_fail(err, GC_EXIT_RUNTIME, "%s %.*s: cannot write to a temporary file", method,
+                       shown, url);
     if (cc != CURLE_OK)
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot reach %s: %s", r->name,
                        errbuf[0] ? errbuf : curl_easy_strerror(cc));

@@ -447,6 +447,7 @@ static void seed_base_images(fixture *f)
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
+    *state = f; /* so that teardown stops whatever started before a failure */
     char *anonymous, *guarded;
     registry_binaries(&anonymous, &guarded);
     start_registry(anonymous, "source", NULL, &f->source);
@@ -472,10 +473,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    if (!f)
+        return 0;
     stop_registry(&f->source);
     stop_registry(&f->target);
     stop_registry(&f->auth);
-    remove_tree(f->context);
+    if (f->context)
+        remove_tree(f->context);
     free(f->context);
     free(f);
     return 0;
