@@ -90,7 +90,9 @@ static void content_tag(build *b)
     b->tag[TAG_HEX_DIGITS] = '\0';
 }
 
-static int prepare(const gc_image_build *in, bool compress, build *b, gc_error *err)
+/* Checks the input and names the image: the tag needs only the tar's hash, not the gzip blob,
+ * so this pass is cheap (no compression, nothing written). */
+static int prepare(const gc_image_build *in, build *b, gc_error *err)
 {
     memset(b, 0, sizeof(*b));
     b->in = in;
@@ -112,7 +114,7 @@ static int prepare(const gc_image_build *in, bool compress, build *b, gc_error *
     if (rc)
         return rc;
     b->base_name = gc_image_ref_string(&b->base);
-    rc = gc_layer_build(in->context_dir, compress, compress ? b->log : NULL, &b->layer, err);
+    rc = gc_layer_build(in->context_dir, false, NULL, &b->layer, err);
     if (rc)
         return rc;
     content_tag(b);
@@ -130,7 +132,7 @@ static char *image_name(const gc_image_build *in, const char *tag)
 int gc_image_plan(const gc_image_build *in, char **image_ref, gc_error *err)
 {
     build b;
-    int rc = prepare(in, false, &b, err);
+    int rc = prepare(in, &b, err);
     if (!rc)
         *image_ref = image_name(in, b.tag);
     build_free(&b);
@@ -487,10 +489,27 @@ static int build_on_base(build *b, const char *name, gc_error *err)
     return rc;
 }
 
+/* The second pass over the context, writing the gzip blob to push. Files edited since the
+ * first pass change the diff_id, and then the tag follows the content actually pushed. */
+static int write_layer(build *b, char **name, gc_error *err)
+{
+    char planned[GC_DIGEST_LEN];
+    memcpy(planned, b->layer.diff_id, sizeof(planned));
+    int rc = gc_layer_build(b->in->context_dir, true, b->log, &b->layer, err);
+    if (!rc && strcmp(planned, b->layer.diff_id) != 0) {
+        content_tag(b);
+        free(*name);
+        *name = image_name(b->in, b->tag);
+        fprintf(b->log, "the build context changed while it was read; the image is now %s\n",
+                *name);
+    }
+    return rc;
+}
+
 int gc_image_build_push(const gc_image_build *in, char **image_ref, gc_error *err)
 {
     build b;
-    int rc = prepare(in, true, &b, err);
+    int rc = prepare(in, &b, err);
     char *name = rc ? NULL : image_name(in, b.tag);
     bool present = false;
     if (!rc) {
@@ -501,10 +520,15 @@ int gc_image_build_push(const gc_image_build *in, char **image_ref, gc_error *er
             gc_error_prefix(err, "failed to push image \"%s\": ", name);
     }
     /* The tag names the content, so an image already under it is this very build. */
-    if (!rc && present)
+    if (!rc && present) {
         fprintf(b.log, "image %s already exists; not pushing it again\n", name);
-    else if (!rc && (rc = build_on_base(&b, name, err)) == 0)
-        fprintf(b.log, "pushed %s\n", name);
+    } else if (!rc) {
+        rc = write_layer(&b, &name, err);
+        if (!rc)
+            rc = build_on_base(&b, name, err);
+        if (!rc)
+            fprintf(b.log, "pushed %s\n", name);
+    }
     build_free(&b);
     if (!rc)
         *image_ref = name;

@@ -161,9 +161,10 @@ static int sink_init(layer_sink *s, bool compress, gc_error *err)
         return 0;
     s->blob_hash = gc_sha256_new();
     /* windowBits 15 + 16 asks zlib for a gzip wrapper; the explicit header pins the fields a
-     * gzip tool would fill from the environment (name, mtime, OS) to fixed values. */
-    if (deflateInit2(&s->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-        Z_OK)
+     * gzip tool would fill from the environment (name, mtime, OS) to fixed values. The fastest
+     * level, as crane uses: contexts often carry incompressible data (weights, archives), where
+     * higher levels cost seconds per build and save almost nothing. */
+    if (deflateInit2(&s->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot start gzip compression");
     s->gzip_header.os = 255; /* "unknown", as Go's gzip writes it */
     if (deflateSetHeader(&s->z, &s->gzip_header) != Z_OK)

@@ -200,6 +200,24 @@ static void run_capture_is_bounded(void **state)
     gc_buf_free(&errs);
 }
 
+static void plain_http_is_only_for_this_machine(void **state)
+{
+    (void)state;
+    gc_registry *r = gc_registry_new("registry.example.com", NULL, 0);
+    gc_http_response resp;
+    gc_http_response_init(&resp);
+    gc_error err = {0};
+    /* An upload location (or token realm) pointing at plain HTTP elsewhere is refused before
+     * anything is sent, and the message does not repeat the query string. */
+    assert_int_equal(gc_registry_send(r, "GET", "http://registry.example.com/v2/x?sig=secret", NULL,
+                                      NULL, &resp, &err),
+                     GC_EXIT_RUNTIME);
+    assert_non_null(strstr(err.message, "refusing to contact http://registry.example.com/v2/x"));
+    assert_null(strstr(err.message, "secret"));
+    gc_http_response_free(&resp);
+    gc_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +227,7 @@ int main(void)
         cmocka_unit_test(docker_config_is_found_through_docker_config_dir),
         cmocka_unit_test(google_registries_use_gcloud_tokens),
         cmocka_unit_test(run_capture_is_bounded),
+        cmocka_unit_test(plain_http_is_only_for_this_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
