@@ -15,11 +15,9 @@
 
 #include "gcluster/buf.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define DEFAULT_PLATFORM "linux/amd64"
 #define TAG_HEX_DIGITS   12
@@ -342,23 +340,6 @@ static char *new_manifest(build *b, json_t *base, const char *media_type, const 
 
 /* --- pushing --------------------------------------------------------------------------- */
 
-static int open_spool(FILE **out, gc_error *err)
-{
-    const char *dir = getenv("TMPDIR");
-    char *path = gc_xasprintf("%s/gcluster-blob-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    if (fd >= 0)
-        unlink(path);
-    *out = fd >= 0 ? fdopen(fd, "w+b") : NULL;
-    int rc = *out ? 0
-                  : gc_fail(err, GC_EXIT_RUNTIME, "cannot create a temporary file %s: %s", path,
-                            strerror(errno));
-    if (fd >= 0 && !*out)
-        close(fd);
-    free(path);
-    return rc;
-}
-
 /* A base layer the target lacks, from another registry: through a temporary file, verified
  * against its digest on the way in, and uploaded with the size that actually arrived. */
 static int copy_layer(build *b, const char *digest, long long size, gc_error *err)
@@ -366,7 +347,7 @@ static int copy_layer(build *b, const char *digest, long long size, gc_error *er
     fprintf(b->log, "copying base layer %s (%.1f MiB) from %s\n", digest, mib(size),
             b->base.registry);
     FILE *spool;
-    int rc = open_spool(&spool, err);
+    int rc = gc_temp_file(&spool, err);
     if (rc)
         return rc;
     rc = gc_registry_get_blob(b->base_registry, b->base.repository, digest, spool, NULL, err);

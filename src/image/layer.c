@@ -408,11 +408,10 @@ static int write_entry(layer_sink *s, const char *root, const entry *e, gc_error
     return rc;
 }
 
-/* An unlinked file in $TMPDIR: it disappears with the process, whatever happens. */
-static int open_temp_file(FILE **out, gc_error *err)
+int gc_temp_file(FILE **out, gc_error *err)
 {
     const char *dir = getenv("TMPDIR");
-    char *path = gc_xasprintf("%s/gcluster-layer-XXXXXX", dir && *dir ? dir : "/tmp");
+    char *path = gc_xasprintf("%s/gcluster-XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = mkstemp(path);
     if (fd < 0) {
         int rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot create a temporary file %s: %s", path,
@@ -505,7 +504,7 @@ int gc_layer_build(const char *context_dir, bool compress, FILE *log, gc_layer *
     if (!rc)
         rc = sink_init(sink, compress, err);
     if (!rc && compress)
-        rc = open_temp_file(&sink->out, err);
+        rc = gc_temp_file(&sink->out, err);
     if (!rc)
         rc = write_tar(sink, context_dir, &entries, err);
     if (!rc)

@@ -33,6 +33,10 @@ typedef struct gc_layer {
 int gc_layer_build(const char *context_dir, bool compress, FILE *log, gc_layer *layer,
                    gc_error *err);
 
+/* An unlinked read-write file in $TMPDIR (or /tmp): it disappears with the process, however the
+ * process ends, so no build leaves layers behind. */
+int gc_temp_file(FILE **out, gc_error *err);
+
 /* Closes the temporary blob file. */
 void gc_layer_close(gc_layer *layer);
 
