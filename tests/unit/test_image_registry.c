@@ -2,10 +2,12 @@
  * gc_image_build_push against real OCI registries on 127.0.0.1 (go-containerregistry's
  * in-memory registry, built by tests/image/build-registry).
  *
- * Three registries run for the whole group: "source" holds the seeded base images, "target" is
+ * Four registries run for the whole group: "source" holds the seeded base images, "target" is
  * where builds are pushed, so base layers must really be copied across (one test pushes within
- * the source registry instead), and "auth" only answers requests that went through the Docker
- * token flow with the right credentials (tests/image/authregistry). Seeding and checking use plain
+ * the source registry instead), "auth" only answers requests that went through the Docker
+ * token flow with the right credentials (tests/image/authregistry), and "reference" is CNCF
+ * distribution's registry, where blobs belong to repositories (so mounts really happen) and
+ * manifests are checked against the blobs they name. Seeding and checking use plain
  * libcurl requests written here, not the client under test, and layers are read back with an
  * independent tar reader.
  */
@@ -52,8 +54,9 @@ typedef struct registry_process {
 #define AUTH_PASSWORD "pa55-not-in-any-log"
 
 typedef struct fixture {
-    registry_process source, target, auth;
-    char *context; /* a build context shared by the tests */
+    registry_process source, target, auth, reference;
+    char *reference_storage; /* the distribution registry's storage directory */
+    char *context;           /* a build context shared by the tests */
     char amd64_layer[GC_DIGEST_LEN], amd64_diff[GC_DIGEST_LEN];
     char arm64_layer[GC_DIGEST_LEN];
     char plain_layer[GC_DIGEST_LEN];
@@ -68,8 +71,11 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The two registry binaries tests/image/build-registry builds: anonymous, and token-guarded. */
-static void registry_binaries(char **anonymous, char **guarded)
+/* The registry binaries tests/image/build-registry builds, in the order it prints them:
+ * go-containerregistry's (anonymous), the token-guarded one, and CNCF distribution's. */
+#define REGISTRY_BINARIES 3
+
+static void registry_binaries(char *paths[REGISTRY_BINARIES])
 {
     char *argv[] = {GCLUSTER_SOURCE_DIR "/tests/image/build-registry", "--print-path", NULL};
     gc_buf out, errs;
@@ -80,20 +86,23 @@ static void registry_binaries(char **anonymous, char **guarded)
     if (gc_run_capture(argv, 10000, &out, &errs, &status, &err) != 0 || status != 0)
         fail_msg("cannot run tests/image/build-registry: %s %s", err.message, errs.data);
     gc_buf_free(&errs);
-    char *newline = strchr(out.data, '\n');
-    if (!newline)
-        fail_msg("tests/image/build-registry --print-path printed: %s", out.data);
-    *anonymous = strndup(out.data, (size_t)(newline - out.data));
-    *guarded = strndup(newline + 1, strcspn(newline + 1, "\n"));
-    gc_buf_free(&out);
-    for (char *const *path = (char *const[]){*anonymous, *guarded, NULL}; *path; path++)
-        if (access(*path, X_OK) != 0)
+    const char *line = out.data;
+    for (int i = 0; i < REGISTRY_BINARIES; i++) {
+        size_t len = strcspn(line, "\n");
+        if (!len)
+            fail_msg("tests/image/build-registry --print-path printed: %s", out.data);
+        paths[i] = strndup(line, len);
+        line += len + (line[len] ? 1 : 0);
+        if (access(paths[i], X_OK) != 0)
             fail_msg("the test registry %s is missing: build it with `tests/image/build-registry` "
                      "(needs Go and the module proxy); these tests cannot run without it",
-                     *path);
+                     paths[i]);
+    }
+    gc_buf_free(&out);
 }
 
-/* Finds "serving on port N" in the registry's log, waiting a bounded time. */
+/* Finds the port in the registry's log ("serving on port N" from go-containerregistry's,
+ * "listening on 127.0.0.1:N" from distribution's), waiting a bounded time. */
 static int wait_for_port(const registry_process *r)
 {
     long long deadline = now_ms() + START_TIMEOUT_MS;
@@ -101,10 +110,13 @@ static int wait_for_port(const registry_process *r)
         FILE *f = fopen(r->log_path, "r");
         char line[512];
         while (f && fgets(line, sizeof(line), f)) {
-            const char *p = strstr(line, "serving on port ");
-            if (p) {
-                fclose(f);
-                return atoi(p + strlen("serving on port "));
+            static const char *const markers[] = {"serving on port ", "listening on 127.0.0.1:"};
+            for (size_t i = 0; i < 2; i++) {
+                const char *p = strstr(line, markers[i]);
+                if (p) {
+                    fclose(f);
+                    return atoi(p + strlen(markers[i]));
+                }
             }
         }
         if (f)
@@ -117,8 +129,8 @@ static int wait_for_port(const registry_process *r)
     return -1;
 }
 
-static void start_registry(const char *binary, const char *name, const char *password,
-                           registry_process *r)
+/* Runs argv (argv[0] the binary) as a registry that dies with the test. */
+static void start_registry(char *const argv[], const char *name, registry_process *r)
 {
     snprintf(r->log_path, sizeof(r->log_path), "/tmp/gcluster-registry-%s-%d.log", name,
              (int)getpid());
@@ -131,12 +143,7 @@ static void start_registry(const char *binary, const char *name, const char *pas
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
-        /* Port 0: the kernel picks a free port, which the registry logs. */
-        if (password)
-            execl(binary, binary, "-port", "0", "-user", AUTH_USER, "-password", password,
-                  (char *)NULL);
-        else
-            execl(binary, binary, "-port", "0", (char *)NULL);
+        execv(argv[0], argv);
         _exit(127);
     }
     close(log_fd);
@@ -182,6 +189,7 @@ typedef struct http_result {
     long status;
     gc_buf body;
     char content_type[256];
+    char location[1024];
 } http_result;
 
 static size_t collect(char *data, size_t size, size_t n, void *userdata)
@@ -190,15 +198,22 @@ static size_t collect(char *data, size_t size, size_t n, void *userdata)
     return size * n;
 }
 
-static size_t collect_type(char *line, size_t size, size_t n, void *userdata)
+static void header_value(const char *line, size_t name_len, char *out, size_t out_size,
+                         const char *stop)
 {
-    if (strncasecmp(line, "Content-Type:", 13) == 0) {
-        char *out = userdata;
-        const char *v = line + 13;
-        while (*v == ' ')
-            v++;
-        snprintf(out, 256, "%.*s", (int)strcspn(v, "\r\n;"), v);
-    }
+    const char *v = line + name_len;
+    while (*v == ' ')
+        v++;
+    snprintf(out, out_size, "%.*s", (int)strcspn(v, stop), v);
+}
+
+static size_t collect_headers(char *line, size_t size, size_t n, void *userdata)
+{
+    http_result *res = userdata;
+    if (strncasecmp(line, "Content-Type:", 13) == 0)
+        header_value(line, 13, res->content_type, sizeof(res->content_type), "\r\n;");
+    else if (strncasecmp(line, "Location:", 9) == 0)
+        header_value(line, 9, res->location, sizeof(res->location), "\r\n");
     return size * n;
 }
 
@@ -218,13 +233,14 @@ static void http(const char *method, const char *url, const char *content_type, 
                              "application/vnd.docker.distribution.manifest.list.v2+json");
     gc_buf_init(&res->body);
     res->content_type[0] = '\0';
+    res->location[0] = '\0';
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &res->body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_type);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, res->content_type);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_headers);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, res);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -240,15 +256,25 @@ static void http(const char *method, const char *url, const char *content_type, 
     curl_easy_cleanup(c);
 }
 
-/* Uploads a blob the simple way: POST with ?digest= (a monolithic upload in one request). */
+/* Uploads a blob as the spec's monolithic upload: POST for a session, PUT ?digest= the bytes. */
 static void seed_blob(const char *host, const char *repo, const void *data, size_t len,
                       char digest[GC_DIGEST_LEN])
 {
     gc_sha256_digest(data, len, digest);
-    char url[512];
-    snprintf(url, sizeof(url), "http://%s/v2/%s/blobs/uploads/?digest=%s", host, repo, digest);
+    char url[2048];
+    snprintf(url, sizeof(url), "http://%s/v2/%s/blobs/uploads/", host, repo);
     http_result res;
-    http("POST", url, "application/octet-stream", data, len, &res);
+    http("POST", url, NULL, "", 0, &res);
+    if (res.status != 202 || !res.location[0])
+        fail_msg("starting a blob upload: HTTP %ld %s", res.status, res.body.data);
+    gc_buf_free(&res.body);
+    if (res.location[0] == '/')
+        snprintf(url, sizeof(url), "http://%s%s", host, res.location);
+    else
+        snprintf(url, sizeof(url), "%s", res.location);
+    snprintf(url + strlen(url), sizeof(url) - strlen(url), "%cdigest=%s",
+             strchr(url, '?') ? '&' : '?', digest);
+    http("PUT", url, "application/octet-stream", data, len, &res);
     if (res.status != 201)
         fail_msg("seeding blob: HTTP %ld %s", res.status, res.body.data);
     gc_buf_free(&res.body);
@@ -281,7 +307,7 @@ static json_t *get_json(const char *host, const char *path, char *content_type)
     if (!doc)
         fail_msg("GET %s: not JSON: %s", url, jerr.text);
     if (content_type)
-        strcpy(content_type, res.content_type);
+        snprintf(content_type, 256, "%s", res.content_type);
     gc_buf_free(&res.body);
     return doc;
 }
@@ -402,9 +428,9 @@ static char *seed_image(const char *host, const char *repo, const char *arch,
     return text;
 }
 
-static void seed_base_images(fixture *f)
+/* The same base images on any registry: the same bytes, so the same digests in `f`. */
+static void seed_base_images(fixture *f, const char *host)
 {
-    const char *host = f->source.host;
     char diff[GC_DIGEST_LEN], amd64_digest[GC_DIGEST_LEN], arm64_digest[GC_DIGEST_LEN];
     char *amd64 = seed_image(
         host, "base/python", "amd64", "application/vnd.oci.image.manifest.v1+json",
@@ -444,18 +470,39 @@ static void seed_base_images(fixture *f)
     free(plain);
 }
 
+/* A configuration for distribution's registry: files under `storage`, loopback only. */
+static char *reference_config(const char *storage)
+{
+    char *text = gc_xasprintf("version: 0.1\n"
+                              "log:\n  level: info\n  accesslog:\n    disabled: true\n"
+                              "storage:\n  filesystem:\n    rootdirectory: %s/data\n"
+                              "http:\n  addr: 127.0.0.1:0\n",
+                              storage);
+    put_file(storage, "config.yml", text);
+    free(text);
+    return gc_xasprintf("%s/config.yml", storage);
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     *state = f; /* so that teardown stops whatever started before a failure */
-    char *anonymous, *guarded;
-    registry_binaries(&anonymous, &guarded);
-    start_registry(anonymous, "source", NULL, &f->source);
-    start_registry(anonymous, "target", NULL, &f->target);
-    start_registry(guarded, "auth", AUTH_PASSWORD, &f->auth);
-    free(anonymous);
-    free(guarded);
-    seed_base_images(f);
+    char *bin[REGISTRY_BINARIES];
+    registry_binaries(bin);
+    /* Port 0 everywhere: the kernel picks free ports, which the registries log. */
+    start_registry((char *[]){bin[0], "-port", "0", NULL}, "source", &f->source);
+    start_registry((char *[]){bin[0], "-port", "0", NULL}, "target", &f->target);
+    start_registry(
+        (char *[]){bin[1], "-port", "0", "-user", AUTH_USER, "-password", AUTH_PASSWORD, NULL},
+        "auth", &f->auth);
+    f->reference_storage = temp_dir();
+    char *config = reference_config(f->reference_storage);
+    start_registry((char *[]){bin[2], "serve", config, NULL}, "reference", &f->reference);
+    free(config);
+    for (int i = 0; i < REGISTRY_BINARIES; i++)
+        free(bin[i]);
+    seed_base_images(f, f->source.host);
+    seed_base_images(f, f->reference.host);
 
     f->context = temp_dir();
     put_file(f->context, "train.py", "print('training')\n");
@@ -478,6 +525,10 @@ static int teardown(void **state)
     stop_registry(&f->source);
     stop_registry(&f->target);
     stop_registry(&f->auth);
+    stop_registry(&f->reference);
+    if (f->reference_storage)
+        remove_tree(f->reference_storage);
+    free(f->reference_storage);
     if (f->context)
         remove_tree(f->context);
     free(f->context);
@@ -862,6 +913,62 @@ static void without_credentials_the_error_says_to_log_in(void **state)
     free(config_dir);
 }
 
+static void mounts_base_layers_within_the_reference_registry(void **state)
+{
+    fixture *f = *state;
+    const char *host = f->reference.host;
+    char base[256], repo[256], path[512];
+    snprintf(base, sizeof(base), "%s/base/python:3.11", host);
+    snprintf(repo, sizeof(repo), "%s/team/gina-runner", host);
+    /* Here blobs belong to repositories: the target does not have the base layer yet. */
+    snprintf(path, sizeof(path), "/v2/team/gina-runner/blobs/%s", f->amd64_layer);
+    assert_int_equal(status_of("HEAD", host, path), 404);
+
+    push_result r = push(base, f->context, "linux/amd64", repo);
+    if (r.rc)
+        fail_msg("push failed: %s\n--- log ---\n%s", r.err.message, r.log);
+    /* Linked by a cross-repository mount (201 to the POST), not copied through this machine. */
+    assert_non_null(strstr(r.log, "/v2/team/gina-runner/blobs/uploads/?... -> 201"));
+    assert_null(strstr(r.log, "copying base layer"));
+    assert_int_equal(status_of("HEAD", host, path), 200);
+    json_t *m = pushed_manifest(host, "team/gina-runner", tag_of(r.ref), NULL);
+    json_t *layers = json_object_get(m, "layers");
+    assert_int_equal(json_array_size(layers), 2);
+    json_t *config = json_object_get(m, "config");
+    size_t len;
+    char *config_text = get_blob(host, "team/gina-runner",
+                                 json_string_value(json_object_get(config, "digest")), &len);
+    json_t *cfg = json_loadb(config_text, len, 0, NULL);
+    check_layer_contents(host, "team/gina-runner",
+                         json_string_value(json_object_get(json_array_get(layers, 1), "digest")),
+                         json_string_value(json_array_get(
+                             json_object_get(json_object_get(cfg, "rootfs"), "diff_ids"), 1)));
+    json_decref(cfg);
+    free(config_text);
+    json_decref(m);
+    push_result_free(&r);
+}
+
+static void pushes_into_the_reference_registry_from_another(void **state)
+{
+    fixture *f = *state;
+    char base[256], repo[256];
+    snprintf(base, sizeof(base), "%s/base/plain:1", f->source.host);
+    snprintf(repo, sizeof(repo), "%s/team/hana-runner", f->reference.host);
+    push_result r = push(base, f->context, "linux/amd64", repo);
+    if (r.rc)
+        fail_msg("push failed: %s\n--- log ---\n%s", r.err.message, r.log);
+    assert_non_null(strstr(r.log, "copying base layer"));
+    char type[256];
+    json_t *m = pushed_manifest(f->reference.host, "team/hana-runner", tag_of(r.ref), type);
+    assert_string_equal(type, "application/vnd.docker.distribution.manifest.v2+json");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(m, "layers"), 0), "digest")),
+                        f->plain_layer);
+    json_decref(m);
+    push_result_free(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -874,6 +981,8 @@ int main(void)
         cmocka_unit_test(traces_show_requests_without_secrets),
         cmocka_unit_test(follows_the_token_flow_with_docker_login_credentials),
         cmocka_unit_test(without_credentials_the_error_says_to_log_in),
+        cmocka_unit_test(mounts_base_layers_within_the_reference_registry),
+        cmocka_unit_test(pushes_into_the_reference_registry_from_another),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
