@@ -17,12 +17,14 @@
 #include <stdio.h>
 
 typedef struct gc_image_build {
-    const char *base_image;  /* "python:3.11-slim", "us-docker.pkg.dev/p/r/img:tag", "...@sha256:.." */
+    /* "python:3.11-slim", "us-docker.pkg.dev/p/r/img:tag", "...@sha256:.." */
+    const char *base_image;
     const char *context_dir; /* the directory to add at the image root */
     const char *platform;    /* "linux/amd64" (selects from a multi-platform base index) */
-    const char *repository;  /* where to push, without tag: "us-central1-docker.pkg.dev/p/r/alice-runner" */
-    int verbose;             /* trace registry requests to `log` (credentials redacted) */
-    FILE *log;               /* progress and traces; NULL = stderr */
+    /* where to push, without tag: "us-central1-docker.pkg.dev/p/r/alice-runner" */
+    const char *repository;
+    int verbose; /* trace registry requests to `log` (credentials redacted) */
+    FILE *log;   /* progress and traces; NULL = stderr */
 } gc_image_build;
 
 /* The repository images are pushed to: $GCLUSTER_IMAGE_REPO as a repository name under
