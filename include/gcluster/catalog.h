@@ -44,6 +44,14 @@ typedef struct gc_tpu_machine {
     int host_memory_gib;
 } gc_tpu_machine;
 
+/* A GPU machine type. GKE runs one pod per VM asking for all of its GPUs. */
+typedef struct gc_gpu_machine {
+    const char *shorthand;    /* "l4-2", or NULL where only the machine type names it */
+    const char *machine_type; /* "g2-standard-24" */
+    const char *accelerator;  /* cloud.google.com/gke-accelerator: "nvidia-l4" */
+    int gpus;                 /* nvidia.com/gpu per VM */
+} gc_gpu_machine;
+
 /* The TPU node shapes a cluster really has (from node labels), for connected resolution. */
 typedef struct gc_node_shape {
     const char *machine_type; /* node.kubernetes.io/instance-type */
@@ -76,7 +84,8 @@ typedef struct gc_compute {
     int vcpus;                      /* CPU machine types: vCPUs of the machine */
     char pathways_instance_type[GC_NAME_MAX]; /* "tpuv6e:4x4" */
     char display[GC_NAME_MAX]; /* canonical name for listings: "v6e-16", "tpu7x-256" */
-    bool machine_assumed;      /* offline: the host type was assumed, not discovered */
+    bool machine_assumed;      /* offline: the host type was assumed, not discovered (also when
+                                * connected but no node of the family serves the shape) */
 } gc_compute;
 
 /*
@@ -87,8 +96,13 @@ typedef struct gc_compute {
 int gc_catalog_resolve(const char *compute_type, const char *topology,
                        const gc_cluster_shapes *cluster, gc_compute *out, gc_error *err);
 
-/* Parses "AxB" or "AxBxC" into dims (returns the number of dimensions, 0 if malformed). */
+/* Parses "AxB" or "AxBxC" into dims (returns the number of dimensions, 0 if malformed).
+ * Dimensions are 1..1024 without leading zeros; "X" is read as "x"; a 2-D shape sets dims[2] = 1.
+ */
 int gc_topology_parse(const char *topology, int dims[3]);
+
+/* Chips in a slice of shape `topology` (the product of its dimensions), 0 if malformed. */
+int gc_topology_chips(const char *topology);
 
 /* Whether `topology` is a valid slice shape for `machine` (SPEC §5 rules); explains why not. */
 int gc_topology_validate(const gc_tpu_machine *machine, const char *topology, gc_error *err);
@@ -97,6 +111,12 @@ int gc_topology_validate(const gc_tpu_machine *machine, const char *topology, gc
 const gc_tpu_family *gc_catalog_tpu_families(size_t *count);
 const gc_tpu_machine *gc_catalog_tpu_machines(size_t *count);
 const gc_tpu_machine *gc_catalog_tpu_machine(const char *machine_type);
+const gc_gpu_machine *gc_catalog_gpu_machines(size_t *count);
+
+/* Every slice shape `machine` serves (1x1 2x2 ... for 2-D, 2x2x1 ... then AxBxC ascending for
+ * 3-D). Writes at most `cap` shapes to `out` and returns how many there are, like snprintf. */
+size_t gc_catalog_topologies(const gc_tpu_machine *machine, char (*out)[GC_TOPOLOGY_MAX],
+                             size_t cap);
 
 /* What a Pathways worker pod requests besides google.com/tpu on host `m`: half the host's vCPUs
  * and memory, as Kubernetes quantities ("90", "360Gi"). */
