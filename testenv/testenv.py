@@ -1,0 +1,863 @@
+#!/usr/bin/env python3
+"""Starts and stops the local GKE-shaped control plane (`testenv/up`, `testenv/down`).
+
+Everything runs as plain processes on 127.0.0.1 with ports picked at start: etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake kubelets for the node pools
+of nodepools.yaml), the JobSet controller and the Kueue manager, whose webhooks are served with
+certificates from a CA made at start. All state (pids, logs, certificates, kubeconfig) lives in
+one directory, ${GCLUSTER_TESTENV_DIR:-~/.cache/gcluster-testenv/run}; `down` stops every
+process that refers to it and removes it. See README.md.
+"""
+
+import base64
+import fcntl
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROJECT, LOCATION, CLUSTER = "gcluster-testenv", "us-east5", "local"
+CONTEXT = f"gke_{PROJECT}_{LOCATION}_{CLUSTER}"
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+# Started in this order; `down` stops them in reverse.
+COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+              "jobset", "kueue"]
+# The controllers the tests need: Jobs and their pods, cascading deletion (JobSet -> Job -> Pod),
+# namespaces, service accounts (pod admission needs `default`), the JobSet headless Service's
+# EndpointSlices. node-lifecycle and taint-eviction are left out on purpose: on a busy 2-core
+# machine a late kwok heartbeat must not taint nodes and evict the pods under test.
+CONTROLLERS = ["job-controller", "garbage-collector-controller", "namespace-controller",
+               "serviceaccount-controller", "serviceaccount-token-controller",
+               "root-ca-certificate-publisher-controller", "pod-garbage-collector-controller",
+               "ttl-after-finished-controller", "endpointslice-controller"]
+KUEUE_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io"}
+
+
+class Failure(Exception):
+    """A start-up step that did not succeed; `component` names the log worth showing."""
+
+    def __init__(self, message, component=None):
+        super().__init__(message)
+        self.component = component
+
+
+def log(message):
+    print(f"testenv: {message}", file=sys.stderr, flush=True)
+
+
+def state_dir():
+    default = Path.home() / ".cache" / "gcluster-testenv" / "run"
+    return Path(os.environ.get("GCLUSTER_TESTENV_DIR") or default).expanduser().resolve()
+
+
+def yaml_module():
+    try:
+        import yaml  # noqa: PLC0415 - imported lazily so `down` never needs it
+    except ImportError:
+        log("installing PyYAML (python3 -m pip install PyYAML)")
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "PyYAML>=6"], check=True)
+        import yaml  # noqa: PLC0415
+    return yaml
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+def read_cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def is_running(pid):
+    """True for a live process (a zombie waiting to be reaped does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def refers_to(pid, root):
+    """True if the process's command line names the state directory."""
+    prefix = str(root) + "/"
+    return any(arg == str(root) or prefix in arg for arg in read_cmdline(pid))
+
+
+def our_processes(root):
+    """Pids of processes started for this state directory: pid files, then stragglers."""
+    pids = []
+    pid_dir = root / "pids"
+    if pid_dir.is_dir():
+        for f in sorted(pid_dir.glob("*.pid")):
+            try:
+                pid = int(f.read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if is_running(pid) and refers_to(pid, root):
+                pids.append(pid)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid in pids or pid == os.getpid() or not is_running(pid):
+            continue
+        args = read_cmdline(pid)
+        if args and Path(args[0]).name in COMPONENTS and refers_to(pid, root):
+            pids.append(pid)
+    return pids
+
+
+def stop_processes(pids, grace=15.0):
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        live = [p for p in pids if is_running(p)]
+        for pid in live:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and any(is_running(p) for p in live):
+            time.sleep(0.1)
+    return [p for p in pids if is_running(p)]
+
+
+def teardown(root, quiet=False):
+    """Stops every process of this state directory and removes it. Returns the count stopped."""
+    pids = our_processes(root)
+    # Controllers first, the API server next, etcd last: each stops while its server is still
+    # up (a controller whose API server is gone retries instead of exiting promptly).
+    tiers = {"kube-apiserver": 1, "etcd": 2}
+    left = []
+    for tier in (0, 1, 2):
+        group = [p for p in pids
+                 if tiers.get(Path((read_cmdline(p) or [""])[0]).name, 0) == tier]
+        left += stop_processes(group)
+    if left:
+        raise Failure(f"processes {left} did not exit after SIGKILL")
+    if root.exists():
+        shutil.rmtree(root, ignore_errors=True)
+    if root.exists():
+        raise Failure(f"could not remove {root}")
+    if not quiet:
+        log(f"stopped {len(pids)} process(es); removed {root}")
+    return len(pids)
+
+
+class Launcher:
+    """Starts the components as daemons (own session, output to logs/<name>.log)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.procs = {}
+
+    def start(self, name, argv):
+        log_path = self.root / "logs" / f"{name}.log"
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, cwd=self.root,
+                                    start_new_session=True)
+        (self.root / "pids" / f"{name}.pid").write_text(f"{proc.pid}\n")
+        (self.root / "logs" / f"{name}.cmdline").write_text(" ".join(argv) + "\n")
+        self.procs[name] = proc
+        return proc
+
+    def check_alive(self, name):
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is not None:
+            raise Failure(f"{name} exited with code {proc.returncode}", name)
+
+
+def wait_for(what, probe, timeout, launcher=None, component=None, interval=0.25):
+    """Polls probe() until it returns something true; bounded by timeout seconds."""
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while True:
+        if launcher and component:
+            launcher.check_alive(component)
+        try:
+            result = probe()
+            if result:
+                return result
+        except Exception as e:  # noqa: BLE001 - any probe error means "not yet"
+            last_error = e
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            raise Failure(f"timed out after {timeout:.0f}s waiting for {what}{detail}", component)
+        time.sleep(interval)
+
+
+def free_ports(count):
+    """Ports the kernel hands out on 127.0.0.1, all held at once so they are distinct."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Certificates and kubeconfig
+
+
+def openssl(*args):
+    proc = subprocess.run(["openssl", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise Failure(f"openssl {args[0]} failed: {proc.stderr.strip()}")
+
+
+def make_certs(certs):
+    """A CA, serving certificates for 127.0.0.1, the admin client certificate, the SA key."""
+    certs.mkdir(parents=True)
+    ca_key, ca_crt = certs / "ca.key", certs / "ca.crt"
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_crt,
+            "-days", "30", "-subj", "/CN=gcluster-testenv-ca",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def leaf(name, subject, usage, sans=None):
+        key, csr, crt, ext = (certs / f"{name}.{s}" for s in ("key", "csr", "crt", "ext"))
+        lines = ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment",
+                 f"extendedKeyUsage={usage}"]
+        if sans:
+            lines.append("subjectAltName=" + ",".join(sans))
+        ext.write_text("\n".join(lines) + "\n")
+        openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+                "-subj", subject)
+        openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-set_serial",
+                str(int.from_bytes(os.urandom(8), "big")), "-days", "30", "-extfile", ext,
+                "-out", crt)
+        csr.unlink()
+        ext.unlink()
+
+    loopback = ["IP:127.0.0.1", "DNS:localhost"]
+    leaf("apiserver", "/CN=kube-apiserver", "serverAuth",
+         loopback + ["DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc",
+                     "DNS:kubernetes.default.svc.cluster.local", "IP:10.96.0.1"])
+    leaf("admin", "/O=system:masters/CN=gcluster-testenv-admin", "clientAuth")
+    leaf("webhook", "/CN=testenv-webhooks", "serverAuth", loopback)
+    leaf("kwok", "/CN=kwok", "serverAuth", loopback)
+    openssl("genrsa", "-out", certs / "sa.key", "2048")
+    openssl("rsa", "-in", certs / "sa.key", "-pubout", "-out", certs / "sa.pub")
+    # controller-runtime webhook servers read tls.crt / tls.key from a directory.
+    webhook_dir = certs / "webhook-serving"
+    webhook_dir.mkdir()
+    shutil.copy(certs / "webhook.crt", webhook_dir / "tls.crt")
+    shutil.copy(certs / "webhook.key", webhook_dir / "tls.key")
+
+
+KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+
+
+def ensure_kueue_metrics_cert():
+    """Kueue v0.17.0 reads a metrics serving certificate from a fixed path whenever its internal
+    cert management is off, even with metrics disabled, and exits if it is missing. A self-signed
+    pair made once satisfies it (nothing is ever served with it here)."""
+    crt, key = KUEUE_METRICS_CERTS / "tls.crt", KUEUE_METRICS_CERTS / "tls.key"
+    if crt.is_file() and key.is_file():
+        return
+    try:
+        KUEUE_METRICS_CERTS.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise Failure(f"Kueue needs {KUEUE_METRICS_CERTS} and it cannot be created ({e}); "
+                      "run testenv/up as root once") from e
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+            "-days", "3650", "-subj", "/CN=gcluster-testenv-kueue-metrics-unused")
+    log(f"created a placeholder Kueue metrics certificate in {KUEUE_METRICS_CERTS}")
+
+
+def b64(path):
+    return base64.b64encode(Path(path).read_bytes()).decode()
+
+
+def write_kubeconfig(path, certs, port):
+    """A kubeconfig shaped like `gcloud container clusters get-credentials` writes, with
+    client-certificate credentials instead of the gke-gcloud-auth-plugin."""
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: {CONTEXT}
+  cluster:
+    server: https://127.0.0.1:{port}
+    certificate-authority-data: {b64(certs / "ca.crt")}
+users:
+- name: {CONTEXT}
+  user:
+    client-certificate-data: {b64(certs / "admin.crt")}
+    client-key-data: {b64(certs / "admin.key")}
+contexts:
+- name: {CONTEXT}
+  context:
+    cluster: {CONTEXT}
+    user: {CONTEXT}
+    namespace: default
+current-context: {CONTEXT}
+preferences: {{}}
+""")
+    path.chmod(0o600)
+
+
+# ---------------------------------------------------------------------------------------------
+# Talking to the servers
+
+
+def https_get(url, certs, client=True, verify=True, timeout=3):
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if client:
+        ctx.load_cert_chain(str(certs / "admin.crt"), str(certs / "admin.key"))
+    with urllib.request.urlopen(url, context=ctx, timeout=timeout) as resp:
+        return resp.status, resp.read().decode(errors="replace")
+
+
+def http_get(url, timeout=3):
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.status, resp.read().decode(errors="replace")
+
+
+def ok_body(result, expect="ok"):
+    status, body = result
+    return status == 200 and body.strip().startswith(expect)
+
+
+class Kubectl:
+    def __init__(self, kubeconfig):
+        self.kubeconfig = str(kubeconfig)
+        self.binary = shutil.which("kubectl")
+        if not self.binary:
+            raise Failure("kubectl is not on PATH (it comes with the machine image's "
+                          "google-cloud-cli packages; `apt-get install kubectl`)")
+
+    def run(self, *args, input=None, timeout=120, check=True):
+        proc = subprocess.run([self.binary, "--kubeconfig", self.kubeconfig, *args],
+                              input=input, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise Failure(f"kubectl {' '.join(args[:3])} failed: {proc.stderr.strip()}",
+                          "kube-apiserver")
+        return proc
+
+    def json(self, *args):
+        return json.loads(self.run(*args, "-o", "json").stdout)
+
+    def apply(self, objects, what):
+        """Server-side apply (never client-side: the CRDs are far over the annotation limit)."""
+        doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        self.run("apply", "--server-side", "--force-conflicts", "--field-manager=gcluster-testenv",
+                 "-f", "-", input=doc)
+        log(f"applied {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+# What gets registered
+
+
+def load_all(yaml, path):
+    return [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+
+
+def crds(yaml, upstream, kueue_webhook, ca_bundle):
+    """JobSet's and Kueue's CRDs from the module cache; the Kueue CRDs that upstream's
+    kustomization gives a conversion webhook (v1beta1 <-> v1beta2) get it, pointed at Kueue."""
+    objects = []
+    for f in sorted((upstream / "jobset" / "crd").glob("*.yaml")):
+        objects += load_all(yaml, f)
+    kustomization = yaml.safe_load((upstream / "kueue" / "crd-kustomization.yaml").read_text())
+    converted = set()
+    for patch in kustomization.get("patches") or []:
+        name = Path(patch.get("path", "")).name
+        if name.startswith("webhook_in_") and name.endswith(".yaml"):
+            converted.add(f"{name[len('webhook_in_'):-len('.yaml')]}.kueue.x-k8s.io")
+    for f in sorted((upstream / "kueue" / "crd").glob("*.yaml")):
+        for crd in load_all(yaml, f):
+            if crd["metadata"]["name"] in converted:
+                crd["spec"]["conversion"] = {
+                    "strategy": "Webhook",
+                    "webhook": {"conversionReviewVersions": ["v1"],
+                                "clientConfig": {"url": f"{kueue_webhook}/convert",
+                                                 "caBundle": ca_bundle}}}
+            objects.append(crd)
+    return objects
+
+
+def webhook_configurations(yaml, upstream, urls, ca_bundle):
+    """Both projects name their configurations mutating-/validating-webhook-configuration and
+    point them at an in-cluster Service; here they get a project prefix and a loopback URL."""
+    objects = []
+    for project in ("jobset", "kueue"):
+        for doc in load_all(yaml, upstream / project / "webhook.yaml"):
+            hooks = []
+            for hook in doc.get("webhooks") or []:
+                groups = {g for rule in hook.get("rules") or [] for g in rule.get("apiGroups", [])}
+                resources = {r for rule in hook.get("rules") or [] for r in rule.get("resources", [])}
+                # Kueue ships webhooks for every integration (Ray, Kubeflow, pods, ...); only
+                # its own API, batch Jobs and JobSets are enabled here, and a webhook whose
+                # handler is not registered would fail every matching request.
+                if project == "kueue" and not groups <= KUEUE_WEBHOOK_GROUPS:
+                    continue
+                path = hook["clientConfig"]["service"]["path"]
+                hook["clientConfig"] = {"url": urls[project] + path, "caBundle": ca_bundle}
+                if project == "jobset" and "pods" in resources:
+                    # As upstream's kustomize patch does: only pods of JobSets.
+                    hook["objectSelector"] = {"matchExpressions": [
+                        {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
+                hook["timeoutSeconds"] = 10
+                hooks.append(hook)
+            doc["metadata"]["name"] = f"{project}-{doc['metadata']['name']}"
+            doc["webhooks"] = hooks
+            objects.append(doc)
+    return objects
+
+
+def topology_chips(topology):
+    return math.prod(int(x) for x in topology.split("x"))
+
+
+def node_objects(yaml, pools_file, k8s_version):
+    """Node objects for every host of every pool, labelled, sized and tainted as GKE does."""
+    doc = yaml.safe_load(Path(pools_file).read_text())
+    region, default_zone = doc["region"], doc["zone"]
+    nodes = []
+    seen = set()
+    for pool in doc["nodePools"]:
+        name, machine, count = pool["name"], pool["machineType"], int(pool["nodes"])
+        if name in seen:
+            raise Failure(f"{pools_file}: node pool {name} is declared twice")
+        seen.add(name)
+        zone = pool.get("zone", default_zone)
+        tpu = pool.get("tpu")
+        capacity = {k: str(v) for k, v in pool["capacity"].items()}
+        labels = {
+            "cloud.google.com/gke-nodepool": name,
+            "cloud.google.com/machine-family": machine.split("-")[0],
+            "cloud.google.com/gke-container-runtime": "containerd",
+            "cloud.google.com/gke-os-distribution": "cos",
+            "cloud.google.com/gke-provisioning": "standard",
+            "cloud.google.com/gke-stack-type": "IPV4",
+            "cloud.google.com/private-node": "false",
+            "node.kubernetes.io/instance-type": machine,
+            "beta.kubernetes.io/instance-type": machine,
+            "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "beta.kubernetes.io/os": "linux",
+            "topology.kubernetes.io/region": region,
+            "topology.kubernetes.io/zone": zone,
+            "failure-domain.beta.kubernetes.io/region": region,
+            "failure-domain.beta.kubernetes.io/zone": zone,
+            "topology.gke.io/zone": zone,
+        }
+        taints = []
+        if tpu:
+            chips, per_host = topology_chips(tpu["topology"]), int(tpu["chipsPerHost"])
+            if chips % per_host or chips // per_host != count:
+                raise Failure(f"{pools_file}: pool {name}: topology {tpu['topology']} has "
+                              f"{chips} chips, {per_host} per host, so it needs "
+                              f"{chips // per_host} hosts, not {count}")
+            labels.update({
+                "cloud.google.com/gke-tpu-accelerator": tpu["accelerator"],
+                "cloud.google.com/gke-tpu-topology": tpu["topology"],
+                "cloud.google.com/gke-accelerator-count": str(per_host),
+            })
+            capacity["google.com/tpu"] = str(per_host)
+            taints.append({"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"})
+        labels.update({k: str(v) for k, v in (pool.get("labels") or {}).items()})
+        for i in range(count):
+            host = f"gke-{CLUSTER}-{name}-{i:04d}"
+            nodes.append({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": host,
+                    "labels": {**labels, "kubernetes.io/hostname": host},
+                    "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
+                                    "node.alpha.kubernetes.io/ttl": "0"},
+                },
+                "spec": {"providerID": f"gce://{PROJECT}/{zone}/{host}", "taints": taints},
+                "status": {
+                    "capacity": capacity,
+                    "allocatable": capacity,
+                    # The API server reaches kwok's kubelet endpoint (logs) through InternalIP.
+                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                                  {"type": "Hostname", "address": host}],
+                    "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
+                                 "osImage": "Container-Optimized OS from Google",
+                                 "kernelVersion": "6.6.0-gke", "kubeletVersion": k8s_version,
+                                 "kubeProxyVersion": k8s_version,
+                                 "containerRuntimeVersion": "containerd://2.0.0",
+                                 "bootID": "", "machineID": "", "systemUUID": ""},
+                },
+            })
+    return nodes
+
+
+PROBE_JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+    "metadata": {"name": "testenv-webhook-probe", "namespace": "default"},
+    "spec": {"replicatedJobs": [{"name": "probe", "replicas": 1, "template": {"spec": {
+        "template": {"spec": {"restartPolicy": "Never",
+                              "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+}
+PROBE_FLAVOR = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                "metadata": {"name": "testenv-webhook-probe"}, "spec": {}}
+
+
+# ---------------------------------------------------------------------------------------------
+# up
+
+
+def run_build():
+    """testenv/build, its progress shown on stderr; returns the binary directory."""
+    proc = subprocess.Popen([str(HERE / "build")], stdout=subprocess.PIPE, text=True)
+    last = ""
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        if line:
+            last = line
+        if not line.startswith("TESTENV_BIN="):
+            print(line, file=sys.stderr, flush=True)
+    if proc.wait() != 0:
+        raise Failure(f"testenv/build failed (exit {proc.returncode})")
+    if not last.startswith("TESTENV_BIN="):
+        raise Failure(f"testenv/build did not print TESTENV_BIN=... (last line: {last!r})")
+    return Path(last.split("=", 1)[1])
+
+
+def read_pins():
+    pins = {}
+    for line in (HERE / "versions.env").read_text().splitlines():
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            pins[key.strip()] = value.strip()
+    return pins
+
+
+def settings():
+    """The choices that make one running environment differ from another."""
+    pools = os.environ.get("GCLUSTER_TESTENV_NODEPOOLS") or str(HERE / "nodepools.yaml")
+    kueue = os.environ.get("GCLUSTER_TESTENV_KUEUE") or "minimal"
+    if kueue not in ("minimal", "none"):
+        raise Failure(f"GCLUSTER_TESTENV_KUEUE must be 'minimal' or 'none', not {kueue!r}")
+    return {"nodepools": str(Path(pools).resolve()), "kueue": kueue}
+
+
+def healthy(root, wanted):
+    """An environment started earlier that is complete, running and started with `wanted`."""
+    try:
+        state = json.loads((root / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if state.get("settings") != wanted:
+        log(f"the running environment was started with {state.get('settings')}; restarting it")
+        return None
+    for name, pid in state["pids"].items():
+        if not (is_running(pid) and refers_to(pid, root)):
+            log(f"{name} (pid {pid}) is not running; restarting the environment")
+            return None
+    certs, ports = root / "certs", state["ports"]
+    try:
+        ready = (ok_body(https_get(f"https://127.0.0.1:{ports['apiserver']}/readyz", certs))
+                 and ok_body(http_get(f"http://127.0.0.1:{ports['jobset_health']}/readyz"))
+                 and ok_body(http_get(f"http://127.0.0.1:{ports['kueue_health']}/readyz")))
+    except OSError as e:
+        log(f"the running environment does not answer ({e}); restarting it")
+        return None
+    return state if ready else None
+
+
+def start(root, wanted):
+    t0 = time.monotonic()
+    yaml = yaml_module()
+    pins = read_pins()
+    pools_file = Path(wanted["nodepools"])
+    if not pools_file.is_file():
+        raise Failure(f"node pool file {pools_file} does not exist")
+    bin_dir = run_build()
+    t_built = time.monotonic()
+    upstream = bin_dir.parent / "upstream"
+
+    for sub in ("pids", "logs", "etcd", "config"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "etcd").chmod(0o700)
+    certs, config = root / "certs", root / "config"
+    make_certs(certs)
+    ensure_kueue_metrics_cert()
+    names = ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok",
+             "jobset_webhook", "jobset_health", "kueue_webhook", "kueue_health"]
+    ports = dict(zip(names, free_ports(len(names))))
+    kubeconfig = root / "kubeconfig"
+    write_kubeconfig(kubeconfig, certs, ports["apiserver"])
+    ca_bundle = b64(certs / "ca.crt")
+    urls = {"jobset": f"https://127.0.0.1:{ports['jobset_webhook']}",
+            "kueue": f"https://127.0.0.1:{ports['kueue_webhook']}"}
+    state = {"settings": wanted, "ports": ports, "pids": {}, "bin": str(bin_dir),
+             "kubeconfig": str(kubeconfig), "versions": pins}
+    launcher = Launcher(root)
+    b = lambda name: str(bin_dir / name)  # noqa: E731
+
+    # etcd -------------------------------------------------------------------------------------
+    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+    peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
+    launcher.start("etcd", [
+        b("etcd"), "--name=testenv", f"--data-dir={root / 'etcd'}",
+        f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+        f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster=testenv={peer_url}", "--initial-cluster-state=new",
+        "--unsafe-no-fsync", "--log-level=warn", "--listen-metrics-urls="])
+    wait_for("etcd /health", lambda: '"health":"true"' in http_get(f"{etcd_url}/health")[1],
+             30, launcher, "etcd")
+    log(f"etcd is up on {etcd_url}")
+
+    # kube-apiserver ---------------------------------------------------------------------------
+    api = f"https://127.0.0.1:{ports['apiserver']}"
+    launcher.start("kube-apiserver", [
+        b("kube-apiserver"), f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        f"--secure-port={ports['apiserver']}", f"--cert-dir={certs / 'apiserver-generated'}",
+        f"--tls-cert-file={certs / 'apiserver.crt'}",
+        f"--tls-private-key-file={certs / 'apiserver.key'}",
+        f"--client-ca-file={certs / 'ca.crt'}", "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={certs / 'sa.pub'}",
+        f"--service-account-signing-key-file={certs / 'sa.key'}",
+        "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true",
+        f"--kubelet-client-certificate={certs / 'admin.crt'}",
+        f"--kubelet-client-key={certs / 'admin.key'}",
+        "--kubelet-preferred-address-types=InternalIP", "--profiling=false",
+        # Nothing in the cluster dials the `kubernetes` Service, and loopback endpoints are
+        # rejected, so the API server does not publish its own address.
+        "--endpoint-reconciler-type=none",
+        # GKE's nodes lose the not-ready taint when the node lifecycle controller sees them
+        # Ready; that controller is off here (see CONTROLLERS), so nodes are never given it.
+        "--disable-admission-plugins=TaintNodesByCondition",
+        "--v=1"])
+    wait_for("kube-apiserver /readyz", lambda: ok_body(https_get(f"{api}/readyz", certs)),
+             120, launcher, "kube-apiserver")
+    log(f"kube-apiserver is ready on {api}")
+    kubectl = Kubectl(kubeconfig)
+
+    # CRDs, then the controllers that serve them -----------------------------------------------
+    crd_objects = crds(yaml, upstream, urls["kueue"], ca_bundle)
+    kubectl.apply(crd_objects, f"{len(crd_objects)} JobSet and Kueue CRDs")
+    kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
+                *[f"crd/{c['metadata']['name']}" for c in crd_objects])
+    kubectl.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}}],
+                  "namespace kueue-system")
+    # Nodes exist (with GKE's capacity) before kwok starts, so kwok only marks them Ready.
+    nodes = node_objects(yaml, pools_file, pins["KUBERNETES_VERSION"])
+    kubectl.run("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": nodes}))
+    log(f"created {len(nodes)} nodes from {pools_file}")
+
+    (config / "scheduler.yaml").write_text(json.dumps({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False}}))
+    (config / "jobset.yaml").write_text(json.dumps({
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"port": ports["jobset_webhook"], "host": "127.0.0.1",
+                    "certDir": str(certs / "webhook-serving")},
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['jobset_health']}"},
+        "clientConnection": {"qps": 200, "burst": 400}}))
+    (config / "kueue.yaml").write_text(json.dumps({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "namespace": "kueue-system",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"port": ports["kueue_webhook"], "host": "127.0.0.1",
+                    "certDir": str(certs / "webhook-serving")},
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue_health']}"},
+        "clientConnection": {"qps": 200, "burst": 400},
+        "manageJobsWithoutQueueName": False,
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+        # The visibility API server needs an APIService and in-cluster auth; not used here.
+        "featureGates": {"VisibilityOnDemand": False}}))
+    shutil.copy(HERE / "kwok" / "stages.yaml", config / "kwok-stages.yaml")
+    (root / "fake-logs").mkdir()
+    fake_log = root / "fake-logs" / "container.log"
+    shutil.copy(HERE / "fake-logs" / "container.log", fake_log)
+    (config / "kwok-logs.yaml").write_text(json.dumps({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+        "metadata": {"name": "testenv-fake-logs"},
+        "spec": {"selector": {}, "logs": [{"logsFile": str(fake_log),
+                                           "previousLogsFile": str(fake_log)}]}}))
+
+    launcher.start("kube-controller-manager", [
+        b("kube-controller-manager"), f"--kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports['controller_manager']}",
+        f"--cert-dir={certs / 'kcm-generated'}", "--leader-elect=false",
+        f"--controllers={','.join(CONTROLLERS)}",
+        f"--service-account-private-key-file={certs / 'sa.key'}",
+        f"--root-ca-file={certs / 'ca.crt'}", "--use-service-account-credentials=false",
+        "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"])
+    launcher.start("kube-scheduler", [
+        b("kube-scheduler"), f"--config={config / 'scheduler.yaml'}",
+        "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
+        f"--cert-dir={certs / 'scheduler-generated'}", "--v=1"])
+    launcher.start("kwok", [
+        b("kwok"), f"--kubeconfig={kubeconfig}",
+        f"--config={config / 'kwok-stages.yaml'}", f"--config={config / 'kwok-logs.yaml'}",
+        "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
+        f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}",
+        "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16", "--node-lease-duration-seconds=40",
+        f"--tls-cert-file={certs / 'kwok.crt'}", f"--tls-private-key-file={certs / 'kwok.key'}"])
+    launcher.start("jobset", [
+        b("jobset"), f"--kubeconfig={kubeconfig}", f"--config={config / 'jobset.yaml'}",
+        "--zap-devel=false", "--zap-log-level=info"])
+    launcher.start("kueue", [
+        b("kueue"), f"--kubeconfig={kubeconfig}", f"--config={config / 'kueue.yaml'}",
+        "--zap-devel=false", "--zap-log-level=info"])
+
+    wait_for("kube-controller-manager /healthz", lambda: ok_body(https_get(
+        f"https://127.0.0.1:{ports['controller_manager']}/healthz", certs, False, False)),
+        60, launcher, "kube-controller-manager")
+    wait_for("kube-scheduler /healthz", lambda: ok_body(https_get(
+        f"https://127.0.0.1:{ports['scheduler']}/healthz", certs, False, False)),
+        60, launcher, "kube-scheduler")
+    wait_for("kwok /healthz", lambda: ok_body(https_get(
+        f"https://127.0.0.1:{ports['kwok']}/healthz", certs, False)), 60, launcher, "kwok")
+    wait_for("jobset /readyz", lambda: ok_body(http_get(
+        f"http://127.0.0.1:{ports['jobset_health']}/readyz")), 90, launcher, "jobset")
+    wait_for("kueue /readyz", lambda: ok_body(http_get(
+        f"http://127.0.0.1:{ports['kueue_health']}/readyz")), 90, launcher, "kueue")
+    log("controller-manager, scheduler, kwok, JobSet and Kueue are up")
+
+    hooks = webhook_configurations(yaml, upstream, urls, ca_bundle)
+    kubectl.apply(hooks, "JobSet and Kueue webhook configurations")
+
+    def webhooks_answer():
+        # A server-side dry run passes through the JobSet and the Kueue webhooks for JobSets
+        # and the Kueue webhooks for its own objects, without storing anything.
+        for probe, component in ((PROBE_JOBSET, "jobset"), (PROBE_FLAVOR, "kueue")):
+            proc = kubectl.run("create", "--dry-run=server", "-o", "name", "-f", "-",
+                               input=json.dumps(probe), check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{component}: {proc.stderr.strip()}")
+        return True
+
+    wait_for("the JobSet and Kueue webhooks to answer", webhooks_answer, 60, launcher, "kueue")
+
+    def nodes_ready():
+        items = kubectl.json("get", "nodes")["items"]
+        ready = {n["metadata"]["name"] for n in items
+                 if any(c["type"] == "Ready" and c["status"] == "True"
+                        for c in n.get("status", {}).get("conditions", []))}
+        missing = {n["metadata"]["name"] for n in nodes} - ready
+        if missing:
+            raise RuntimeError(f"{len(missing)} not Ready, e.g. {sorted(missing)[0]}")
+        return True
+
+    wait_for(f"{len(nodes)} nodes to be Ready", nodes_ready, 60, launcher, "kwok", interval=0.5)
+    log(f"{len(nodes)} nodes are Ready")
+    wait_for("service account default/default", lambda: kubectl.run(
+        "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
+        60, launcher, "kube-controller-manager")
+
+    if wanted["kueue"] == "minimal":
+        kueue_objects = load_all(yaml, HERE / "kueue-minimal.yaml")
+        kubectl.apply(kueue_objects, "kueue-minimal.yaml")
+
+        def queue_active():
+            cq = kubectl.json("get", "clusterqueues.v1beta2.kueue.x-k8s.io", "cluster-queue")
+            conds = cq.get("status", {}).get("conditions", [])
+            return any(c["type"] == "Active" and c["status"] == "True" for c in conds)
+
+        wait_for("ClusterQueue cluster-queue to be Active", queue_active, 60, launcher, "kueue")
+        log("Kueue ClusterQueue cluster-queue is Active (LocalQueue default/user-queue)")
+
+    state["pids"] = {name: proc.pid for name, proc in launcher.procs.items()}
+    state["startup_seconds"] = round(time.monotonic() - t_built, 1)
+    (root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+    log(f"ready in {time.monotonic() - t0:.1f}s ({state['startup_seconds']}s after the build): "
+        f"{len(nodes)} nodes, API server {api}, context {CONTEXT}, state in {root}")
+
+
+def tail(path, lines=40):
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def up():
+    root = state_dir()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            wanted = settings()
+            if healthy(root, wanted):
+                log(f"already up (state in {root})")
+            else:
+                if root.exists() or our_processes(root):
+                    teardown(root, quiet=True)
+                start(root, wanted)
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, leave nothing running
+            component = getattr(e, "component", None)
+            log(f"error: {e}")
+            if component:
+                log_path = root / "logs" / f"{component}.log"
+                print(f"---- last lines of {log_path} ----\n{tail(log_path)}\n----",
+                      file=sys.stderr)
+            try:
+                teardown(root, quiet=True)
+                log("stopped everything this attempt started")
+            except Failure as e2:
+                log(f"error during clean-up: {e2}")
+            return 1
+        except KeyboardInterrupt:
+            teardown(root, quiet=True)
+            return 130
+    print(f"KUBECONFIG={root / 'kubeconfig'}", flush=True)
+    return 0
+
+
+def down():
+    root = state_dir()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            teardown(root)
+        except Failure as e:
+            log(f"error: {e}")
+            return 1
+    return 0
+
+
+def main(argv):
+    # SIGTERM (e.g. a CI time-out) during `up` must still tear down what was started.
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
+    commands = {"up": up, "down": down}
+    if len(argv) != 2 or argv[1] not in commands:
+        print(f"usage: {argv[0]} up|down", file=sys.stderr)
+        return 2
+    return commands[argv[1]]()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
