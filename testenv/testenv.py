@@ -582,215 +582,251 @@ def healthy(root, wanted):
     return state if ready else None
 
 
-def start(root, wanted):
-    t0 = time.monotonic()
-    yaml = yaml_module()
-    pins = read_pins()
-    pools_file = Path(wanted["nodepools"])
-    if not pools_file.is_file():
-        raise Failure(f"node pool file {pools_file} does not exist")
-    bin_dir = run_build()
-    t_built = time.monotonic()
-    upstream = bin_dir.parent / "upstream"
+class ControlPlane:
+    """One start of the environment, step by step; each step waits until its part is ready."""
 
-    for sub in ("pids", "logs", "etcd", "config"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    (root / "etcd").chmod(0o700)
-    certs, config = root / "certs", root / "config"
-    make_certs(certs)
-    ensure_kueue_metrics_cert()
-    names = ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok",
+    PORTS = ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok",
              "jobset_webhook", "jobset_health", "kueue_webhook", "kueue_health"]
-    ports = dict(zip(names, free_ports(len(names))))
-    kubeconfig = root / "kubeconfig"
-    write_kubeconfig(kubeconfig, certs, ports["apiserver"])
-    ca_bundle = b64(certs / "ca.crt")
-    urls = {"jobset": f"https://127.0.0.1:{ports['jobset_webhook']}",
-            "kueue": f"https://127.0.0.1:{ports['kueue_webhook']}"}
-    state = {"settings": wanted, "ports": ports, "pids": {}, "bin": str(bin_dir),
-             "kubeconfig": str(kubeconfig), "versions": pins}
-    launcher = Launcher(root)
-    b = lambda name: str(bin_dir / name)  # noqa: E731
 
-    # etcd -------------------------------------------------------------------------------------
-    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
-    peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
-    launcher.start("etcd", [
-        b("etcd"), "--name=testenv", f"--data-dir={root / 'etcd'}",
-        f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-        f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-        f"--initial-cluster=testenv={peer_url}", "--initial-cluster-state=new",
-        "--unsafe-no-fsync", "--log-level=warn", "--listen-metrics-urls="])
-    wait_for("etcd /health", lambda: '"health":"true"' in http_get(f"{etcd_url}/health")[1],
-             30, launcher, "etcd")
-    log(f"etcd is up on {etcd_url}")
+    def __init__(self, root, wanted, bin_dir):
+        self.root, self.wanted, self.bin_dir = root, wanted, bin_dir
+        self.upstream = bin_dir.parent / "upstream"
+        self.yaml = yaml_module()
+        self.pins = read_pins()
+        self.certs, self.config = root / "certs", root / "config"
+        self.kubeconfig = root / "kubeconfig"
+        self.ports = dict(zip(self.PORTS, free_ports(len(self.PORTS))))
+        self.api = f"https://127.0.0.1:{self.ports['apiserver']}"
+        self.etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
+        self.urls = {"jobset": f"https://127.0.0.1:{self.ports['jobset_webhook']}",
+                     "kueue": f"https://127.0.0.1:{self.ports['kueue_webhook']}"}
+        self.launcher = Launcher(root)
+        self.kubectl = None
+        self.nodes = []
 
-    # kube-apiserver ---------------------------------------------------------------------------
-    api = f"https://127.0.0.1:{ports['apiserver']}"
-    launcher.start("kube-apiserver", [
-        b("kube-apiserver"), f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-        f"--secure-port={ports['apiserver']}", f"--cert-dir={certs / 'apiserver-generated'}",
-        f"--tls-cert-file={certs / 'apiserver.crt'}",
-        f"--tls-private-key-file={certs / 'apiserver.key'}",
-        f"--client-ca-file={certs / 'ca.crt'}", "--authorization-mode=RBAC",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={certs / 'sa.pub'}",
-        f"--service-account-signing-key-file={certs / 'sa.key'}",
-        "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true",
-        f"--kubelet-client-certificate={certs / 'admin.crt'}",
-        f"--kubelet-client-key={certs / 'admin.key'}",
-        "--kubelet-preferred-address-types=InternalIP", "--profiling=false",
-        # Nothing in the cluster dials the `kubernetes` Service, and loopback endpoints are
-        # rejected, so the API server does not publish its own address.
-        "--endpoint-reconciler-type=none",
-        # GKE's nodes lose the not-ready taint when the node lifecycle controller sees them
-        # Ready; that controller is off here (see CONTROLLERS), so nodes are never given it.
-        "--disable-admission-plugins=TaintNodesByCondition",
-        "--v=1"])
-    wait_for("kube-apiserver /readyz", lambda: ok_body(https_get(f"{api}/readyz", certs)),
-             120, launcher, "kube-apiserver")
-    log(f"kube-apiserver is ready on {api}")
-    kubectl = Kubectl(kubeconfig)
+    def bin(self, name):
+        return str(self.bin_dir / name)
 
-    # CRDs, then the controllers that serve them -----------------------------------------------
-    crd_objects = crds(yaml, upstream, urls["kueue"], ca_bundle)
-    kubectl.apply(crd_objects, f"{len(crd_objects)} JobSet and Kueue CRDs")
-    kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
-                *[f"crd/{c['metadata']['name']}" for c in crd_objects])
-    kubectl.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}}],
-                  "namespace kueue-system")
-    # Nodes exist (with GKE's capacity) before kwok starts, so kwok only marks them Ready.
-    nodes = node_objects(yaml, pools_file, pins["KUBERNETES_VERSION"])
-    kubectl.run("create", "-f", "-", input=json.dumps(
-        {"apiVersion": "v1", "kind": "List", "items": nodes}))
-    log(f"created {len(nodes)} nodes from {pools_file}")
+    def wait(self, what, probe, timeout, component, interval=0.25):
+        return wait_for(what, probe, timeout, self.launcher, component, interval)
 
-    (config / "scheduler.yaml").write_text(json.dumps({
-        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
-        "leaderElection": {"leaderElect": False}}))
-    (config / "jobset.yaml").write_text(json.dumps({
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": ports["jobset_webhook"], "host": "127.0.0.1",
-                    "certDir": str(certs / "webhook-serving")},
-        "metrics": {"bindAddress": "0"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['jobset_health']}"},
-        "clientConnection": {"qps": 200, "burst": 400}}))
-    (config / "kueue.yaml").write_text(json.dumps({
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-        "namespace": "kueue-system",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": ports["kueue_webhook"], "host": "127.0.0.1",
-                    "certDir": str(certs / "webhook-serving")},
-        "metrics": {"bindAddress": "0"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue_health']}"},
-        "clientConnection": {"qps": 200, "burst": 400},
-        "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
-        # The visibility API server needs an APIService and in-cluster auth; not used here.
-        "featureGates": {"VisibilityOnDemand": False}}))
-    shutil.copy(HERE / "kwok" / "stages.yaml", config / "kwok-stages.yaml")
-    (root / "fake-logs").mkdir()
-    fake_log = root / "fake-logs" / "container.log"
-    shutil.copy(HERE / "fake-logs" / "container.log", fake_log)
-    (config / "kwok-logs.yaml").write_text(json.dumps({
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
-        "metadata": {"name": "testenv-fake-logs"},
-        "spec": {"selector": {}, "logs": [{"logsFile": str(fake_log),
-                                           "previousLogsFile": str(fake_log)}]}}))
+    def prepare(self):
+        for sub in ("pids", "logs", "etcd", "config", "fake-logs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        (self.root / "etcd").chmod(0o700)
+        make_certs(self.certs)
+        ensure_kueue_metrics_cert()
+        write_kubeconfig(self.kubeconfig, self.certs, self.ports["apiserver"])
+        self.ca_bundle = b64(self.certs / "ca.crt")
+        self.write_configs()
 
-    launcher.start("kube-controller-manager", [
-        b("kube-controller-manager"), f"--kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1", f"--secure-port={ports['controller_manager']}",
-        f"--cert-dir={certs / 'kcm-generated'}", "--leader-elect=false",
-        f"--controllers={','.join(CONTROLLERS)}",
-        f"--service-account-private-key-file={certs / 'sa.key'}",
-        f"--root-ca-file={certs / 'ca.crt'}", "--use-service-account-credentials=false",
-        "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"])
-    launcher.start("kube-scheduler", [
-        b("kube-scheduler"), f"--config={config / 'scheduler.yaml'}",
-        "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
-        f"--cert-dir={certs / 'scheduler-generated'}", "--v=1"])
-    launcher.start("kwok", [
-        b("kwok"), f"--kubeconfig={kubeconfig}",
-        f"--config={config / 'kwok-stages.yaml'}", f"--config={config / 'kwok-logs.yaml'}",
-        "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
-        f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}",
-        "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16", "--node-lease-duration-seconds=40",
-        f"--tls-cert-file={certs / 'kwok.crt'}", f"--tls-private-key-file={certs / 'kwok.key'}"])
-    launcher.start("jobset", [
-        b("jobset"), f"--kubeconfig={kubeconfig}", f"--config={config / 'jobset.yaml'}",
-        "--zap-devel=false", "--zap-log-level=info"])
-    launcher.start("kueue", [
-        b("kueue"), f"--kubeconfig={kubeconfig}", f"--config={config / 'kueue.yaml'}",
-        "--zap-devel=false", "--zap-log-level=info"])
+    def write_configs(self):
+        ports, certs, config = self.ports, self.certs, self.config
+        webhook = {"host": "127.0.0.1", "certDir": str(certs / "webhook-serving")}
+        (config / "scheduler.yaml").write_text(json.dumps({
+            "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": 200, "burst": 400},
+            "leaderElection": {"leaderElect": False}}))
+        (config / "jobset.yaml").write_text(json.dumps({
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {**webhook, "port": ports["jobset_webhook"]},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['jobset_health']}"},
+            "clientConnection": {"qps": 200, "burst": 400}}))
+        (config / "kueue.yaml").write_text(json.dumps({
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "namespace": "kueue-system",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {**webhook, "port": ports["kueue_webhook"]},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue_health']}"},
+            "clientConnection": {"qps": 200, "burst": 400},
+            "manageJobsWithoutQueueName": False,
+            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+            # The visibility API server needs an APIService and in-cluster auth; not used here.
+            "featureGates": {"VisibilityOnDemand": False}}))
+        shutil.copy(HERE / "kwok" / "stages.yaml", config / "kwok-stages.yaml")
+        # A copy, so a running environment does not depend on the work tree it came from.
+        fake_log = self.root / "fake-logs" / "container.log"
+        shutil.copy(HERE / "fake-logs" / "container.log", fake_log)
+        (config / "kwok-logs.yaml").write_text(json.dumps({
+            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+            "metadata": {"name": "testenv-fake-logs"},
+            "spec": {"selector": {}, "logs": [{"logsFile": str(fake_log),
+                                               "previousLogsFile": str(fake_log)}]}}))
 
-    wait_for("kube-controller-manager /healthz", lambda: ok_body(https_get(
-        f"https://127.0.0.1:{ports['controller_manager']}/healthz", certs, False, False)),
-        60, launcher, "kube-controller-manager")
-    wait_for("kube-scheduler /healthz", lambda: ok_body(https_get(
-        f"https://127.0.0.1:{ports['scheduler']}/healthz", certs, False, False)),
-        60, launcher, "kube-scheduler")
-    wait_for("kwok /healthz", lambda: ok_body(https_get(
-        f"https://127.0.0.1:{ports['kwok']}/healthz", certs, False)), 60, launcher, "kwok")
-    wait_for("jobset /readyz", lambda: ok_body(http_get(
-        f"http://127.0.0.1:{ports['jobset_health']}/readyz")), 90, launcher, "jobset")
-    wait_for("kueue /readyz", lambda: ok_body(http_get(
-        f"http://127.0.0.1:{ports['kueue_health']}/readyz")), 90, launcher, "kueue")
-    log("controller-manager, scheduler, kwok, JobSet and Kueue are up")
+    def start_etcd(self):
+        peer = f"http://127.0.0.1:{self.ports['etcd_peer']}"
+        self.launcher.start("etcd", [
+            self.bin("etcd"), "--name=testenv", f"--data-dir={self.root / 'etcd'}",
+            f"--listen-client-urls={self.etcd_url}", f"--advertise-client-urls={self.etcd_url}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=testenv={peer}", "--initial-cluster-state=new",
+            "--unsafe-no-fsync", "--log-level=warn", "--listen-metrics-urls="])
+        self.wait("etcd /health",
+                  lambda: '"health":"true"' in http_get(f"{self.etcd_url}/health")[1], 30, "etcd")
+        log(f"etcd is up on {self.etcd_url}")
 
-    hooks = webhook_configurations(yaml, upstream, urls, ca_bundle)
-    kubectl.apply(hooks, "JobSet and Kueue webhook configurations")
+    def start_apiserver(self):
+        certs = self.certs
+        self.launcher.start("kube-apiserver", [
+            self.bin("kube-apiserver"), f"--etcd-servers={self.etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={self.ports['apiserver']}",
+            f"--cert-dir={certs / 'apiserver-generated'}",
+            f"--tls-cert-file={certs / 'apiserver.crt'}",
+            f"--tls-private-key-file={certs / 'apiserver.key'}",
+            f"--client-ca-file={certs / 'ca.crt'}", "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={certs / 'sa.pub'}",
+            f"--service-account-signing-key-file={certs / 'sa.key'}",
+            "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true",
+            f"--kubelet-client-certificate={certs / 'admin.crt'}",
+            f"--kubelet-client-key={certs / 'admin.key'}",
+            "--kubelet-preferred-address-types=InternalIP", "--profiling=false",
+            # Nothing in the cluster dials the `kubernetes` Service, and loopback endpoints are
+            # rejected, so the API server does not publish its own address.
+            "--endpoint-reconciler-type=none",
+            # GKE's nodes lose the not-ready taint when the node lifecycle controller sees them
+            # Ready; that controller is off here (see CONTROLLERS), so nodes never get it.
+            "--disable-admission-plugins=TaintNodesByCondition",
+            "--v=1"])
+        self.wait("kube-apiserver /readyz",
+                  lambda: ok_body(https_get(f"{self.api}/readyz", certs)), 120, "kube-apiserver")
+        log(f"kube-apiserver is ready on {self.api}")
+        self.kubectl = Kubectl(self.kubeconfig)
 
-    def webhooks_answer():
-        # A server-side dry run passes through the JobSet and the Kueue webhooks for JobSets
-        # and the Kueue webhooks for its own objects, without storing anything.
-        for probe, component in ((PROBE_JOBSET, "jobset"), (PROBE_FLAVOR, "kueue")):
-            proc = kubectl.run("create", "--dry-run=server", "-o", "name", "-f", "-",
-                               input=json.dumps(probe), check=False)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{component}: {proc.stderr.strip()}")
-        return True
+    def register_apis(self):
+        """CRDs before the controllers that serve them; Nodes (with GKE's capacity) before kwok,
+        so kwok only has to mark them Ready."""
+        crd_objects = crds(self.yaml, self.upstream, self.urls["kueue"], self.ca_bundle)
+        self.kubectl.apply(crd_objects, f"{len(crd_objects)} JobSet and Kueue CRDs")
+        self.kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
+                         *[f"crd/{c['metadata']['name']}" for c in crd_objects])
+        self.kubectl.apply([{"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": "kueue-system"}}], "namespace kueue-system")
+        pools = self.wanted["nodepools"]
+        self.nodes = node_objects(self.yaml, pools, self.pins["KUBERNETES_VERSION"])
+        self.kubectl.run("create", "-f", "-", input=json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": self.nodes}))
+        log(f"created {len(self.nodes)} nodes from {pools}")
 
-    wait_for("the JobSet and Kueue webhooks to answer", webhooks_answer, 60, launcher, "kueue")
+    def start_controllers(self):
+        ports, certs, config, kubeconfig = self.ports, self.certs, self.config, self.kubeconfig
+        start = self.launcher.start
+        start("kube-controller-manager", [
+            self.bin("kube-controller-manager"), f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={ports['controller_manager']}",
+            f"--cert-dir={certs / 'kcm-generated'}", "--leader-elect=false",
+            f"--controllers={','.join(CONTROLLERS)}",
+            f"--service-account-private-key-file={certs / 'sa.key'}",
+            f"--root-ca-file={certs / 'ca.crt'}", "--use-service-account-credentials=false",
+            "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"])
+        start("kube-scheduler", [
+            self.bin("kube-scheduler"), f"--config={config / 'scheduler.yaml'}",
+            "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
+            f"--cert-dir={certs / 'scheduler-generated'}", "--v=1"])
+        start("kwok", [
+            self.bin("kwok"), f"--kubeconfig={kubeconfig}",
+            f"--config={config / 'kwok-stages.yaml'}", f"--config={config / 'kwok-logs.yaml'}",
+            "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
+            f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}",
+            "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16", "--node-lease-duration-seconds=40",
+            f"--tls-cert-file={certs / 'kwok.crt'}",
+            f"--tls-private-key-file={certs / 'kwok.key'}"])
+        for name in ("jobset", "kueue"):
+            start(name, [self.bin(name), f"--kubeconfig={kubeconfig}",
+                         f"--config={config / (name + '.yaml')}",
+                         "--zap-devel=false", "--zap-log-level=info"])
 
-    def nodes_ready():
-        items = kubectl.json("get", "nodes")["items"]
-        ready = {n["metadata"]["name"] for n in items
-                 if any(c["type"] == "Ready" and c["status"] == "True"
-                        for c in n.get("status", {}).get("conditions", []))}
-        missing = {n["metadata"]["name"] for n in nodes} - ready
-        if missing:
-            raise RuntimeError(f"{len(missing)} not Ready, e.g. {sorted(missing)[0]}")
-        return True
+        def https_ok(port, client):
+            return ok_body(https_get(f"https://127.0.0.1:{port}/healthz", certs, client, False))
 
-    wait_for(f"{len(nodes)} nodes to be Ready", nodes_ready, 60, launcher, "kwok", interval=0.5)
-    log(f"{len(nodes)} nodes are Ready")
-    wait_for("service account default/default", lambda: kubectl.run(
-        "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
-        60, launcher, "kube-controller-manager")
+        self.wait("kube-controller-manager /healthz",
+                  lambda: https_ok(ports["controller_manager"], False), 60,
+                  "kube-controller-manager")
+        self.wait("kube-scheduler /healthz", lambda: https_ok(ports["scheduler"], False), 60,
+                  "kube-scheduler")
+        self.wait("kwok /healthz", lambda: https_ok(ports["kwok"], True), 60, "kwok")
+        for name in ("jobset", "kueue"):
+            self.wait(f"{name} /readyz", lambda n=name: ok_body(http_get(
+                f"http://127.0.0.1:{ports[n + '_health']}/readyz")), 90, name)
+        log("controller-manager, scheduler, kwok, JobSet and Kueue are up")
 
-    if wanted["kueue"] == "minimal":
-        kueue_objects = load_all(yaml, HERE / "kueue-minimal.yaml")
-        kubectl.apply(kueue_objects, "kueue-minimal.yaml")
+    def register_webhooks(self):
+        hooks = webhook_configurations(self.yaml, self.upstream, self.urls, self.ca_bundle)
+        self.kubectl.apply(hooks, "JobSet and Kueue webhook configurations")
+
+        def webhooks_answer():
+            # A server-side dry run passes through the JobSet and the Kueue webhooks for
+            # JobSets and Kueue's webhooks for its own objects, and stores nothing.
+            for probe, component in ((PROBE_JOBSET, "jobset"), (PROBE_FLAVOR, "kueue")):
+                proc = self.kubectl.run("create", "--dry-run=server", "-o", "name", "-f", "-",
+                                        input=json.dumps(probe), check=False)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{component}: {proc.stderr.strip()}")
+            return True
+
+        self.wait("the JobSet and Kueue webhooks to answer", webhooks_answer, 60, "kueue")
+
+    def wait_nodes_ready(self):
+        def nodes_ready():
+            items = self.kubectl.json("get", "nodes")["items"]
+            ready = {n["metadata"]["name"] for n in items
+                     if any(c["type"] == "Ready" and c["status"] == "True"
+                            for c in n.get("status", {}).get("conditions", []))}
+            missing = {n["metadata"]["name"] for n in self.nodes} - ready
+            if missing:
+                raise RuntimeError(f"{len(missing)} not Ready, e.g. {sorted(missing)[0]}")
+            return True
+
+        self.wait(f"{len(self.nodes)} nodes to be Ready", nodes_ready, 60, "kwok", interval=0.5)
+        log(f"{len(self.nodes)} nodes are Ready")
+        self.wait("service account default/default", lambda: self.kubectl.run(
+            "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
+            60, "kube-controller-manager")
+
+    def apply_kueue_minimal(self):
+        self.kubectl.apply(load_all(self.yaml, HERE / "kueue-minimal.yaml"), "kueue-minimal.yaml")
 
         def queue_active():
-            cq = kubectl.json("get", "clusterqueues.v1beta2.kueue.x-k8s.io", "cluster-queue")
-            conds = cq.get("status", {}).get("conditions", [])
-            return any(c["type"] == "Active" and c["status"] == "True" for c in conds)
+            cq = self.kubectl.json("get", "clusterqueues.v1beta2.kueue.x-k8s.io", "cluster-queue")
+            return any(c["type"] == "Active" and c["status"] == "True"
+                       for c in cq.get("status", {}).get("conditions", []))
 
-        wait_for("ClusterQueue cluster-queue to be Active", queue_active, 60, launcher, "kueue")
+        self.wait("ClusterQueue cluster-queue to be Active", queue_active, 60, "kueue")
         log("Kueue ClusterQueue cluster-queue is Active (LocalQueue default/user-queue)")
 
-    state["pids"] = {name: proc.pid for name, proc in launcher.procs.items()}
-    state["startup_seconds"] = round(time.monotonic() - t_built, 1)
-    (root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-    log(f"ready in {time.monotonic() - t0:.1f}s ({state['startup_seconds']}s after the build): "
-        f"{len(nodes)} nodes, API server {api}, context {CONTEXT}, state in {root}")
+    def save_state(self, startup_seconds):
+        state = {"settings": self.wanted, "ports": self.ports, "bin": str(self.bin_dir),
+                 "kubeconfig": str(self.kubeconfig), "versions": self.pins,
+                 "pids": {name: proc.pid for name, proc in self.launcher.procs.items()},
+                 "startup_seconds": startup_seconds}
+        (self.root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+
+
+def start(root, wanted):
+    t0 = time.monotonic()
+    if not Path(wanted["nodepools"]).is_file():
+        raise Failure(f"node pool file {wanted['nodepools']} does not exist")
+    plane = ControlPlane(root, wanted, run_build())
+    t_built = time.monotonic()
+    plane.prepare()
+    plane.start_etcd()
+    plane.start_apiserver()
+    plane.register_apis()
+    plane.start_controllers()
+    plane.register_webhooks()
+    plane.wait_nodes_ready()
+    if wanted["kueue"] == "minimal":
+        plane.apply_kueue_minimal()
+    startup = round(time.monotonic() - t_built, 1)
+    plane.save_state(startup)
+    log(f"ready in {time.monotonic() - t0:.1f}s ({startup}s after the build): "
+        f"{len(plane.nodes)} nodes, API server {plane.api}, context {CONTEXT}, state in {root}")
 
 
 def tail(path, lines=40):
@@ -798,6 +834,21 @@ def tail(path, lines=40):
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def start_with_retry(root, wanted):
+    """start(), once more if a port picked at random was taken before its server bound it."""
+    for attempt in (1, 2):
+        if root.exists() or our_processes(root):
+            teardown(root, quiet=True)
+        try:
+            return start(root, wanted)
+        except Failure as e:
+            log_path = root / "logs" / f"{e.component}.log"
+            if attempt == 1 and e.component and "address already in use" in tail(log_path):
+                log(f"{e.component} lost its port to another process; starting again")
+                continue
+            raise
 
 
 def up():
@@ -810,9 +861,7 @@ def up():
             if healthy(root, wanted):
                 log(f"already up (state in {root})")
             else:
-                if root.exists() or our_processes(root):
-                    teardown(root, quiet=True)
-                start(root, wanted)
+                start_with_retry(root, wanted)
         except Exception as e:  # noqa: BLE001 - whatever went wrong, leave nothing running
             component = getattr(e, "component", None)
             log(f"error: {e}")

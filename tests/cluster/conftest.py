@@ -1,9 +1,15 @@
 """The local GKE-shaped control plane (testenv/) for the cluster tests.
 
 The session fixture `testenv` runs `testenv/up` once (building the binaries on first use) and
-`testenv/down` at the end. Set KUBECONFIG_TESTENV=<kubeconfig> to use an environment that is
-already running (it is then left alone), or GCLUSTER_TESTENV_KEEP=1 to keep the one the session
-started. Every helper talks to 127.0.0.1 only, and every wait is bounded.
+`testenv/down` at the end. Each pytest session gets its own environment (state directory
+~/.cache/gcluster-testenv/pytest-<pid>), so sessions running at the same time on one machine do
+not stop each other's control plane. Instead:
+  KUBECONFIG_TESTENV=<kubeconfig>  use an environment that is already running (left alone);
+  GCLUSTER_TESTENV_DIR=<dir>       use (or start) the environment of that state directory;
+  GCLUSTER_TESTENV_KEEP=1          keep the environment after the session; without
+                                   GCLUSTER_TESTENV_DIR it is then the default one of `testenv/up`,
+                                   which the next session reuses.
+Every helper talks to 127.0.0.1 only, and every wait is bounded.
 """
 
 import json
@@ -87,9 +93,32 @@ class TestEnv:
         return {n["metadata"]["name"]: n for n in self.kubectl_json("get", "nodes")["items"]}
 
 
-def _start():
-    proc = subprocess.run([str(TESTENV / "up")], stdout=subprocess.PIPE, text=True,
-                          timeout=UP_TIMEOUT)
+CACHE = Path(os.environ.get("GCLUSTER_TESTENV_CACHE") or Path.home() / ".cache" / "gcluster-testenv")
+SESSION_PREFIX = "pytest-"
+
+
+def _run_testenv(command, state_dir, timeout):
+    env = dict(os.environ)
+    if state_dir:
+        env["GCLUSTER_TESTENV_DIR"] = str(state_dir)
+    return subprocess.run([str(TESTENV / command)], stdout=subprocess.PIPE, text=True,
+                          timeout=timeout, env=env)
+
+
+def _stop_abandoned_sessions():
+    """Environments of pytest sessions that died without their teardown (e.g. SIGKILL)."""
+    for state_dir in CACHE.glob(f"{SESSION_PREFIX}*"):
+        pid = state_dir.name[len(SESSION_PREFIX):]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _run_testenv("down", state_dir, 120)
+    for lock in CACHE.glob(f".{SESSION_PREFIX}*.lock"):
+        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            lock.unlink(missing_ok=True)
+
+
+def _start(state_dir):
+    proc = _run_testenv("up", state_dir, UP_TIMEOUT)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("KUBECONFIG="):
         pytest.fail(f"testenv/up failed (exit {proc.returncode}); its log is above")
@@ -99,9 +128,17 @@ def _start():
 @pytest.fixture(scope="session")
 def testenv():
     given = os.environ.get("KUBECONFIG_TESTENV")
-    kubeconfig = given or _start()
+    if given:
+        yield TestEnv(given)
+        return
+    keep = os.environ.get("GCLUSTER_TESTENV_KEEP") == "1"
+    state_dir = os.environ.get("GCLUSTER_TESTENV_DIR")
+    if not state_dir and not keep:
+        _stop_abandoned_sessions()
+        state_dir = CACHE / f"{SESSION_PREFIX}{os.getpid()}"
+    kubeconfig = _start(state_dir)
     try:
         yield TestEnv(kubeconfig)
     finally:
-        if not given and os.environ.get("GCLUSTER_TESTENV_KEEP") != "1":
-            subprocess.run([str(TESTENV / "down")], timeout=120, check=False)
+        if not keep:
+            _run_testenv("down", state_dir, 120)
