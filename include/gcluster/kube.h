@@ -34,7 +34,18 @@ typedef struct gc_kube_options {
     int verbose;    /* -v: one trace line per request (and headers at 2), secrets redacted */
     FILE *log;      /* traces and notices ("running gcloud ... get-credentials"); NULL = stderr */
     bool allow_gcloud; /* may run `gcloud container clusters get-credentials` if no context */
+    int exec_timeout_seconds;    /* exec credential plugin run time limit; <= 0: 60 */
+    int request_timeout_seconds; /* one non-streaming request; <= 0: 60 (watches and log
+                                    follows are not limited by it) */
 } gc_kube_options;
+
+/* Reads the kubeconfig and selects the context; sends nothing (the first request connects,
+ * and an exec plugin runs only when a credential is first needed). Selection (SPEC §2):
+ * --context; else --cluster and --location (and --project) pick gke_<project>_<location>_<cluster>
+ * (without a project: the one context ending in _<location>_<cluster>); if there is none and
+ * allow_gcloud is set and gcloud is on PATH, gcloud writes it (said on opts->log); else
+ * current-context. A --cluster that matches no context is an error, never a silent fallback
+ * to current-context. Bad kubeconfigs and selections return GC_EXIT_USAGE. */
 
 int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err);
 void gc_kube_close(gc_kube *kube);
@@ -48,6 +59,8 @@ unsigned gc_kube_request_count(const gc_kube *kube);
 /* Query parameters are a NULL-terminated array of key, value, key, value, ...; values are
  * URL-encoded by the client. `query` may be NULL. */
 
+/* Every `out` below may be NULL when the caller does not need the answer. */
+
 /* GET; *out is the decoded JSON body (json_decref it). 404 → err->http_status == 404. */
 int gc_kube_get(gc_kube *kube, const char *path, const char *const *query, json_t **out,
                 gc_error *err);
@@ -58,8 +71,11 @@ enum gc_kube_write_flags {
     GC_KUBE_FORCE = 1 << 2,   /* apply: take ownership of conflicting fields */
 };
 
-/* POST to a collection. Never retried blindly: on a transport failure after sending, the
- * client checks by name whether the object exists before reporting. */
+/* POST to a collection. Never retried blindly: when the answer is lost (a transport failure
+ * after sending, or a 5xx), the client looks the object up by name: if it exists and was
+ * created no earlier than the request, that is the result (with a notice on the log); if not,
+ * the POST is sent once more. 429 is retried (the server did nothing). Dry runs are retried
+ * like reads. */
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
                    json_t **out, gc_error *err);
 
@@ -71,7 +87,8 @@ int gc_kube_apply(gc_kube *kube, const char *path, json_t *object, const char *f
 int gc_kube_merge_patch(gc_kube *kube, const char *path, json_t *patch, json_t **out,
                         gc_error *err);
 
-/* DELETE with propagationPolicy ("Foreground", "Background", "Orphan" or NULL). */
+/* DELETE with propagationPolicy ("Foreground", "Background", "Orphan" or NULL). A 404 on a
+ * retry after a lost answer counts as success (the first attempt deleted it). */
 int gc_kube_delete(gc_kube *kube, const char *path, const char *propagation, json_t **out,
                    gc_error *err);
 
@@ -81,12 +98,15 @@ typedef struct gc_kube_list_options {
     long page_size; /* limit per request; 0 = server default (everything at once) */
 } gc_kube_list_options;
 
-/* Called once per item; return 0 to continue, or a GC_EXIT_* code (with err set) to stop. */
+/* Called once per item (borrowed: json_incref to keep it; kind and apiVersion are filled in
+ * from the list); return 0 to continue, GC_KUBE_STOP to end the list successfully, or a
+ * GC_EXIT_* code (with err set) to fail. */
 typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 
 /* Lists a collection page by page (limit/continue), calling `on_item` for every item, so memory
  * stays bounded by one page. `resource_version` (may be NULL) receives the list's
- * resourceVersion for a following watch. An expired continue token restarts the list. */
+ * resourceVersion for a following watch. An expired continue token (410) restarts the list
+ * from the beginning (up to 3 times), so on_item may then see an item twice. */
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 
@@ -98,16 +118,18 @@ typedef int (*gc_kube_event_fn)(enum gc_kube_event_type type, json_t *object, vo
                                 gc_error *err);
 
 /* List then watch (like an informer): `on_event` first sees every existing object as ADDED,
- * then changes as they happen. Bookmarks are requested and followed; dropped connections
- * resume from the last resourceVersion; 410 Gone re-lists (objects are re-announced as ADDED).
- * Ends when on_event returns GC_KUBE_STOP (returns 0) or after `timeout_seconds` (> 0) with
- * GC_EXIT_RUNTIME and err->reason "Timeout". timeout_seconds <= 0 waits forever. */
+ * then changes as they happen (objects are borrowed). Bookmarks are requested and followed;
+ * dropped connections resume from the last resourceVersion; 410 Gone re-lists (objects are
+ * re-announced as ADDED, and objects that vanished meanwhile are announced as DELETED with
+ * their last known state). Ends when on_event returns GC_KUBE_STOP (returns 0) or a GC_EXIT_*
+ * code (returned), or after `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason
+ * "Timeout". timeout_seconds <= 0 waits forever. */
 int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                        int timeout_seconds, gc_kube_event_fn on_event, void *ctx, gc_error *err);
 
 /* One container's log stream. */
 typedef struct gc_kube_log_source {
-    const char *ns;
+    const char *ns; /* NULL: the client's namespace */
     const char *pod;
     const char *container; /* required when the pod has several containers */
 } gc_kube_log_source;
@@ -119,7 +141,9 @@ typedef struct gc_kube_log_options {
     bool timestamps;
 } gc_kube_log_options;
 
-/* Called with one complete line (without its newline) from source `index`. */
+/* Called with one complete line (without its newline; not NUL-terminated) from source
+ * `index`; a last line without a newline is delivered when its stream ends. Return non-zero
+ * to end all streams. */
 typedef int (*gc_kube_log_line_fn)(size_t index, const char *line, size_t len, void *ctx);
 /* Polled about once a second while following; return false to end all streams. */
 typedef bool (*gc_kube_log_continue_fn)(void *ctx);
@@ -127,7 +151,8 @@ typedef bool (*gc_kube_log_continue_fn)(void *ctx);
 /* Streams the logs of several containers at once over one connection pool (HTTP/2 streams
  * when available), delivering whole lines. Returns when every stream has ended, or when
  * `keep_going` (may be NULL) returns false. A stream that fails (e.g. container not started)
- * is reported through err only if every stream failed; otherwise it is skipped. */
+ * is reported through err only if every stream failed; otherwise it is skipped with a notice
+ * on the log ("gcluster: no logs from pod/container: ..."). */
 int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
                  const gc_kube_log_options *opts, gc_kube_log_line_fn on_line,
                  gc_kube_log_continue_fn keep_going, void *ctx, gc_error *err);

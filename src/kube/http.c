@@ -1,0 +1,679 @@
+/*
+ * One HTTP request to the API server, on libcurl.
+ *
+ * Every sequential request goes through the client's one easy handle, so its connection (and
+ * TLS session) is reused, over HTTP/2 when the server offers it. Idempotent requests are
+ * retried a bounded number of times with exponential backoff and jitter on 429, 5xx and
+ * connection resets, honouring Retry-After; a POST is only re-sent when the server certainly
+ * did not act on it (429, or it never reached the server). A 401 refreshes the credential
+ * (exec plugin, token file) once.
+ *
+ * With -v each request is one trace line; at -v -v headers and bodies follow, with the
+ * Authorization header and every credential-like value redacted.
+ */
+#include "kube/internal.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BACKOFF_BASE_MS    250
+#define BACKOFF_MAX_MS     8000
+#define RETRY_AFTER_MAX_MS 30000
+#define ERROR_BODY_MAX     (1 << 20)
+#define TRACE_BODY_MAX     4096
+
+void kube_url_encode(gc_buf *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
+            gc_buf_putc(out, (char)c);
+        else
+            gc_buf_printf(out, "%%%c%c", hex[c >> 4], hex[c & 15]);
+    }
+}
+
+static void append_query(gc_buf *url, const char *const *pairs, bool *first)
+{
+    for (size_t i = 0; pairs && pairs[i] && pairs[i + 1]; i += 2) {
+        gc_buf_putc(url, *first ? '?' : '&');
+        *first = false;
+        kube_url_encode(url, pairs[i]);
+        gc_buf_putc(url, '=');
+        kube_url_encode(url, pairs[i + 1]);
+    }
+}
+
+static char *url_with_base(const char *base, const kube_request *req)
+{
+    gc_buf url;
+    gc_buf_init(&url);
+    size_t blen = strlen(base);
+    while (blen && base[blen - 1] == '/')
+        blen--;
+    gc_buf_append(&url, base, blen);
+    gc_buf_puts(&url, req->path);
+    bool first = !strchr(req->path, '?');
+    append_query(&url, req->query, &first);
+    append_query(&url, req->extra, &first);
+    return gc_buf_detach(&url);
+}
+
+char *kube_url(const gc_kube *k, const kube_request *req)
+{
+    return url_with_base(k->base_url, req);
+}
+
+/* What a trace shows: the kubeconfig's server, without any user:password@ in it. */
+char *kube_trace_url(const gc_kube *k, const kube_request *req)
+{
+    char *url = url_with_base(k->sel.cluster->server, req);
+    char *scheme = strstr(url, "://");
+    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    if (at && (!slash || at < slash))
+        memmove(scheme + 3, at + 1, strlen(at + 1) + 1);
+    return url;
+}
+
+void kube_trace(gc_kube *k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(k->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', k->log);
+    fflush(k->log);
+}
+
+void kube_trace_result(gc_kube *k, const kube_request *req, const char *url, long status,
+                       CURLcode result, long long ms)
+{
+    if (k->verbose < 1)
+        return;
+    if (result != CURLE_OK)
+        kube_trace(k, "%s %s -> failed: %s (%lld ms)", req->method, url, curl_easy_strerror(result),
+                   ms);
+    else
+        kube_trace(k, "%s %s -> %ld %s (%lld ms%s)", req->method, url, status,
+                   kube_reason_phrase(status), ms, req->streaming ? ", streaming" : "");
+}
+
+/* Sends a Warning header's text to the log, as kubectl does ("Warning: ..."). The header is
+ * `299 - "text"`; several warnings may share one header, comma-separated. */
+void kube_notice_warning(gc_kube *k, const char *value, size_t len)
+{
+    const char *end = value + len;
+    for (const char *p = value; p < end;) {
+        const char *open = memchr(p, '"', (size_t)(end - p));
+        if (!open)
+            break;
+        gc_buf text;
+        gc_buf_init(&text);
+        const char *q = open + 1;
+        for (; q < end && *q != '"'; q++) {
+            if (*q == '\\' && q + 1 < end)
+                q++;
+            gc_buf_putc(&text, isprint((unsigned char)*q) ? *q : '?');
+        }
+        fprintf(k->log, "Warning: %s\n", text.data);
+        fflush(k->log);
+        gc_buf_free(&text);
+        p = q + 1;
+        /* Skip an optional date in quotes after the text: `299 - "text" "date"`. */
+        while (p < end && *p == ' ')
+            p++;
+        if (p < end && *p == '"') {
+            const char *close = memchr(p + 1, '"', (size_t)(end - p - 1));
+            p = close ? close + 1 : end;
+        }
+    }
+}
+
+/* Whether a JSON key names a credential whose value must not be shown. */
+static bool secret_key(const char *key)
+{
+    static const char *const words[] = {"token",       "password",      "keydata",
+                                        "key-data",    "authorization", "privatekey",
+                                        "private-key", "private_key",   "secret"};
+    char lower[128];
+    size_t n = 0;
+    for (; key[n] && n + 1 < sizeof(lower); n++)
+        lower[n] = (char)tolower((unsigned char)key[n]);
+    lower[n] = '\0';
+    for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
+        if (strstr(lower, words[i]) && !strstr(lower, "secretname") &&
+            !strstr(lower, "secretref") && !strstr(lower, "tokenfile"))
+            return true;
+    return false;
+}
+
+static void redact_json(json_t *v)
+{
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            redact_json(json_array_get(v, i));
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    const char *kind = json_string_value(json_object_get(v, "kind"));
+    bool secret_object = kind && !strcmp(kind, "Secret");
+    /* env entries: {"name": "API_TOKEN", "value": "..."} */
+    const char *name = json_string_value(json_object_get(v, "name"));
+    bool secret_env = name && json_is_string(json_object_get(v, "value")) && secret_key(name);
+    const char *key;
+    json_t *value;
+    json_object_foreach(v, key, value)
+    {
+        bool hide = secret_key(key) || (secret_env && !strcmp(key, "value")) ||
+                    (secret_object && (!strcmp(key, "data") || !strcmp(key, "stringData")));
+        if (hide && !json_is_null(value))
+            json_object_set_new(v, key, json_string("<redacted>"));
+        else
+            redact_json(value);
+    }
+}
+
+/* Text bodies: hide PEM private keys and bearer tokens. */
+static void redact_text(gc_buf *b)
+{
+    char *p;
+    while ((p = strstr(b->data, "-----BEGIN")) && strstr(p, "PRIVATE KEY-----")) {
+        char *end = strstr(p + 10, "-----END");
+        char *stop = end ? strstr(end + 8, "-----") : NULL;
+        size_t cut = stop ? (size_t)(stop + 5 - p) : strlen(p);
+        memmove(p + 10, p + cut, strlen(p + cut) + 1);
+        memcpy(p, "<redacted>", 10);
+        b->len = strlen(b->data);
+    }
+    for (p = b->data; (p = strstr(p, "Bearer ")); p += 7)
+        for (char *q = p + 7; *q && !isspace((unsigned char)*q) && *q != '"'; q++)
+            *q = '*';
+}
+
+char *kube_redacted_body(const char *body, size_t len, size_t max)
+{
+    gc_buf out;
+    gc_buf_init(&out);
+    json_t *doc = json_loadb(body, len, 0, NULL);
+    if (doc) {
+        redact_json(doc);
+        char *text = json_dumps(doc, JSON_COMPACT);
+        gc_buf_puts(&out, text ? text : "");
+        free(text);
+        json_decref(doc);
+    } else {
+        for (size_t i = 0; i < len; i++)
+            gc_buf_putc(&out, body[i] == '\n' || isprint((unsigned char)body[i]) ? body[i] : '?');
+        redact_text(&out);
+    }
+    if (out.len > max) {
+        out.len = max;
+        out.data[max] = '\0';
+        gc_buf_printf(&out, "... (%zu bytes)", len);
+    }
+    return gc_buf_detach(&out);
+}
+
+static void set_tls(gc_kube *k, CURL *e)
+{
+    if (k->sel.cluster->insecure_skip_tls_verify) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        return;
+    }
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (k->ca.data) {
+        /* Only the cluster's CA is trusted, as with kubectl; not the system roots as well. */
+        struct curl_blob ca = {.data = k->ca.data, .len = k->ca.len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
+        curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
+        curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+    }
+}
+
+static void set_method(CURL *e, const kube_request *req)
+{
+    bool get = !strcmp(req->method, "GET");
+    if (get) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        return;
+    }
+    if (!strcmp(req->method, "POST"))
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+    else
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+    if (req->body || !strcmp(req->method, "POST")) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+    }
+}
+
+void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_request *req,
+                         struct curl_slist **headers)
+{
+    const kube_cluster *c = k->sel.cluster;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "gcluster/" GCLUSTER_VERSION);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 15000L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+    if (!c->disable_compression)
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_NOPROXY, k->noproxy);
+    if (c->proxy_url)
+        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
+    if (k->connect_to)
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, k->connect_to);
+    set_tls(k, e);
+    kube_auth_apply(k, e, headers);
+    *headers = curl_slist_append(*headers, req->streaming && strstr(req->path, "/log")
+                                               ? "Accept: */*"
+                                               : "Accept: application/json");
+    if (req->content_type) {
+        char *h = gc_xasprintf("Content-Type: %s", req->content_type);
+        *headers = curl_slist_append(*headers, h);
+        free(h);
+    }
+    *headers = curl_slist_append(*headers, "Expect:"); /* no 100-continue round trip */
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, *headers);
+    set_method(e, req);
+}
+
+/* Header lists hold the Authorization value: wipe them before freeing. */
+static void free_headers(struct curl_slist *headers)
+{
+    for (struct curl_slist *h = headers; h; h = h->next)
+        explicit_bzero(h->data, strlen(h->data));
+    curl_slist_free_all(headers);
+}
+
+/* State of one transfer, seen by the curl callbacks. */
+typedef struct transfer {
+    gc_kube *k;
+    kube_exchange *x;
+    CURL *e;
+    const char *url; /* for traces */
+    long long start;
+    bool traced;
+} transfer;
+
+static bool header_is(const char *line, size_t len, const char *name, const char **value,
+                      size_t *vlen)
+{
+    size_t n = strlen(name);
+    if (len <= n || strncasecmp(line, name, n) || line[n] != ':')
+        return false;
+    const char *v = line + n + 1;
+    const char *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    *value = v;
+    *vlen = (size_t)(end - v);
+    return true;
+}
+
+static long parse_retry_after(const char *v, size_t len)
+{
+    char text[64];
+    snprintf(text, sizeof(text), "%.*s", (int)(len < 63 ? len : 63), v);
+    char *end;
+    long seconds = strtol(text, &end, 10);
+    if (end != text && !*end && seconds >= 0)
+        return seconds * 1000;
+    time_t when = curl_getdate(text, NULL);
+    if (when < 0)
+        return -1;
+    long diff = (long)(when - time(NULL));
+    return diff > 0 ? diff * 1000 : 0;
+}
+
+static void trace_header(gc_kube *k, const char *line, size_t len)
+{
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (!len)
+        return;
+    bool hide = len > 11 && (!strncasecmp(line, "set-cookie:", 11) ||
+                             !strncasecmp(line, "www-authenticate:", 17));
+    fprintf(k->log, "< %.*s\n", hide ? (int)(strchr(line, ':') - line + 1) : (int)len, line);
+    if (hide)
+        fprintf(k->log, "  <redacted>\n");
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *userdata)
+{
+    transfer *t = userdata;
+    kube_exchange *x = t->x;
+    size_t len = size * n;
+    const char *v;
+    size_t vlen;
+    if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
+        x->retry_after_ms = -1; /* a new response (after a 100 or a redirect) starts */
+        x->content_type[0] = '\0';
+    } else if (header_is(line, len, "Retry-After", &v, &vlen)) {
+        x->retry_after_ms = parse_retry_after(v, vlen);
+    } else if (header_is(line, len, "Content-Type", &v, &vlen)) {
+        snprintf(x->content_type, sizeof(x->content_type), "%.*s", (int)vlen, v);
+    } else if (header_is(line, len, "Date", &v, &vlen)) {
+        snprintf(x->date, sizeof(x->date), "%.*s", (int)vlen, v);
+    } else if (header_is(line, len, "Warning", &v, &vlen)) {
+        kube_notice_warning(t->k, v, vlen);
+    }
+    if (t->k->verbose >= 2)
+        trace_header(t->k, line, len);
+    bool end_of_headers = len <= 2 && (line[0] == '\r' || line[0] == '\n');
+    if (end_of_headers && x->req->streaming && !t->traced) {
+        long status = 0;
+        curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200) {
+            t->traced = true;
+            kube_trace_result(t->k, x->req, t->url, status, CURLE_OK, kube_now_ms() - t->start);
+        }
+    }
+    return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata)
+{
+    transfer *t = userdata;
+    kube_exchange *x = t->x;
+    size_t len = size * n;
+    long status = 0;
+    curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &status);
+    if (x->on_data && status >= 200 && status < 300) {
+        if (x->on_data(data, len, x->ctx))
+            return len;
+        x->stopped = true;
+        return CURL_WRITEFUNC_ERROR;
+    }
+    size_t max = x->on_data ? ERROR_BODY_MAX : (size_t)KUBE_MAX_BODY;
+    if (x->body.len + len > max) {
+        x->too_large = true;
+        return CURL_WRITEFUNC_ERROR;
+    }
+    gc_buf_append(&x->body, data, len);
+    return len;
+}
+
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    transfer *t = userdata;
+    if (t->x->deadline_ms && kube_now_ms() >= t->x->deadline_ms) {
+        t->x->past_deadline = true;
+        return 1;
+    }
+    return 0;
+}
+
+void kube_exchange_init(kube_exchange *x, const kube_request *req)
+{
+    memset(x, 0, sizeof(*x));
+    x->req = req;
+    x->retry_after_ms = -1;
+    gc_buf_init(&x->body);
+}
+
+void kube_exchange_free(kube_exchange *x)
+{
+    gc_buf_free(&x->body);
+}
+
+static void reset_outcome(kube_exchange *x)
+{
+    gc_buf_reset(&x->body);
+    x->status = 0;
+    x->result = CURLE_OK;
+    x->curl_error[0] = '\0';
+    x->stopped = x->past_deadline = x->too_large = x->sent = false;
+    x->retry_after_ms = -1;
+    x->content_type[0] = x->date[0] = '\0';
+}
+
+static void trace_request(gc_kube *k, const kube_request *req, const char *url,
+                          const struct curl_slist *headers)
+{
+    fprintf(k->log, "> %s %s\n", req->method, url);
+    for (const struct curl_slist *h = headers; h; h = h->next) {
+        if (!strncasecmp(h->data, "Authorization:", 14)) {
+            const char *scheme = h->data + 14 + strspn(h->data + 14, " ");
+            fprintf(k->log, "> Authorization: %.*s <redacted>\n", (int)strcspn(scheme, " "),
+                    scheme);
+        } else if (strcmp(h->data, "Expect:")) {
+            fprintf(k->log, "> %s\n", h->data);
+        }
+    }
+    if (req->body_len) {
+        char *shown = kube_redacted_body(req->body, req->body_len, TRACE_BODY_MAX);
+        fprintf(k->log, "> (body, %zu bytes) %s\n", req->body_len, shown);
+        free(shown);
+    }
+}
+
+static void trace_response_body(gc_kube *k, const kube_exchange *x)
+{
+    if (!x->body.len)
+        return;
+    char *shown = kube_redacted_body(x->body.data, x->body.len, TRACE_BODY_MAX);
+    fprintf(k->log, "< (body, %zu bytes) %s\n", x->body.len, shown);
+    free(shown);
+}
+
+/* Learns the server's clock from its Date header (create checks compare server times). */
+static void note_server_clock(gc_kube *k, const kube_exchange *x)
+{
+    time_t server = x->date[0] ? curl_getdate(x->date, NULL) : -1;
+    if (server > 0) {
+        k->clock_offset_s = (long long)(server - time(NULL));
+        k->clock_known = true;
+    }
+}
+
+static bool connect_phase_failure(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void finish_exchange(transfer *t, CURLcode rc)
+{
+    kube_exchange *x = t->x;
+    x->result = rc;
+    curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &x->status);
+    curl_off_t pretransfer = 0;
+    curl_easy_getinfo(t->e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+    /* A request that failed before it was handed to the connection was never seen. */
+    x->sent = rc == CURLE_OK || (!connect_phase_failure(rc) && pretransfer > 0);
+    if (rc == CURLE_WRITE_ERROR && x->stopped)
+        x->result = CURLE_OK; /* the consumer had enough */
+}
+
+int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
+{
+    reset_outcome(x);
+    int rc = kube_auth_ensure(k, err);
+    if (rc)
+        return rc;
+    const kube_request *req = x->req;
+    char *url = kube_url(k, req);
+    char *shown = kube_trace_url(k, req);
+    struct curl_slist *headers = NULL;
+    CURL *e = k->easy;
+    curl_easy_reset(e);
+    kube_curl_configure(k, e, url, req, &headers);
+    transfer t = {.k = k, .x = x, .e = e, .url = shown, .start = kube_now_ms()};
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_error);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, &t);
+    if (!req->streaming)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, k->request_timeout_ms);
+    if (k->verbose >= 2)
+        trace_request(k, req, shown, headers);
+    k->request_count++;
+    CURLcode result = curl_easy_perform(e);
+    finish_exchange(&t, result);
+    note_server_clock(k, x);
+    if (!t.traced)
+        kube_trace_result(k, req, shown, x->status, x->result, kube_now_ms() - t.start);
+    if (k->verbose >= 2)
+        trace_response_body(k, x);
+    free_headers(headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
+    free(url);
+    free(shown);
+    return 0;
+}
+
+static bool transient_transport_failure(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR: /* a reset during the handshake, e.g. a restarting server */
+        return true;
+    default:
+        return false;
+    }
+}
+
+static long backoff(gc_kube *k, int attempt)
+{
+    long delay = BACKOFF_BASE_MS;
+    for (int i = 1; i < attempt && delay < BACKOFF_MAX_MS; i++)
+        delay *= 2;
+    if (delay > BACKOFF_MAX_MS)
+        delay = BACKOFF_MAX_MS;
+    /* "Equal jitter": half fixed, half random, so clients that failed together spread out. */
+    return delay / 2 + (long)kube_random(k, (unsigned)(delay / 2 + 1));
+}
+
+long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt)
+{
+    if (attempt >= KUBE_MAX_ATTEMPTS || x->stopped || x->past_deadline)
+        return -1;
+    const kube_request *req = x->req;
+    if (x->result != CURLE_OK) {
+        bool resend_ok = req->idempotent || !x->sent;
+        return resend_ok && transient_transport_failure(x->result) ? backoff(k, attempt) : -1;
+    }
+    /* 429 means the request was turned away before anything was done: safe for any verb. */
+    bool retryable =
+        x->status == 429 || (req->idempotent && (x->status == 500 || x->status == 502 ||
+                                                 x->status == 503 || x->status == 504));
+    if (!retryable)
+        return -1;
+    if (x->retry_after_ms >= 0)
+        return (x->retry_after_ms > RETRY_AFTER_MAX_MS ? RETRY_AFTER_MAX_MS : x->retry_after_ms) +
+               (long)kube_random(k, 100);
+    return backoff(k, attempt);
+}
+
+int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
+{
+    const kube_cluster *c = k->sel.cluster;
+    const char *detail = x->curl_error[0] ? x->curl_error : curl_easy_strerror(x->result);
+    char where[768];
+    snprintf(where, sizeof(where), "the API server %s (cluster \"%s\" of context \"%s\")",
+             c->server, c->id.name, k->sel.context->id.name);
+    switch (x->result) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "cannot reach %s: %s; check that the cluster is "
+                       "running and reachable from here, or choose another with --context or "
+                       "--cluster/--location",
+                       where, detail);
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+        return gc_fail(
+            err, GC_EXIT_RUNTIME,
+            "cannot verify the TLS certificate of %s against %s "
+            "(%s): %s; fix certificate-authority or certificate-authority-data of the "
+            "cluster (for GKE, run `gcloud container clusters get-credentials` again)",
+            where, k->ca.data ? "the cluster's certificate-authority" : "the system's trusted CAs",
+            c->id.where, detail);
+    case CURLE_SSL_CERTPROBLEM:
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "the client certificate or key of user \"%s\" "
+                       "cannot be used: %s",
+                       k->sel.user ? k->sel.user->id.name : "", detail);
+    case CURLE_OPERATION_TIMEDOUT:
+        return gc_fail(err, GC_EXIT_RUNTIME, "no answer from %s in time: %s", where, detail);
+    default:
+        break;
+    }
+    if (x->past_deadline)
+        return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: gave up waiting for %s", x->req->method,
+                       x->req->path, where);
+    if (x->too_large)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "%s %s: the answer of %s is larger than %ld MiB; "
+                       "list it in pages",
+                       x->req->method, x->req->path, where, KUBE_MAX_BODY >> 20);
+    return gc_fail(err, GC_EXIT_RUNTIME, "%s %s to %s failed: %s", x->req->method, x->req->path,
+                   where, detail);
+}
+
+int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err)
+{
+    bool refreshed = false;
+    x->retried_after_send = false;
+    for (int attempt = 1;; attempt++) {
+        int rc = kube_exchange_run(k, x, err);
+        if (rc)
+            return rc;
+        if (x->result == CURLE_OK && x->status == 401 && !refreshed && kube_auth_refreshable(k)) {
+            refreshed = true;
+            kube_auth_invalidate(k);
+            if (k->verbose)
+                kube_trace(k, "401 Unauthorized: getting a fresh credential and retrying");
+            continue;
+        }
+        long delay = kube_retry_delay(k, x, attempt);
+        if (delay < 0)
+            break;
+        if (k->verbose)
+            kube_trace(k, "retrying in %ld ms (attempt %d of %d)", delay, attempt + 1,
+                       KUBE_MAX_ATTEMPTS);
+        kube_sleep_ms(delay);
+        x->retried_after_send =
+            x->retried_after_send || (x->sent && x->result != CURLE_OK) || x->status >= 500;
+    }
+    return x->result == CURLE_OK ? 0 : kube_transport_error(k, x, err);
+}

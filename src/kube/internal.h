@@ -1,0 +1,160 @@
+/*
+ * The parts of the kube client shared between its files (private to kube/).
+ *
+ *   kubeconfig.c  files → kube_config        select.c  which context (SPEC §2)
+ *   gcloud.c      get-credentials fallback   auth.c    tokens, certificates, credential cache
+ *   exec.c        exec credential plugins    spawn.c   fork/exec with bounds
+ *   http.c        one request: curl setup, retries, traces, redaction
+ *   status.c      Status bodies → messages   api.c     the verbs
+ *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
+ */
+#ifndef GCLUSTER_KUBE_INTERNAL_H
+#define GCLUSTER_KUBE_INTERNAL_H
+
+#include "gcluster/buf.h"
+#include "gcluster/kube.h"
+#include "kube/kubeconfig.h"
+
+#include <curl/curl.h>
+#include <stdint.h>
+#include <time.h>
+
+#define KUBE_MAX_ATTEMPTS 5                    /* per idempotent request: 1 + 4 retries */
+#define KUBE_MAX_BODY     (512L * 1024 * 1024) /* a response larger than this needs paging */
+
+/* The credential sent with requests, cached until it expires or is rejected. */
+typedef struct kube_credential {
+    bool valid;
+    char *authorization; /* Authorization header value ("Bearer ...", "Basic ..."), or NULL */
+    kube_blob cert;      /* client certificate and key from an exec plugin */
+    kube_blob key;
+    time_t expiry; /* 0: valid for the life of the process */
+} kube_credential;
+
+struct gc_kube {
+    kube_config cfg;
+    kube_selection sel;
+    char *ns;
+    FILE *log;
+    int verbose;
+    int exec_timeout_ms;
+    long request_timeout_ms;
+
+    char *base_url;                /* server URL, with tls-server-name as its host if set */
+    struct curl_slist *connect_to; /* routes tls-server-name to the real server address */
+    char *noproxy;
+    kube_blob ca;          /* trusted CA bundle (PEM), or none: system roots */
+    kube_blob client_cert; /* from the kubeconfig */
+    kube_blob client_key;
+    kube_credential cred;
+    unsigned exec_runs; /* exec plugin runs, for tests and traces */
+
+    CURL *easy; /* reused by every sequential request, so connections are kept */
+    unsigned request_count;
+    uint64_t rng;
+    long long clock_offset_s; /* server Date minus local time, once a response was seen */
+    bool clock_known;
+};
+
+/* time */
+long long kube_now_ms(void);
+void kube_sleep_ms(long long ms);
+unsigned kube_random(gc_kube *k, unsigned bound);
+/* Parses an RFC 3339 timestamp ("2024-05-01T12:00:00Z", "...05.5+02:00"). */
+bool kube_parse_time(const char *s, time_t *out);
+
+/* auth.c */
+int kube_auth_init(gc_kube *k, gc_error *err);
+int kube_auth_ensure(gc_kube *k, gc_error *err);
+bool kube_auth_refreshable(const gc_kube *k);
+void kube_auth_invalidate(gc_kube *k);
+void kube_auth_apply(gc_kube *k, CURL *e, struct curl_slist **headers);
+void kube_credential_clear(kube_credential *c);
+/* exec.c: runs the user's exec plugin and fills `cred`. */
+int kube_exec_credential(gc_kube *k, kube_credential *cred, gc_error *err);
+/* gcloud.c: runs `gcloud container clusters get-credentials` for opts. */
+int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud, FILE *log,
+                                gc_error *err);
+
+/* http.c */
+typedef struct kube_request {
+    const char *method; /* "GET", "POST", "PATCH", "DELETE" */
+    const char *path;
+    const char *const *query; /* the caller's key/value pairs, may be NULL */
+    const char *const *extra; /* pairs the verb adds (limit, dryRun, ...), may be NULL */
+    const char *content_type; /* of body */
+    const char *body;
+    size_t body_len;
+    bool idempotent; /* may be re-sent after a failure */
+    bool streaming;  /* a watch or log follow: no total timeout, traced when headers arrive */
+} kube_request;
+
+/* Streamed body data; return false to end the transfer. */
+typedef bool (*kube_data_fn)(const char *data, size_t len, void *ctx);
+
+/* One HTTP attempt. */
+typedef struct kube_exchange {
+    const kube_request *req;
+    kube_data_fn on_data; /* NULL: collect the body in `body` */
+    void *ctx;
+    long long deadline_ms; /* monotonic; 0: none beyond the request timeout */
+
+    long status;
+    gc_buf body; /* the body, or for streamed requests an error body */
+    CURLcode result;
+    char curl_error[CURL_ERROR_SIZE];
+    bool stopped;            /* on_data returned false */
+    bool past_deadline;      /* ended by deadline_ms */
+    bool too_large;          /* the body exceeded KUBE_MAX_BODY */
+    bool sent;               /* the request may have reached the server */
+    bool retried_after_send; /* an earlier attempt may have been applied (kube_request_run) */
+    long retry_after_ms;     /* Retry-After, or -1 */
+    char content_type[96];
+    char date[64];
+} kube_exchange;
+
+void kube_exchange_init(kube_exchange *x, const kube_request *req);
+void kube_exchange_free(kube_exchange *x);
+/* Runs one attempt (credentials first). Non-zero only when credentials cannot be had; how
+ * the exchange went is in x->result and x->status. */
+int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err);
+
+/* A request with retries (429, 5xx and connection resets for idempotent requests, a
+ * credential refresh on 401). On success x->status is the final HTTP status, which may be an
+ * error status: turn it into a message with kube_status_error. A transport failure returns
+ * GC_EXIT_RUNTIME with x->sent telling whether the request may have been applied. */
+int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err);
+
+/* err for an HTTP error status (a Status message, and a hint for rejected credentials). */
+int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err);
+/* Decodes a JSON body into *out (an empty body is an empty object); out may be NULL. */
+int kube_decode_body(const kube_exchange *x, json_t **out, gc_error *err);
+
+/* Milliseconds to wait before attempt `attempt` (1-based retry number) of this exchange, or -1
+ * when it must not be retried. */
+long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt);
+/* Fills err for a failed transfer (not reachable, TLS, timeout, ...). */
+int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err);
+
+/* Builds the full URL for a request. Caller frees. */
+char *kube_url(const gc_kube *k, const kube_request *req);
+/* The URL as traces show it: the kubeconfig's server, never a user:password@ in it. */
+char *kube_trace_url(const gc_kube *k, const kube_request *req);
+/* Applies TLS, proxy, timeouts, method, body and headers to an easy handle. */
+void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_request *req,
+                         struct curl_slist **headers);
+void kube_trace(gc_kube *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kube_trace_result(gc_kube *k, const kube_request *req, const char *url, long status,
+                       CURLcode result, long long ms);
+void kube_notice_warning(gc_kube *k, const char *value, size_t len);
+/* A copy of a JSON body with every credential-like value replaced, for -v output. */
+char *kube_redacted_body(const char *body, size_t len, size_t max);
+
+/* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything). */
+int kube_status_error(const kube_request *req, long status, const gc_buf *body, gc_error *err);
+const char *kube_reason_phrase(long status);
+
+/* Percent-encodes for a query value or a path segment. */
+void kube_url_encode(gc_buf *out, const char *s);
+
+#endif

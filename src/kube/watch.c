@@ -1,0 +1,421 @@
+/*
+ * Lists in pages, and list-then-watch like a client-go informer.
+ *
+ * A list reads one page (limit/continue) at a time and hands out its items, so memory stays
+ * bounded by a page; an expired continue token (410) restarts it. A watch is a stream of
+ * newline-separated JSON events. It resumes from the last resourceVersion it saw (objects and
+ * BOOKMARKs carry one) when the connection ends, which the server does every few minutes, and
+ * lists again when that version is too old (410, on connect or as an ERROR event). The watcher
+ * remembers the last state of every object, so after a re-list it can announce objects that
+ * vanished meanwhile as DELETED.
+ */
+#include "kube/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST_RESTARTS 3
+#define MAX_EVENT_BYTES   (64L * 1024 * 1024)
+
+/* "Pod" for a "PodList": list items come without kind and apiVersion. */
+static void complete_item(json_t *item, const json_t *list)
+{
+    const char *kind = json_string_value(json_object_get(list, "kind"));
+    const char *version = json_string_value(json_object_get(list, "apiVersion"));
+    size_t len = kind ? strlen(kind) : 0;
+    if (!json_object_get(item, "kind") && len > 4 && !strcmp(kind + len - 4, "List"))
+        json_object_set_new(item, "kind", json_stringn(kind, len - 4));
+    if (!json_object_get(item, "apiVersion") && version)
+        json_object_set_new(item, "apiVersion", json_string(version));
+}
+
+/* Hands out one page's items. 1 when a callback asked to stop. */
+static int deliver_page(json_t *page, gc_kube_item_fn on_item, void *ctx, gc_error *err)
+{
+    json_t *items = json_object_get(page, "items");
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *item = json_array_get(items, i);
+        complete_item(item, page);
+        int rc = on_item(item, ctx, err);
+        if (rc == GC_KUBE_STOP)
+            return 1;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *opts,
+                     const char *cont, json_t **page, long *status, gc_error *err)
+{
+    char limit[32] = "";
+    const char *q[12] = {0};
+    size_t n = 0;
+    if (opts && opts->label_selector && opts->label_selector[0]) {
+        q[n++] = "labelSelector";
+        q[n++] = opts->label_selector;
+    }
+    if (opts && opts->field_selector && opts->field_selector[0]) {
+        q[n++] = "fieldSelector";
+        q[n++] = opts->field_selector;
+    }
+    if (opts && opts->page_size > 0) {
+        snprintf(limit, sizeof(limit), "%ld", opts->page_size);
+        q[n++] = "limit";
+        q[n++] = limit;
+    }
+    if (cont) {
+        q[n++] = "continue";
+        q[n++] = cont;
+    }
+    kube_request req = {.method = "GET", .path = path, .extra = q, .idempotent = true};
+    kube_exchange x;
+    kube_exchange_init(&x, &req);
+    int rc = kube_request_run(k, &x, err);
+    *status = x.status;
+    if (!rc && x.status >= 300)
+        rc = kube_http_error(k, &x, err);
+    if (!rc)
+        rc = kube_decode_body(&x, page, err);
+    kube_exchange_free(&x);
+    return rc;
+}
+
+int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                 gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err)
+{
+    char *cont = NULL;
+    int restarts = 0, rc;
+    for (;;) {
+        json_t *page = NULL;
+        long status = 0;
+        rc = list_page(kube, path, opts, cont, &page, &status, err);
+        if (rc && status == 410 && cont && restarts < MAX_LIST_RESTARTS) {
+            /* The snapshot behind the continue token was compacted away. */
+            restarts++;
+            free(cont);
+            cont = NULL;
+            if (kube->verbose)
+                kube_trace(kube, "the list's continue token expired; listing %s again", path);
+            continue;
+        }
+        if (rc)
+            break;
+        const json_t *meta = json_object_get(page, "metadata");
+        const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+        const char *next = json_string_value(json_object_get(meta, "continue"));
+        if (resource_version)
+            snprintf(resource_version, 64, "%s", rv ? rv : "");
+        rc = deliver_page(page, on_item, ctx, err);
+        free(cont);
+        cont = next && next[0] && !rc ? gc_xstrdup(next) : NULL;
+        json_decref(page);
+        if (rc == 1)
+            rc = 0;
+        if (rc || !cont)
+            break;
+    }
+    free(cont);
+    return rc;
+}
+
+typedef struct watcher {
+    gc_kube *k;
+    const char *path;
+    const gc_kube_list_options *opts;
+    gc_kube_event_fn on_event;
+    void *ctx;
+    gc_error *err;
+    char rv[64];
+    json_t *known;  /* "namespace/name" → the object as last seen */
+    json_t *listed; /* keys seen by the list in progress */
+    gc_buf line;
+    kube_request req; /* the watch request being streamed */
+    const char *query[14];
+    char timeout[32];
+    int stop;       /* GC_KUBE_STOP, or an error code */
+    bool expired;   /* an ERROR event said 410: list again */
+    bool got_event; /* this connection delivered something */
+    long long deadline;
+} watcher;
+
+static char *object_key(const json_t *obj)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    return gc_xasprintf("%s/%s", ns ? ns : "", name ? name : "");
+}
+
+static void remember_rv(watcher *w, const json_t *obj)
+{
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    if (rv && rv[0])
+        snprintf(w->rv, sizeof(w->rv), "%s", rv);
+}
+
+/* Passes one event on, keeping `known` up to date. Returns non-zero to stop. */
+static int emit(watcher *w, enum gc_kube_event_type type, json_t *obj)
+{
+    char *key = object_key(obj);
+    if (type == GC_KUBE_DELETED)
+        json_object_del(w->known, key);
+    else
+        json_object_set(w->known, key, obj);
+    free(key);
+    int rc = w->on_event(type, obj, w->ctx, w->err);
+    if (rc)
+        w->stop = rc;
+    return rc;
+}
+
+static int on_list_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    watcher *w = ctx;
+    char *key = object_key(item);
+    json_object_set_new(w->listed, key, json_true());
+    free(key);
+    return emit(w, GC_KUBE_ADDED, item) ? GC_KUBE_STOP : 0;
+}
+
+static int announce_vanished(watcher *w)
+{
+    json_t *gone = json_array();
+    const char *key;
+    json_t *obj;
+    json_object_foreach(w->known, key, obj)
+    {
+        if (!json_object_get(w->listed, key))
+            json_array_append(gone, obj);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < json_array_size(gone) && !rc; i++)
+        rc = emit(w, GC_KUBE_DELETED, json_array_get(gone, i));
+    json_decref(gone);
+    return rc;
+}
+
+static int relist(watcher *w)
+{
+    w->listed = json_object();
+    w->expired = false;
+    int rc = gc_kube_list(w->k, w->path, w->opts, on_list_item, w, w->rv, w->err);
+    if (!rc && !w->stop)
+        rc = announce_vanished(w);
+    json_decref(w->listed);
+    w->listed = NULL;
+    return rc ? rc : 0;
+}
+
+static int fail_event(watcher *w, const char *what)
+{
+    w->stop = gc_fail(w->err, GC_EXIT_RUNTIME, "watching %s: %s", w->path, what);
+    return w->stop;
+}
+
+static int on_error_event(watcher *w, const json_t *status)
+{
+    json_int_t code = json_integer_value(json_object_get(status, "code"));
+    if (code == 410) {
+        w->expired = true;
+        return 1;
+    }
+    kube_request req = {.method = "WATCH", .path = w->path};
+    char *text = json_dumps(status, JSON_COMPACT);
+    gc_buf body = {.data = text ? text : "", .len = text ? strlen(text) : 0};
+    w->stop = kube_status_error(&req, code ? (long)code : 500, &body, w->err);
+    free(text);
+    return w->stop;
+}
+
+static int on_event_line(watcher *w, const char *line, size_t len)
+{
+    json_error_t jerr;
+    json_t *ev = json_loadb(line, len, 0, &jerr);
+    if (!ev)
+        return fail_event(w, "the server sent an event that is not JSON");
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    int rc = 0;
+    w->got_event = true;
+    if (!type || !json_is_object(obj))
+        rc = fail_event(w, "the server sent an event without type or object");
+    else if (!strcmp(type, "BOOKMARK"))
+        remember_rv(w, obj);
+    else if (!strcmp(type, "ERROR"))
+        rc = on_error_event(w, obj);
+    else if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED") || !strcmp(type, "DELETED")) {
+        remember_rv(w, obj);
+        enum gc_kube_event_type t = type[0] == 'A'   ? GC_KUBE_ADDED
+                                    : type[0] == 'M' ? GC_KUBE_MODIFIED
+                                                     : GC_KUBE_DELETED;
+        rc = emit(w, t, obj);
+    }
+    json_decref(ev);
+    return rc;
+}
+
+static bool on_watch_data(const char *data, size_t len, void *ctx)
+{
+    watcher *w = ctx;
+    gc_buf_append(&w->line, data, len);
+    size_t start = 0;
+    for (char *nl; (nl = memchr(w->line.data + start, '\n', w->line.len - start));) {
+        size_t end = (size_t)(nl - w->line.data);
+        int rc = end > start ? on_event_line(w, w->line.data + start, end - start) : 0;
+        start = end + 1;
+        if (rc)
+            return false;
+    }
+    memmove(w->line.data, w->line.data + start, w->line.len - start + 1);
+    w->line.len -= start;
+    if (w->line.len > MAX_EVENT_BYTES)
+        return fail_event(w, "an event larger than 64 MiB"), false;
+    return true;
+}
+
+static long watch_timeout(watcher *w)
+{
+    /* Like client-go, ask the server to end the watch after 5-10 minutes: a quiet, stuck
+     * connection then costs at most that long. */
+    long seconds = 300 + (long)kube_random(w->k, 300);
+    if (w->deadline) {
+        long left = (long)((w->deadline - kube_now_ms()) / 1000) + 1;
+        if (left < seconds)
+            seconds = left;
+    }
+    return seconds;
+}
+
+static void build_watch_request(watcher *w)
+{
+    snprintf(w->timeout, sizeof(w->timeout), "%ld", watch_timeout(w));
+    const char *q[] = {
+        "watch",          "1",       "resourceVersion", w->rv, "allowWatchBookmarks", "true",
+        "timeoutSeconds", w->timeout};
+    size_t n = sizeof(q) / sizeof(*q);
+    memcpy(w->query, q, sizeof(q));
+    if (w->opts && w->opts->label_selector && w->opts->label_selector[0]) {
+        w->query[n++] = "labelSelector";
+        w->query[n++] = w->opts->label_selector;
+    }
+    if (w->opts && w->opts->field_selector && w->opts->field_selector[0]) {
+        w->query[n++] = "fieldSelector";
+        w->query[n++] = w->opts->field_selector;
+    }
+    w->query[n] = NULL;
+    w->req = (kube_request){
+        .method = "GET", .path = w->path, .extra = w->query, .idempotent = true, .streaming = true};
+}
+
+static int watch_once(watcher *w, kube_exchange *x)
+{
+    build_watch_request(w);
+    kube_exchange_init(x, &w->req);
+    x->on_data = on_watch_data;
+    x->ctx = w;
+    x->deadline_ms = w->deadline;
+    gc_buf_reset(&w->line);
+    w->got_event = false;
+    return kube_exchange_run(w->k, x, w->err);
+}
+
+static int timed_out(watcher *w, int timeout_seconds)
+{
+    gc_fail(w->err, GC_EXIT_RUNTIME, "watching %s: gave up after %d s", w->path, timeout_seconds);
+    snprintf(w->err->reason, sizeof(w->err->reason), "Timeout");
+    return GC_EXIT_RUNTIME;
+}
+
+/* Whether a broken watch connection is worth another try. Unlike a single request, a watch
+ * also rides out a refused connection: API servers restart during control plane upgrades. */
+static long reconnect_delay(watcher *w, const kube_exchange *x, int failures)
+{
+    if (w->got_event)
+        return 0;
+    if (x->result == CURLE_COULDNT_CONNECT && failures < KUBE_MAX_ATTEMPTS)
+        return 1000L * failures;
+    return kube_retry_delay(w->k, x, failures);
+}
+
+/* What to do after one watch connection ended: 0 to watch again, 1 to list again first, or
+ * an error. `failures` counts consecutive failed connections. */
+static int after_watch(watcher *w, kube_exchange *x, int *failures, bool *refreshed)
+{
+    if (w->expired || (x->result == CURLE_OK && x->status == 410))
+        return 1;
+    if (x->result == CURLE_OK && x->status == 401 && !*refreshed && kube_auth_refreshable(w->k)) {
+        *refreshed = true;
+        kube_auth_invalidate(w->k);
+        return 0;
+    }
+    if (x->result == CURLE_OK && x->status < 300) {
+        *failures = 0; /* the server ended the watch normally */
+        *refreshed = false;
+        return 0;
+    }
+    long delay = reconnect_delay(w, x, ++*failures);
+    if (w->got_event)
+        *failures = 0;
+    if (delay < 0)
+        return x->result != CURLE_OK ? kube_transport_error(w->k, x, w->err)
+                                     : kube_http_error(w->k, x, w->err);
+    if (w->k->verbose)
+        kube_trace(w->k, "watch of %s ended early; reconnecting in %ld ms", w->path, delay);
+    kube_sleep_ms(delay);
+    return 0;
+}
+
+static int watch_loop(watcher *w, int timeout_seconds)
+{
+    int failures = 0, relists = 0;
+    bool refreshed = false;
+    for (;;) {
+        if (w->deadline && kube_now_ms() >= w->deadline)
+            return timed_out(w, timeout_seconds);
+        kube_exchange x;
+        int rc = watch_once(w, &x);
+        if (!rc && !w->stop && x.past_deadline)
+            rc = timed_out(w, timeout_seconds);
+        if (!rc && !w->stop)
+            rc = after_watch(w, &x, &failures, &refreshed);
+        kube_exchange_free(&x);
+        if (w->stop)
+            return w->stop == GC_KUBE_STOP ? 0 : w->stop;
+        if (rc == 1) {
+            if (w->k->verbose)
+                kube_trace(w->k, "resourceVersion %s is too old; listing %s again", w->rv, w->path);
+            kube_sleep_ms(relists++ > 2 ? 1000 : 0);
+            rc = relist(w);
+            if (!rc && w->stop)
+                return w->stop == GC_KUBE_STOP ? 0 : w->stop;
+        }
+        if (rc)
+            return rc;
+    }
+}
+
+int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                       int timeout_seconds, gc_kube_event_fn on_event, void *ctx, gc_error *err)
+{
+    watcher w = {.k = kube,
+                 .path = path,
+                 .opts = opts,
+                 .on_event = on_event,
+                 .ctx = ctx,
+                 .err = err,
+                 .known = json_object()};
+    gc_buf_init(&w.line);
+    if (timeout_seconds > 0)
+        w.deadline = kube_now_ms() + (long long)timeout_seconds * 1000;
+    int rc = relist(&w);
+    if (!rc && w.stop)
+        rc = w.stop == GC_KUBE_STOP ? 0 : w.stop;
+    else if (!rc)
+        rc = watch_loop(&w, timeout_seconds);
+    gc_buf_free(&w.line);
+    json_decref(w.known);
+    return rc;
+}
