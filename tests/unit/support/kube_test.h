@@ -1,0 +1,70 @@
+/*
+ * Helpers for the kube client's tests: temporary directories, a throwaway PKI made with the
+ * openssl CLI, and the scripted loopback HTTPS server in tests/kube/test_server.py.
+ * Every wait here is bounded, and everything listens on 127.0.0.1 only.
+ */
+#ifndef GCLUSTER_TEST_KUBE_TEST_H
+#define GCLUSTER_TEST_KUBE_TEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* A fresh directory under $TMPDIR (or /tmp). */
+char *kube_test_tmpdir(void);
+/* Removes `dir` and everything in it, then frees the string. */
+void kube_test_rmtree(char *dir);
+
+void kube_test_write(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The whole file, NUL-terminated, or NULL. Caller frees. */
+char *kube_test_read(const char *path);
+/* A file's content in base64, for *-data fields. Caller frees. */
+char *kube_test_base64_file(const char *path);
+
+/* Runs a program (stdout and stderr to /dev/null); its exit status, or -1 on failure or after
+ * timeout_ms. */
+int kube_test_run(char *const argv[], int timeout_ms);
+
+/* The counter file a fake exec plugin increments, or 0. */
+int kube_test_count(const char *path);
+
+typedef struct kube_test_pki {
+    char *ca;          /* the CA the server's and the client's certificates come from */
+    char *other_ca;    /* an unrelated CA, for verification failures */
+    char *server_cert; /* SANs: IP 127.0.0.1, DNS localhost and kube.test.internal */
+    char *server_key;
+    char *client_cert; /* CN test-user */
+    char *client_key;
+} kube_test_pki;
+
+bool kube_test_make_pki(const char *dir, kube_test_pki *pki);
+void kube_test_pki_free(kube_test_pki *pki);
+
+typedef struct kube_test_server {
+    pid_t pid;
+    int port;
+    char url[64]; /* https://127.0.0.1:<port> */
+    char *ca;
+} kube_test_server;
+
+bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki, const char *dir,
+                                   const char *script);
+#define kube_test_server_start(s, pki, dir)                                                        \
+    kube_test_server_start_script(s, pki, dir, GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py")
+void kube_test_server_stop(kube_test_server *s);
+/* Queues answers: `json` maps "METHOD /path" to a list of answers (see test_server.py). */
+bool kube_test_server_script(kube_test_server *s, const char *json);
+bool kube_test_server_reset(kube_test_server *s);
+/* The requests the server received, oldest first. Caller decrefs. */
+json_t *kube_test_server_log(kube_test_server *s);
+
+/* A port on 127.0.0.1 that nothing listens on (bound, then closed). */
+int kube_test_closed_port(void);
+
+/* Whether `haystack` contains `needle`; NULL haystack → false. */
+bool kube_test_contains(const char *haystack, const char *needle);
+
+/* The current UTC time as RFC 3339, offset by `delta` seconds. */
+void kube_test_rfc3339(long delta, char out[32]);
+
+#endif
