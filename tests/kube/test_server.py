@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""A loopback HTTPS server for the kube client's tests.
+
+It is not an API server: each test scripts the exact answers it wants (statuses, headers,
+bodies, streamed chunks, dropped connections) and reads back what the client really sent.
+
+    test_server.py --cert server.pem --key server.key [--client-ca ca.pem] --port-file F
+
+Control endpoints (never recorded):
+    POST /_test/script  {"GET /api/v1/...": [answer, ...], ...}   queue answers per method+path
+    GET  /_test/log     every recorded request, oldest first
+    POST /_test/reset   forget scripts and the log
+
+An answer is a JSON object:
+    status (200), headers {}, json {...} | body "text" | chunks [{"data": "...", "delay": s}]
+    hold s          keep a chunked stream open this long after its chunks
+    abort true      end a chunked stream without its final chunk
+    action "reset"  answer nothing: reset the connection; "close": close it quietly
+    repeat true     stays queued (serves every later request)
+    when {k: v}     only for requests whose query has these values (v null: k absent)
+    require_auth v  answer 401 (and keep the answer queued) unless Authorization == v
+Unscripted requests get a 404 Status.
+"""
+import argparse
+import json
+import os
+import socket
+import ssl
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.scripts = {}
+        self.log = []
+        self.connections = 0
+
+
+STATE = State()
+
+
+def status_body(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def matches(answer, query):
+    for key, want in (answer.get("when") or {}).items():
+        got = query.get(key, [None])[0]
+        if got != want:
+            return False
+    return True
+
+
+def take_answer(key, query, authorization):
+    with STATE.lock:
+        queue = STATE.scripts.get(key, [])
+        for i, answer in enumerate(queue):
+            if not matches(answer, query):
+                continue
+            need = answer.get("require_auth")
+            if need is not None and authorization != need:
+                return {"status": 401, "json": status_body(401, "Unauthorized", "Unauthorized")}
+            if not answer.get("repeat"):
+                queue.pop(i)
+            return answer
+    return {"status": 404, "json": status_body(404, "NotFound", "no script for " + key)}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        self.request.do_handshake()
+        super().setup()
+        with STATE.lock:
+            STATE.connections += 1
+            self.conn_id = STATE.connections
+
+    def finish(self):
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def log_message(self, *args):
+        pass
+
+    def client_cn(self):
+        try:
+            cert = self.request.getpeercert()
+        except (ValueError, OSError):
+            return None
+        for part in (cert or {}).get("subject", ()):
+            for key, value in part:
+                if key == "commonName":
+                    return value
+        return None
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length).decode("utf-8", "replace") if length else ""
+
+    def send_json(self, code, doc):
+        data = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def control(self, path, body):
+        with STATE.lock:
+            if path == "/_test/script":
+                for key, answers in json.loads(body).items():
+                    STATE.scripts.setdefault(key, []).extend(answers)
+                reply = {"ok": True}
+            elif path == "/_test/log":
+                reply = list(STATE.log)
+            elif path == "/_test/reset":
+                STATE.scripts.clear()
+                STATE.log.clear()
+                reply = {"ok": True}
+            else:
+                reply = {"error": "unknown control path"}
+        self.send_json(200, reply)
+
+    def handle_any(self):
+        url = urlsplit(self.path)
+        body = self.read_body()
+        if url.path.startswith("/_test/"):
+            return self.control(url.path, body)
+        query = parse_qs(url.query, keep_blank_values=True)
+        with STATE.lock:
+            STATE.log.append({
+                "method": self.command, "path": url.path, "query": url.query,
+                "params": {k: v[0] for k, v in query.items()},
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body, "connection": self.conn_id, "client_cn": self.client_cn(),
+                "time": time.monotonic(),
+            })
+        answer = take_answer(self.command + " " + url.path, query,
+                             self.headers.get("Authorization"))
+        self.answer(answer)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def answer(self, a):
+        action = a.get("action")
+        if action in ("reset", "close"):
+            if action == "reset":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        self.send_response(a.get("status", 200))
+        headers = dict(a.get("headers") or {})
+        if "chunks" in a:
+            headers.setdefault("Content-Type", "text/plain")
+            headers["Transfer-Encoding"] = "chunked"
+            for name, value in headers.items():
+                for v in value if isinstance(value, list) else [value]:
+                    self.send_header(name, v)
+            self.end_headers()
+            return self.stream(a)
+        if "json" in a:
+            data = json.dumps(a["json"]).encode()
+            headers.setdefault("Content-Type", "application/json")
+        else:
+            data = a.get("body", "").encode()
+            headers.setdefault("Content-Type", "text/plain")
+        headers["Content-Length"] = str(len(data))
+        for name, value in headers.items():
+            for v in value if isinstance(value, list) else [value]:
+                self.send_header(name, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def stream(self, a):
+        try:
+            for chunk in a["chunks"]:
+                time.sleep(chunk.get("delay", 0))
+                data = chunk["data"].encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            time.sleep(a.get("hold", 0))
+            if a.get("abort"):
+                self.close_connection = True
+                self.connection.close()
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, context):
+        self.context = context
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    def get_request(self):
+        sock, addr = self.socket.accept()
+        return self.context.wrap_socket(sock, server_side=True,
+                                        do_handshake_on_connect=False), addr
+
+    def handle_error(self, request, client_address):
+        pass  # failed handshakes are what some tests are about
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--cert", required=True)
+    p.add_argument("--key", required=True)
+    p.add_argument("--client-ca")
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--lifetime", type=float, default=300)
+    args = p.parse_args()
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(args.cert, args.key)
+    context.set_alpn_protocols(["http/1.1"])
+    if args.client_ca:
+        context.verify_mode = ssl.CERT_OPTIONAL
+        context.load_verify_locations(args.client_ca)
+    server = Server(context)
+
+    # A safety net: the server never outlives a test run that forgot it.
+    threading.Timer(args.lifetime, lambda: os._exit(0)).start()
+    tmp = args.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(tmp, args.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
