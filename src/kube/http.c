@@ -6,7 +6,9 @@
  * retried a bounded number of times with exponential backoff and jitter on 429, 5xx and
  * connection resets, honouring Retry-After; a POST is only re-sent when the server certainly
  * did not act on it (429, or it never reached the server). A 401 refreshes the credential
- * (exec plugin, token file) once.
+ * (exec plugin, token file) once. Below all this, libcurl itself re-sends a request once when
+ * a reused keep-alive connection turns out to be closed before any byte of the answer (the
+ * usual keep-alive race); that attempt is invisible here and not counted.
  *
  * With -v each request is one trace line; at -v -v headers and bodies follow, with the
  * Authorization header and every credential-like value redacted.

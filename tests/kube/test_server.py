@@ -211,6 +211,7 @@ class Server(ThreadingHTTPServer):
 
     def get_request(self):
         sock, addr = self.socket.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.context.wrap_socket(sock, server_side=True,
                                         do_handshake_on_connect=False), addr
 
