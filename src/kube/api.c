@@ -119,9 +119,9 @@ static int check_created(gc_kube *k, const char *collection, const char *name, t
             json_decref(obj);
         return 0;
     }
-    json_decref(obj);
     gc_fail(err, GC_EXIT_RUNTIME, "\"%s\" already exists (created %s, before this request)", name,
             ts ? ts : "at an unknown time");
+    json_decref(obj);
     err->http_status = 409;
     snprintf(err->reason, sizeof(err->reason), "AlreadyExists");
     return GC_EXIT_RUNTIME;
