@@ -16,6 +16,7 @@
 
 #define MAX_LIST_RESTARTS 3
 #define MAX_EVENT_BYTES   (64L * 1024 * 1024)
+#define LIST_AGAIN        (-100) /* after_watch: the resourceVersion is gone, list again */
 
 /* "Pod" for a "PodList": list items come without kind and apiVersion. */
 static void complete_item(json_t *item, const json_t *list)
@@ -29,7 +30,7 @@ static void complete_item(json_t *item, const json_t *list)
         json_object_set_new(item, "apiVersion", json_string(version));
 }
 
-/* Hands out one page's items. 1 when a callback asked to stop. */
+/* Hands out one page's items: 0, GC_KUBE_STOP when a callback asked to stop, or its error. */
 static int deliver_page(json_t *page, gc_kube_item_fn on_item, void *ctx, gc_error *err)
 {
     json_t *items = json_object_get(page, "items");
@@ -37,8 +38,6 @@ static int deliver_page(json_t *page, gc_kube_item_fn on_item, void *ctx, gc_err
         json_t *item = json_array_get(items, i);
         complete_item(item, page);
         int rc = on_item(item, ctx, err);
-        if (rc == GC_KUBE_STOP)
-            return 1;
         if (rc)
             return rc;
     }
@@ -110,13 +109,11 @@ int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *op
         free(cont);
         cont = next && next[0] && !rc ? gc_xstrdup(next) : NULL;
         json_decref(page);
-        if (rc == 1)
-            rc = 0;
         if (rc || !cont)
             break;
     }
     free(cont);
-    return rc;
+    return rc == GC_KUBE_STOP ? 0 : rc;
 }
 
 typedef struct watcher {
@@ -206,7 +203,7 @@ static int relist(watcher *w)
         rc = announce_vanished(w);
     json_decref(w->listed);
     w->listed = NULL;
-    return rc ? rc : 0;
+    return rc;
 }
 
 static int fail_event(watcher *w, const char *what)
@@ -340,12 +337,12 @@ static long reconnect_delay(watcher *w, const kube_exchange *x, int failures)
     return kube_retry_delay(w->k, x, failures);
 }
 
-/* What to do after one watch connection ended: 0 to watch again, 1 to list again first, or
- * an error. `failures` counts consecutive failed connections. */
+/* What to do after one watch connection ended: 0 to watch again, LIST_AGAIN, or an error.
+ * `failures` counts consecutive failed connections. */
 static int after_watch(watcher *w, kube_exchange *x, int *failures, bool *refreshed)
 {
     if (w->expired || (x->result == CURLE_OK && x->status == 410))
-        return 1;
+        return LIST_AGAIN;
     if (x->result == CURLE_OK && x->status == 401 && !*refreshed && kube_auth_refreshable(w->k)) {
         *refreshed = true;
         kube_auth_invalidate(w->k);
@@ -384,7 +381,7 @@ static int watch_loop(watcher *w, int timeout_seconds)
         kube_exchange_free(&x);
         if (w->stop)
             return w->stop == GC_KUBE_STOP ? 0 : w->stop;
-        if (rc == 1) {
+        if (rc == LIST_AGAIN) {
             if (w->k->verbose)
                 kube_trace(w->k, "resourceVersion %s is too old; listing %s again", w->rv, w->path);
             kube_sleep_ms(relists++ > 2 ? 1000 : 0);
