@@ -175,34 +175,39 @@ static void print_credential(const options *o, const char *version, int run)
     json_decref(cred);
 }
 
-int main(int argc, char **argv)
+static int run(const options *o, json_t *info, int count, int argc, char **argv)
 {
-    options o;
-    parse(argc, argv, &o);
-    int run = count_run(o.count_file);
-    json_t *info = NULL;
-    int rc = check_info(&o, &info);
-    if (rc)
-        return rc;
-    dump(&o, info, argc, argv);
+    dump(o, info, argc, argv);
     const char *version = json_string_value(json_object_get(info, "apiVersion"));
-    if (!strcmp(o.mode, "fail")) {
+    if (!strcmp(o->mode, "fail")) {
         printf("%s\n", LEAK_MARKER);
         fprintf(stderr, "plugin failed on purpose\n");
         return 7;
     }
-    if (!strcmp(o.mode, "garbage")) {
+    if (!strcmp(o->mode, "garbage")) {
         printf("this is not json %s\n", LEAK_MARKER);
         return 0;
     }
-    if (!strcmp(o.mode, "sleep")) {
+    if (!strcmp(o->mode, "sleep")) {
         sleep(30);
-    } else if (!strcmp(o.mode, "huge")) {
+    } else if (!strcmp(o->mode, "huge")) {
         for (int i = 0; i < 4096; i++)
             printf("%0511d\n", i);
         return 0;
     }
-    print_credential(&o, version, run);
-    json_decref(info);
+    print_credential(o, version, count);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    parse(argc, argv, &o);
+    int count = count_run(o.count_file);
+    json_t *info = NULL;
+    int rc = check_info(&o, &info);
+    if (!rc)
+        rc = run(&o, info, count, argc, argv);
+    json_decref(info);
+    return rc;
 }
