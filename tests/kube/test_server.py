@@ -236,8 +236,16 @@ def main():
         context.load_verify_locations(args.client_ca)
     server = Server(context)
 
-    # A safety net: the server never outlives a test run that forgot it.
+    # Safety nets: the server never outlives the test that started it, even one that crashed.
     threading.Timer(args.lifetime, lambda: os._exit(0)).start()
+    parent = os.getppid()
+
+    def watch_parent():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, daemon=True).start()
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(server.server_address[1]))

@@ -266,14 +266,19 @@ bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki
     char *argv[] = {"python3",       (char *)script, "--cert", pki->server_cert, "--key",
                     pki->server_key, "--client-ca",  pki->ca,  "--port-file",    port_file,
                     "--lifetime",    "600",          NULL};
+    char *log_path = gc_xasprintf("%s/server.log", dir);
     pid_t pid = fork();
     if (pid == 0) {
+        /* Nothing of the server may hold the test's output open (ctest waits for it). */
         int null = open("/dev/null", O_RDWR);
+        int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         dup2(null, 0);
-        dup2(null, 1);
+        dup2(log >= 0 ? log : null, 1);
+        dup2(log >= 0 ? log : null, 2);
         execvp(argv[0], argv);
         _exit(127);
     }
+    free(log_path);
     s->pid = pid;
     long long deadline = now_ms() + 20000;
     char *text = NULL;
