@@ -1,0 +1,485 @@
+/*
+ * Lists in pages, list+watch (resume, bookmarks, 410 re-list, timeout) and multiplexed pod
+ * logs, against the scripted loopback HTTPS server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gcluster/kube.h"
+#include "kube/internal.h"
+#include "kube_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH "/api/v1/namespaces/ns1/configmaps"
+
+static char *tmp;
+static kube_test_pki pki;
+static kube_test_server server;
+static gc_kube *kube;
+static char *notices;
+static size_t notices_len;
+static FILE *notice_file;
+
+static int setup(void **state)
+{
+    (void)state;
+    tmp = kube_test_tmpdir();
+    setenv("HOME", tmp, 1);
+    if (!kube_test_make_pki(tmp, &pki) || !kube_test_server_start(&server, &pki, tmp))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kube_test_server_stop(&server);
+    kube_test_pki_free(&pki);
+    kube_test_rmtree(tmp);
+    return 0;
+}
+
+/* A fresh client and an empty server for every test. */
+static int open_client(void **state)
+{
+    (void)state;
+    if (!kube_test_server_reset(&server))
+        return -1;
+    char *path = gc_xasprintf("%s/kubeconfig", tmp);
+    kube_test_write(path,
+                    "current-context: t\n"
+                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
+                    "users: [{name: u, user: {token: tok}}]\n"
+                    "contexts: [{name: t, context: {cluster: c, user: u, namespace: ns1}}]\n",
+                    server.url, pki.ca);
+    notice_file = open_memstream(&notices, &notices_len);
+    gc_kube_options opts = {.kubeconfig = path, .log = notice_file, .verbose = 1};
+    gc_error err;
+    int rc = gc_kube_open(&opts, &kube, &err);
+    free(path);
+    return rc;
+}
+
+static int close_client(void **state)
+{
+    (void)state;
+    gc_kube_close(kube);
+    fclose(notice_file);
+    free(notices);
+    notices = NULL;
+    return 0;
+}
+
+static void script(const char *text)
+{
+    char *json = gc_xstrdup(text);
+    for (char *p = json; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    if (!kube_test_server_script(&server, json))
+        fail_msg("bad script: %s", json);
+    free(json);
+}
+
+static const char *param(json_t *log, size_t i, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_array_get(log, i), "params"), key));
+}
+
+/* Collects "kind/name" of every item, or "EVENT name" for watch events. */
+typedef struct seen {
+    gc_buf names;
+    int stop_after; /* return GC_KUBE_STOP after this many; 0: never */
+    int count;
+    const char *stop_on; /* stop at the event with this text */
+} seen;
+
+static int on_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    seen *s = ctx;
+    const char *kind = json_string_value(json_object_get(item, "kind"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+    gc_buf_printf(&s->names, "%s/%s ", kind ? kind : "?", name ? name : "?");
+    return ++s->count == s->stop_after ? GC_KUBE_STOP : 0;
+}
+
+static void test_list_pages(void **state)
+{
+    (void)state;
+    script("{'GET " PATH "': ["
+           "{'when': {'continue': null}, 'json': {'kind': 'ConfigMapList', 'apiVersion': 'v1', "
+           "'metadata': {'resourceVersion': '77', 'continue': 'c1'}, 'items': [{'metadata': "
+           "{'name': 'a'}}, {'metadata': {'name': 'b'}}]}},"
+           "{'when': {'continue': 'c1'}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '77', 'continue': 'c2'}, 'items': [{'metadata': {'name': 'c'}}, "
+           "{'metadata': {'name': 'd'}}]}},"
+           "{'when': {'continue': 'c2'}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '77'}, 'items': [{'metadata': {'name': 'e'}}]}}]}");
+    seen s = {0};
+    gc_buf_init(&s.names);
+    char rv[64] = "";
+    gc_error err;
+    gc_kube_list_options opts = {.label_selector = "app=x", .page_size = 2};
+    assert_int_equal(gc_kube_list(kube, PATH, &opts, on_item, &s, rv, &err), 0);
+    assert_string_equal(s.names.data,
+                        "ConfigMap/a ConfigMap/b ConfigMap/c ConfigMap/d ConfigMap/e ");
+    assert_string_equal(rv, "77");
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(param(log, i, "limit"), "2");
+        assert_string_equal(param(log, i, "labelSelector"), "app=x");
+    }
+    assert_null(param(log, 0, "continue"));
+    assert_string_equal(param(log, 2, "continue"), "c2");
+    json_decref(log);
+    gc_buf_free(&s.names);
+}
+
+static void test_list_restarts_on_expired_continue(void **state)
+{
+    (void)state;
+    script("{'GET " PATH "': ["
+           "{'when': {'continue': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'continue': 'old'}, 'items': [{'metadata': {'name': 'a'}}]}},"
+           "{'when': {'continue': 'old'}, 'status': 410, 'json': {'kind': 'Status', 'code': 410, "
+           "'reason': 'Expired', 'message': 'The provided continue parameter is too old'}},"
+           "{'when': {'continue': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'continue': 'new', 'resourceVersion': '90'}, 'items': [{'metadata': {'name': "
+           "'a'}}]}},"
+           "{'when': {'continue': 'new'}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '90'}, 'items': [{'metadata': {'name': 'b'}}]}}]}");
+    seen s = {0};
+    gc_buf_init(&s.names);
+    char rv[64];
+    gc_error err;
+    gc_kube_list_options opts = {.page_size = 1};
+    assert_int_equal(gc_kube_list(kube, PATH, &opts, on_item, &s, rv, &err), 0);
+    assert_string_equal(s.names.data, "ConfigMap/a ConfigMap/a ConfigMap/b ");
+    assert_string_equal(rv, "90");
+    gc_buf_free(&s.names);
+}
+
+static int failing_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)item, (void)ctx;
+    return gc_fail(err, GC_EXIT_JOB_FAILED, "the callback said no");
+}
+
+static void test_list_stops_when_asked(void **state)
+{
+    (void)state;
+    script("{'GET " PATH "': [{'repeat': true, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'continue': 'more'}, 'items': [{'metadata': {'name': 'a'}}, {'metadata': {'name': "
+           "'b'}}]}}]}");
+    seen s = {.stop_after = 1};
+    gc_buf_init(&s.names);
+    gc_error err;
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, on_item, &s, NULL, &err), 0);
+    assert_string_equal(s.names.data, "ConfigMap/a ");
+    assert_int_equal(gc_kube_request_count(kube), 1);
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, failing_item, NULL, NULL, &err),
+                     GC_EXIT_JOB_FAILED);
+    assert_string_equal(err.message, "the callback said no");
+    gc_buf_free(&s.names);
+
+    /* A list that fails says why. */
+    assert_int_equal(
+        gc_kube_list(kube, "/api/v1/namespaces/ns1/nothing", NULL, on_item, &s, NULL, &err),
+        GC_EXIT_RUNTIME);
+    assert_int_equal(err.http_status, 404);
+}
+
+static int on_event(enum gc_kube_event_type type, json_t *obj, void *ctx, gc_error *err)
+{
+    (void)err;
+    seen *s = ctx;
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    const json_t *meta = json_object_get(obj, "metadata");
+    char text[160];
+    snprintf(text, sizeof(text), "%s %s", names[type],
+             json_string_value(json_object_get(meta, "name")));
+    gc_buf_printf(&s->names, "%s%s", s->names.len ? ", " : "", text);
+    return s->stop_on && !strcmp(text, s->stop_on) ? GC_KUBE_STOP : 0;
+}
+
+/* An event line for a chunked watch answer. */
+#define EVENT(type, name, rv)                                                                      \
+    "{\\'type\\': \\'" type "\\', \\'object\\': {\\'kind\\': \\'ConfigMap\\', \\'metadata\\': "    \
+    "{\\'name\\': \\'" name "\\', \\'namespace\\': \\'ns1\\', \\'resourceVersion\\': \\'" rv       \
+    "\\'}}}\\n"
+
+static void test_watch_events_bookmarks_and_resume(void **state)
+{
+    (void)state;
+    script(
+        "{'GET " PATH "': ["
+        "{'when': {'watch': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+        "{'resourceVersion': '100'}, 'items': [{'metadata': {'name': 'a', 'namespace': 'ns1', "
+        "'resourceVersion': '90'}}, {'metadata': {'name': 'b', 'namespace': 'ns1'}}]}},"
+        "{'when': {'watch': '1', 'resourceVersion': '100'}, 'headers': {'Content-Type': "
+        "'application/json'}, 'chunks': ["
+        "{'data': '" EVENT(
+            "ADDED", "c",
+            "110") "'},"
+                   "{'data': '{\\'type\\': \\'BOOKMARK\\', \\'object\\': {\\'kind\\': "
+                   "\\'ConfigMap\\', "
+                   "\\'metadata\\': {\\'resourceVersion\\': \\'150\\'}}}\\n', 'delay': 0.05},"
+                   "{'data': '" EVENT(
+                       "MODIFIED", "a",
+                       "160") "', 'delay': 0.05}]},"
+                              "{'when': {'watch': '1', 'resourceVersion': '160'}, 'chunks': ["
+                              "{'data': '" EVENT(
+                                  "MODIFIED", "c",
+                                  "170") "'},"
+                                         "{'data': '" EVENT(
+                                             "DELETED", "b",
+                                             "180") "', 'delay': 0.05}], 'abort': true},"
+                                                    "{'when': {'watch': '1', 'resourceVersion': "
+                                                    "'180'}, 'chunks': ["
+                                                    "{'data': '" EVENT("ADDED", "d",
+                                                                       "190") "'}], 'hold': 30}]}");
+    seen s = {.stop_on = "ADDED d"};
+    gc_buf_init(&s.names);
+    gc_error err;
+    gc_kube_list_options opts = {.label_selector = "team=ml"};
+    assert_int_equal(gc_kube_list_watch(kube, PATH, &opts, 20, on_event, &s, &err), 0);
+    assert_string_equal(s.names.data, "ADDED a, ADDED b, ADDED c, MODIFIED a, MODIFIED c, "
+                                      "DELETED b, ADDED d");
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 4);
+    for (size_t i = 1; i < 4; i++) {
+        assert_string_equal(param(log, i, "watch"), "1");
+        assert_string_equal(param(log, i, "allowWatchBookmarks"), "true");
+        assert_string_equal(param(log, i, "labelSelector"), "team=ml");
+        assert_non_null(param(log, i, "timeoutSeconds"));
+    }
+    /* Resumed after the normal end from the newest version (past the bookmark), and after the
+     * dropped connection from the last event. */
+    assert_string_equal(param(log, 2, "resourceVersion"), "160");
+    assert_string_equal(param(log, 3, "resourceVersion"), "180");
+    json_decref(log);
+    gc_buf_free(&s.names);
+}
+
+static void test_watch_relists_after_410(void **state)
+{
+    (void)state;
+    script("{'GET " PATH "': ["
+           "{'when': {'watch': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '100'}, 'items': [{'metadata': {'name': 'a', 'namespace': "
+           "'ns1'}}, {'metadata': {'name': 'b', 'namespace': 'ns1'}}]}},"
+           "{'when': {'watch': '1', 'resourceVersion': '100'}, 'chunks': [{'data': "
+           "'{\\'type\\': \\'ERROR\\', \\'object\\': {\\'kind\\': \\'Status\\', \\'code\\': 410, "
+           "\\'reason\\': \\'Expired\\', \\'message\\': \\'too old resource version\\'}}\\n'}], "
+           "'hold': 30},"
+           "{'when': {'watch': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '200'}, 'items': [{'metadata': {'name': 'a', 'namespace': "
+           "'ns1'}}]}},"
+           "{'when': {'watch': '1', 'resourceVersion': '200'}, 'status': 410, 'json': {'kind': "
+           "'Status', 'code': 410, 'reason': 'Gone'}},"
+           "{'when': {'watch': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '300'}, 'items': [{'metadata': {'name': 'a', 'namespace': "
+           "'ns1'}}, {'metadata': {'name': 'z', 'namespace': 'ns1'}}]}},"
+           "{'when': {'watch': '1', 'resourceVersion': '300'}, 'chunks': [{'data': '" EVENT(
+               "DELETED", "a", "310") "'}], 'hold': 30}]}");
+    seen s = {.stop_on = "DELETED a"};
+    gc_buf_init(&s.names);
+    gc_error err;
+    assert_int_equal(gc_kube_list_watch(kube, PATH, NULL, 20, on_event, &s, &err), 0);
+    /* b vanished while the watch was behind: the re-list says so. */
+    assert_string_equal(s.names.data, "ADDED a, ADDED b, ADDED a, DELETED b, ADDED a, ADDED z, "
+                                      "DELETED a");
+    gc_buf_free(&s.names);
+}
+
+static void test_watch_times_out(void **state)
+{
+    (void)state;
+    script(
+        "{'GET " PATH "': ["
+        "{'when': {'watch': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+        "{'resourceVersion': '5'}, 'items': []}},"
+        "{'when': {'watch': '1'}, 'chunks': [{'data': '" EVENT("ADDED", "x", "6") "'}], "
+                                                                                  "'hold': 30}]}");
+    seen s = {0};
+    gc_buf_init(&s.names);
+    gc_error err;
+    long long start = kube_now_ms();
+    assert_int_equal(gc_kube_list_watch(kube, PATH, NULL, 1, on_event, &s, &err), GC_EXIT_RUNTIME);
+    long long took = kube_now_ms() - start;
+    fflush(notice_file);
+    if (strcmp(err.reason, "Timeout"))
+        fail_msg("%s\n%s", err.message, notices);
+    assert_true(took >= 900 && took < 5000);
+    assert_true(kube_test_contains(err.message, "gave up after 1 s"));
+    assert_string_equal(s.names.data, "ADDED x");
+    gc_buf_free(&s.names);
+}
+
+static void test_watch_error_status(void **state)
+{
+    (void)state;
+    script("{'GET " PATH "': ["
+           "{'when': {'watch': null}, 'json': {'kind': 'ConfigMapList', 'metadata': "
+           "{'resourceVersion': '5'}, 'items': []}},"
+           "{'when': {'watch': '1'}, 'status': 403, 'json': {'kind': 'Status', 'code': 403, "
+           "'reason': 'Forbidden', 'message': 'configmaps is forbidden: User \\'x\\' cannot "
+           "watch'}}]}");
+    seen s = {0};
+    gc_buf_init(&s.names);
+    gc_error err;
+    assert_int_equal(gc_kube_list_watch(kube, PATH, NULL, 10, on_event, &s, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(err.http_status, 403);
+    assert_string_equal(err.reason, "Forbidden");
+    assert_true(kube_test_contains(err.message, "cannot watch"));
+    gc_buf_free(&s.names);
+}
+
+typedef struct lines {
+    gc_buf text[3];
+    int polls;
+    int stop_after_polls; /* keep_going returns false after this many polls; 0: never */
+} lines;
+
+static int on_line(size_t index, const char *line, size_t len, void *ctx)
+{
+    lines *l = ctx;
+    gc_buf_append(&l->text[index], line, len);
+    gc_buf_putc(&l->text[index], '|');
+    return 0;
+}
+
+static bool keep_going(void *ctx)
+{
+    lines *l = ctx;
+    l->polls++;
+    return !l->stop_after_polls || l->polls < l->stop_after_polls;
+}
+
+static void lines_init(lines *l)
+{
+    memset(l, 0, sizeof(*l));
+    for (int i = 0; i < 3; i++)
+        gc_buf_init(&l->text[i]);
+}
+
+static void lines_free(lines *l)
+{
+    for (int i = 0; i < 3; i++)
+        gc_buf_free(&l->text[i]);
+}
+
+static void test_logs_of_several_containers(void **state)
+{
+    (void)state;
+    script("{'GET /api/v1/namespaces/ns1/pods/head-0/log': [{'chunks': ["
+           "{'data': 'line1\\nli'}, {'data': 'ne2\\n', 'delay': 0.1}, {'data': 'last', 'delay': "
+           "0.1}]}],"
+           "'GET /api/v1/namespaces/other/pods/worker-0/log': [{'status': 500, 'body': 'oops'}, "
+           "{'chunks': [{'data': 'w1\\nw2\\n'}]}],"
+           "'GET /api/v1/namespaces/ns1/pods/worker-1/log': [{'status': 400, 'json': {'kind': "
+           "'Status', 'code': 400, 'reason': 'BadRequest', 'message': 'container \\'tpu\\' in "
+           "pod \\'worker-1\\' is waiting to start: ContainerCreating'}}]}");
+    gc_kube_log_source sources[] = {
+        {.pod = "head-0", .container = "jax"},
+        {.ns = "other", .pod = "worker-0", .container = "tpu"},
+        {.pod = "worker-1", .container = "tpu"},
+    };
+    gc_kube_log_options opts = {
+        .follow = true, .tail_lines = 10, .since_seconds = 60, .timestamps = true};
+    lines l;
+    lines_init(&l);
+    gc_error err;
+    assert_int_equal(gc_kube_logs(kube, sources, 3, &opts, on_line, keep_going, &l, &err), 0);
+    assert_string_equal(l.text[0].data, "line1|line2|last|");
+    assert_string_equal(l.text[1].data, "w1|w2|"); /* after one retry of the 500 */
+    assert_string_equal(l.text[2].data, "");
+    fflush(notice_file);
+    assert_true(kube_test_contains(notices, "no logs from worker-1/tpu: container \"tpu\" in pod "
+                                            "\"worker-1\" is waiting to start"));
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 4);
+    for (size_t i = 0; i < json_array_size(log); i++) {
+        assert_string_equal(param(log, i, "follow"), "true");
+        assert_string_equal(param(log, i, "tailLines"), "10");
+        assert_string_equal(param(log, i, "sinceSeconds"), "60");
+        assert_string_equal(param(log, i, "timestamps"), "true");
+        assert_non_null(param(log, i, "container"));
+    }
+    json_decref(log);
+    lines_free(&l);
+}
+
+static void test_logs_all_failing_is_an_error(void **state)
+{
+    (void)state;
+    script("{'GET /api/v1/namespaces/ns1/pods/p/log': [{'status': 400, 'json': {'kind': "
+           "'Status', 'code': 400, 'reason': 'BadRequest', 'message': 'a container name must be "
+           "specified for pod p, choose one of: [a b]'}}]}");
+    gc_kube_log_source source = {.pod = "p"};
+    gc_kube_log_options opts = {.tail_lines = -1};
+    lines l;
+    lines_init(&l);
+    gc_error err;
+    assert_int_equal(gc_kube_logs(kube, &source, 1, &opts, on_line, NULL, &l, &err),
+                     GC_EXIT_RUNTIME);
+    assert_int_equal(err.http_status, 400);
+    assert_true(kube_test_contains(err.message, "a container name must be specified"));
+    json_t *log = kube_test_server_log(&server);
+    assert_null(param(log, 0, "tailLines"));
+    assert_null(param(log, 0, "follow"));
+    json_decref(log);
+    lines_free(&l);
+}
+
+/* The server keeps following a finished pod's log open; keep_going ends it. */
+static void test_logs_stop_when_caller_says_so(void **state)
+{
+    (void)state;
+    script("{'GET /api/v1/namespaces/ns1/pods/p/log': [{'chunks': [{'data': 'only line\\n'}], "
+           "'hold': 30}]}");
+    gc_kube_log_source source = {.pod = "p", .container = "c"};
+    gc_kube_log_options opts = {.follow = true, .tail_lines = -1};
+    lines l;
+    lines_init(&l);
+    l.stop_after_polls = 2;
+    gc_error err;
+    long long start = kube_now_ms();
+    assert_int_equal(gc_kube_logs(kube, &source, 1, &opts, on_line, keep_going, &l, &err), 0);
+    long long took = kube_now_ms() - start;
+    assert_true(took >= 1500 && took < 5000);
+    assert_string_equal(l.text[0].data, "only line|");
+    lines_free(&l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_list_pages, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_list_restarts_on_expired_continue, open_client,
+                                        close_client),
+        cmocka_unit_test_setup_teardown(test_list_stops_when_asked, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_watch_events_bookmarks_and_resume, open_client,
+                                        close_client),
+        cmocka_unit_test_setup_teardown(test_watch_relists_after_410, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_watch_times_out, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_watch_error_status, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_logs_of_several_containers, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_logs_all_failing_is_an_error, open_client,
+                                        close_client),
+        cmocka_unit_test_setup_teardown(test_logs_stop_when_caller_says_so, open_client,
+                                        close_client),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
