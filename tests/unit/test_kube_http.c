@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #define PLUGIN GCLUSTER_TEST_PROGRAMS_DIR "/fake_exec_plugin"
-#define TOKEN "SECRET-TOKEN-0123456789"
+#define TOKEN  "SECRET-TOKEN-0123456789"
 
 static char *tmp;
 static kube_test_pki pki;
@@ -143,7 +143,8 @@ static const char *field(json_t *log, size_t i, const char *key)
 
 static const char *param(json_t *log, size_t i, const char *key)
 {
-    return json_string_value(json_object_get(json_object_get(json_array_get(log, i), "params"), key));
+    return json_string_value(
+        json_object_get(json_object_get(json_array_get(log, i), "params"), key));
 }
 
 static const char *header(json_t *log, size_t i, const char *key)
@@ -266,8 +267,8 @@ static void test_status_errors_become_one_message(void **state)
            "'headers': {'Content-Type': 'text/html'}, 'body': '<html><body>\\nNot here\\n'}]}");
     client c;
     connect_client(&c, (setup_opts){0});
-    json_t *js = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "jobset.x-k8s.io/v1alpha2",
-                           "kind", "JobSet", "metadata", "name", "demo");
+    json_t *js = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "jobset.x-k8s.io/v1alpha2", "kind",
+                           "JobSet", "metadata", "name", "demo");
     assert_int_equal(gc_kube_create(c.k, "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns1/jobsets",
                                     js, GC_KUBE_STRICT, NULL, &c.err),
                      GC_EXIT_RUNTIME);
@@ -309,8 +310,8 @@ static void test_create_flags_and_body(void **state)
     assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm,
                                     GC_KUBE_STRICT | GC_KUBE_DRY_RUN, &out, &c.err),
                      0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")), "u-1");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")),
+                        "u-1");
     json_t *log = requests();
     assert_string_equal(field(log, 0, "method"), "POST");
     assert_string_equal(param(log, 0, "fieldValidation"), "Strict");
@@ -373,9 +374,8 @@ static void test_create_lost_answer_found_by_name(void **state)
     json_t *cm = config_map("cm"), *out = NULL;
     assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm, 0, &out, &c.err),
                      0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")),
-        "created-by-us");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")),
+                        "created-by-us");
     assert_true(kube_test_contains(log_text(&c), "the create went through"));
     json_t *log = requests();
     assert_int_equal(json_array_size(log), 2); /* one POST, one GET: never a second POST */
@@ -398,8 +398,8 @@ static void test_create_lost_answer_not_created_is_resent(void **state)
     json_t *cm = config_map("cm"), *out = NULL;
     assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm, 0, &out, &c.err),
                      0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")), "second");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")),
+                        "second");
     json_t *log = requests();
     assert_int_equal(json_array_size(log), 3);
     assert_string_equal(field(log, 0, "method"), "POST");
@@ -591,14 +591,14 @@ static void test_client_certificates(void **state)
     script("{'GET /version': [{'json': {}, 'repeat': true}]}");
     char *cert = kube_test_base64_file(pki.client_cert);
     char *key = kube_test_base64_file(pki.client_key);
-    char *user = gc_xasprintf("    client-certificate-data: %s\n    client-key-data: %s\n", cert,
-                              key);
+    char *user =
+        gc_xasprintf("    client-certificate-data: %s\n    client-key-data: %s\n", cert, key);
     client c;
     connect_client(&c, (setup_opts){.user = user});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), 0);
     disconnect(&c);
-    char *files = gc_xasprintf("    client-certificate: %s\n    client-key: %s\n",
-                               pki.client_cert, pki.client_key);
+    char *files = gc_xasprintf("    client-certificate: %s\n    client-key: %s\n", pki.client_cert,
+                               pki.client_key);
     connect_client(&c, (setup_opts){.user = files});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), 0);
     disconnect(&c);
@@ -656,8 +656,8 @@ static void test_warnings_are_surfaced(void **state)
     connect_client(&c, (setup_opts){0});
     assert_int_equal(
         gc_kube_get(c.k, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", NULL, NULL, &c.err), 0);
-    assert_true(kube_test_contains(
-        log_text(&c), "Warning: kueue.x-k8s.io/v1beta1 ClusterQueue is deprecated\n"));
+    assert_true(kube_test_contains(log_text(&c),
+                                   "Warning: kueue.x-k8s.io/v1beta1 ClusterQueue is deprecated\n"));
     assert_true(kube_test_contains(log_text(&c), "Warning: second\n"));
     disconnect(&c);
 }
@@ -675,15 +675,13 @@ static void test_traces_redact_credentials(void **state)
     json_t *secret = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
                                "Secret", "metadata", "name", "s", "data", "password",
                                "U0VDUkVULURBVEE=", "stringData", "key", "SECRET-STRING-DATA");
-    json_t *pod = json_pack(
-        "{s:s, s:{s:[{s:s, s:[{s:s, s:s}, {s:s, s:s}]}]}}", "kind", "Pod", "spec", "containers",
-        "name", "c", "env", "name", "API_TOKEN", "value", "SECRET-ENV-VALUE", "name", "MODE",
-        "value", "visible-value");
+    json_t *pod = json_pack("{s:s, s:{s:[{s:s, s:[{s:s, s:s}, {s:s, s:s}]}]}}", "kind", "Pod",
+                            "spec", "containers", "name", "c", "env", "name", "API_TOKEN", "value",
+                            "SECRET-ENV-VALUE", "name", "MODE", "value", "visible-value");
     json_object_set_new(secret, "pod", pod);
-    assert_int_equal(
-        gc_kube_create(c.k, "/api/v1/namespaces/ns1/secrets", secret, 0, NULL, &c.err), 0);
-    assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/configmaps", NULL, NULL, &c.err),
+    assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/secrets", secret, 0, NULL, &c.err),
                      0);
+    assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/configmaps", NULL, NULL, &c.err), 0);
     const char *log = log_text(&c);
     char line[160];
     snprintf(line, sizeof(line), "GET %s/api/v1/namespaces/ns1/configmaps -> 200 OK (", server.url);
