@@ -95,8 +95,14 @@ int gc_kube_delete(gc_kube *kube, const char *path, const char *propagation, jso
 typedef struct gc_kube_list_options {
     const char *label_selector;
     const char *field_selector;
-    long page_size; /* limit per request; 0 = server default (everything at once) */
+    long page_size;     /* limit per request; 0 = server default (everything at once) */
+    const char *accept; /* Accept header override, e.g. GC_KUBE_ACCEPT_METADATA; NULL = JSON */
 } gc_kube_list_options;
+
+/* Items carry only apiVersion, kind and metadata (labels, annotations, timestamps): a fraction of
+ * the bytes when nothing else is needed. */
+#define GC_KUBE_ACCEPT_METADATA                                                                    \
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 /* Called once per item (borrowed: json_incref to keep it; kind and apiVersion are filled in
  * from the list); return 0 to continue, GC_KUBE_STOP to end the list successfully, or a
@@ -110,7 +116,12 @@ typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 
-enum gc_kube_event_type { GC_KUBE_ADDED, GC_KUBE_MODIFIED, GC_KUBE_DELETED };
+enum gc_kube_event_type {
+    GC_KUBE_ADDED,
+    GC_KUBE_MODIFIED,
+    GC_KUBE_DELETED,
+    GC_KUBE_SYNCED, /* object NULL: every existing object has been announced (after each list) */
+};
 
 /* Return 0 to keep watching, GC_KUBE_STOP to end the watch successfully, or a GC_EXIT_* code. */
 #define GC_KUBE_STOP (-1)
@@ -118,11 +129,11 @@ typedef int (*gc_kube_event_fn)(enum gc_kube_event_type type, json_t *object, vo
                                 gc_error *err);
 
 /* List then watch (like an informer): `on_event` first sees every existing object as ADDED,
- * then changes as they happen (objects are borrowed). Bookmarks are requested and followed;
- * dropped connections resume from the last resourceVersion; 410 Gone re-lists (objects are
- * re-announced as ADDED, and objects that vanished meanwhile are announced as DELETED with
- * their last known state). Ends when on_event returns GC_KUBE_STOP (returns 0) or a GC_EXIT_*
- * code (returned), or after `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason
+ * then one GC_KUBE_SYNCED, then changes as they happen (objects are borrowed). Bookmarks are
+ * requested and followed; dropped connections resume from the last resourceVersion; 410 Gone
+ * re-lists (objects are re-announced as ADDED, and objects that vanished meanwhile are announced as
+ * DELETED with their last known state). Ends when on_event returns GC_KUBE_STOP (returns 0) or a
+ * GC_EXIT_* code (returned), or after `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason
  * "Timeout". timeout_seconds <= 0 waits forever. */
 int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                        int timeout_seconds, gc_kube_event_fn on_event, void *ctx, gc_error *err);

@@ -278,11 +278,14 @@ void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_reques
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, k->connect_to);
     set_tls(k, e);
     kube_auth_apply(k, e, headers);
-    *headers = curl_slist_append(*headers, req->streaming && strstr(req->path, "/log")
-                                               ? "Accept: */*"
-                                               : "Accept: application/json");
+    const char *accept = req->accept                                   ? req->accept
+                         : req->streaming && strstr(req->path, "/log") ? "*/*"
+                                                                       : "application/json";
+    char *h = gc_xasprintf("Accept: %s", accept);
+    *headers = curl_slist_append(*headers, h);
+    free(h);
     if (req->content_type) {
-        char *h = gc_xasprintf("Content-Type: %s", req->content_type);
+        h = gc_xasprintf("Content-Type: %s", req->content_type);
         *headers = curl_slist_append(*headers, h);
         free(h);
     }

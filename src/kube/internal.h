@@ -85,8 +85,9 @@ typedef struct kube_request {
     const char *content_type; /* of body */
     const char *body;
     size_t body_len;
-    bool idempotent; /* may be re-sent after a failure */
-    bool streaming;  /* a watch or log follow: no total timeout, traced when headers arrive */
+    const char *accept; /* Accept header; NULL: JSON (logs: anything) */
+    bool idempotent;    /* may be re-sent after a failure */
+    bool streaming;     /* a watch or log follow: no total timeout, traced when headers arrive */
 } kube_request;
 
 /* Streamed body data; return false to end the transfer. */

@@ -18,6 +18,11 @@
 #define MAX_EVENT_BYTES   (64L * 1024 * 1024)
 #define LIST_AGAIN        (-100) /* after_watch: the resourceVersion is gone, list again */
 
+/* A metadata-only list (GC_KUBE_ACCEPT_METADATA) is watched as metadata-only events, which the
+ * server sends as PartialObjectMetadata (without "List"). */
+#define ACCEPT_METADATA_EVENTS                                                                     \
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
 /* "Pod" for a "PodList": list items come without kind and apiVersion. */
 static void complete_item(json_t *item, const json_t *list)
 {
@@ -67,7 +72,11 @@ static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *o
         q[n++] = "continue";
         q[n++] = cont;
     }
-    kube_request req = {.method = "GET", .path = path, .extra = q, .idempotent = true};
+    kube_request req = {.method = "GET",
+                        .path = path,
+                        .extra = q,
+                        .accept = opts ? opts->accept : NULL,
+                        .idempotent = true};
     kube_exchange x;
     kube_exchange_init(&x, &req);
     int rc = kube_request_run(k, &x, err);
@@ -194,6 +203,15 @@ static int announce_vanished(watcher *w)
     return rc;
 }
 
+/* After each list: everything that exists has been announced. */
+static int announce_synced(watcher *w)
+{
+    int rc = w->on_event(GC_KUBE_SYNCED, NULL, w->ctx, w->err);
+    if (rc)
+        w->stop = rc;
+    return rc;
+}
+
 static int relist(watcher *w)
 {
     w->listed = json_object();
@@ -201,6 +219,8 @@ static int relist(watcher *w)
     int rc = gc_kube_list(w->k, w->path, w->opts, on_list_item, w, w->rv, w->err);
     if (!rc && !w->stop)
         rc = announce_vanished(w);
+    if (!rc && !w->stop)
+        rc = announce_synced(w);
     json_decref(w->listed);
     w->listed = NULL;
     return rc;
@@ -303,8 +323,15 @@ static void build_watch_request(watcher *w)
         w->query[n++] = w->opts->field_selector;
     }
     w->query[n] = NULL;
-    w->req = (kube_request){
-        .method = "GET", .path = w->path, .extra = w->query, .idempotent = true, .streaming = true};
+    bool metadata = w->opts && w->opts->accept && strstr(w->opts->accept, "PartialObjectMetadata");
+    w->req = (kube_request){.method = "GET",
+                            .path = w->path,
+                            .extra = w->query,
+                            .accept = metadata  ? ACCEPT_METADATA_EVENTS
+                                      : w->opts ? w->opts->accept
+                                                : NULL,
+                            .idempotent = true,
+                            .streaming = true};
 }
 
 static int watch_once(watcher *w, kube_exchange *x)

@@ -204,11 +204,14 @@ static int on_event(enum gc_kube_event_type type, json_t *obj, void *ctx, gc_err
 {
     (void)err;
     seen *s = ctx;
-    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "SYNCED"};
     const json_t *meta = json_object_get(obj, "metadata");
     char text[160];
-    snprintf(text, sizeof(text), "%s %s", names[type],
-             json_string_value(json_object_get(meta, "name")));
+    if (type == GC_KUBE_SYNCED)
+        snprintf(text, sizeof(text), "SYNCED%s", obj ? " with an object" : "");
+    else
+        snprintf(text, sizeof(text), "%s %s", names[type],
+                 json_string_value(json_object_get(meta, "name")));
     gc_buf_printf(&s->names, "%s%s", s->names.len ? ", " : "", text);
     return s->stop_on && !strcmp(text, s->stop_on) ? GC_KUBE_STOP : 0;
 }
@@ -254,8 +257,8 @@ static void test_watch_events_bookmarks_and_resume(void **state)
     gc_error err;
     gc_kube_list_options opts = {.label_selector = "team=ml"};
     assert_int_equal(gc_kube_list_watch(kube, PATH, &opts, 20, on_event, &s, &err), 0);
-    assert_string_equal(s.names.data, "ADDED a, ADDED b, ADDED c, MODIFIED a, MODIFIED c, "
-                                      "DELETED b, ADDED d");
+    assert_string_equal(s.names.data, "ADDED a, ADDED b, SYNCED, ADDED c, MODIFIED a, "
+                                      "MODIFIED c, DELETED b, ADDED d");
     json_t *log = kube_test_server_log(&server);
     assert_int_equal(json_array_size(log), 4);
     for (size_t i = 1; i < 4; i++) {
@@ -298,8 +301,8 @@ static void test_watch_relists_after_410(void **state)
     gc_error err;
     assert_int_equal(gc_kube_list_watch(kube, PATH, NULL, 20, on_event, &s, &err), 0);
     /* b vanished while the watch was behind: the re-list says so. */
-    assert_string_equal(s.names.data, "ADDED a, ADDED b, ADDED a, DELETED b, ADDED a, ADDED z, "
-                                      "DELETED a");
+    assert_string_equal(s.names.data, "ADDED a, ADDED b, SYNCED, ADDED a, DELETED b, SYNCED, "
+                                      "ADDED a, ADDED z, SYNCED, DELETED a");
     gc_buf_free(&s.names);
 }
 
@@ -323,7 +326,40 @@ static void test_watch_times_out(void **state)
         fail_msg("%s\n%s", err.message, notices);
     assert_true(took >= 900 && took < 5000);
     assert_true(kube_test_contains(err.message, "gave up after 1 s"));
-    assert_string_equal(s.names.data, "ADDED x");
+    assert_string_equal(s.names.data, "SYNCED, ADDED x");
+    gc_buf_free(&s.names);
+}
+
+/* Metadata-only lists ask for PartialObjectMetadataList, and their watch for PartialObjectMetadata
+ * events. */
+static void test_metadata_only_list_and_watch(void **state)
+{
+    (void)state;
+    script("{'GET " PATH "': ["
+           "{'when': {'watch': null}, 'json': {'kind': 'PartialObjectMetadataList', 'apiVersion': "
+           "'meta.k8s.io/v1', 'metadata': {'resourceVersion': '5'}, 'items': [{'kind': "
+           "'PartialObjectMetadata', 'apiVersion': 'meta.k8s.io/v1', 'metadata': {'name': 'm', "
+           "'namespace': 'ns1'}}]}},"
+           "{'when': {'watch': '1'}, 'chunks': [{'data': '" EVENT("MODIFIED", "m",
+                                                                  "6") "'}], "
+                                                                       "'hold': 30}]}");
+    seen s = {.stop_on = "MODIFIED m"};
+    gc_buf_init(&s.names);
+    gc_error err;
+    gc_kube_list_options opts = {.accept = GC_KUBE_ACCEPT_METADATA};
+    assert_int_equal(gc_kube_list_watch(kube, PATH, &opts, 20, on_event, &s, &err), 0);
+    assert_string_equal(s.names.data, "ADDED m, SYNCED, MODIFIED m");
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 2);
+    const char *list_accept = json_string_value(
+        json_object_get(json_object_get(json_array_get(log, 0), "headers"), "accept"));
+    const char *watch_accept = json_string_value(
+        json_object_get(json_object_get(json_array_get(log, 1), "headers"), "accept"));
+    assert_string_equal(list_accept, GC_KUBE_ACCEPT_METADATA);
+    assert_string_equal(watch_accept,
+                        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+                        "application/json");
+    json_decref(log);
     gc_buf_free(&s.names);
 }
 
@@ -474,6 +510,8 @@ int main(void)
                                         close_client),
         cmocka_unit_test_setup_teardown(test_watch_relists_after_410, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_watch_times_out, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_metadata_only_list_and_watch, open_client,
+                                        close_client),
         cmocka_unit_test_setup_teardown(test_watch_error_status, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_logs_of_several_containers, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_logs_all_failing_is_an_error, open_client,
