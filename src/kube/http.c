@@ -91,17 +91,22 @@ void kube_trace(gc_kube *k, const char *fmt, ...)
     fflush(k->log);
 }
 
-void kube_trace_result(gc_kube *k, const kube_request *req, const char *url, long status,
+void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char *url, long status,
                        CURLcode result, long long ms)
 {
     if (k->verbose < 1)
         return;
+    long version = 0;
+    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+    const char *protocol = version == CURL_HTTP_VERSION_2_0   ? ", HTTP/2"
+                           : version == CURL_HTTP_VERSION_1_1 ? ", HTTP/1.1"
+                                                              : "";
     if (result != CURLE_OK)
         kube_trace(k, "%s %s -> failed: %s (%lld ms)", req->method, url, curl_easy_strerror(result),
                    ms);
     else
-        kube_trace(k, "%s %s -> %ld %s (%lld ms%s)", req->method, url, status,
-                   kube_reason_phrase(status), ms, req->streaming ? ", streaming" : "");
+        kube_trace(k, "%s %s -> %ld %s (%lld ms%s%s)", req->method, url, status,
+                   kube_reason_phrase(status), ms, protocol, req->streaming ? ", streaming" : "");
 }
 
 /* Sends a Warning header's text to the log, as kubectl does ("Warning: ..."). The header is
@@ -384,7 +389,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *userdata)
         curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &status);
         if (status >= 200) {
             t->traced = true;
-            kube_trace_result(t->k, x->req, t->url, status, CURLE_OK, kube_now_ms() - t->start);
+            kube_trace_result(t->k, t->e, x->req, t->url, status, CURLE_OK,
+                              kube_now_ms() - t->start);
         }
     }
     return len;
@@ -551,7 +557,7 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     finish_exchange(&t, result);
     note_server_clock(k, x);
     if (!t.traced)
-        kube_trace_result(k, req, shown, x->status, x->result, kube_now_ms() - t.start);
+        kube_trace_result(k, e, req, shown, x->status, x->result, kube_now_ms() - t.start);
     if (k->verbose >= 2)
         trace_response_body(k, x);
     free_headers(headers);

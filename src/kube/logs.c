@@ -188,7 +188,7 @@ static void finish_stream(log_stream *s, CURLcode result)
     curl_easy_getinfo(s->e, CURLINFO_RESPONSE_CODE, &status);
     if (k->verbose) {
         char *url = kube_trace_url(k, &s->req);
-        kube_trace_result(k, &s->req, url, status, result, kube_now_ms() - s->started);
+        kube_trace_result(k, s->e, &s->req, url, status, result, kube_now_ms() - s->started);
         free(url);
     }
     kube_exchange x;
