@@ -145,8 +145,8 @@ char *kube_trace_url(const gc_kube *k, const kube_request *req);
 void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_request *req,
                          struct curl_slist **headers);
 void kube_trace(gc_kube *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char *url,
-                       long status, CURLcode result, long long ms);
+void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char *url, long status,
+                       CURLcode result, long long ms);
 void kube_notice_warning(gc_kube *k, const char *value, size_t len);
 /* A copy of a JSON body with every credential-like value replaced, for -v output. */
 char *kube_redacted_body(const char *body, size_t len, size_t max);
