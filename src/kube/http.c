@@ -9,9 +9,6 @@
  * (exec plugin, token file) once. Below all this, libcurl itself re-sends a request once when
  * a reused keep-alive connection turns out to be closed before any byte of the answer (the
  * usual keep-alive race); that attempt is invisible here and not counted.
- *
- * With -v each request is one trace line; at -v -v headers and bodies follow, with the
- * Authorization header and every credential-like value redacted.
  */
 #include "kube/internal.h"
 
@@ -24,207 +21,6 @@
 #define BACKOFF_MAX_MS     8000
 #define RETRY_AFTER_MAX_MS 30000
 #define ERROR_BODY_MAX     (1 << 20)
-#define TRACE_BODY_MAX     4096
-
-void kube_url_encode(gc_buf *out, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
-            gc_buf_putc(out, (char)c);
-        else
-            gc_buf_printf(out, "%%%c%c", hex[c >> 4], hex[c & 15]);
-    }
-}
-
-static void append_query(gc_buf *url, const char *const *pairs, bool *first)
-{
-    for (size_t i = 0; pairs && pairs[i] && pairs[i + 1]; i += 2) {
-        gc_buf_putc(url, *first ? '?' : '&');
-        *first = false;
-        kube_url_encode(url, pairs[i]);
-        gc_buf_putc(url, '=');
-        kube_url_encode(url, pairs[i + 1]);
-    }
-}
-
-static char *url_with_base(const char *base, const kube_request *req)
-{
-    gc_buf url;
-    gc_buf_init(&url);
-    size_t blen = strlen(base);
-    while (blen && base[blen - 1] == '/')
-        blen--;
-    gc_buf_append(&url, base, blen);
-    gc_buf_puts(&url, req->path);
-    bool first = !strchr(req->path, '?');
-    append_query(&url, req->query, &first);
-    append_query(&url, req->extra, &first);
-    return gc_buf_detach(&url);
-}
-
-char *kube_url(const gc_kube *k, const kube_request *req)
-{
-    return url_with_base(k->base_url, req);
-}
-
-/* What a trace shows: the kubeconfig's server, without any user:password@ in it. */
-char *kube_trace_url(const gc_kube *k, const kube_request *req)
-{
-    char *url = url_with_base(k->sel.cluster->server, req);
-    char *scheme = strstr(url, "://");
-    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
-    if (at && (!slash || at < slash))
-        memmove(scheme + 3, at + 1, strlen(at + 1) + 1);
-    return url;
-}
-
-void kube_trace(gc_kube *k, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(k->log, fmt, ap);
-    va_end(ap);
-    fputc('\n', k->log);
-    fflush(k->log);
-}
-
-void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char *url, long status,
-                       CURLcode result, long long ms)
-{
-    if (k->verbose < 1)
-        return;
-    long version = 0;
-    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
-    const char *protocol = version == CURL_HTTP_VERSION_2_0   ? ", HTTP/2"
-                           : version == CURL_HTTP_VERSION_1_1 ? ", HTTP/1.1"
-                                                              : "";
-    if (result != CURLE_OK)
-        kube_trace(k, "%s %s -> failed: %s (%lld ms)", req->method, url, curl_easy_strerror(result),
-                   ms);
-    else
-        kube_trace(k, "%s %s -> %ld %s (%lld ms%s%s)", req->method, url, status,
-                   kube_reason_phrase(status), ms, protocol, req->streaming ? ", streaming" : "");
-}
-
-/* Sends a Warning header's text to the log, as kubectl does ("Warning: ..."). The header is
- * `299 - "text"`; several warnings may share one header, comma-separated. */
-void kube_notice_warning(gc_kube *k, const char *value, size_t len)
-{
-    const char *end = value + len;
-    for (const char *p = value; p < end;) {
-        const char *open = memchr(p, '"', (size_t)(end - p));
-        if (!open)
-            break;
-        gc_buf text;
-        gc_buf_init(&text);
-        const char *q = open + 1;
-        for (; q < end && *q != '"'; q++) {
-            if (*q == '\\' && q + 1 < end)
-                q++;
-            gc_buf_putc(&text, isprint((unsigned char)*q) ? *q : '?');
-        }
-        fprintf(k->log, "Warning: %s\n", text.data);
-        fflush(k->log);
-        gc_buf_free(&text);
-        p = q + 1;
-        /* Skip an optional date in quotes after the text: `299 - "text" "date"`. */
-        while (p < end && *p == ' ')
-            p++;
-        if (p < end && *p == '"') {
-            const char *close = memchr(p + 1, '"', (size_t)(end - p - 1));
-            p = close ? close + 1 : end;
-        }
-    }
-}
-
-/* Whether a JSON key names a credential whose value must not be shown. */
-static bool secret_key(const char *key)
-{
-    static const char *const words[] = {"token",       "password",      "keydata",
-                                        "key-data",    "authorization", "privatekey",
-                                        "private-key", "private_key",   "secret"};
-    char lower[128];
-    size_t n = 0;
-    for (; key[n] && n + 1 < sizeof(lower); n++)
-        lower[n] = (char)tolower((unsigned char)key[n]);
-    lower[n] = '\0';
-    for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
-        if (strstr(lower, words[i]) && !strstr(lower, "secretname") &&
-            !strstr(lower, "secretref") && !strstr(lower, "tokenfile"))
-            return true;
-    return false;
-}
-
-static void redact_json(json_t *v)
-{
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            redact_json(json_array_get(v, i));
-        return;
-    }
-    if (!json_is_object(v))
-        return;
-    const char *kind = json_string_value(json_object_get(v, "kind"));
-    bool secret_object = kind && !strcmp(kind, "Secret");
-    /* env entries: {"name": "API_TOKEN", "value": "..."} */
-    const char *name = json_string_value(json_object_get(v, "name"));
-    bool secret_env = name && json_is_string(json_object_get(v, "value")) && secret_key(name);
-    const char *key;
-    json_t *value;
-    json_object_foreach(v, key, value)
-    {
-        bool hide = secret_key(key) || (secret_env && !strcmp(key, "value")) ||
-                    (secret_object && (!strcmp(key, "data") || !strcmp(key, "stringData")));
-        if (hide && !json_is_null(value))
-            json_object_set_new(v, key, json_string("<redacted>"));
-        else
-            redact_json(value);
-    }
-}
-
-/* Text bodies: hide PEM private keys and bearer tokens. */
-static void redact_text(gc_buf *b)
-{
-    char *p;
-    while ((p = strstr(b->data, "-----BEGIN")) && strstr(p, "PRIVATE KEY-----")) {
-        char *end = strstr(p + 10, "-----END");
-        char *stop = end ? strstr(end + 8, "-----") : NULL;
-        size_t cut = stop ? (size_t)(stop + 5 - p) : strlen(p);
-        memmove(p + 10, p + cut, strlen(p + cut) + 1);
-        memcpy(p, "<redacted>", 10);
-        b->len = strlen(b->data);
-    }
-    for (p = b->data; (p = strstr(p, "Bearer ")); p += 7)
-        for (char *q = p + 7; *q && !isspace((unsigned char)*q) && *q != '"'; q++)
-            *q = '*';
-}
-
-char *kube_redacted_body(const char *body, size_t len, size_t max)
-{
-    gc_buf out;
-    gc_buf_init(&out);
-    json_t *doc = json_loadb(body, len, 0, NULL);
-    if (doc) {
-        redact_json(doc);
-        char *text = json_dumps(doc, JSON_COMPACT);
-        gc_buf_puts(&out, text ? text : "");
-        free(text);
-        json_decref(doc);
-    } else {
-        for (size_t i = 0; i < len; i++)
-            gc_buf_putc(&out, body[i] == '\n' || isprint((unsigned char)body[i]) ? body[i] : '?');
-        redact_text(&out);
-    }
-    if (out.len > max) {
-        out.len = max;
-        out.data[max] = '\0';
-        gc_buf_printf(&out, "... (%zu bytes)", len);
-    }
-    return gc_buf_detach(&out);
-}
 
 static void set_tls(gc_kube *k, CURL *e)
 {
@@ -349,19 +145,6 @@ static long parse_retry_after(const char *v, size_t len)
     return diff > 0 ? diff * 1000 : 0;
 }
 
-static void trace_header(gc_kube *k, const char *line, size_t len)
-{
-    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-        len--;
-    if (!len)
-        return;
-    bool hide = len > 11 && (!strncasecmp(line, "set-cookie:", 11) ||
-                             !strncasecmp(line, "www-authenticate:", 17));
-    fprintf(k->log, "< %.*s\n", hide ? (int)(strchr(line, ':') - line + 1) : (int)len, line);
-    if (hide)
-        fprintf(k->log, "  <redacted>\n");
-}
-
 static size_t on_header(char *line, size_t size, size_t n, void *userdata)
 {
     transfer *t = userdata;
@@ -371,18 +154,15 @@ static size_t on_header(char *line, size_t size, size_t n, void *userdata)
     size_t vlen;
     if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
         x->retry_after_ms = -1; /* a new response (after a 100 or a redirect) starts */
-        x->content_type[0] = '\0';
     } else if (header_is(line, len, "Retry-After", &v, &vlen)) {
         x->retry_after_ms = parse_retry_after(v, vlen);
-    } else if (header_is(line, len, "Content-Type", &v, &vlen)) {
-        snprintf(x->content_type, sizeof(x->content_type), "%.*s", (int)vlen, v);
     } else if (header_is(line, len, "Date", &v, &vlen)) {
         snprintf(x->date, sizeof(x->date), "%.*s", (int)vlen, v);
     } else if (header_is(line, len, "Warning", &v, &vlen)) {
         kube_notice_warning(t->k, v, vlen);
     }
     if (t->k->verbose >= 2)
-        trace_header(t->k, line, len);
+        kube_trace_header(t->k, line, len);
     bool end_of_headers = len <= 2 && (line[0] == '\r' || line[0] == '\n');
     if (end_of_headers && x->req->streaming && !t->traced) {
         long status = 0;
@@ -451,36 +231,7 @@ static void reset_outcome(kube_exchange *x)
     x->curl_error[0] = '\0';
     x->stopped = x->past_deadline = x->too_large = x->sent = false;
     x->retry_after_ms = -1;
-    x->content_type[0] = x->date[0] = '\0';
-}
-
-static void trace_request(gc_kube *k, const kube_request *req, const char *url,
-                          const struct curl_slist *headers)
-{
-    fprintf(k->log, "> %s %s\n", req->method, url);
-    for (const struct curl_slist *h = headers; h; h = h->next) {
-        if (!strncasecmp(h->data, "Authorization:", 14)) {
-            const char *scheme = h->data + 14 + strspn(h->data + 14, " ");
-            fprintf(k->log, "> Authorization: %.*s <redacted>\n", (int)strcspn(scheme, " "),
-                    scheme);
-        } else if (strcmp(h->data, "Expect:")) {
-            fprintf(k->log, "> %s\n", h->data);
-        }
-    }
-    if (req->body_len) {
-        char *shown = kube_redacted_body(req->body, req->body_len, TRACE_BODY_MAX);
-        fprintf(k->log, "> (body, %zu bytes) %s\n", req->body_len, shown);
-        free(shown);
-    }
-}
-
-static void trace_response_body(gc_kube *k, const kube_exchange *x)
-{
-    if (!x->body.len)
-        return;
-    char *shown = kube_redacted_body(x->body.data, x->body.len, TRACE_BODY_MAX);
-    fprintf(k->log, "< (body, %zu bytes) %s\n", x->body.len, shown);
-    free(shown);
+    x->date[0] = '\0';
 }
 
 /* Learns the server's clock from its Date header (create checks compare server times). */
@@ -551,7 +302,7 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     if (!req->streaming)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, k->request_timeout_ms);
     if (k->verbose >= 2)
-        trace_request(k, req, shown, headers);
+        kube_trace_request(k, req, shown, headers);
     k->request_count++;
     CURLcode result = curl_easy_perform(e);
     finish_exchange(&t, result);
@@ -559,7 +310,7 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     if (!t.traced)
         kube_trace_result(k, e, req, shown, x->status, x->result, kube_now_ms() - t.start);
     if (k->verbose >= 2)
-        trace_response_body(k, x);
+        kube_trace_response_body(k, x->body.data, x->body.len);
     free_headers(headers);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
     free(url);

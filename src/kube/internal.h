@@ -4,8 +4,9 @@
  *   kubeconfig.c  files → kube_config        select.c  which context (SPEC §2)
  *   gcloud.c      get-credentials fallback   auth.c    tokens, certificates, credential cache
  *   exec.c        exec credential plugins    spawn.c   fork/exec with bounds
- *   http.c        one request: curl setup, retries, traces, redaction
+ *   http.c        one request: curl setup, retries         trace.c   -v output, redaction
  *   status.c      Status bodies → messages   api.c     the verbs
+ *   path.c        REST paths and URLs        clock.c   time, RFC 3339, jitter
  *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
  */
 #ifndef GCLUSTER_KUBE_INTERNAL_H
@@ -137,25 +138,31 @@ long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt);
 /* Fills err for a failed transfer (not reachable, TLS, timeout, ...). */
 int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err);
 
-/* Builds the full URL for a request. Caller frees. */
-char *kube_url(const gc_kube *k, const kube_request *req);
-/* The URL as traces show it: the kubeconfig's server, never a user:password@ in it. */
-char *kube_trace_url(const gc_kube *k, const kube_request *req);
 /* Applies TLS, proxy, timeouts, method, body and headers to an easy handle. */
 void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_request *req,
                          struct curl_slist **headers);
+
+/* path.c: the full URL for a request, and the URL traces show (the kubeconfig's server,
+ * never a user:password@ in it). Callers free. */
+char *kube_url(const gc_kube *k, const kube_request *req);
+char *kube_trace_url(const gc_kube *k, const kube_request *req);
+/* Percent-encodes for a query value or a path segment. */
+void kube_url_encode(gc_buf *out, const char *s);
+
+/* trace.c */
 void kube_trace(gc_kube *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char *url, long status,
                        CURLcode result, long long ms);
+void kube_trace_request(gc_kube *k, const kube_request *req, const char *url,
+                        const struct curl_slist *headers);
+void kube_trace_header(gc_kube *k, const char *line, size_t len);
+void kube_trace_response_body(gc_kube *k, const char *body, size_t len);
 void kube_notice_warning(gc_kube *k, const char *value, size_t len);
-/* A copy of a JSON body with every credential-like value replaced, for -v output. */
+/* A copy of a body with every credential-like value replaced, cut to `max` bytes. */
 char *kube_redacted_body(const char *body, size_t len, size_t max);
 
 /* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything). */
 int kube_status_error(const kube_request *req, long status, const gc_buf *body, gc_error *err);
 const char *kube_reason_phrase(long status);
-
-/* Percent-encodes for a query value or a path segment. */
-void kube_url_encode(gc_buf *out, const char *s);
 
 #endif

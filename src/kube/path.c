@@ -1,7 +1,66 @@
 /*
- * REST paths: "/api/v1/..." for the core group, "/apis/<group>/<version>/..." for the others.
+ * REST paths and URLs: "/api/v1/..." for the core group, "/apis/<group>/<version>/..." for the
+ * others, and the query string the verbs add.
  */
 #include "kube/internal.h"
+
+#include <ctype.h>
+#include <string.h>
+
+void kube_url_encode(gc_buf *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
+            gc_buf_putc(out, (char)c);
+        else
+            gc_buf_printf(out, "%%%c%c", hex[c >> 4], hex[c & 15]);
+    }
+}
+
+static void append_query(gc_buf *url, const char *const *pairs, bool *first)
+{
+    for (size_t i = 0; pairs && pairs[i] && pairs[i + 1]; i += 2) {
+        gc_buf_putc(url, *first ? '?' : '&');
+        *first = false;
+        kube_url_encode(url, pairs[i]);
+        gc_buf_putc(url, '=');
+        kube_url_encode(url, pairs[i + 1]);
+    }
+}
+
+static char *url_with_base(const char *base, const kube_request *req)
+{
+    gc_buf url;
+    gc_buf_init(&url);
+    size_t blen = strlen(base);
+    while (blen && base[blen - 1] == '/')
+        blen--;
+    gc_buf_append(&url, base, blen);
+    gc_buf_puts(&url, req->path);
+    bool first = !strchr(req->path, '?');
+    append_query(&url, req->query, &first);
+    append_query(&url, req->extra, &first);
+    return gc_buf_detach(&url);
+}
+
+char *kube_url(const gc_kube *k, const kube_request *req)
+{
+    return url_with_base(k->base_url, req);
+}
+
+/* What a trace shows: the kubeconfig's server, without any user:password@ in it. */
+char *kube_trace_url(const gc_kube *k, const kube_request *req)
+{
+    char *url = url_with_base(k->sel.cluster->server, req);
+    char *scheme = strstr(url, "://");
+    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    if (at && (!slash || at < slash))
+        memmove(scheme + 3, at + 1, strlen(at + 1) + 1);
+    return url;
+}
 
 /* Names are DNS subdomains in practice, but a segment is encoded anyway, so that a stray
  * character can only produce a 404, never a different path. */
