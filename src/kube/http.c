@@ -301,6 +301,10 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, &t);
     if (!req->streaming)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, k->request_timeout_ms);
+    if (x->stall_seconds > 0) {
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, x->stall_seconds);
+    }
     if (k->verbose >= 2)
         kube_trace_request(k, req, shown, headers);
     k->request_count++;

@@ -100,6 +100,7 @@ typedef struct kube_exchange {
     kube_data_fn on_data; /* NULL: collect the body in `body` */
     void *ctx;
     long long deadline_ms; /* monotonic; 0: none beyond the request timeout */
+    long stall_seconds;    /* streaming: give up after this long without a byte; 0: never */
 
     long status;
     gc_buf body; /* the body, or for streamed requests an error body */

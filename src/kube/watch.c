@@ -341,6 +341,9 @@ static int watch_once(watcher *w, kube_exchange *x)
     x->on_data = on_watch_data;
     x->ctx = w;
     x->deadline_ms = w->deadline;
+    /* The server ends the watch after timeoutSeconds; silence well beyond that means the
+     * connection died without a word (a NAT dropped it), so give up on it and resume. */
+    x->stall_seconds = atol(w->timeout) + 60;
     gc_buf_reset(&w->line);
     w->got_event = false;
     return kube_exchange_run(w->k, x, w->err);
@@ -354,12 +357,14 @@ static int timed_out(watcher *w, int timeout_seconds)
 }
 
 /* Whether a broken watch connection is worth another try. Unlike a single request, a watch
- * also rides out a refused connection: API servers restart during control plane upgrades. */
+ * also rides out a refused connection (API servers restart during control plane upgrades) and
+ * a connection that went silent. */
 static long reconnect_delay(watcher *w, const kube_exchange *x, int failures)
 {
     if (w->got_event)
         return 0;
-    if (x->result == CURLE_COULDNT_CONNECT && failures < KUBE_MAX_ATTEMPTS)
+    if ((x->result == CURLE_COULDNT_CONNECT || x->result == CURLE_OPERATION_TIMEDOUT) &&
+        failures < KUBE_MAX_ATTEMPTS)
         return 1000L * failures;
     return kube_retry_delay(w->k, x, failures);
 }
