@@ -95,14 +95,21 @@ static time_t server_now(const gc_kube *k)
 #define KUBE_NOT_CREATED 101
 
 static int check_created(gc_kube *k, const char *collection, const char *name, time_t sent_at,
-                         json_t **out, gc_error *err)
+                         const gc_error *lost, json_t **out, gc_error *err)
 {
     char *path = gc_xasprintf("%s/%s", collection, name);
     json_t *obj = NULL;
     int rc = gc_kube_get(k, path, NULL, &obj, err);
     free(path);
-    if (rc)
-        return err->http_status == 404 ? KUBE_NOT_CREATED : rc;
+    if (rc && err->http_status == 404)
+        return KUBE_NOT_CREATED;
+    if (rc) {
+        gc_error_prefix(err,
+                        "the answer to creating \"%s\" was lost (%s), and looking it up "
+                        "failed too: ",
+                        name, lost->message);
+        return rc;
+    }
     const char *ts =
         json_string_value(json_object_get(json_object_get(obj, "metadata"), "creationTimestamp"));
     time_t created = 0;
@@ -173,7 +180,7 @@ int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, u
         gc_error lost = *err;
         if (!rc)
             kube_http_error(kube, &x, &lost);
-        rc = check_created(kube, collection_path, name, sent_at, out, err);
+        rc = check_created(kube, collection_path, name, sent_at, &lost, out, err);
         if (rc != KUBE_NOT_CREATED) {
             kube_exchange_free(&x);
             free(body);
