@@ -133,8 +133,11 @@ static void setup_noproxy(gc_kube *k)
 int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
 {
     gc_error local;
+    static const gc_kube_options defaults = {0};
     if (!err)
         err = &local;
+    if (!opts)
+        opts = &defaults;
     gc_error_clear(err);
     *out = NULL;
     pthread_once(&curl_once, init_curl);

@@ -375,9 +375,11 @@ int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err
     const kube_cluster *c = k->sel.cluster;
     const char *detail = x->curl_error[0] ? x->curl_error : curl_easy_strerror(x->result);
     char where[768];
-    snprintf(where, sizeof(where), "the API server %s (cluster \"%s\" of context \"%s\")",
-             c->server, c->id.name, k->sel.context->id.name);
+    snprintf(where, sizeof(where), "the API server %s (cluster \"%s\" of context \"%s\"%s%s)",
+             c->server, c->id.name, k->sel.context->id.name, c->proxy_url ? ", through proxy " : "",
+             c->proxy_url ? c->proxy_url : "");
     switch (x->result) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
         return gc_fail(err, GC_EXIT_RUNTIME,

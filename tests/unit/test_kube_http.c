@@ -633,6 +633,27 @@ static void test_unreachable_server(void **state)
     disconnect(&c);
 }
 
+/* proxy-url carries every request (and loopback is never proxied from the environment). */
+static void test_proxy_url(void **state)
+{
+    (void)state;
+    char *cluster = gc_xasprintf("    proxy-url: http://127.0.0.1:%d\n", kube_test_closed_port());
+    client c;
+    connect_client(&c, (setup_opts){.cluster = cluster});
+    assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), GC_EXIT_RUNTIME);
+    assert_true(kube_test_contains(c.err.message, "through proxy http://127.0.0.1:"));
+    disconnect(&c);
+    free(cluster);
+
+    script("{'GET /version': [{'json': {}}]}");
+    setenv("https_proxy", "http://127.0.0.1:1", 1);
+    connect_client(&c, (setup_opts){0});
+    int rc = gc_kube_get(c.k, "/version", NULL, NULL, &c.err);
+    unsetenv("https_proxy");
+    assert_int_equal(rc, 0);
+    disconnect(&c);
+}
+
 static void test_request_timeout(void **state)
 {
     (void)state;
@@ -732,6 +753,7 @@ int main(void)
         cmocka_unit_test_setup(test_tls_server_name, reset),
         cmocka_unit_test_setup(test_client_certificates, reset),
         cmocka_unit_test_setup(test_unreachable_server, reset),
+        cmocka_unit_test_setup(test_proxy_url, reset),
         cmocka_unit_test_setup(test_request_timeout, reset),
         cmocka_unit_test_setup(test_warnings_are_surfaced, reset),
         cmocka_unit_test_setup(test_traces_redact_credentials, reset),
