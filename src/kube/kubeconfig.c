@@ -543,10 +543,16 @@ static int read_root(const reader *r, const json_t *root, kube_config *cfg)
                        "users and contexts), not %s",
                        r->file, type_name(root));
     char *current = NULL;
-    if (read_entries(r, root, &cluster_kind, (void **)&cfg->clusters, &cfg->cluster_count) ||
-        read_entries(r, root, &user_kind, (void **)&cfg->users, &cfg->user_count) ||
-        read_entries(r, root, &context_kind, (void **)&cfg->contexts, &cfg->context_count) ||
-        opt_string(r, root, "current-context", "kubeconfig", &current))
+    void *clusters = cfg->clusters, *users = cfg->users, *contexts = cfg->contexts;
+    int rc = read_entries(r, root, &cluster_kind, &clusters, &cfg->cluster_count);
+    if (!rc)
+        rc = read_entries(r, root, &user_kind, &users, &cfg->user_count);
+    if (!rc)
+        rc = read_entries(r, root, &context_kind, &contexts, &cfg->context_count);
+    cfg->clusters = clusters;
+    cfg->users = users;
+    cfg->contexts = contexts;
+    if (rc || opt_string(r, root, "current-context", "kubeconfig", &current))
         return r->err->code;
     if (current && current[0] && !cfg->current_context)
         cfg->current_context = current;
