@@ -227,12 +227,15 @@ static int run(probe *p, const char *cmd, gc_error *err)
                       err);
     if (p->argc < 1)
         return finish(p, gc_fail(err, 2, "%s needs a path", cmd), NULL, err);
-    if (!strcmp(cmd, "get"))
-        return finish(p, gc_kube_get(p->kube, p->argv[0], NULL, &out, err), out, err);
-    if (!strcmp(cmd, "delete"))
-        return finish(
-            p, gc_kube_delete(p->kube, p->argv[0], p->argc > 1 ? p->argv[1] : NULL, &out, err), out,
-            err);
+    if (!strcmp(cmd, "get")) {
+        int rc = gc_kube_get(p->kube, p->argv[0], NULL, &out, err);
+        return finish(p, rc, out, err);
+    }
+    if (!strcmp(cmd, "delete")) {
+        const char *propagation = p->argc > 1 ? p->argv[1] : NULL;
+        int rc = gc_kube_delete(p->kube, p->argv[0], propagation, &out, err);
+        return finish(p, rc, out, err);
+    }
     if (!strcmp(cmd, "create") || !strcmp(cmd, "apply") || !strcmp(cmd, "patch"))
         return cmd_write(p, cmd, err);
     if (!strcmp(cmd, "list"))
