@@ -145,6 +145,7 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot initialise libcurl: %s",
                        curl_easy_strerror(curl_init_result));
     gc_kube *k = gc_xcalloc(1, sizeof(*k));
+    gc_buf_init(&k->warnings_seen);
     k->log = opts->log ? opts->log : stderr;
     k->verbose = opts->verbose;
     k->exec_timeout_ms = 1000 * (opts->exec_timeout_seconds > 0 ? opts->exec_timeout_seconds
@@ -190,6 +191,7 @@ void gc_kube_close(gc_kube *kube)
     free(kube->base_url);
     free(kube->noproxy);
     free(kube->ns);
+    gc_buf_free(&kube->warnings_seen);
     kube_config_free(&kube->cfg);
     free(kube);
 }

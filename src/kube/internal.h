@@ -53,6 +53,7 @@ struct gc_kube {
     CURL *easy; /* reused by every sequential request, so connections are kept */
     unsigned request_count;
     uint64_t rng;
+    gc_buf warnings_seen;     /* Warning texts already shown, NUL-separated */
     long long clock_offset_s; /* server Date minus local time, once a response was seen */
     bool clock_known;
 };

@@ -45,6 +45,20 @@ void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char 
                    kube_reason_phrase(status), ms, protocol, req->streaming ? ", streaming" : "");
 }
 
+/* Each warning is shown once per client, as kubectl does: a paged list of a deprecated API
+ * would otherwise repeat it on every page. */
+static void warn_once(gc_kube *k, const char *text)
+{
+    gc_buf *seen = &k->warnings_seen;
+    for (const char *p = seen->data; p && p < seen->data + seen->len; p += strlen(p) + 1)
+        if (!strcmp(p, text))
+            return;
+    if (seen->len < 16384)
+        gc_buf_append(seen, text, strlen(text) + 1);
+    fprintf(k->log, "Warning: %s\n", text);
+    fflush(k->log);
+}
+
 /* Sends a Warning header's text to the log, as kubectl does ("Warning: ..."). The header is
  * `299 - "text"`; several warnings may share one header, comma-separated. */
 void kube_notice_warning(gc_kube *k, const char *value, size_t len)
@@ -62,8 +76,7 @@ void kube_notice_warning(gc_kube *k, const char *value, size_t len)
                 q++;
             gc_buf_putc(&text, isprint((unsigned char)*q) ? *q : '?');
         }
-        fprintf(k->log, "Warning: %s\n", text.data);
-        fflush(k->log);
+        warn_once(k, text.data);
         gc_buf_free(&text);
         p = q + 1;
         /* Skip an optional date in quotes after the text: `299 - "text" "date"`. */

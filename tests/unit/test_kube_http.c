@@ -680,6 +680,15 @@ static void test_warnings_are_surfaced(void **state)
     assert_true(kube_test_contains(log_text(&c),
                                    "Warning: kueue.x-k8s.io/v1beta1 ClusterQueue is deprecated\n"));
     assert_true(kube_test_contains(log_text(&c), "Warning: second\n"));
+    /* Shown once, however many answers repeat it. */
+    script("{'GET /apis/kueue.x-k8s.io/v1beta1/clusterqueues': [{'headers': {'Warning': "
+           "'299 - \\'second\\''}, 'json': {'items': []}}]}");
+    assert_int_equal(
+        gc_kube_get(c.k, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", NULL, NULL, &c.err), 0);
+    int shown = 0;
+    for (const char *p = log_text(&c); (p = strstr(p, "Warning: second")); p++)
+        shown++;
+    assert_int_equal(shown, 1);
     disconnect(&c);
 }
 
