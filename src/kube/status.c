@@ -4,12 +4,14 @@
  * The API server answers errors with a Status object: its `message` says what happened and
  * `details.causes` name each offending field. The message usually repeats the causes already
  * ("JobSet.jobset.x-k8s.io \"x\" is invalid: spec.foo: Invalid value: ..."), so a cause is only
- * appended when its text is not in the message yet. Anything else (an HTML page from a proxy,
- * a load balancer's 502) is summarised to its first line.
+ * appended when its field and text are not both in the message yet. Anything else (an HTML page
+ * from a proxy, a load balancer's 502) is summarised to its first line.
  */
 #include "kube/internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct status_name {
@@ -82,10 +84,15 @@ static void append_causes(const json_t *status, gc_buf *msg)
         const char *text = json_string_value(json_object_get(c, "message"));
         if (!text)
             continue;
-        char *line = field && field[0] ? gc_xasprintf("%s: %s", field, text) : gc_xstrdup(text);
-        if (!strstr(msg->data, line) && !(field == NULL && strstr(msg->data, text)))
-            gc_buf_printf(msg, "\n  - %s", line);
-        free(line);
+        /* Already said, maybe in other words ("conflict with \"a\": .data.k" for the cause
+         * {field: .data.k, message: conflict with "a"}). */
+        bool said = strstr(msg->data, text) && (!field || strstr(msg->data, field));
+        if (said)
+            continue;
+        if (field && field[0])
+            gc_buf_printf(msg, "\n  - %s: %s", field, text);
+        else
+            gc_buf_printf(msg, "\n  - %s", text);
     }
 }
 
