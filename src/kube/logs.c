@@ -181,16 +181,22 @@ static void stream_failed(log_stream *s, CURLcode result, long status)
     s->failed = true;
 }
 
+static void trace_stream(log_stream *s, CURLcode result, long status)
+{
+    gc_kube *k = s->run->k;
+    if (!k->verbose)
+        return;
+    char *url = kube_trace_url(k, &s->req);
+    kube_trace_result(k, s->e, &s->req, url, status, result, kube_now_ms() - s->started);
+    free(url);
+}
+
 static void finish_stream(log_stream *s, CURLcode result)
 {
     gc_kube *k = s->run->k;
     long status = 0;
     curl_easy_getinfo(s->e, CURLINFO_RESPONSE_CODE, &status);
-    if (k->verbose) {
-        char *url = kube_trace_url(k, &s->req);
-        kube_trace_result(k, s->e, &s->req, url, status, result, kube_now_ms() - s->started);
-        free(url);
-    }
+    trace_stream(s, result, status);
     kube_exchange x;
     kube_exchange_init(&x, &s->req);
     x.result = result;
@@ -331,8 +337,13 @@ int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
     rc = run_streams(&run, keep_going, ctx, err);
     for (size_t i = 0; i < count; i++) {
         log_stream *s = &run.streams[i];
-        if (s->running && !rc)
-            flush_partial(s);
+        if (s->running) { /* still following when the caller stopped */
+            long status = 0;
+            curl_easy_getinfo(s->e, CURLINFO_RESPONSE_CODE, &status);
+            trace_stream(s, CURLE_OK, status);
+            if (!rc)
+                flush_partial(s);
+        }
         stop_stream(s);
     }
     if (!rc)

@@ -19,6 +19,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+try:  # what every fake container logs in testenv (tests/cluster/conftest.py)
+    from conftest import FAKE_LOG_LINES
+except ImportError:
+    FAKE_LOG_LINES = None
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("GCLUSTER_BUILD_DIR", REPO / "build"))
 PROBE = BUILD / "test-programs" / "kube_probe"
@@ -370,6 +375,15 @@ def test_http2_connection_reuse_and_redaction(probe, ns):
     assert "Authorization: Bearer " not in stderr.replace("Bearer <redacted>", "")
 
 
+def probe_lines(probe, *args, verbose=0):
+    """Runs a streaming command: (summary, [event lines], stderr)."""
+    proc = subprocess.run(probe.argv(*args, verbose=verbose), capture_output=True, text=True,
+                          timeout=60)
+    lines = [json.loads(l) for l in proc.stdout.splitlines() if l.strip()]
+    assert lines, proc.stderr
+    return lines[-1], lines[:-1], proc.stderr
+
+
 def wait_for_running_pod(probe, ns, name, timeout=90):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -391,12 +405,27 @@ def test_pod_logs(probe, ns):
     probe.ok("create", f"/api/v1/namespaces/{ns}/pods", "-", body=pod)
     wait_for_running_pod(probe, ns, "logger")
 
-    # Both containers at once; the follow ends when the caller stops it.
-    started = time.monotonic()
-    summary, stderr = probe.run("logs", f"{ns}/logger/main", f"{ns}/logger/side", "follow",
-                                "tail=5", "timestamps", "for=3", timeout=30)
+    # Both containers at once, whole lines, each attributed to its container.
+    summary, stdout, stderr = probe_lines(probe, "logs", f"{ns}/logger/main", f"{ns}/logger/side")
     assert summary["ok"], (summary, stderr)
-    assert time.monotonic() - started < 20
+    by_container = {0: [], 1: []}
+    for line in stdout:
+        by_container[line["index"]].append(line["line"])
+    if FAKE_LOG_LINES:
+        assert by_container[0] == FAKE_LOG_LINES and by_container[1] == FAKE_LOG_LINES
+    assert summary["result"]["lines"] == len(by_container[0]) + len(by_container[1])
+
+    tail, _, _ = probe_lines(probe, "logs", f"{ns}/logger/main", "tail=1", "timestamps")
+    assert tail["ok"] and tail["result"]["lines"] == 1
+
+    # Following: the server keeps the streams open; the caller ends them after 3 s.
+    started = time.monotonic()
+    summary, _, stderr = probe_lines(probe, "logs", f"{ns}/logger/main", f"{ns}/logger/side",
+                                     "follow", "for=3", verbose=1)
+    assert summary["ok"], (summary, stderr)
+    assert 2 <= time.monotonic() - started < 20
+    traces = [l for l in stderr.splitlines() if "/log?" in l and " -> 200 OK" in l]
+    assert len(traces) == 2 and all("HTTP/2" in l for l in traces), stderr
 
     # A container that does not exist: the real server's message, naming it.
     bad = probe.fails("logs", f"{ns}/logger/nope")
