@@ -1,10 +1,16 @@
-# Thin wrapper over CMake/CTest so the usual commands work: make, make test, make demo.
+# A thin layer over CMake/CTest and pytest so the usual commands work:
+#   make         build ./gcluster (installs the Debian packages it needs first)
+#   make test    every test tier: unit (also under ASan/UBSan and valgrind), format, cluster
+#   make demo    the seed's flow end to end on the built-in local cluster
+#   make bench   side-by-side benchmarks (see bench/README.md)
 BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?=
+PYTHON         ?= python3
 
-.PHONY: all deps configure gcluster unit-test asan-test cluster-test test demo bench format format-check clean testenv
+.PHONY: all deps gcluster test-registries unit-test asan-test valgrind-test format format-check \
+        testenv cluster-test test demo bench clean
 
 all: gcluster
 
@@ -21,12 +27,20 @@ gcluster: deps $(BUILD_DIR)/build.ninja
 $(ASAN_BUILD_DIR)/build.ninja: | deps
 	cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGCLUSTER_SANITIZE=ON $(CMAKE_FLAGS)
 
-unit-test: gcluster
+# Real OCI registries on loopback for the image builder's tests (built once, cached).
+test-registries:
+	tests/image/build-registry >/dev/null
+
+unit-test: gcluster test-registries
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit
 
-asan-test: $(ASAN_BUILD_DIR)/build.ninja
+asan-test: $(ASAN_BUILD_DIR)/build.ninja test-registries
 	cmake --build $(ASAN_BUILD_DIR)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -L unit
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -L unit
+
+valgrind-test: gcluster
+	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
@@ -34,7 +48,21 @@ format:
 format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
-test: unit-test asan-test format-check
+# The local control plane's binaries (built once, cached under ~/.cache/gcluster-testenv).
+testenv:
+	testenv/build
+
+cluster-test: gcluster testenv
+	@scripts/install-deps --with-python
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster
+
+test: format-check unit-test asan-test valgrind-test cluster-test
+
+demo: gcluster testenv
+	scripts/demo
+
+bench: gcluster testenv
+	bench/run
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) gcluster

@@ -88,6 +88,10 @@ typedef struct gc_compute {
                                 * connected but no node of the family serves the shape) */
 } gc_compute;
 
+/* err->reason when the topology could come from the cluster's nodes (bare tpu7x, a machine type
+ * or an accelerator label without --topology): a connected submit asks the cluster first. */
+#define GC_REASON_TOPOLOGY_REQUIRED "TopologyRequired"
+
 /*
  * Resolves `compute_type` (case-insensitive) and the optional --topology value.
  * `cluster` is NULL offline. Returns 0, or GC_EXIT_USAGE with a message that names the flag and

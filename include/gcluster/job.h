@@ -11,8 +11,10 @@
 #include "gcluster/buf.h"
 #include "gcluster/catalog.h"
 #include "gcluster/error.h"
+#include "gcluster/image.h"
 #include "gcluster/manifest.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,6 +28,8 @@ typedef struct gc_submit_request {
     const char *base_image;
     const char *build_context;
     const char *platform;
+    const char *project; /* --project and --location name the registry a build pushes to */
+    const char *location;
     const char *command;
     const char *compute_type;
     const char *topology;
@@ -77,11 +81,15 @@ typedef struct gc_submit_request {
 /* Google's defaults for the numeric and duration flags. */
 void gc_submit_request_defaults(gc_submit_request *r);
 
+/* The image build --base-image/--build-context ask for (platform defaulted to linux/amd64); the
+ * caller frees build->repository. Only valid after gc_submit_prepare succeeded. */
+int gc_submit_image_build(const gc_submit_request *r, gc_image_build *build, gc_error *err);
+
 /* Validates the request and resolves it into `w` (which the caller frees with
  * gc_workload_free). `cluster` describes the cluster's TPU nodes, or is NULL offline.
  * Returns GC_EXIT_USAGE with one clear message on bad input. */
-int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *cluster,
-                      gc_workload *w, gc_error *err);
+int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *cluster, gc_workload *w,
+                      gc_error *err);
 
 /* Parses "90s", "5m", "1h", "1h30m", "2h0m5s" or plain seconds ("3600"). */
 int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_error *err);
@@ -92,6 +100,137 @@ bool gc_is_dns1035_label(const char *s);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
  * discovered, then the JobSet. Byte-for-byte stable for a given request. */
-int gc_submit_render_offline(const gc_workload *w, gc_buf *out, gc_error *err);
+int gc_submit_render_offline(const gc_submit_request *r, const gc_workload *w, gc_buf *out,
+                             gc_error *err);
+
+/* Where command output goes: `out` for results, `log` for warnings and progress (stderr). */
+typedef struct gc_output {
+    FILE *out;
+    FILE *log;
+    bool tty; /* `log` is a terminal: progress may redraw one line */
+} gc_output;
+
+typedef struct gc_kube gc_kube;
+
+/* Every check of a request that needs no cluster; a compute type whose topology only the
+ * cluster's nodes can tell (bare tpu7x, a machine type) passes. Call it before connecting. */
+int gc_submit_check(const gc_submit_request *r, gc_error *err);
+
+/* `job submit` against a cluster: the pre-flight checks of SPEC §3, creation (or a server-side
+ * dry run), and with --await-job-completion a watch until the job finishes (GC_EXIT_JOB_FAILED
+ * if it fails). */
+int gc_submit_live(gc_kube *kube, const gc_submit_request *r, const gc_output *o, gc_error *err);
+
+/* `job list` (SPEC §2). */
+typedef struct gc_list_request {
+    const char *status;        /* --status filter, or NULL */
+    const char *name_contains; /* --name-contains, or NULL */
+    bool all_namespaces;       /* -A */
+    const char *output;        /* table (default), wide, json or yaml */
+} gc_list_request;
+
+int gc_job_list(gc_kube *kube, const gc_list_request *r, const gc_output *o, gc_error *err);
+
+/* `job inspect`: status, admission, replicated jobs, pods and their nodes, warnings; with
+ * `show` the stored manifest as YAML (without managedFields and status). */
+int gc_job_inspect(gc_kube *kube, const char *name, bool show, const gc_output *o, gc_error *err);
+
+/* `job logs`. */
+typedef struct gc_logs_request {
+    const char *name;
+    const char *role;      /* "head" or "worker"; NULL: the head (or slice 0 host 0) */
+    long slice;            /* worker Job index, -1 for any */
+    long host;             /* pod index within the slice, -1 for any */
+    const char *container; /* NULL: the user's container (headless: the proxy) */
+    bool all;              /* every pod and container, lines prefixed [pod/container] */
+    bool follow;
+    long tail;         /* lines, -1 for all */
+    const char *since; /* duration, or NULL */
+    bool timestamps;
+} gc_logs_request;
+
+int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_error *err);
+
+/* `job cancel`: delete with propagationPolicy=Foreground; with `wait`, until every pod is gone
+ * (at most `timeout`, a duration, when not NULL). */
+int gc_job_cancel(gc_kube *kube, const char *name, bool wait, const char *timeout,
+                  const gc_output *o, gc_error *err);
+
+/* One job's state, derived from its JobSet, its Kueue Workload and its pods (SPEC §2). */
+typedef enum gc_job_phase {
+    GC_JOB_QUEUED,     /* waiting for Kueue to admit it (reason says why) */
+    GC_JOB_ADMITTED,   /* admitted, pods not running yet */
+    GC_JOB_RUNNING,    /* pods running (n of m) */
+    GC_JOB_RESTARTING, /* the JobSet is being recreated after a failure */
+    GC_JOB_SUCCEEDED,
+    GC_JOB_FAILED,      /* with the failing pod and exit code when known */
+    GC_JOB_SUSPENDED,   /* suspended outside Kueue */
+    GC_JOB_TERMINATING, /* being deleted */
+} gc_job_phase;
+
+/* The facts a status is derived from, gathered from up to three objects. */
+typedef struct gc_job_facts {
+    bool deleting;
+    bool completed;
+    bool failed;
+    char failed_reason[64];
+    char failed_message[512];
+    bool suspended;
+    bool restarting;
+    long restarts;
+    bool queued_by_kueue; /* has a kueue.x-k8s.io/queue-name label */
+    char completed_at[32];
+
+    bool workload_found;
+    bool quota_reserved;
+    bool admitted;
+    bool evicted;
+    char workload_reason[64];
+    char workload_message[512];
+
+    int pods_expected; /* from the spec: replicas x parallelism */
+    int pods_seen;
+    int pods_running;
+    int pods_succeeded;
+    int pods_failed;
+    char failed_pod[128];
+    char failed_container[64];
+    int failed_exit_code;
+} gc_job_facts;
+
+typedef struct gc_job_status {
+    gc_job_phase phase;
+    char text[64];    /* for tables: "Running 9/9", "Queued", "Failed" */
+    char detail[768]; /* the reason: Kueue's message, the failing pod and its exit code */
+} gc_job_status;
+
+void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *facts);
+void gc_job_facts_add_workload(gc_job_facts *facts, const json_t *workload);
+void gc_job_facts_add_pod(gc_job_facts *facts, const json_t *pod);
+void gc_job_status_derive(const gc_job_facts *facts, gc_job_status *status);
+const char *gc_job_phase_name(gc_job_phase phase);
+/* Parses a --status filter (case-insensitive; Google's Pending means queued or admitted). */
+bool gc_job_phase_matches(const char *filter, gc_job_phase phase, bool *valid);
+
+/* "45s", "12m", "3h", "5d" since an RFC 3339 time stamp ("?" if unparsable). */
+void gc_format_age(const char *timestamp, char *out, size_t size);
+/* Seconds since the epoch of an RFC 3339 time stamp, or -1. */
+long long gc_parse_timestamp(const char *timestamp);
+
+/* Stored defaults for --cluster, --location and --project (~/.gcluster/context.json, the file
+ * and keys Google's gcluster uses). */
+typedef struct gc_stored_context {
+    char *project;
+    char *cluster;
+    char *location;
+} gc_stored_context;
+
+/* The path of the context file ($HOME/.gcluster/context.json). Caller frees. */
+char *gc_context_path(void);
+/* Loads the stored defaults; a missing file gives empty values. */
+int gc_context_load(gc_stored_context *ctx, gc_error *err);
+/* Sets one key (project, cluster or location; case-insensitive) and saves the file. */
+int gc_context_set(const char *key, const char *value, gc_error *err);
+void gc_context_free(gc_stored_context *ctx);
 
 #endif

@@ -17,17 +17,17 @@
 #include <stddef.h>
 
 /* Labels and annotations shared with Google's gcluster (so each tool lists the other's jobs). */
-#define GC_LABEL_WORKLOAD "gcluster.google.com/workload"
-#define GC_LABEL_QUEUE "kueue.x-k8s.io/queue-name"
-#define GC_ANNOTATION_COMPUTE "gcluster.google.com/compute-type"
+#define GC_LABEL_WORKLOAD      "gcluster.google.com/workload"
+#define GC_LABEL_QUEUE         "kueue.x-k8s.io/queue-name"
+#define GC_ANNOTATION_COMPUTE  "gcluster.google.com/compute-type"
 #define GC_ANNOTATION_TOPOLOGY "gcluster.google.com/topology"
-#define GC_ANNOTATION_SLICES "gcluster.google.com/num-slices"
+#define GC_ANNOTATION_SLICES   "gcluster.google.com/num-slices"
 #define GC_ANNOTATION_PATHWAYS "gcluster.google.com/pathways"
-#define GC_PATHWAYS_HEAD "pathways-head"
-#define GC_PATHWAYS_WORKER "worker"
-#define GC_MAIN_JOB "main-job"
+#define GC_PATHWAYS_HEAD       "pathways-head"
+#define GC_PATHWAYS_WORKER     "worker"
+#define GC_MAIN_JOB            "main-job"
 
-#define GC_DEFAULT_PROXY_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
+#define GC_DEFAULT_PROXY_IMAGE  "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
 #define GC_DEFAULT_SERVER_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
 
 /* A list of owned strings. */
@@ -67,24 +67,24 @@ typedef struct gc_workload {
     int nodes_per_slice; /* TPU: VMs per slice; GPU/CPU: --num-nodes */
     char *queue;
     bool queue_defaulted;
-    char *priority;             /* PriorityClass or NULL */
-    char *image;                /* the user's container image, NULL when headless */
-    char *command;              /* run by /bin/bash -c, byte for byte; NULL when headless */
-    long ttl_seconds;           /* ttlSecondsAfterFinished */
-    long grace_seconds;         /* terminationGracePeriodSeconds of TPU/worker pods */
-    int restarts;               /* failurePolicy.maxRestarts */
-    char *service_account;      /* NULL for the namespace default */
-    gc_strings pull_secrets;    /* imagePullSecrets */
-    gc_node_term *node_terms;   /* extra worker placement: constraints, placement policy, NAP */
+    char *priority;           /* PriorityClass or NULL */
+    char *image;              /* the user's container image, NULL when headless */
+    char *command;            /* run by /bin/bash -c, byte for byte; NULL when headless */
+    long ttl_seconds;         /* ttlSecondsAfterFinished */
+    long grace_seconds;       /* terminationGracePeriodSeconds of TPU/worker pods */
+    int restarts;             /* failurePolicy.maxRestarts */
+    char *service_account;    /* NULL for the namespace default */
+    gc_strings pull_secrets;  /* imagePullSecrets */
+    gc_node_term *node_terms; /* extra worker placement: constraints, placement policy, NAP */
     size_t node_term_count;
     gc_strings nap_tolerations; /* "key=value" tolerations NAP capacity needs */
     long *restart_exit_codes;   /* --restart-on-exit-codes → podFailurePolicy */
     size_t restart_exit_code_count;
     gc_mount *mounts;
     size_t mount_count;
-    char *scheduler_name; /* --gke-scheduler */
-    bool verbose;         /* verbose TPU/GPU logging env */
-    bool numa_affinity;   /* --cpu-affinity numa: Guaranteed QoS for the workload containers */
+    char *scheduler_name;     /* --gke-scheduler */
+    bool verbose;             /* verbose TPU/GPU logging env */
+    bool numa_affinity;       /* --cpu-affinity numa: Guaranteed QoS for the workload containers */
     bool parallel_containers; /* tpu7x non-Pathways: two containers per host, half the chips */
 
     /* Pathways (SPEC §4) */

@@ -294,6 +294,9 @@ static int pick_unsized_shape(tpu_request *req, const gc_cluster_shapes *cluster
                      req->typed,
                      cluster ? ", and the cluster has no nodes of it with a topology label" : "",
                      family->name, b.data, example, example_shape);
+        /* Offline this is final; a connected submit asks the cluster's nodes first. */
+        if (!cluster && err)
+            snprintf(err->reason, sizeof(err->reason), "%s", GC_REASON_TOPOLOGY_REQUIRED);
     }
     gc_buf_free(&b);
     return rc;

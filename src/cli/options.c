@@ -8,8 +8,9 @@
 
 const cli_option cli_global_options[] = {
     CLI_GROUP("Cluster selection (every job and deploy command)"),
-    CLI_STRING('c', "cluster", cli_globals, cluster, "NAME",
-               "GKE cluster name; with --location selects the context gke_<project>_<location>_<name>"),
+    CLI_STRING(
+        'c', "cluster", cli_globals, cluster, "NAME",
+        "GKE cluster name; with --location selects the context gke_<project>_<location>_<name>"),
     CLI_STRING('l', "location", cli_globals, location, "LOCATION",
                "zone or region of the GKE cluster"),
     CLI_STRING('p', "project", cli_globals, project, "PROJECT", "Google Cloud project ID"),
@@ -266,7 +267,8 @@ void cli_print_options(FILE *out, const cli_option *options)
                          o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
                          o->long_name);
         if (takes_value(o) && (size_t)n < sizeof(left))
-            snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->arg_name ? o->arg_name : "VALUE");
+            snprintf(left + n, sizeof(left) - (size_t)n, " %s",
+                     o->arg_name ? o->arg_name : "VALUE");
         if (strlen(left) > 34)
             fprintf(out, "%s\n%36s%s\n", left, "", o->help);
         else

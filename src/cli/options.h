@@ -54,21 +54,42 @@ typedef struct cli_globals {
     bool help;
 } cli_globals;
 
-#define CLI_GROUP(title) {CLI_OPT_GROUP, 0, NULL, 0, NULL, title, 0}
-#define CLI_END {CLI_OPT_END, 0, NULL, 0, NULL, NULL, 0}
-#define CLI_STRING(s, l, type, field, arg, help)                                                  \
-    {CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, 0}
-#define CLI_STRING_SEEN(s, l, type, field, seen, arg, help)                                       \
-    {CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, offsetof(type, seen)}
-#define CLI_INT(s, l, type, field, arg, help)                                                     \
-    {CLI_OPT_INT, s, l, offsetof(type, field), arg, help, 0}
-#define CLI_INT_SEEN(s, l, type, field, seen, arg, help)                                          \
-    {CLI_OPT_INT, s, l, offsetof(type, field), arg, help, offsetof(type, seen)}
-#define CLI_BOOL(s, l, type, field, help) {CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, 0}
-#define CLI_LIST(s, l, type, field, arg, help)                                                    \
-    {CLI_OPT_LIST, s, l, offsetof(type, field), arg, help, 0}
-#define CLI_COUNT(s, l, type, field, help)                                                        \
-    {CLI_OPT_COUNT, s, l, offsetof(type, field), NULL, help, 0}
+#define CLI_GROUP(title)                                                                           \
+    {                                                                                              \
+        CLI_OPT_GROUP, 0, NULL, 0, NULL, title, 0                                                  \
+    }
+#define CLI_END                                                                                    \
+    {                                                                                              \
+        CLI_OPT_END, 0, NULL, 0, NULL, NULL, 0                                                     \
+    }
+#define CLI_STRING(s, l, type, field, arg, help)                                                   \
+    {                                                                                              \
+        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, 0                                  \
+    }
+#define CLI_STRING_SEEN(s, l, type, field, seen, arg, help)                                        \
+    {                                                                                              \
+        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, offsetof(type, seen)               \
+    }
+#define CLI_INT(s, l, type, field, arg, help)                                                      \
+    {                                                                                              \
+        CLI_OPT_INT, s, l, offsetof(type, field), arg, help, 0                                     \
+    }
+#define CLI_INT_SEEN(s, l, type, field, seen, arg, help)                                           \
+    {                                                                                              \
+        CLI_OPT_INT, s, l, offsetof(type, field), arg, help, offsetof(type, seen)                  \
+    }
+#define CLI_BOOL(s, l, type, field, help)                                                          \
+    {                                                                                              \
+        CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, 0                                   \
+    }
+#define CLI_LIST(s, l, type, field, arg, help)                                                     \
+    {                                                                                              \
+        CLI_OPT_LIST, s, l, offsetof(type, field), arg, help, 0                                    \
+    }
+#define CLI_COUNT(s, l, type, field, help)                                                         \
+    {                                                                                              \
+        CLI_OPT_COUNT, s, l, offsetof(type, field), NULL, help, 0                                  \
+    }
 
 extern const cli_option cli_global_options[];
 

@@ -168,11 +168,6 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
         return rc;
     }
     setup_noproxy(k);
-    k->easy = curl_easy_init();
-    if (!k->easy) {
-        gc_kube_close(k);
-        return gc_fail(err, GC_EXIT_RUNTIME, "cannot create a libcurl handle");
-    }
     *out = k;
     return 0;
 }
@@ -181,8 +176,9 @@ void gc_kube_close(gc_kube *kube)
 {
     if (!kube)
         return;
-    if (kube->easy)
-        curl_easy_cleanup(kube->easy);
+    for (int i = 0; i < KUBE_MAX_NESTING; i++)
+        if (kube->easy[i])
+            curl_easy_cleanup(kube->easy[i]);
     kube_credential_clear(&kube->cred);
     kube_blob_free(&kube->ca);
     kube_blob_free(&kube->client_cert);

@@ -277,6 +277,20 @@ static void finish_exchange(transfer *t, CURLcode rc)
         x->result = CURLE_OK; /* the consumer had enough */
 }
 
+/* The easy handle for a request at the current nesting depth (see gc_kube.easy). */
+static CURL *nesting_handle(gc_kube *k, gc_error *err)
+{
+    if (k->depth >= KUBE_MAX_NESTING) {
+        gc_fail(err, GC_EXIT_RUNTIME, "API requests nested %d deep from callbacks", k->depth);
+        return NULL;
+    }
+    if (!k->easy[k->depth])
+        k->easy[k->depth] = curl_easy_init();
+    if (!k->easy[k->depth])
+        gc_fail(err, GC_EXIT_RUNTIME, "cannot create a libcurl handle");
+    return k->easy[k->depth];
+}
+
 int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
 {
     reset_outcome(x);
@@ -287,7 +301,12 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     char *url = kube_url(k, req);
     char *shown = kube_trace_url(k, req);
     struct curl_slist *headers = NULL;
-    CURL *e = k->easy;
+    CURL *e = nesting_handle(k, err);
+    if (!e) {
+        free(url);
+        free(shown);
+        return err->code;
+    }
     curl_easy_reset(e);
     kube_curl_configure(k, e, url, req, &headers);
     transfer t = {.k = k, .x = x, .e = e, .url = shown, .start = kube_now_ms()};
@@ -308,7 +327,9 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     if (k->verbose >= 2)
         kube_trace_request(k, req, shown, headers);
     k->request_count++;
+    k->depth++;
     CURLcode result = curl_easy_perform(e);
+    k->depth--;
     finish_exchange(&t, result);
     note_server_clock(k, x);
     if (!t.traced)

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #define KUBE_MAX_ATTEMPTS 5                    /* per idempotent request: 1 + 4 retries */
+#define KUBE_MAX_NESTING  4                    /* requests made from inside request callbacks */
 #define KUBE_MAX_BODY     (512L * 1024 * 1024) /* a response larger than this needs paging */
 
 /* The credential sent with requests, cached until it expires or is rejected. */
@@ -50,7 +51,12 @@ struct gc_kube {
     kube_credential cred;
     unsigned exec_runs; /* exec plugin runs, for tests and traces */
 
-    CURL *easy; /* reused by every sequential request, so connections are kept */
+    /* One handle per nesting level, each reused so its connection is kept: level 0 serves
+     * sequential requests; a request made from inside another's callback (a watch event
+     * handler that looks something up) gets the next level, because an easy handle cannot be
+     * used again while it is transferring. */
+    CURL *easy[KUBE_MAX_NESTING];
+    int depth;
     unsigned request_count;
     uint64_t rng;
     gc_buf warnings_seen;     /* Warning texts already shown, NUL-separated */

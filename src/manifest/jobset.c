@@ -27,16 +27,16 @@ void gc_strings_free(gc_strings *list)
 
 void gc_workload_free(gc_workload *w)
 {
-    char **owned[] = {&w->name,         &w->queue,         &w->priority,     &w->image,
-                      &w->command,      &w->service_account, &w->scheduler_name,
-                      &w->gcs_location, &w->head_pool,     &w->proxy_image,  &w->server_image,
-                      &w->worker_image, &w->sidecar_image};
+    char **owned[] = {&w->name,         &w->queue,           &w->priority,       &w->image,
+                      &w->command,      &w->service_account, &w->scheduler_name, &w->gcs_location,
+                      &w->head_pool,    &w->proxy_image,     &w->server_image,   &w->worker_image,
+                      &w->sidecar_image};
     for (size_t i = 0; i < sizeof(owned) / sizeof(*owned); i++) {
         free(*owned[i]);
         *owned[i] = NULL;
     }
-    gc_strings *lists[] = {&w->pull_secrets, &w->nap_tolerations, &w->proxy_args,
-                           &w->server_args, &w->worker_args};
+    gc_strings *lists[] = {&w->pull_secrets, &w->nap_tolerations, &w->proxy_args, &w->server_args,
+                           &w->worker_args};
     for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
         gc_strings_free(lists[i]);
     for (size_t i = 0; i < w->node_term_count; i++) {
@@ -75,8 +75,8 @@ json_t *jobset_object(const gc_workload *w, json_t *spec)
     jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
     return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:o}, s:o}", "apiVersion",
                      "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name", w->name,
-                     "labels", GC_LABEL_WORKLOAD, w->name, GC_LABEL_QUEUE, w->queue,
-                     "annotations", annotations, "spec", spec);
+                     "labels", GC_LABEL_WORKLOAD, w->name, GC_LABEL_QUEUE, w->queue, "annotations",
+                     annotations, "spec", spec);
 }
 
 static json_t *verbose_env(const gc_workload *w, json_t *env)
@@ -177,10 +177,10 @@ static json_t *main_pod_spec(const gc_workload *w)
 
 static json_t *main_replicated_job(const gc_workload *w)
 {
-    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed",
-                                 "parallelism", w->nodes_per_slice, "completions",
-                                 w->nodes_per_slice, "backoffLimit", 0);
-    json_t *policy = pod_failure_policy(w);
+    json_t *job_spec =
+        json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
+                  w->nodes_per_slice, "completions", w->nodes_per_slice, "backoffLimit", 0);
+    json_t *policy = pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container");
     if (policy)
         jset(job_spec, "podFailurePolicy", policy);
     jset(job_spec, "template",
@@ -191,17 +191,16 @@ static json_t *main_replicated_job(const gc_workload *w)
     if (w->compute.kind == GC_ACCEL_TPU)
         jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
     jset(template, "spec", job_spec);
-    return json_pack("{s:s, s:i, s:o}", "name", GC_MAIN_JOB, "replicas", w->num_slices,
-                     "template", template);
+    return json_pack("{s:s, s:i, s:o}", "name", GC_MAIN_JOB, "replicas", w->num_slices, "template",
+                     template);
 }
 
 json_t *gc_plain_jobset(const gc_workload *w)
 {
-    json_t *spec = json_pack(
-        "{s:I, s:{s:i, s:[{s:s, s:[s]}]}, s:[o]}", "ttlSecondsAfterFinished",
-        (json_int_t)w->ttl_seconds, "failurePolicy", "maxRestarts", w->restarts, "rules",
-        "action", "FailJobSet", "onJobFailureReasons", "PodFailurePolicy", "replicatedJobs",
-        main_replicated_job(w));
+    json_t *spec = json_pack("{s:I, s:{s:i, s:[{s:s, s:[s]}]}, s:[o]}", "ttlSecondsAfterFinished",
+                             (json_int_t)w->ttl_seconds, "failurePolicy", "maxRestarts",
+                             w->restarts, "rules", "action", "FailJobSet", "onJobFailureReasons",
+                             "PodFailurePolicy", "replicatedJobs", main_replicated_job(w));
     return jobset_object(w, spec);
 }
 

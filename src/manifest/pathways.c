@@ -45,7 +45,8 @@ static json_t *args_with_extras(json_t *args, const gc_strings *extra)
     return args;
 }
 
-static json_t *args_printf(json_t *args, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static json_t *args_printf(json_t *args, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static json_t *args_printf(json_t *args, const char *fmt, ...)
 {
@@ -110,10 +111,10 @@ static json_t *resource_manager_container(const gc_workload *w)
                             env_from_label("HOST_ADDRESS", JOBSET_COORDINATOR_LABEL),
                             env_value("TPU_SKIP_MDS_QUERY", "true"));
     const int ports[] = {RM_PORT, RM_SECOND_PORT};
-    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", "pathways-rm", "image",
-                          w->server_image, "args", args, "env", env, "ports",
-                          container_ports(ports, 2), "resources", limits("8", "32Gi"),
-                          "volumeMounts", shared_tmp_mount());
+    json_t *c =
+        json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", "pathways-rm", "image",
+                  w->server_image, "args", args, "env", env, "ports", container_ports(ports, 2),
+                  "resources", limits("8", "32Gi"), "volumeMounts", shared_tmp_mount());
     return as_sidecar(c, !w->headless);
 }
 
@@ -121,12 +122,12 @@ static json_t *user_container(const gc_workload *w)
 {
     char target[64];
     snprintf(target, sizeof(target), "grpc://$(PATHWAYS_HEAD):%d", PROXY_PORT);
-    json_t *env = json_pack("[o, o, o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL),
-                            env_value("JAX_PLATFORMS", "proxy"),
-                            env_value("JAX_BACKEND_TARGET", target));
+    json_t *env =
+        json_pack("[o, o, o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL),
+                  env_value("JAX_PLATFORMS", "proxy"), env_value("JAX_BACKEND_TARGET", target));
     return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", "workload-container", "image",
-                     w->image, "command", "/bin/bash", "-c", w->command, "env", env,
-                     "volumeMounts", user_volume_mounts(w, true));
+                     w->image, "command", "/bin/bash", "-c", w->command, "env", env, "volumeMounts",
+                     user_volume_mounts(w, true));
 }
 
 static json_t *head_pod_spec(const gc_workload *w)
@@ -150,9 +151,9 @@ static json_t *head_pod_spec(const gc_workload *w)
 
 static json_t *head_replicated_job(const gc_workload *w)
 {
-    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed",
-                                 "parallelism", 1, "completions", 1, "backoffLimit", 0);
-    json_t *failure_policy = pod_failure_policy(w);
+    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
+                                 1, "completions", 1, "backoffLimit", 0);
+    json_t *failure_policy = pod_failure_policy(w, w->headless ? NULL : "workload-container");
     if (failure_policy)
         jset(job_spec, "podFailurePolicy", failure_policy);
     jset(job_spec, "template",
@@ -192,8 +193,8 @@ static json_t *worker_resources(const gc_workload *w)
     char cpu[16], memory[16];
     gc_tpu_worker_requests(w->compute.tpu_machine, cpu, memory);
     json_int_t chips = w->compute.chips_per_vm;
-    json_t *requests = json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory,
-                                 "google.com/tpu", chips);
+    json_t *requests =
+        json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory, "google.com/tpu", chips);
     json_t *lim = w->numa_affinity ? json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory,
                                                "google.com/tpu", chips)
                                    : json_pack("{s:I}", "google.com/tpu", chips);
@@ -221,10 +222,10 @@ static json_t *colocated_python_sidecar(const gc_workload *w)
     char address[32];
     snprintf(address, sizeof(address), "0.0.0.0:%d", SIDECAR_PORT);
     const int ports[] = {SIDECAR_PORT};
-    json_t *c = json_pack("{s:s, s:s, s:[o], s:o, s:[o]}", "name", "colocated-python-sidecar",
-                          "image", w->sidecar_image, "env",
-                          env_value("GRPC_SERVER_ADDRESS", address), "ports",
-                          container_ports(ports, 1), "volumeMounts", shared_tmp_mount());
+    json_t *c =
+        json_pack("{s:s, s:s, s:[o], s:o, s:[o]}", "name", "colocated-python-sidecar", "image",
+                  w->sidecar_image, "env", env_value("GRPC_SERVER_ADDRESS", address), "ports",
+                  container_ports(ports, 1), "volumeMounts", shared_tmp_mount());
     return as_sidecar(c, true);
 }
 
@@ -252,10 +253,10 @@ static json_t *worker_replicated_job(const gc_workload *w)
     /* Elastic training lets a slice restart up to --pathways-max-slice-restarts times; otherwise
      * each host may restart a few times before the slice counts as failed. */
     int backoff = w->elastic_slices > 0 ? vms * w->max_slice_restarts : vms * 4;
-    json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode",
-                                 "Indexed", "parallelism", vms, "completions", vms,
-                                 "backoffLimit", backoff, "template", "metadata",
-                                 pod_metadata(w, false), "spec", worker_pod_spec(w));
+    json_t *job_spec =
+        json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
+                  vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",
+                  pod_metadata(w, false), "spec", worker_pod_spec(w));
     /* A multi-host TPU slice is one node pool, and two slices must never share one. */
     return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_WORKER, "replicas",
                      w->num_slices, "template", "metadata",
@@ -264,9 +265,9 @@ static json_t *worker_replicated_job(const gc_workload *w)
 
 static json_t *failure_policy(const gc_workload *w)
 {
-    return json_pack("{s:i, s:s, s:[{s:s, s:[s]}]}", "maxRestarts", w->restarts,
-                     "restartStrategy", "Recreate", "rules", "action", "FailJobSet",
-                     "onJobFailureReasons", "PodFailurePolicy");
+    return json_pack("{s:i, s:s, s:[{s:s, s:[s]}]}", "maxRestarts", w->restarts, "restartStrategy",
+                     "Recreate", "rules", "action", "FailJobSet", "onJobFailureReasons",
+                     "PodFailurePolicy");
 }
 
 json_t *gc_pathways_jobset(const gc_workload *w)
@@ -277,9 +278,9 @@ json_t *gc_pathways_jobset(const gc_workload *w)
                              GC_PATHWAYS_HEAD, "startupPolicy", "startupPolicyOrder", "InOrder");
     /* The job is done when the user's program is; headless servers run until cancelled. */
     if (!w->headless)
-        jset(spec, "successPolicy",
-             json_pack("{s:s, s:[s]}", "operator", "All", "targetReplicatedJobs",
-                       GC_PATHWAYS_HEAD));
+        jset(
+            spec, "successPolicy",
+            json_pack("{s:s, s:[s]}", "operator", "All", "targetReplicatedJobs", GC_PATHWAYS_HEAD));
     jset(spec, "failurePolicy", failure_policy(w));
     jset(spec, "replicatedJobs",
          json_pack("[o, o]", head_replicated_job(w), worker_replicated_job(w)));

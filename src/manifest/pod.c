@@ -98,9 +98,9 @@ static json_t *user_volume(const gc_mount *m, size_t index)
 json_t *pod_volumes(const gc_workload *w, bool with_user_mounts)
 {
     json_t *volumes = json_array();
-    json_array_append_new(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", SHARED_TMP_VOLUME,
-                                             "hostPath", "path", "/tmp", "type",
-                                             "DirectoryOrCreate"));
+    json_array_append_new(volumes,
+                          json_pack("{s:s, s:{s:s, s:s}}", "name", SHARED_TMP_VOLUME, "hostPath",
+                                    "path", "/tmp", "type", "DirectoryOrCreate"));
     for (size_t i = 0; with_user_mounts && i < w->mount_count; i++)
         json_array_append_new(volumes, user_volume(&w->mounts[i], i));
     return volumes;
@@ -205,9 +205,9 @@ static json_t *tolerations(const gc_workload *w)
         const char *kv = w->nap_tolerations.items[i];
         const char *eq = strchr(kv, '=');
         char *key = gc_xstrndup(kv, eq ? (size_t)(eq - kv) : strlen(kv));
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator",
-                                              "Equal", "value", eq ? eq + 1 : "", "effect",
-                                              "NoSchedule"));
+        json_array_append_new(list,
+                              json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator", "Equal",
+                                        "value", eq ? eq + 1 : "", "effect", "NoSchedule"));
         free(key);
     }
     if (!json_array_size(list)) {
@@ -228,7 +228,7 @@ void set_accelerator_placement(json_t *pod_spec, const gc_workload *w)
         jset(pod_spec, "tolerations", tol);
 }
 
-json_t *pod_failure_policy(const gc_workload *w)
+json_t *pod_failure_policy(const gc_workload *w, const char *container)
 {
     if (!w->restart_exit_code_count)
         return NULL;
@@ -238,8 +238,13 @@ json_t *pod_failure_policy(const gc_workload *w)
     /* Any other exit code fails the Job with reason PodFailurePolicy, which the JobSet's
      * FailJobSet rule turns into an immediate failure; the listed codes fall through to the
      * backoff limit and so to an ordinary JobSet restart (counted against --restarts). */
-    return json_pack("{s:[{s:s, s:{s:s, s:o}}]}", "rules", "action", "FailJob", "onExitCodes",
-                     "operator", "NotIn", "values", codes);
+    json_t *on_exit_codes = json_pack("{s:s, s:o}", "operator", "NotIn", "values", codes);
+    /* Native sidecars are stopped when the user's container ends and exit with whatever
+     * code; only the user's container must decide. */
+    if (container)
+        jset(on_exit_codes, "containerName", json_string(container));
+    return json_pack("{s:[{s:s, s:o}]}", "rules", "action", "FailJob", "onExitCodes",
+                     on_exit_codes);
 }
 
 json_t *exclusive_job_metadata(const char *topology_key)

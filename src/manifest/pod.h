@@ -13,11 +13,11 @@
 
 /* Labels and annotations JobSet puts on every pod it creates; containers read them through the
  * downward API. */
-#define JOBSET_COORDINATOR_LABEL "jobset.sigs.k8s.io/coordinator"
-#define JOBSET_NAME_KEY "jobset.sigs.k8s.io/jobset-name"
+#define JOBSET_COORDINATOR_LABEL  "jobset.sigs.k8s.io/coordinator"
+#define JOBSET_NAME_KEY           "jobset.sigs.k8s.io/jobset-name"
 #define JOBSET_REPLICATED_JOB_KEY "jobset.sigs.k8s.io/replicatedjob-name"
-#define JOBSET_REPLICAS_LABEL "jobset.sigs.k8s.io/replicatedjob-replicas"
-#define JOBSET_JOB_INDEX_LABEL "jobset.sigs.k8s.io/job-index"
+#define JOBSET_REPLICAS_LABEL     "jobset.sigs.k8s.io/replicatedjob-replicas"
+#define JOBSET_JOB_INDEX_LABEL    "jobset.sigs.k8s.io/job-index"
 #define JOBSET_EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 /* The JobSet around `spec` (stolen): apiVersion, kind, name, labels and the annotations that
@@ -52,8 +52,9 @@ void set_identity(json_t *pod_spec, const gc_workload *w);
  * constraints), required node affinity for multi-valued constraints, and tolerations. */
 void set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
 
-/* podFailurePolicy for --restart-on-exit-codes, or NULL. Only valid with restartPolicy Never. */
-json_t *pod_failure_policy(const gc_workload *w);
+/* podFailurePolicy for --restart-on-exit-codes, or NULL. Only valid with restartPolicy Never.
+ * `container` (may be NULL for every container) is the one whose exit code counts. */
+json_t *pod_failure_policy(const gc_workload *w, const char *container);
 
 /* The exclusive-topology annotation on a Job template: one pod (or one slice) per `key`. */
 json_t *exclusive_job_metadata(const char *topology_key);

@@ -1,0 +1,30 @@
+/*
+ * What the command files share: stored defaults, output helpers and the submit paths.
+ */
+#ifndef GCLUSTER_CLI_CLI_H
+#define GCLUSTER_CLI_CLI_H
+
+#include "cli/commands.h"
+#include "gcluster/job.h"
+#include "gcluster/kube.h"
+
+/* Fills --cluster/--location/--project from ~/.gcluster/context.json where not given. A
+ * missing or unreadable file changes nothing (with a warning for a corrupt one). */
+void cli_apply_stored_defaults(cli_globals *g);
+
+/* Opens a client for the selected cluster (SPEC §2, cluster selection). */
+int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err);
+
+/* stdout for results, stderr for progress (redrawn when it is a terminal). */
+gc_output cli_output(void);
+
+/* `job submit` without a cluster: validate, then write the manifest to `path` ("-": stdout). */
+int cli_submit_offline(const gc_submit_request *r, const char *path, gc_error *err);
+
+/* `job submit` against the cluster. */
+int cli_submit_live(const cli_globals *g, const gc_submit_request *r, gc_error *err);
+
+/* Writes `data` to `path` atomically (a temporary file renamed into place); "-" is stdout. */
+int cli_write_output(const char *path, const char *data, size_t len, gc_error *err);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * gcluster job submit: flags (Google's gcluster names and short forms, plus --queue, --topology,
+ * --priority, --dry-run-out and --dry-run=server), then job/ does the work.
+ */
+#include "cli/cli.h"
+
+#include "gcluster/job.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct submit_args {
+    cli_globals g;
+    gc_submit_request r;
+    cli_list mounts;
+    cli_list node_constraints;
+    cli_list exit_codes;
+} submit_args;
+
+#define R(field) r.field
+
+static const cli_option submit_options[] = {
+    CLI_GROUP("Workload"),
+    CLI_STRING('n', "name", submit_args, R(name), "NAME",
+               "name of the JobSet (DNS label; at most 22 characters with --pathways, else 28)"),
+    CLI_STRING('e', "command", submit_args, R(command), "COMMAND",
+               "command run by /bin/bash -c in the workload container (any bytes)"),
+    CLI_STRING('i', "image", submit_args, R(image), "IMAGE",
+               "pre-built container image, with registry (us-docker.pkg.dev/p/r/img:tag)"),
+    CLI_STRING('B', "base-image", submit_args, R(base_image), "IMAGE",
+               "build an image: this base plus --build-context as one layer (no Docker)"),
+    CLI_STRING('b', "build-context", submit_args, R(build_context), "DIR",
+               "directory added to --base-image (pushed to $GCLUSTER_IMAGE_REPO)"),
+    CLI_STRING('f', "platform", submit_args, R(platform), "OS/ARCH",
+               "platform of the base image to build on (default linux/amd64)"),
+    CLI_LIST(0, "mount", submit_args, mounts, "SRC:DEST[:ro|rw]",
+             "mount gs://BUCKET[/DIR], /HOST/PATH, filestore://IP/SHARE or a PVC (repeatable)"),
+    CLI_STRING(0, "service-account", submit_args, R(service_account), "NAME",
+               "Kubernetes service account of the pods"),
+    CLI_STRING(0, "image-pull-secret", submit_args, R(image_pull_secret), "S1,S2",
+               "comma-separated secrets for pulling images"),
+    CLI_BOOL(0, "verbose", submit_args, R(verbose),
+             "verbose TPU/GPU logging in the workload (and trace API requests, like -v)"),
+
+    CLI_GROUP("Compute"),
+    CLI_STRING(0, "compute-type", submit_args, R(compute_type), "TYPE",
+               "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
+               "n2-standard-32, ..."),
+    CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
+               "TPU slice shape (4x4, 2x2x2); must agree with a sized --compute-type"),
+    CLI_INT(0, "num-slices", submit_args, R(num_slices), "N",
+            "number of TPU slices (or GPU/CPU groups) (default 1)"),
+    CLI_INT_SEEN(0, "num-nodes", submit_args, R(num_nodes), R(num_nodes_set), "N",
+                 "hosts per group for GPU/CPU jobs (TPU: from the topology) (default 1)"),
+    CLI_BOOL(0, "gke-disable-parallel-containers", submit_args, R(disable_parallel_containers),
+             "run one container per TPU7x host instead of two"),
+    CLI_STRING(0, "cpu-affinity", submit_args, R(cpu_affinity), "numa",
+               "numa: Guaranteed QoS so TPU containers get exclusive NUMA-local CPUs"),
+
+    CLI_GROUP("Scheduling"),
+    CLI_STRING('q', "queue", submit_args, R(queue), "QUEUE",
+               "Kueue LocalQueue (default: discovered; offline \"user-queue\")"),
+    CLI_STRING(0, "priority", submit_args, R(priority), "CLASS",
+               "PriorityClass: very-low, low, medium, high, very-high or your own"),
+    CLI_STRING(0, "placement-policy", submit_args, R(placement_policy), "NAME",
+               "GKE compact placement policy of the TPU/GPU nodes"),
+    CLI_LIST(0, "node-constraint", submit_args, node_constraints, "KEY=VALUE[|VALUE]",
+             "extra node label requirement for TPU/GPU pods (repeatable)"),
+    CLI_STRING(0, "gke-scheduler", submit_args, R(scheduler), "NAME",
+               "scheduler for the TPU/GPU pods (e.g. gke.io/topology-aware-auto)"),
+    CLI_STRING(0, "gke-nap-provisioning", submit_args, R(nap_provisioning), "MODEL",
+               "node auto-provisioning capacity: on-demand, spot or reservation"),
+    CLI_STRING(0, "gke-nap-reservation", submit_args, R(nap_reservation), "NAME",
+               "reservation for --gke-nap-provisioning=reservation"),
+
+    CLI_GROUP("Lifecycle"),
+    CLI_INT(0, "restarts", submit_args, R(restarts), "N",
+            "times the whole JobSet may be recreated after a failure (default 1)"),
+    CLI_LIST(0, "restart-on-exit-codes", submit_args, exit_codes, "C1,C2",
+             "exit codes that restart the JobSet; any other failure fails it at once"),
+    CLI_STRING(0, "gke-ttl-after-finished", submit_args, R(ttl_after_finished), "DURATION",
+               "keep the finished JobSet this long, e.g. 5m, 1h (default 1h)"),
+    CLI_STRING(0, "grace-period", submit_args, R(grace_period), "DURATION",
+               "time to stop cleanly (checkpoints) before pods are killed (default 30s)"),
+    CLI_BOOL(0, "await-job-completion", submit_args, R(await_completion),
+             "wait until the job finishes; exit 3 if it fails"),
+    CLI_STRING(0, "timeout", submit_args, R(timeout), "DURATION",
+               "wait at most this long for completion (implies --await-job-completion)"),
+    CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
+               "write the manifest to FILE (or stdout) without contacting any cluster"),
+    CLI_STRING(0, "dry-run", submit_args, R(dry_run), "server|client",
+               "server: let the cluster's webhooks and schemas validate it, create nothing"),
+
+    CLI_GROUP("Pathways"),
+    CLI_BOOL(0, "pathways", submit_args, R(pathways),
+             "run as a Pathways job: resource manager, IFRT proxy and TPU workers"),
+    CLI_STRING(0, "pathways-gcs-location", submit_args, R(pathways_gcs_location),
+               "gs://BUCKET/PREFIX", "scratch space for Pathways (required with --pathways)"),
+    CLI_BOOL(0, "pathways-headless", submit_args, R(pathways_headless),
+             "only the Pathways servers, for a JAX client outside the cluster"),
+    CLI_STRING(0, "pathways-head-np", submit_args, R(pathways_head_np), "POOL",
+               "node pool of the head pod (default: cpu-np, else pathways-np)"),
+    CLI_STRING(0, "pathways-proxy-server-image", submit_args, R(pathways_proxy_image), "IMAGE",
+               "IFRT proxy image (default .../pathways/proxy_server:latest)"),
+    CLI_STRING(0, "pathways-server-image", submit_args, R(pathways_server_image), "IMAGE",
+               "resource manager image (default .../pathways/server:latest)"),
+    CLI_STRING(0, "pathways-worker-image", submit_args, R(pathways_worker_image), "IMAGE",
+               "TPU worker image (default: the server image)"),
+    CLI_STRING(0, "pathways-colocated-python-sidecar-image", submit_args, R(pathways_sidecar_image),
+               "IMAGE", "colocated Python sidecar beside every TPU worker"),
+    CLI_INT_SEEN(0, "pathways-elastic-slices", submit_args, R(pathways_elastic_slices),
+                 R(pathways_elastic_slices_set), "N",
+                 "slices that may be missing while the job keeps running (default 0)"),
+    CLI_INT_SEEN(0, "pathways-max-slice-restarts", submit_args, R(pathways_max_slice_restarts),
+                 R(pathways_max_slice_restarts_set), "N",
+                 "restarts allowed per slice with --pathways-elastic-slices (default 1)"),
+    CLI_STRING(0, "pathways-proxy-args", submit_args, R(pathways_proxy_args), "ARGS",
+               "extra arguments for pathways-proxy (split on whitespace)"),
+    CLI_STRING(0, "pathways-server-args", submit_args, R(pathways_server_args), "ARGS",
+               "extra arguments for pathways-rm (split on whitespace)"),
+    CLI_STRING(0, "pathways-worker-args", submit_args, R(pathways_worker_args), "ARGS",
+               "extra arguments for pathways-worker (split on whitespace)"),
+    CLI_END,
+};
+
+static void submit_defaults(void *args)
+{
+    gc_submit_request_defaults(&((submit_args *)args)->r);
+}
+
+static void copy_list(const cli_list *from, const char **to, size_t *count)
+{
+    for (size_t i = 0; i < from->count; i++)
+        to[i] = from->items[i];
+    *count = from->count;
+}
+
+static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
+{
+    submit_args *a = opaque;
+    if (parsed->positional_count)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "job submit takes no arguments (got \"%s\"); did you mean --name %s?",
+                       parsed->positional[0], parsed->positional[0]);
+    gc_submit_request *r = &a->r;
+    copy_list(&a->mounts, r->mounts, &r->mount_count);
+    copy_list(&a->node_constraints, r->node_constraints, &r->node_constraint_count);
+    copy_list(&a->exit_codes, r->restart_on_exit_codes, &r->restart_on_exit_code_count);
+    r->verbose = r->verbose || a->g.verbose > 0;
+    if (r->verbose && !a->g.verbose)
+        a->g.verbose = 1;
+    cli_apply_stored_defaults(&a->g);
+    r->project = a->g.project;
+    r->location = a->g.location;
+
+    if (r->dry_run_out || (r->dry_run && !strcmp(r->dry_run, "client")))
+        return cli_submit_offline(r, r->dry_run_out ? r->dry_run_out : "-", err);
+    return cli_submit_live(&a->g, r, err);
+}
+
+const cli_command cmd_job_submit = {
+    .name = "submit",
+    .summary = "build the JobSet, check it against the cluster and create it",
+    .usage = "job submit --name NAME --compute-type TYPE (--command CMD --image IMAGE | "
+             "--pathways-headless) [flags]",
+    .description =
+        "Pathways: add --pathways --pathways-gcs-location gs://BUCKET/PREFIX. With "
+        "--dry-run-out FILE the manifest is written without contacting any cluster.\n"
+        "Exit codes: 0 created (or succeeded), 1 API or runtime failure, 2 bad input (nothing "
+        "sent), 3 the job failed (--await-job-completion).",
+    .options = submit_options,
+    .args_size = sizeof(submit_args),
+    .init_args = submit_defaults,
+    .run = submit_run,
+};

@@ -1,0 +1,87 @@
+/*
+ * Helpers shared by the command files: stored defaults and writing output files.
+ */
+#include "cli/cli.h"
+
+#include "gcluster/buf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cli_apply_stored_defaults(cli_globals *g)
+{
+    /* An explicit --context names the cluster completely; stored GKE names must not mix in. */
+    if (g->context)
+        return;
+    gc_stored_context ctx;
+    gc_error err = {0};
+    if (gc_context_load(&ctx, &err) != 0) {
+        fprintf(stderr, "gcluster: warning: ignoring stored defaults: %s\n", err.message);
+        return;
+    }
+    /* The strings live until exit: argument structs only borrow. */
+    if (!g->cluster && ctx.cluster)
+        g->cluster = ctx.cluster, ctx.cluster = NULL;
+    if (!g->location && ctx.location)
+        g->location = ctx.location, ctx.location = NULL;
+    if (!g->project && ctx.project)
+        g->project = ctx.project, ctx.project = NULL;
+    gc_context_free(&ctx);
+}
+
+static int write_all(FILE *f, const char *data, size_t len)
+{
+    return fwrite(data, 1, len, f) == len && fflush(f) == 0 ? 0 : -1;
+}
+
+int cli_write_output(const char *path, const char *data, size_t len, gc_error *err)
+{
+    if (!strcmp(path, "-"))
+        return write_all(stdout, data, len) == 0
+                   ? 0
+                   : gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
+    struct stat st;
+    size_t n = strlen(path);
+    if (n == 0 || path[n - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--dry-run-out \"%s\" is a directory; give a file path such as %s%sjob.yaml",
+                       path, path, n && path[n - 1] == '/' ? "" : "/");
+    char *tmp = gc_xasprintf("%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        int rc = gc_fail(err, GC_EXIT_USAGE, "cannot write %s: %s (does the directory exist?)",
+                         path, strerror(errno));
+        free(tmp);
+        return rc;
+    }
+    int rc = 0;
+    if (write_all(f, data, len) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+int cli_submit_offline(const gc_submit_request *r, const char *path, gc_error *err)
+{
+    gc_workload w;
+    int rc = gc_submit_prepare(r, NULL, &w, err);
+    if (rc)
+        return rc;
+    gc_buf yaml;
+    gc_buf_init(&yaml);
+    rc = gc_submit_render_offline(r, &w, &yaml, err);
+    if (!rc)
+        rc = cli_write_output(path, yaml.data, yaml.len, err);
+    if (!rc && strcmp(path, "-") != 0)
+        fprintf(stderr, "Wrote the %s JobSet \"%s\" to %s.\n",
+                w.pathways ? (w.headless ? "headless Pathways" : "Pathways") : "", w.name, path);
+    gc_buf_free(&yaml);
+    gc_workload_free(&w);
+    return rc;
+}

@@ -1,0 +1,158 @@
+/*
+ * Walks the command tree, parses options into the command's argument struct and runs it; prints
+ * help generated from the same tables.
+ */
+#include "cli/commands.h"
+
+#include "gcluster/buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_command *const job_config_commands[] = {&cmd_job_config_set, &cmd_job_config_list,
+                                                         NULL};
+
+static const cli_command cmd_job_config = {
+    .name = "config",
+    .summary = "store default --cluster, --location and --project values",
+    .usage = "job config (set KEY VALUE | list)",
+    .description = "Defaults live in ~/.gcluster/context.json (keys: cluster, location, project) "
+                   "and fill in flags that are not given.",
+    .subcommands = job_config_commands,
+};
+
+static const cli_command *const job_commands[] = {
+    &cmd_job_submit, &cmd_job_inspect, &cmd_job_list, &cmd_job_logs,
+    &cmd_job_cancel, &cmd_job_config,  NULL};
+
+static const cli_command cmd_job = {
+    .name = "job",
+    .summary = "submit, follow and cancel workloads (Pathways and ordinary JobSets)",
+    .usage = "job <command> [flags]",
+    .subcommands = job_commands,
+};
+
+static const cli_command *const root_commands[] = {&cmd_job, NULL};
+
+const cli_command cli_root = {
+    .name = "gcluster",
+    .summary = "run Pathways workloads on GKE TPU clusters",
+    .usage = "<command> [flags]",
+    .description = "A native client for Pathways and JobSet workloads on GKE: it builds the "
+                   "manifests as data, talks to the Kubernetes API directly and queues jobs "
+                   "through Kueue.",
+    .subcommands = root_commands,
+};
+
+static void print_command_list(FILE *out, const cli_command *group, const char *prefix)
+{
+    for (const cli_command *const *c = group->subcommands; *c; c++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", (*c)->name);
+        if ((*c)->subcommands) {
+            print_command_list(out, *c, path);
+            continue;
+        }
+        if (strlen(path) > 22)
+            fprintf(out, "  %s\n  %22s  %s\n", path, "", (*c)->summary);
+        else
+            fprintf(out, "  %-22s  %s\n", path, (*c)->summary);
+    }
+}
+
+static void print_help(FILE *out, const cli_command *cmd, const char *path)
+{
+    fprintf(out, "Usage: gcluster %s\n\n%s.\n", cmd->usage, cmd->summary);
+    if (cmd->description)
+        fprintf(out, "\n%s\n", cmd->description);
+    if (cmd->subcommands) {
+        fprintf(out, "\nCommands:\n");
+        print_command_list(out, cmd, path);
+    }
+    if (cmd->options) {
+        fprintf(out, "\nFlags:");
+        cli_print_options(out, cmd->options);
+    }
+    cli_print_options(out, cli_global_options);
+    fprintf(out, "\nVersion:\n  --version                           print the version\n");
+    if (cmd->subcommands)
+        fprintf(out, "\nRun 'gcluster %s%s<command> --help' for a command's flags.\n", path,
+                *path ? " " : "");
+}
+
+static const cli_command *find_subcommand(const cli_command *group, const char *name)
+{
+    for (const cli_command *const *c = group->subcommands; *c; c++)
+        if (!strcmp((*c)->name, name))
+            return *c;
+    return NULL;
+}
+
+static int unknown_command(const cli_command *group, const char *path, const char *name,
+                           gc_error *err)
+{
+    const char *best = NULL;
+    size_t best_distance = 3;
+    for (const cli_command *const *c = group->subcommands; *c; c++) {
+        size_t d = cli_edit_distance(name, (*c)->name);
+        if (d < best_distance) {
+            best = (*c)->name;
+            best_distance = d;
+        }
+    }
+    gc_buf names;
+    gc_buf_init(&names);
+    for (const cli_command *const *c = group->subcommands; *c; c++)
+        gc_buf_printf(&names, "%s%s", names.len ? ", " : "", (*c)->name);
+    int rc = gc_fail(err, GC_EXIT_USAGE, "unknown command \"%s%s%s\"%s%s%s; commands: %s", path,
+                     *path ? " " : "", name, best ? "; did you mean \"" : "", best ? best : "",
+                     best ? "\"?" : "", names.data);
+    gc_buf_free(&names);
+    return rc;
+}
+
+static int run_leaf(const cli_command *cmd, const char *path, int argc, char **argv, gc_error *err)
+{
+    void *args = gc_xcalloc(1, cmd->args_size);
+    if (cmd->init_args)
+        cmd->init_args(args);
+    cli_parsed parsed;
+    int rc = cli_parse(cmd->options, args, argc, argv, &parsed, err);
+    if (!rc && ((cli_globals *)args)->help)
+        print_help(stdout, cmd, path);
+    else if (!rc)
+        rc = cmd->run(args, &parsed, err);
+    free(args);
+    return rc;
+}
+
+static bool is_help(const char *arg)
+{
+    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "help");
+}
+
+int cli_dispatch(int argc, char **argv, gc_error *err)
+{
+    const cli_command *cmd = &cli_root;
+    char path[128] = "";
+    int i = 0;
+    while (cmd->subcommands) {
+        if (i >= argc || is_help(argv[i])) {
+            print_help(i >= argc ? stderr : stdout, cmd, path);
+            return i >= argc ? GC_EXIT_USAGE : 0;
+        }
+        if (cmd == &cli_root && !strcmp(argv[i], "--version")) {
+            printf("gcluster %s\n", GCLUSTER_VERSION);
+            return 0;
+        }
+        const cli_command *next = find_subcommand(cmd, argv[i]);
+        if (!next)
+            return unknown_command(cmd, path, argv[i], err);
+        size_t used = strlen(path);
+        snprintf(path + used, sizeof(path) - used, "%s%s", used ? " " : "", next->name);
+        cmd = next;
+        i++;
+    }
+    return run_leaf(cmd, path, argc - i, argv + i, err);
+}

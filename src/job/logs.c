@@ -1,0 +1,325 @@
+/*
+ * `job logs`: pick the pods and containers (SPEC §2), then stream them all at once through the
+ * client's multiplexed log reader. By default that is one container: the user's program in the
+ * head pod (headless: the IFRT proxy; an ordinary JobSet: slice 0, host 0).
+ *
+ * Following ends when the pods end: the kubelet closes finished streams itself, but a stream
+ * can stay open (a node that never says goodbye), so the pods' phases are checked every two
+ * seconds with one list request and streaming stops shortly after every pod has finished.
+ */
+#include "gcluster/buf.h"
+#include "gcluster/job.h"
+#include "gcluster/kube.h"
+#include "gcluster/manifest.h"
+#include "job/lookup.h"
+#include "job/watch_job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PHASE_CHECK_SECONDS 2
+#define DRAIN_SECONDS       2
+
+typedef struct log_target {
+    char *pod;
+    char *container;
+    char *prefix; /* "[pod/container] " with --all, else "" */
+} log_target;
+
+typedef struct logs_state {
+    gc_kube *kube;
+    const gc_logs_request *r;
+    const gc_output *o;
+    char selector[512];
+    log_target *targets;
+    size_t count;
+    time_t next_check;
+    time_t finished_at; /* when every followed pod had ended, or 0 */
+} logs_state;
+
+static int check_request(const gc_logs_request *r, long *since, gc_error *err)
+{
+    if (r->role && strcmp(r->role, "head") && strcmp(r->role, "worker"))
+        return gc_fail(err, GC_EXIT_USAGE, "--role %s: use head or worker", r->role);
+    if (r->all && r->container)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--all already shows every container; drop --container or --all");
+    if (r->tail < -1)
+        return gc_fail(err, GC_EXIT_USAGE, "--tail must be 0 or more lines");
+    *since = 0;
+    if (r->since)
+        return gc_parse_duration("--since", r->since, since, err);
+    return 0;
+}
+
+/* Which replicated job, and which container in it, the request means for this JobSet. */
+static void choose_role(const json_t *jobset, const gc_logs_request *r, const char **rjob,
+                        const char **container)
+{
+    bool pathways = replicated_job(jobset, GC_PATHWAYS_HEAD) != NULL;
+    bool worker = r->role && !strcmp(r->role, "worker");
+    if (!pathways) {
+        const json_t *main = replicated_job(jobset, GC_MAIN_JOB);
+        *rjob = main ? GC_MAIN_JOB : NULL;
+        *container = NULL; /* the first container */
+        return;
+    }
+    if (worker) {
+        *rjob = GC_PATHWAYS_WORKER;
+        *container = "pathways-worker";
+    } else {
+        *rjob = GC_PATHWAYS_HEAD;
+        *container = !strcmp(jobset_pathways_mode(jobset), "headless") ? "pathways-proxy"
+                                                                       : "workload-container";
+    }
+}
+
+static const char *label(const json_t *pod, const char *key)
+{
+    return meta_string(pod, "labels", key);
+}
+
+static bool pod_selected(const json_t *pod, const gc_logs_request *r)
+{
+    long slice = r->slice >= 0 ? r->slice : (r->all ? -1 : 0);
+    long host = r->host >= 0 ? r->host : (r->all ? -1 : 0);
+    const char *job_index = label(pod, "jobset.sigs.k8s.io/job-index");
+    const char *pod_index = label(pod, "batch.kubernetes.io/job-completion-index");
+    if (slice >= 0 && (!job_index || atol(job_index) != slice))
+        return false;
+    return host < 0 || (pod_index && atol(pod_index) == host);
+}
+
+static void add_target(logs_state *s, const char *pod, const char *container, bool prefix)
+{
+    s->targets = gc_xrealloc(s->targets, (s->count + 1) * sizeof(*s->targets));
+    log_target *t = &s->targets[s->count++];
+    t->pod = gc_xstrdup(pod);
+    t->container = gc_xstrdup(container);
+    t->prefix = prefix ? gc_xasprintf("[%s/%s] ", pod, container) : gc_xstrdup("");
+}
+
+static void add_containers(logs_state *s, const json_t *pod, const char *wanted)
+{
+    const char *pod_name = meta_string(pod, NULL, "name");
+    const json_t *spec = json_object_get(pod, "spec");
+    static const char *const lists[] = {"initContainers", "containers"};
+    bool first_regular = true;
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            const char *name = json_string_value(json_object_get(c, "name"));
+            bool regular = l == 1;
+            bool pick = s->r->all || (wanted ? !strcmp(name, wanted) : regular && first_regular);
+            if (regular)
+                first_regular = false;
+            if (pick && name)
+                add_target(s, pod_name, name, s->r->all);
+        }
+    }
+}
+
+static int collect_pod(json_t *pod, void *ctx, gc_error *err)
+{
+    (void)err;
+    json_array_append(ctx, pod);
+    return 0;
+}
+
+static int list_pods(logs_state *s, json_t *pods, gc_error *err)
+{
+    char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
+    gc_kube_list_options opts = {.label_selector = s->selector};
+    int rc = gc_kube_list(s->kube, path, &opts, collect_pod, pods, NULL, err);
+    free(path);
+    return rc;
+}
+
+/* Whether `pod` is one the request asks for (role, slice, host; not being deleted). */
+static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *pod)
+{
+    const char *rjob, *container;
+    choose_role(jobset, s->r, &rjob, &container);
+    const char *pod_rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
+    bool role_ok = (s->r->all && !s->r->role) || (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
+    return role_ok && pod_selected(pod, s->r) && !meta_string(pod, NULL, "deletionTimestamp");
+}
+
+static int choose_targets(logs_state *s, const json_t *jobset, json_t *pods, gc_error *err)
+{
+    const char *rjob, *container;
+    choose_role(jobset, s->r, &rjob, &container);
+    if (s->r->container)
+        container = s->r->container;
+    size_t i;
+    const json_t *pod;
+    json_array_foreach(pods, i, pod)
+    {
+        if (pod_wanted(s, jobset, pod))
+            add_containers(s, pod, container);
+    }
+    if (s->count)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "no %s container%s%s matches in job %s (check --role, --slice, --host and "
+                   "--container; gcluster job inspect %s lists the pods)",
+                   container ? container : "", container ? " in " : "", rjob ? rjob : "",
+                   s->r->name, s->r->name);
+}
+
+/* Why a job has no pods to read yet: its status, with Kueue's reason when it is queued. */
+static void not_started(logs_state *s, const json_t *jobset, char *why, size_t size)
+{
+    gc_job_facts f;
+    gc_job_status st;
+    gc_error ignored = {0};
+    gc_job_facts_fetch(s->kube, jobset, &f, &ignored);
+    gc_job_status_derive(&f, &st);
+    snprintf(why, size, "%s%s%s", st.text, st.detail[0] ? ": " : "", st.detail);
+}
+
+typedef struct start_wait {
+    logs_state *s;
+    const json_t *jobset;
+} start_wait;
+
+static int on_pod_event(enum gc_kube_event_type type, json_t *pod, void *ctx, gc_error *err)
+{
+    (void)err;
+    start_wait *w = ctx;
+    if (type != GC_KUBE_ADDED && type != GC_KUBE_MODIFIED)
+        return 0;
+    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    bool started = phase && strcmp(phase, "Pending") != 0;
+    return started && pod_wanted(w->s, w->jobset, pod) ? GC_KUBE_STOP : 0;
+}
+
+/* -f on a job whose pods are not running yet: say why, then watch until they are. Without -f
+ * that is an error, as kubectl's is for a container that has not started. */
+static int wait_until_started(logs_state *s, const json_t *jobset, json_t *pods, gc_error *err)
+{
+    size_t i;
+    const json_t *pod;
+    json_array_foreach(pods, i, pod)
+    {
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+        if (phase && strcmp(phase, "Pending") != 0 && pod_wanted(s, jobset, pod))
+            return 0;
+    }
+    char why[1024];
+    not_started(s, jobset, why, sizeof(why));
+    if (!s->r->follow)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "job %s has not started yet (%s); add -f to wait for it", s->r->name, why);
+    fprintf(s->o->log, "Waiting for job %s to start (%s)...\n", s->r->name, why);
+    char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
+    gc_kube_list_options opts = {.label_selector = s->selector};
+    start_wait w = {.s = s, .jobset = jobset};
+    int rc = gc_kube_list_watch(s->kube, path, &opts, 0, on_pod_event, &w, err);
+    free(path);
+    json_array_clear(pods);
+    return rc ? rc : list_pods(s, pods, err);
+}
+
+static int on_line(size_t index, const char *text, size_t len, void *ctx)
+{
+    logs_state *s = ctx;
+    fputs(s->targets[index].prefix, s->o->out);
+    fwrite(text, 1, len, s->o->out);
+    fputc('\n', s->o->out);
+    return 0;
+}
+
+static bool all_finished(const json_t *pods, const logs_state *s)
+{
+    for (size_t t = 0; t < s->count; t++) {
+        bool done = false;
+        size_t i;
+        const json_t *pod;
+        json_array_foreach(pods, i, pod)
+        {
+            const char *phase =
+                json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+            if (!strcmp(meta_string(pod, NULL, "name"), s->targets[t].pod))
+                done = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+        }
+        if (!done)
+            return false;
+    }
+    return true;
+}
+
+static bool keep_following(void *ctx)
+{
+    logs_state *s = ctx;
+    fflush(s->o->out);
+    time_t now = time(NULL);
+    if (s->finished_at)
+        return now < s->finished_at + DRAIN_SECONDS;
+    if (now < s->next_check)
+        return true;
+    s->next_check = now + PHASE_CHECK_SECONDS;
+    json_t *pods = json_array();
+    gc_error ignored = {0};
+    if (list_pods(s, pods, &ignored) == 0 && all_finished(pods, s))
+        s->finished_at = now;
+    json_decref(pods);
+    return true;
+}
+
+static int stream(logs_state *s, long since, gc_error *err)
+{
+    gc_kube_log_source *sources = gc_xcalloc(s->count, sizeof(*sources));
+    for (size_t i = 0; i < s->count; i++) {
+        sources[i].ns = gc_kube_namespace(s->kube);
+        sources[i].pod = s->targets[i].pod;
+        sources[i].container = s->targets[i].container;
+    }
+    gc_kube_log_options opts = {
+        .follow = s->r->follow,
+        .tail_lines = s->r->tail,
+        .since_seconds = since,
+        .timestamps = s->r->timestamps,
+    };
+    s->next_check = time(NULL) + PHASE_CHECK_SECONDS;
+    int rc = gc_kube_logs(s->kube, sources, s->count, &opts, on_line,
+                          s->r->follow ? keep_following : NULL, s, err);
+    fflush(s->o->out);
+    free(sources);
+    return rc;
+}
+
+int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_error *err)
+{
+    long since;
+    int rc = check_request(r, &since, err);
+    if (rc)
+        return rc;
+    logs_state s = {.kube = kube, .r = r, .o = o};
+    snprintf(s.selector, sizeof(s.selector), "jobset.sigs.k8s.io/jobset-name=%s", r->name);
+    json_t *jobset = NULL;
+    json_t *pods = json_array();
+    rc = find_jobset(kube, r->name, &jobset, err);
+    if (!rc)
+        rc = list_pods(&s, pods, err);
+    if (!rc)
+        rc = wait_until_started(&s, jobset, pods, err);
+    if (!rc)
+        rc = choose_targets(&s, jobset, pods, err);
+    if (!rc)
+        rc = stream(&s, since, err);
+    for (size_t i = 0; i < s.count; i++) {
+        free(s.targets[i].pod);
+        free(s.targets[i].container);
+        free(s.targets[i].prefix);
+    }
+    free(s.targets);
+    json_decref(pods);
+    json_decref(jobset);
+    return rc;
+}

@@ -1,0 +1,158 @@
+/*
+ * Finding one job by name, and reading what a JobSet says about itself (for jobs made by this
+ * tool, by Google's gcluster, or by hand).
+ */
+#include "job/lookup.h"
+
+#include "gcluster/buf.h"
+#include "gcluster/manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *jobset_path(gc_kube *kube, const char *name)
+{
+    return gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", name);
+}
+
+static int note_namespace(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    const char *ns =
+        json_string_value(json_object_get(json_object_get(item, "metadata"), "namespace"));
+    gc_buf *namespaces = ctx;
+    if (ns)
+        gc_buf_printf(namespaces, "%s%s", namespaces->len ? ", " : "", ns);
+    return 0;
+}
+
+/* Where else a job of this name lives, for the "not found" message. */
+static void other_namespaces(gc_kube *kube, const char *name, gc_buf *namespaces)
+{
+    char selector[300];
+    snprintf(selector, sizeof(selector), "metadata.name=%s", name);
+    gc_kube_list_options opts = {.field_selector = selector, .accept = GC_KUBE_ACCEPT_METADATA};
+    char *path = gc_kube_path("jobset.x-k8s.io", "v1alpha2", NULL, "jobsets", NULL);
+    gc_error ignored = {0};
+    gc_kube_list(kube, path, &opts, note_namespace, namespaces, NULL, &ignored);
+    free(path);
+}
+
+int job_not_found(gc_kube *kube, const char *name, gc_error *err)
+{
+    gc_buf elsewhere;
+    gc_buf_init(&elsewhere);
+    other_namespaces(kube, name, &elsewhere);
+    int rc;
+    if (elsewhere.len)
+        rc = gc_fail(err, GC_EXIT_RUNTIME,
+                     "no job named %s in namespace %s; it exists in namespace %s: add "
+                     "--namespace",
+                     name, gc_kube_namespace(kube), elsewhere.data);
+    else
+        rc = gc_fail(err, GC_EXIT_RUNTIME,
+                     "no job named %s in namespace %s (gcluster job list shows the jobs)", name,
+                     gc_kube_namespace(kube));
+    err->http_status = 404;
+    snprintf(err->reason, sizeof(err->reason), "NotFound");
+    gc_buf_free(&elsewhere);
+    return rc;
+}
+
+int find_jobset(gc_kube *kube, const char *name, json_t **jobset, gc_error *err)
+{
+    char *path = jobset_path(kube, name);
+    int rc = gc_kube_get(kube, path, NULL, jobset, err);
+    free(path);
+    if (rc && err->http_status == 404)
+        return job_not_found(kube, name, err);
+    return rc;
+}
+
+const char *meta_string(const json_t *object, const char *section, const char *key)
+{
+    const json_t *metadata = json_object_get(object, "metadata");
+    if (section)
+        metadata = json_object_get(metadata, section);
+    return json_string_value(json_object_get(metadata, key));
+}
+
+const json_t *replicated_job(const json_t *jobset, const char *name)
+{
+    size_t i;
+    const json_t *rjob;
+    json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, rjob)
+    {
+        const char *n = json_string_value(json_object_get(rjob, "name"));
+        if (n && !strcmp(n, name))
+            return rjob;
+    }
+    return NULL;
+}
+
+const char *jobset_pathways_mode(const json_t *jobset)
+{
+    const char *mode = meta_string(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
+    if (mode)
+        return strcmp(mode, "no") ? mode : "-";
+    if (!replicated_job(jobset, GC_PATHWAYS_HEAD))
+        return "-";
+    /* Made elsewhere: only a job with a user program ends when the head does (headless ones
+     * get JobSet's default policy, "all jobs", which servers that never exit never reach). */
+    const json_t *targets = json_object_get(
+        json_object_get(json_object_get(jobset, "spec"), "successPolicy"), "targetReplicatedJobs");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(targets, i, t)
+    {
+        if (json_string_value(t) && !strcmp(json_string_value(t), GC_PATHWAYS_HEAD))
+            return "yes";
+    }
+    return "headless";
+}
+
+/* The first pod template of a replicated job that carries accelerator node selectors. */
+static const json_t *worker_node_selector(const json_t *jobset)
+{
+    size_t i;
+    const json_t *rjob;
+    json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, rjob)
+    {
+        const json_t *pod_spec = json_object_get(
+            json_object_get(json_object_get(json_object_get(rjob, "template"), "spec"), "template"),
+            "spec");
+        const json_t *selector = json_object_get(pod_spec, "nodeSelector");
+        if (json_object_get(selector, "cloud.google.com/gke-tpu-accelerator") ||
+            json_object_get(selector, "cloud.google.com/gke-accelerator"))
+            return selector;
+    }
+    return NULL;
+}
+
+void jobset_compute(const json_t *jobset, char *out, size_t size)
+{
+    const char *compute = meta_string(jobset, "annotations", GC_ANNOTATION_COMPUTE);
+    const char *slices = meta_string(jobset, "annotations", GC_ANNOTATION_SLICES);
+    if (compute) {
+        snprintf(out, size, "%s x%s", compute, slices ? slices : "1");
+        return;
+    }
+    const json_t *selector = worker_node_selector(jobset);
+    const char *accelerator =
+        json_string_value(json_object_get(selector, "cloud.google.com/gke-tpu-accelerator"));
+    const char *topology =
+        json_string_value(json_object_get(selector, "cloud.google.com/gke-tpu-topology"));
+    if (!accelerator)
+        accelerator =
+            json_string_value(json_object_get(selector, "cloud.google.com/gke-accelerator"));
+    const json_t *worker = replicated_job(jobset, GC_PATHWAYS_WORKER);
+    if (!worker)
+        worker = replicated_job(jobset, GC_MAIN_JOB);
+    json_int_t replicas = json_integer_value(json_object_get(worker, "replicas"));
+    if (accelerator)
+        snprintf(out, size, "%s%s%s x%lld", accelerator, topology ? " " : "",
+                 topology ? topology : "", (long long)(replicas ? replicas : 1));
+    else
+        snprintf(out, size, "-");
+}

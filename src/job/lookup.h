@@ -1,0 +1,28 @@
+/*
+ * Finding a job by name and reading a JobSet's self-description. Internal to job/.
+ */
+#ifndef GCLUSTER_JOB_LOOKUP_H
+#define GCLUSTER_JOB_LOOKUP_H
+
+#include "gcluster/kube.h"
+
+#include <jansson.h>
+
+/* The JobSet path in the client's namespace (name may be NULL for the collection). */
+char *jobset_path(gc_kube *kube, const char *name);
+
+/* GETs the JobSet; a 404 becomes one clear line that also says in which other namespace a job
+ * of that name exists, if any. */
+int find_jobset(gc_kube *kube, const char *name, json_t **jobset, gc_error *err);
+int job_not_found(gc_kube *kube, const char *name, gc_error *err);
+
+/* metadata[key], or metadata[section][key] ("labels", "annotations"). */
+const char *meta_string(const json_t *object, const char *section, const char *key);
+const json_t *replicated_job(const json_t *jobset, const char *name);
+
+/* "yes", "headless" or "-" (from our annotation, else from the JobSet's shape). */
+const char *jobset_pathways_mode(const json_t *jobset);
+/* "v6e-16 x2" (from our annotations, else from the worker node selectors). */
+void jobset_compute(const json_t *jobset, char *out, size_t size);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * --await-job-completion: a watch on the one JobSet. Each change of the JobSet (Kueue
+ * unsuspending it, JobSet counting ready Jobs, a terminal condition) triggers one look at the
+ * Workload or the pods for the details, so the cost follows the job's changes, not the clock.
+ */
+#include "job/watch_job.h"
+
+#include "gcluster/buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct watch_state {
+    gc_kube *kube;
+    const char *name;
+    const gc_output *o;
+    char last_text[900];
+    gc_job_status final;
+    bool finished;
+    bool seen;
+    bool deleted;
+} watch_state;
+
+static int collect_pods_and_workload(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    const char *kind = json_string_value(json_object_get(item, "kind"));
+    if (kind && !strcmp(kind, "Workload"))
+        gc_job_facts_add_workload(ctx, item);
+    else
+        gc_job_facts_add_pod(ctx, item);
+    return 0;
+}
+
+static int list_into_facts(gc_kube *kube, const char *group, const char *version,
+                           const char *resource, const char *selector, gc_job_facts *f,
+                           gc_error *err)
+{
+    char *path = gc_kube_path(group, version, gc_kube_namespace(kube), resource, NULL);
+    gc_kube_list_options opts = {.label_selector = selector};
+    int rc = gc_kube_list(kube, path, &opts, collect_pods_and_workload, f, NULL, err);
+    free(path);
+    return rc;
+}
+
+int gc_job_facts_fetch(gc_kube *kube, const json_t *jobset, gc_job_facts *f, gc_error *err)
+{
+    gc_job_facts_from_jobset(jobset, f);
+    const json_t *metadata = json_object_get(jobset, "metadata");
+    const char *uid = json_string_value(json_object_get(metadata, "uid"));
+    const char *name = json_string_value(json_object_get(metadata, "name"));
+    char selector[320];
+    int rc = 0;
+    /* A failed job's pods say which container failed, a running one's how many run; only a
+     * job Kueue holds back needs its Workload. */
+    if (name && (f->failed || (!f->suspended && !f->completed))) {
+        snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
+        rc = list_into_facts(kube, NULL, "v1", "pods", selector, f, err);
+    } else if (f->suspended && f->queued_by_kueue && uid) {
+        snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid);
+        rc = list_into_facts(kube, "kueue.x-k8s.io", "v1beta2", "workloads", selector, f, err);
+        if (rc && err->http_status == 404) {
+            gc_error_clear(err);
+            rc = list_into_facts(kube, "kueue.x-k8s.io", "v1beta1", "workloads", selector, f, err);
+        }
+        if (rc && err->http_status == 404) {
+            gc_error_clear(err);
+            rc = 0;
+        }
+    }
+    return rc;
+}
+
+static void show_progress(watch_state *s, const gc_job_status *st)
+{
+    char line[sizeof(st->text) + sizeof(st->detail) + 8];
+    snprintf(line, sizeof(line), "%s%s%s", st->text, st->detail[0] ? " - " : "", st->detail);
+    if (!strcmp(line, s->last_text))
+        return;
+    snprintf(s->last_text, sizeof(s->last_text), "%s", line);
+    if (s->o->tty)
+        fprintf(s->o->log, "\r\033[K%s: %.*s", s->name, 120, line);
+    fflush(s->o->log);
+}
+
+static int on_jobset_event(enum gc_kube_event_type type, json_t *jobset, void *ctx, gc_error *err)
+{
+    watch_state *s = ctx;
+    if (type == GC_KUBE_SYNCED) {
+        /* Listed and not there: deleted (cancelled, or removed by its TTL) before we looked. */
+        s->deleted = !s->seen;
+        return s->deleted ? GC_KUBE_STOP : 0;
+    }
+    s->seen = true;
+    if (type == GC_KUBE_DELETED) {
+        s->deleted = true;
+        return GC_KUBE_STOP;
+    }
+    gc_job_facts f;
+    int rc = gc_job_facts_fetch(s->kube, jobset, &f, err);
+    if (rc)
+        return rc;
+    gc_job_status st;
+    gc_job_status_derive(&f, &st);
+    show_progress(s, &st);
+    if (st.phase == GC_JOB_SUCCEEDED || st.phase == GC_JOB_FAILED) {
+        s->final = st;
+        s->finished = true;
+        return GC_KUBE_STOP;
+    }
+    return 0;
+}
+
+int gc_watch_job_to_end(gc_kube *kube, const char *name, const char *timeout, const gc_output *o,
+                        gc_error *err)
+{
+    long seconds = 0;
+    if (timeout && gc_parse_duration("--timeout", timeout, &seconds, err))
+        return err->code;
+    watch_state s = {.kube = kube, .name = name, .o = o};
+    char *path =
+        gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
+    char selector[300];
+    snprintf(selector, sizeof(selector), "metadata.name=%s", name);
+    gc_kube_list_options opts = {.field_selector = selector};
+    int rc = gc_kube_list_watch(kube, path, &opts, (int)seconds, on_jobset_event, &s, err);
+    free(path);
+    if (o->tty && s.last_text[0])
+        fputc('\n', o->log);
+    if (rc && !strcmp(err->reason, "Timeout"))
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "timed out after %s waiting for job %s (%s); it keeps running: follow it "
+                       "with gcluster job inspect %s",
+                       timeout, name, s.last_text[0] ? s.last_text : "not seen yet", name);
+    if (rc)
+        return rc;
+    if (s.deleted)
+        return gc_fail(err, GC_EXIT_RUNTIME, "job %s was deleted before it finished", name);
+    if (s.final.phase == GC_JOB_FAILED)
+        return gc_fail(err, GC_EXIT_JOB_FAILED, "job %s failed: %s", name,
+                       s.final.detail[0] ? s.final.detail : "no reason given");
+    fprintf(o->out, "Job %s succeeded.\n", name);
+    return 0;
+}

@@ -1,0 +1,364 @@
+"""The seed's commands, headless and normal, against the local control plane.
+
+Each test submits with ./gcluster and asserts the cluster state after every step: the JobSet
+and its fields, Kueue admission, where pods landed, what `job list` says as the job moves, the
+logs, and that cancel leaves nothing behind.
+"""
+
+import re
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from conftest import FAKE_LOG_LINES, wait_for
+from gcluster_cli import CLUSTER, GCLUSTER, GCS, IMAGE, Cli, condition, is_true, submit_pathways
+
+
+@pytest.fixture
+def cli(testenv, tmp_path):
+    """A client for one test; every JobSet the test created is deleted afterwards."""
+    cli = Cli(testenv.kubeconfig, tmp_path)
+    yield cli
+    for job in cli.submitted:
+        cli.delete_job(job)
+    wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
+             what="the test's pods to be gone")
+
+
+def node_labels(cli):
+    nodes = cli.kubectl_json("get", "nodes")["items"]
+    return {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
+
+
+def role(pod):
+    return pod["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]
+
+
+def assert_pods_placed(cli, job, accelerator, topology, slices, hosts):
+    """The head on cpu-np, each slice's hosts on TPU nodes of one pool with the right labels."""
+    labels = node_labels(cli)
+    pods = wait_for(
+        lambda: [p for p in cli.pods(job) if p["status"].get("phase") == "Running"]
+        if len([p for p in cli.pods(job) if p["status"].get("phase") == "Running"])
+        == 1 + slices * hosts
+        else None,
+        what=f"{1 + slices * hosts} running pods of {job}",
+    )
+    pools_per_slice = {}
+    for pod in pods:
+        node = labels[pod["spec"]["nodeName"]]
+        if role(pod) == "pathways-head":
+            assert node["cloud.google.com/gke-nodepool"] == "cpu-np"
+            continue
+        assert node["cloud.google.com/gke-tpu-accelerator"] == accelerator
+        assert node["cloud.google.com/gke-tpu-topology"] == topology
+        index = pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"]
+        pools_per_slice.setdefault(index, set()).add(node["cloud.google.com/gke-nodepool"])
+    assert len(pools_per_slice) == slices
+    for pools in pools_per_slice.values():
+        assert len(pools) == 1, f"a slice spans node pools {pools}"
+    if slices > 1:
+        all_pools = [next(iter(p)) for p in pools_per_slice.values()]
+        assert len(set(all_pools)) == slices, "two slices share a node pool"
+
+
+def assert_gone(cli, job):
+    """No JobSet, Job or Pod of the job is left."""
+    assert cli.kubectl("get", "jobset", job, check=False).returncode != 0
+    jobs = cli.kubectl_json("get", "jobs", "-l", f"jobset.sigs.k8s.io/jobset-name={job}")
+    assert jobs["items"] == []
+    assert cli.pods(job) == []
+
+
+def test_headless_flow(cli):
+    job = "pw-headless"
+    out = submit_pathways(cli, job, slices="1", headless=True).stdout
+    assert f"Created headless Pathways job {job}" in out
+    assert "kubectl port-forward" in out
+
+    js = cli.kubectl_json("get", "jobset", job)
+    # No success policy aimed at the head (the webhook defaults "all jobs", which servers
+    # that never exit never reach).
+    assert "targetReplicatedJobs" not in js["spec"].get("successPolicy", {})
+    head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert [c["name"] for c in head["containers"]] == ["pathways-proxy", "pathways-rm"]
+    assert all("restartPolicy" not in c for c in head["containers"])
+    assert "initContainers" not in head
+
+    wait_for(lambda: is_true(cli.workload(job) or {}, "Admitted"), what="Kueue admission")
+    assert_pods_placed(cli, job, "tpu-v6e-slice", "4x4", slices=1, hosts=4)
+
+    # The seed's step 2: the head pod by its JobSet labels.
+    pods = cli.kubectl(
+        "get", "pods", "-l",
+        f"jobset.sigs.k8s.io/jobset-name={job},jobset.sigs.k8s.io/replicatedjob-name=pathways-head",
+        "-o", "name",
+    ).stdout.split()
+    assert len(pods) == 1
+
+    row = wait_for(lambda: cli.list_json()[job]["status"] == "Running 5/5" and cli.list_json()[job],
+                   what="job list to show Running 5/5")
+    assert row["pathways"] == "headless"
+    assert row["compute"] == "v6e-16 x1"
+
+    logs = cli.gcluster("job", "logs", job, *CLUSTER, check=0).stdout
+    assert "testenv: fake log line 1" in logs  # the proxy's log, the headless default
+
+    cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "90s", check=0)
+    assert_gone(cli, job)
+
+
+def test_pathways_flow(cli):
+    job = "pw-demo"
+    proc = submit_pathways(cli, job, "-v")
+    requests = re.findall(r"^(GET|POST|PUT|PATCH|DELETE) https://", proc.stderr, re.M)
+    assert 0 < len(requests) <= 6, f"{len(requests)} requests:\n{proc.stderr}"
+    assert f"Created Pathways job {job} in namespace default, queued on user-queue" in proc.stdout
+
+    js = cli.kubectl_json("get", "jobset", job)
+    assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
+    assert js["spec"]["coordinator"]["replicatedJob"] == "pathways-head"
+    worker = js["spec"]["replicatedJobs"][1]
+    assert worker["replicas"] == 2
+    assert worker["template"]["spec"]["parallelism"] == 4
+
+    wl = wait_for(lambda: cli.workload(job) if is_true(cli.workload(job) or {}, "Admitted") else None,
+                  what="Kueue admission")
+    assert wl["status"]["admission"]["clusterQueue"] == "cluster-queue"
+    assert_pods_placed(cli, job, "tpu-v6e-slice", "4x4", slices=2, hosts=4)
+    wait_for(lambda: cli.list_json()[job]["status"] == "Running 9/9", what="list shows 9/9")
+
+    inspect = cli.gcluster("job", "inspect", "--name", job, *CLUSTER, "--show", check=0).stdout
+    manifest = yaml.safe_load(inspect)
+    assert manifest["kind"] == "JobSet" and "managedFields" not in manifest["metadata"]
+    assert "status" not in manifest
+    assert "# Status:     Running 9/9" in inspect
+    assert "Admitted to ClusterQueue cluster-queue" in inspect
+
+    logs = cli.gcluster("job", "logs", job, *CLUSTER, check=0).stdout
+    assert "testenv: fake log line 1" in logs
+
+    follower = subprocess.Popen(
+        [str(GCLUSTER), "job", "logs", job, *CLUSTER, "-f"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env(),
+    )
+    try:
+        time.sleep(2)
+        cli.finish_pod(cli.head_pod(job)["metadata"]["name"], 0)
+        out, _ = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+    assert follower.returncode == 0
+    assert "testenv: fake log line 1" in out
+
+    wait_for(lambda: cli.list_json()[job]["status"] == "Succeeded", what="Succeeded in job list")
+    cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "90s", check=0)
+    assert_gone(cli, job)
+
+
+def head_running(cli, job):
+    pods = cli.pods(job)
+    heads = [p for p in pods if role(p) == "pathways-head" and p["status"].get("phase") == "Running"]
+    return heads[0] if heads else None
+
+
+def test_job_failure_is_reported_with_pod_and_exit_code(cli):
+    job = "pw-fails"
+    submit_pathways(cli, job, "--restarts", "0", slices="1")
+    head = wait_for(lambda: head_running(cli, job), what="head pod running")
+    cli.finish_pod(head["metadata"]["name"], 7)
+    wait_for(lambda: cli.list_json()[job]["status"] == "Failed", what="Failed in job list")
+    inspect = cli.gcluster("job", "inspect", job, *CLUSTER, check=0).stdout
+    assert "Status:     Failed" in inspect
+    assert f"pod {head['metadata']['name']}: container workload-container exited with code 7" \
+        in inspect
+
+
+def test_await_returns_3_when_the_job_fails_and_0_when_it_succeeds(cli):
+    for job, code, want in (("pw-await-ok", 0, 0), ("pw-await-bad", 3, 3)):
+        waiter = subprocess.Popen(
+            [str(GCLUSTER), "job", "submit", "--name", job, *CLUSTER, "--compute-type", "v6e-16",
+             "--pathways", "--pathways-gcs-location", GCS, "--command", "true", "--image", IMAGE,
+             "--restarts", "0", "--await-job-completion", "--timeout", "3m"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env(),
+        )
+        cli.submitted.append(job)
+        try:
+            head = wait_for(lambda: head_running(cli, job), what="head pod running")
+            cli.finish_pod(head["metadata"]["name"], code)
+            out, err = waiter.communicate(timeout=120)
+        finally:
+            waiter.kill()
+        assert waiter.returncode == want, err
+        if want == 3:
+            assert f"job {job} failed" in err and "exited with code 3" in err
+        else:
+            assert f"Job {job} succeeded." in out
+        cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "90s", check=0)
+
+
+def test_queued_while_the_queue_is_full(cli):
+    first, second = "pw-fills", "pw-waits"
+    cq = cli.kubectl_json("get", "clusterqueue", "cluster-queue")
+    # One job of two v6e-16 slices takes all 32 chips the test quota allows.
+    patch = [{"op": "replace", "path": path, "value": value}
+             for path, value in tpu_quota_paths(cq, "32")]
+    cli.kubectl("patch", "clusterqueue", "cluster-queue", "--type=json", "-p", json_dumps(patch))
+    try:
+        submit_pathways(cli, first)
+        wait_for(lambda: is_true(cli.workload(first) or {}, "Admitted"), what="first admitted")
+        submit_pathways(cli, second)
+        row = wait_for(lambda: cli.list_json().get(second, {}).get("status") == "Queued"
+                       and cli.list_json()[second], what="second job queued")
+        assert row["status"] == "Queued"
+        wide = cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0).stdout
+        assert re.search(rf"^{second}\s+Queued", wide, re.M)
+        inspect = cli.gcluster("job", "inspect", second, *CLUSTER, check=0).stdout
+        reserved = condition(cli.workload(second), "QuotaReserved")
+        assert f"Not admitted: {reserved['reason']}: {reserved['message']}" in inspect
+        cli.gcluster("job", "cancel", first, *CLUSTER, "--wait", "--timeout", "90s", check=0)
+        wait_for(lambda: is_true(cli.workload(second) or {}, "Admitted"), what="second admitted")
+    finally:
+        for job in (first, second):
+            cli.delete_job(job)
+        restore = [{"op": "replace", "path": path, "value": value}
+                   for path, value in tpu_quota_paths(cq, None)]
+        cli.kubectl("patch", "clusterqueue", "cluster-queue", "--type=json", "-p",
+                    json_dumps(restore))
+
+
+def tpu_quota_paths(cq, value):
+    """JSON-patch paths of every google.com/tpu quota, with `value` (None: the original)."""
+    out = []
+    for g, group in enumerate(cq["spec"]["resourceGroups"]):
+        for f, flavor in enumerate(group["flavors"]):
+            for r, res in enumerate(flavor["resources"]):
+                if res["name"] == "google.com/tpu":
+                    path = f"/spec/resourceGroups/{g}/flavors/{f}/resources/{r}/nominalQuota"
+                    original = res["nominalQuota"]
+                    out.append((path, original if value is None or original in (0, "0") else value))
+    return out
+
+
+def json_dumps(obj):
+    import json
+
+    return json.dumps(obj)
+
+
+def test_unknown_job_is_one_clear_line(cli):
+    for command in ("inspect", "logs", "cancel"):
+        proc = cli.gcluster("job", command, "no-such-job", *CLUSTER, check=1)
+        lines = proc.stderr.strip().splitlines()
+        assert lines == ["gcluster: error: no job named no-such-job in namespace default "
+                         "(gcluster job list shows the jobs)"], proc.stderr
+
+
+def test_name_already_taken(cli):
+    job = "pw-taken"
+    submit_pathways(cli, job, slices="1")
+    try:
+        proc = submit_pathways(cli, job, slices="1", check=2)
+        assert f"a job named {job} already exists in namespace default (created" in proc.stderr
+        assert f"gcluster job cancel {job}" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    finally:
+        cli.delete_job(job)
+
+
+def test_missing_local_queue(cli):
+    proc = submit_pathways(cli, "pw-noqueue", "--queue", "no-such-queue", slices="1", check=2)
+    assert "--queue no-such-queue: no such LocalQueue in namespace default (it has: user-queue)" \
+        in proc.stderr
+    assert cli.kubectl("get", "jobset", "pw-noqueue", check=False).returncode != 0
+
+
+def test_no_head_node_pool(cli):
+    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "no-such-pool", slices="1")
+    # An explicit pool without nodes is only a warning (it may be scaled to zero)...
+    assert "node pool no-such-pool has no nodes now" in proc.stderr
+    cli.delete_job("pw-nohead")
+    # ...but with no cpu-np or pathways-np nodes at all, auto-detection is an error.
+    nodes = [n for n, labels in node_labels(cli).items()
+             if labels.get("cloud.google.com/gke-nodepool") == "cpu-np"]
+    try:
+        for n in nodes:
+            cli.kubectl("label", "--overwrite", "node", n, "cloud.google.com/gke-nodepool=hidden-np")
+        proc = submit_pathways(cli, "pw-nohead2", slices="1", check=2)
+        assert "no node pool for the Pathways head" in proc.stderr
+        assert "--pathways-head-np" in proc.stderr and "gcluster deploy" in proc.stderr
+    finally:
+        for n in nodes:
+            cli.kubectl("label", "--overwrite", "node", n, "cloud.google.com/gke-nodepool=cpu-np")
+
+
+def test_server_rejection_shows_the_servers_reason(cli, tmp_path):
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "no-blocked-jobsets"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"],
+                "operations": ["CREATE"], "resources": ["jobsets"]}]},
+            "validations": [{"expression": "!object.metadata.name.startsWith('blocked-')",
+                             "message": "JobSets named blocked-* are not allowed here"}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "no-blocked-jobsets"},
+        "spec": {"policyName": "no-blocked-jobsets", "validationActions": ["Deny"]},
+    }
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump_all([policy, binding]))
+    cli.kubectl("apply", "-f", str(path))
+    try:
+        proc = wait_for(lambda: (lambda p: p if p.returncode == 1 else None)(
+            submit_pathways(cli, "blocked-job", slices="1", check=None)),
+            timeout=30, what="the policy to take effect")
+        assert "the cluster rejected JobSet blocked-job" in proc.stderr
+        assert "JobSets named blocked-* are not allowed here" in proc.stderr
+    finally:
+        cli.kubectl("delete", "-f", str(path), "--ignore-not-found")
+        cli.delete_job("blocked-job")
+
+
+def test_validation_errors_send_nothing(cli, tmp_path):
+    """Bad input exits 2 before any request, even with an unreachable cluster."""
+    bad = tmp_path / "unreachable"
+    bad.write_text(UNREACHABLE_KUBECONFIG)
+    proc = cli.gcluster("job", "submit", "--name", "Bad_Name", *CLUSTER, "--compute-type",
+                        "v6e-16", "--command", "x", "--image", IMAGE, "-v",
+                        env={"KUBECONFIG": str(bad)}, check=2)
+    assert "https://" not in proc.stderr
+    assert proc.stderr.startswith("gcluster: error: --name \"Bad_Name\" is not a valid name")
+
+
+UNREACHABLE_KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: "secret-token-should-never-print"}
+contexts:
+- name: gke_p_us-east5_local
+  context: {cluster: c, user: u}
+current-context: gke_p_us-east5_local
+"""
+
+
+def test_apiserver_not_reachable(cli, tmp_path):
+    bad = tmp_path / "unreachable"
+    bad.write_text(UNREACHABLE_KUBECONFIG)
+    proc = cli.gcluster("job", "list", *CLUSTER, "-v", env={"KUBECONFIG": str(bad)}, check=1)
+    assert "secret-token-should-never-print" not in proc.stderr + proc.stdout
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("gcluster: error:")]
+    assert len(errors) == 1 and "127.0.0.1:1" in errors[0]
