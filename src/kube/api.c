@@ -21,7 +21,7 @@ int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
         const kube_user *u = k->sel.user;
         size_t len = strlen(err->message);
         snprintf(err->message + len, sizeof(err->message) - len,
-                 "\nthe API server rejected the credentials of %s%s%s%s; %s", u ? "user \"" : "",
+                 "; the API server rejected the credentials of %s%s%s%s; %s", u ? "user \"" : "",
                  u ? u->id.name : "anonymous requests", u ? "\" from " : "", u ? u->id.where : "",
                  u && u->exec ? "for GKE, run `gcloud auth login` and `gcloud container clusters "
                                 "get-credentials` again"

@@ -19,8 +19,10 @@ static int plugin_error(const gc_kube *k, const char *what, gc_error *err)
 {
     const kube_user *u = k->sel.user;
     const char *hint = u->exec->install_hint;
-    return gc_fail(err, GC_EXIT_RUNTIME, "exec plugin \"%s\" of user \"%s\" (%s) %s%s%s",
-                   u->exec->command, u->id.name, u->exec->where, what, hint ? "\n" : "",
+    return gc_fail(err, GC_EXIT_RUNTIME,
+                   "exec plugin \"%s\" of user \"%s\" (%s) %s; run it yourself to see its "
+                   "message%s%s",
+                   u->exec->command, u->id.name, u->exec->where, what, hint ? "; " : "",
                    hint ? hint : "");
 }
 
@@ -182,18 +184,15 @@ int kube_exec_credential(gc_kube *k, kube_credential *cred, gc_error *err)
                             err);
     kube_spawn_result r;
     int rc = run_plugin(k, program, interactive, &r, err);
-    char tail[1024];
-    kube_spawn_stderr_tail(&r, tail, sizeof(tail));
+    /* Nothing the plugin printed is shown, not even its stderr: plugins have been known to
+     * echo tokens there, and SPEC §7 keeps all plugin output out of messages and traces. */
     if (!rc && (r.exec_errno || r.timed_out || r.too_much_output || r.signal || r.exit_status)) {
-        char how[256], what[1400];
+        char how[256];
         kube_spawn_describe(&r, k->exec_timeout_ms, how, sizeof(how));
-        snprintf(what, sizeof(what), "%s%s%s", how, tail[0] ? ": " : "", tail);
-        rc = plugin_error(k, what, err);
+        rc = plugin_error(k, how, err);
     }
     if (!rc)
         rc = parse_credential(k, &r.out, cred, err);
-    if (!rc && tail[0] && k->verbose)
-        fprintf(k->log, "exec plugin %s: %s\n", x->command, tail);
     if (!rc && k->verbose)
         fprintf(k->log, "exec plugin %s: credential obtained%s\n", x->command,
                 cred->expiry ? "" : " (no expiry: kept for this run)");

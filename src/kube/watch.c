@@ -223,7 +223,8 @@ static int relist(watcher *w)
         rc = announce_synced(w);
     json_decref(w->listed);
     w->listed = NULL;
-    return rc;
+    /* A handler's answer (GC_KUBE_STOP or an error) travels in w->stop, not as a return. */
+    return w->stop ? 0 : rc;
 }
 
 static int fail_event(watcher *w, const char *what)
