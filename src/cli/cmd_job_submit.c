@@ -165,11 +165,12 @@ const cli_command cmd_job_submit = {
              "--pathways-headless) [flags]",
     .description =
         "Pathways: add --pathways --pathways-gcs-location gs://BUCKET/PREFIX. With "
-        "--dry-run-out FILE the manifest is written without contacting any cluster.\n"
+        "--dry-run-out FILE the manifest\nis written without contacting any cluster.\n"
         "Exit codes: 0 created (or succeeded), 1 API or runtime failure, 2 bad input (nothing "
-        "sent), 3 the job failed (--await-job-completion).",
+        "sent),\n3 the job failed (--await-job-completion).",
     .options = submit_options,
     .args_size = sizeof(submit_args),
     .init_args = submit_defaults,
     .run = submit_run,
+    .footer = gc_catalog_help,
 };

@@ -19,6 +19,7 @@ struct cli_command {
     size_t args_size;              /* the struct the options fill; starts with cli_globals */
     void (*init_args)(void *args); /* defaults, or NULL for all-zero */
     int (*run)(void *args, const cli_parsed *parsed, gc_error *err);
+    const char *(*footer)(void); /* more help after the flags (the compute-type forms), or NULL */
     const cli_command *const *subcommands; /* NULL-terminated, for groups */
 };
 

@@ -6,6 +6,7 @@
 
 #include "gcluster/buf.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ const cli_command cli_root = {
     .summary = "run Pathways workloads on GKE TPU clusters",
     .usage = "<command> [flags]",
     .description = "A native client for Pathways and JobSet workloads on GKE: it builds the "
-                   "manifests as data, talks to the Kubernetes API directly and queues jobs "
+                   "manifests as data,\ntalks to the Kubernetes API directly and queues jobs "
                    "through Kueue.",
     .subcommands = root_commands,
 };
@@ -63,19 +64,22 @@ static void print_command_list(FILE *out, const cli_command *group, const char *
 
 static void print_help(FILE *out, const cli_command *cmd, const char *path)
 {
-    fprintf(out, "Usage: gcluster %s\n\n%s.\n", cmd->usage, cmd->summary);
+    fprintf(out, "Usage: gcluster %s\n\n%c%s.\n", cmd->usage, toupper((unsigned char)cmd->summary[0]),
+            cmd->summary + 1);
     if (cmd->description)
         fprintf(out, "\n%s\n", cmd->description);
     if (cmd->subcommands) {
         fprintf(out, "\nCommands:\n");
         print_command_list(out, cmd, path);
     }
-    if (cmd->options) {
-        fprintf(out, "\nFlags:");
+    if (cmd->options && cmd->options[0].kind != CLI_OPT_END) {
+        if (cmd->options[0].kind != CLI_OPT_GROUP)
+            fprintf(out, "\nFlags:\n");
         cli_print_options(out, cmd->options);
     }
     cli_print_options(out, cli_global_options);
-    fprintf(out, "\nVersion:\n  --version                           print the version\n");
+    if (cmd->footer)
+        fprintf(out, "\n%s", cmd->footer());
     if (cmd->subcommands)
         fprintf(out, "\nRun 'gcluster %s%s<command> --help' for a command's flags.\n", path,
                 *path ? " " : "");
@@ -121,6 +125,8 @@ static int run_leaf(const cli_command *cmd, const char *path, int argc, char **a
     int rc = cli_parse(cmd->options, args, argc, argv, &parsed, err);
     if (!rc && ((cli_globals *)args)->help)
         print_help(stdout, cmd, path);
+    else if (!rc && ((cli_globals *)args)->version)
+        printf("gcluster %s\n", GCLUSTER_VERSION);
     else if (!rc)
         rc = cmd->run(args, &parsed, err);
     free(args);
@@ -142,7 +148,7 @@ int cli_dispatch(int argc, char **argv, gc_error *err)
             print_help(i >= argc ? stderr : stdout, cmd, path);
             return i >= argc ? GC_EXIT_USAGE : 0;
         }
-        if (cmd == &cli_root && !strcmp(argv[i], "--version")) {
+        if (!strcmp(argv[i], "--version")) {
             printf("gcluster %s\n", GCLUSTER_VERSION);
             return 0;
         }

@@ -23,6 +23,7 @@ const cli_option cli_global_options[] = {
     CLI_COUNT('v', "verbose", cli_globals, verbose,
               "trace API requests (credentials redacted); twice for headers and bodies"),
     CLI_BOOL('h', "help", cli_globals, help, "show this help"),
+    CLI_BOOL(0, "version", cli_globals, version, "print the version"),
     CLI_END,
 };
 

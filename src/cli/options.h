@@ -52,6 +52,7 @@ typedef struct cli_globals {
     const char *ns;
     int verbose;
     bool help;
+    bool version;
 } cli_globals;
 
 #define CLI_GROUP(title)                                                                           \
