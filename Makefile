@@ -42,10 +42,10 @@ asan-test: $(ASAN_BUILD_DIR)/build.ninja test-registries
 valgrind-test: gcluster
 	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster
 
-format:
+format: deps
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
-format-check:
+format-check: deps
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
 # The local control plane's binaries (built once, cached under ~/.cache/gcluster-testenv).

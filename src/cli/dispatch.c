@@ -64,8 +64,8 @@ static void print_command_list(FILE *out, const cli_command *group, const char *
 
 static void print_help(FILE *out, const cli_command *cmd, const char *path)
 {
-    fprintf(out, "Usage: gcluster %s\n\n%c%s.\n", cmd->usage, toupper((unsigned char)cmd->summary[0]),
-            cmd->summary + 1);
+    fprintf(out, "Usage: gcluster %s\n\n%c%s.\n", cmd->usage,
+            toupper((unsigned char)cmd->summary[0]), cmd->summary + 1);
     if (cmd->description)
         fprintf(out, "\n%s\n", cmd->description);
     if (cmd->subcommands) {
