@@ -34,7 +34,7 @@ static const cli_command cmd_job = {
     .subcommands = job_commands,
 };
 
-static const cli_command *const root_commands[] = {&cmd_job, NULL};
+static const cli_command *const root_commands[] = {&cmd_job, &cmd_deploy, NULL};
 
 const cli_command cli_root = {
     .name = "gcluster",

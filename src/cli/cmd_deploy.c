@@ -1,0 +1,175 @@
+/*
+ * gcluster deploy BLUEPRINT: read the blueprint, then either write its Kubernetes objects
+ * (--dry-run-out) or bring the cluster it names up to it (deploy/).
+ */
+#include "cli/cli.h"
+#include "gcluster/deploy.h"
+#include "gcluster/emit.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_VARS 256
+
+typedef struct deploy_args {
+    cli_globals g;
+    cli_list vars;
+    const char *head_pool;
+    const char *dry_run_out;
+    bool plan;
+    bool create_node_pools;
+} deploy_args;
+
+static const cli_option deploy_options[] = {
+    CLI_BOOL(0, "plan", deploy_args, plan,
+             "print the node-pool plan and the objects that would change; change nothing"),
+    CLI_STRING(0, "pathways-head-np", deploy_args, head_pool, "NAME",
+               "name of the Pathways head node pool (default cpu-np), in the plan and the "
+               "Kueue flavor"),
+    CLI_LIST(0, "vars", deploy_args, vars, "NAME=VALUE[,...]",
+             "override blueprint variables (repeatable; values read as YAML scalars)"),
+    CLI_BOOL(0, "create-node-pools", deploy_args, create_node_pools,
+             "run the gcloud commands that create the missing node pools"),
+    CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
+               "write the Kueue objects as YAML and stop (no cluster needed)"),
+    CLI_END,
+};
+
+/* GKE node pool names: lower-case letters, digits and hyphens, starting with a letter. */
+static bool valid_pool_name(const char *s)
+{
+    size_t len = strlen(s);
+    if (!len || len > 40 || !islower((unsigned char)s[0]) || s[len - 1] == '-')
+        return false;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+}
+
+/* --vars a=1,b=2 and --vars a=1 --vars b=2 both work; a comma stays part of a value unless
+ * every piece is NAME=VALUE. */
+static size_t split_vars(const cli_list *list, char **storage, const char **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < list->count && n < MAX_VARS; i++) {
+        char *copy = storage[i] = gc_xstrdup(list->items[i]);
+        bool all_pairs = true;
+        for (char *piece = copy; piece; piece = strchr(piece, ',') ? strchr(piece, ',') + 1 : NULL)
+            all_pairs = all_pairs && strchr(piece, '=') && strchr(piece, '=') != piece &&
+                        (!strchr(piece, ',') || strchr(piece, '=') < strchr(piece, ','));
+        if (!all_pairs) {
+            out[n++] = copy;
+            continue;
+        }
+        for (char *save, *piece = strtok_r(copy, ",", &save); piece && n < MAX_VARS;
+             piece = strtok_r(NULL, ",", &save))
+            out[n++] = piece;
+    }
+    return n;
+}
+
+static int write_objects(const gc_blueprint *bp, const char *head_pool, const char *path,
+                         gc_error *err)
+{
+    json_t *objects;
+    gc_buf warnings, yaml;
+    gc_buf_init(&warnings);
+    gc_buf_init(&yaml);
+    int rc = gc_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
+    if (warnings.len)
+        fprintf(stderr, "gcluster: warning: %s", warnings.data);
+    if (!rc) {
+        size_t count = json_array_size(objects);
+        const json_t **docs = gc_xcalloc(count ? count : 1, sizeof(*docs));
+        for (size_t i = 0; i < count; i++)
+            docs[i] = json_array_get(objects, i);
+        rc = gc_emit_yaml_documents(docs, count, &yaml, err);
+        free(docs);
+        json_decref(objects);
+    }
+    if (!rc)
+        rc = cli_write_output(path, yaml.data, yaml.len, err);
+    gc_buf_free(&warnings);
+    gc_buf_free(&yaml);
+    return rc;
+}
+
+/* Without --cluster or --context, the cluster is the one the blueprint deploys. */
+static int open_target(deploy_args *a, const gc_blueprint *bp, gc_kube **kube, gc_error *err)
+{
+    cli_globals g = a->g;
+    if (!g.cluster && !g.context) {
+        g.cluster = bp->cluster;
+        g.location = g.location ? g.location : bp->region;
+        g.project = g.project ? g.project : bp->project;
+    }
+    return cli_open_kube(&g, kube, err);
+}
+
+static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
+{
+    deploy_args *a = args;
+    if (parsed->positional_count != 1)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "deploy takes one blueprint file: gcluster deploy BLUEPRINT.yaml "
+                       "[--plan] (got %zu arguments)",
+                       parsed->positional_count);
+    if (a->head_pool && !valid_pool_name(a->head_pool))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--pathways-head-np %s: a node pool name is 1-40 lower-case letters, "
+                       "digits and hyphens, starting with a letter",
+                       a->head_pool);
+    if (a->plan && a->create_node_pools)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--plan changes nothing, so it cannot be combined with --create-node-pools");
+    char *storage[CLI_LIST_MAX] = {NULL};
+    const char *vars[MAX_VARS];
+    size_t var_count = split_vars(&a->vars, storage, vars);
+    gc_blueprint bp;
+    int rc = gc_blueprint_load(parsed->positional[0], vars, var_count, &bp, err);
+    for (size_t i = 0; i < a->vars.count; i++)
+        free(storage[i]);
+    if (rc)
+        return rc;
+    if (a->dry_run_out) {
+        rc = write_objects(&bp, a->head_pool, a->dry_run_out, err);
+    } else {
+        gc_kube *kube;
+        rc = open_target(a, &bp, &kube, err);
+        if (!rc) {
+            gc_deploy_request r = {.head_pool = a->head_pool,
+                                   .plan = a->plan,
+                                   .create_node_pools = a->create_node_pools,
+                                   .project = a->g.project,
+                                   .cluster = a->g.cluster,
+                                   .location = a->g.location};
+            gc_output o = cli_output();
+            rc = gc_deploy(kube, &bp, &r, &o, err);
+            if (a->g.verbose)
+                fprintf(stderr, "gcluster: %u API requests\n", gc_kube_request_count(kube));
+            gc_kube_close(kube);
+        }
+    }
+    gc_blueprint_free(&bp);
+    return rc;
+}
+
+const cli_command cmd_deploy = {
+    .name = "deploy",
+    .summary = "make a cluster Pathways-ready from a Cluster Toolkit blueprint",
+    .usage = "deploy BLUEPRINT [--plan] [--pathways-head-np NAME] [--vars NAME=VALUE] "
+             "[--create-node-pools]",
+    .description =
+        "Reads the blueprint (vars, gke-cluster, gke-node-pool and kubectl-apply modules),\n"
+        "reports the node pools the cluster lacks with the gcloud commands that create them\n"
+        "(the Pathways head pool cpu-np: n4-standard-64, autoscaling 0-100), and applies the\n"
+        "Kueue configuration by server-side apply: flavors pathways-flavor and tpu-flavor, the\n"
+        "ClusterQueue cluster-queue with one [google.com/tpu, cpu, memory] group, LocalQueue\n"
+        "user-queue and five PriorityClasses. Quotas come from kueue.config_template_vars:\n"
+        "tpu_quota, tpu_flavor_cpu_quota, tpu_flavor_memory_quota, pathways_cpu_quota (480),\n"
+        "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"
+        "--context says otherwise. Running it again changes nothing.",
+    .options = deploy_options,
+    .args_size = sizeof(deploy_args),
+    .run = deploy_run,
+};

@@ -1,0 +1,547 @@
+/*
+ * The Kueue configuration a Pathways cluster needs (SPEC §6), built as objects.
+ *
+ * Why one resource group: a Pathways worker pod asks for google.com/tpu, cpu and memory at
+ * once, and Kueue assigns all of a pod's resources from one flavor only when they sit in the
+ * same group. The head pod asks only for cpu and memory. pathways-flavor comes first and has no
+ * TPU quota, so the head is charged there (and pinned to the head pool by its node label) while
+ * workers, which select the TPU accelerator label that pathways-flavor lacks, fall through to
+ * tpu-flavor.
+ *
+ * Google's Terraform renders the same from a template and drops all of it when the user gives
+ * their own template; here a user template is allowed too, but a Pathways blueprint whose
+ * template leaves the head pool without a flavor gets a warning that says what to add.
+ */
+#include "gcluster/deploy.h"
+
+#include "gcluster/emit.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LABEL_NODEPOOL    "cloud.google.com/gke-nodepool"
+#define LABEL_ACCELERATOR "cloud.google.com/gke-tpu-accelerator"
+
+/* The built-in configuration's variables before config_template_vars. TPU quotas default to
+ * "no limit in practice", as Cluster Toolkit's tpu_quota does; the head pool's are Toolkit's. */
+static const struct {
+    const char *name;
+    const char *value;
+} builtin_defaults[] = {
+    {"tpu_quota", "999999"},
+    {"tpu_flavor_cpu_quota", "999999"},
+    {"tpu_flavor_memory_quota", "999999Gi"},
+    {"pathways_cpu_quota", "480"},
+    {"pathways_memory_quota", "2000G"},
+    {"namespace", "default"},
+};
+
+static const struct {
+    const char *name;
+    int value;
+    const char *description;
+} priority_classes[] = {
+    {"very-low", 100, "Very low priority: preempted first"},
+    {"low", 250, "Low priority"},
+    {"medium", 500, "Medium priority"},
+    {"high", 750, "High priority"},
+    {"very-high", 1000, "Very high priority: preempts lower priorities in the queue"},
+};
+
+/* Variables */
+
+/* The accelerator of the blueprint's TPU pools, when they agree on one. */
+static int derive_accelerator(const gc_blueprint *bp, const char **out, gc_error *err)
+{
+    *out = NULL;
+    for (size_t i = 0; i < bp->pool_count; i++) {
+        const char *a = bp->pools[i].accelerator;
+        if (!a)
+            continue;
+        if (*out && strcmp(*out, a))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s: the TPU node pools have different accelerators (%s, %s); set "
+                           "kueue.config_template_vars.accelerator_type to the one tpu-flavor "
+                           "should select",
+                           bp->path, *out, a);
+        *out = a;
+    }
+    return 0;
+}
+
+/* Defaults (and pathways_head_np, so a template can follow --pathways-head-np), then the
+ * blueprint's config_template_vars, then an accelerator_type derived from the TPU pools. */
+static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t **out,
+                         gc_error *err)
+{
+    json_t *vars = json_object();
+    json_object_set_new(vars, "pathways_head_np", json_string(head_pool));
+    for (size_t i = 0; i < sizeof(builtin_defaults) / sizeof(*builtin_defaults); i++)
+        json_object_set_new(vars, builtin_defaults[i].name,
+                            json_string(builtin_defaults[i].value));
+    json_object_update(vars, bp->kueue_vars);
+    if (!json_object_get(vars, "accelerator_type")) {
+        const char *accelerator;
+        int rc = derive_accelerator(bp, &accelerator, err);
+        if (rc) {
+            json_decref(vars);
+            return rc;
+        }
+        if (accelerator)
+            json_object_set_new(vars, "accelerator_type", json_string(accelerator));
+    }
+    *out = vars;
+    return 0;
+}
+
+/* A Kubernetes quantity: digits with an optional fraction, exponent or unit suffix. */
+static bool is_quantity(const char *s)
+{
+    const char *p = s;
+    if (*p == '+')
+        p++;
+    size_t digits = strspn(p, "0123456789");
+    p += digits;
+    if (*p == '.') {
+        size_t fraction = strspn(p + 1, "0123456789");
+        digits += fraction;
+        p += 1 + fraction;
+    }
+    if (!digits)
+        return false;
+    static const char *const suffixes[] = {"",  "m",  "k",  "M",  "G",  "T",  "P", "E",
+                                           "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", NULL};
+    for (size_t i = 0; suffixes[i]; i++)
+        if (!strcmp(p, suffixes[i]))
+            return true;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        return *p && strspn(p, "0123456789") == strlen(p);
+    }
+    return false;
+}
+
+/* A quota variable as the JSON value of a nominalQuota (a number stays a number). */
+static int quota(const json_t *vars, const char *name, json_t **out, gc_error *err)
+{
+    const json_t *v = json_object_get(vars, name);
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = json_integer(json_integer_value(v));
+        return 0;
+    }
+    if (json_is_string(v) && is_quantity(json_string_value(v))) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(json_string_value(v), &end, 10);
+        *out = !*end && !errno && n >= 0 ? json_integer(n) : json_string(json_string_value(v));
+        return 0;
+    }
+    char shown[64] = "a list or mapping";
+    if (json_is_string(v))
+        snprintf(shown, sizeof(shown), "\"%.40s\"", json_string_value(v));
+    else if (json_is_number(v))
+        snprintf(shown, sizeof(shown), "%g", json_number_value(v));
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "kueue.config_template_vars.%s is %s, not a Kubernetes quantity (e.g. 32, "
+                   "480, 2000G, 512Gi)",
+                   name, shown);
+}
+
+static int string_var(const json_t *vars, const char *name, const char **out, gc_error *err)
+{
+    const json_t *v = json_object_get(vars, name);
+    if (!json_is_string(v) || !*json_string_value(v))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "kueue.config_template_vars.%s must be a non-empty string", name);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* The built-in objects */
+
+static json_t *object_header(const char *api_version, const char *kind, const char *name,
+                             const char *ns)
+{
+    json_t *meta = json_pack("{s:s}", "name", name);
+    if (ns)
+        json_object_set_new(meta, "namespace", json_string(ns));
+    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", kind, "metadata",
+                     meta);
+}
+
+static json_t *resource_flavor(const char *api, const char *name, const char *label,
+                               const char *value, bool tpu_toleration)
+{
+    json_t *flavor = object_header(api, "ResourceFlavor", name, NULL);
+    json_t *spec = json_pack("{s:{s:s}}", "nodeLabels", label, value);
+    if (tpu_toleration)
+        json_object_set_new(spec, "tolerations",
+                            json_pack("[{s:s, s:s, s:s}]", "key", "google.com/tpu", "operator",
+                                      "Exists", "effect", "NoSchedule"));
+    json_object_set_new(flavor, "spec", spec);
+    return flavor;
+}
+
+static json_t *flavor_quotas(const char *flavor, json_t *tpu, json_t *cpu, json_t *memory)
+{
+    return json_pack("{s:s, s:[{s:s, s:o}, {s:s, s:o}, {s:s, s:o}]}", "name", flavor, "resources",
+                     "name", "google.com/tpu", "nominalQuota", tpu, "name", "cpu",
+                     "nominalQuota", cpu, "name", "memory", "nominalQuota", memory);
+}
+
+static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_error *err)
+{
+    json_t *q[5] = {NULL};
+    static const char *const names[5] = {"pathways_cpu_quota", "pathways_memory_quota",
+                                         "tpu_quota", "tpu_flavor_cpu_quota",
+                                         "tpu_flavor_memory_quota"};
+    for (int i = 0; i < 5; i++) {
+        int rc = quota(vars, names[i], &q[i], err);
+        if (rc) {
+            for (int j = 0; j < i; j++)
+                json_decref(q[j]);
+            return rc;
+        }
+    }
+    json_t *cq = object_header(api, "ClusterQueue", "cluster-queue", NULL);
+    json_t *group = json_pack(
+        "{s:[s,s,s], s:[o,o]}", "coveredResources", "google.com/tpu", "cpu", "memory", "flavors",
+        flavor_quotas("pathways-flavor", json_integer(0), q[0], q[1]),
+        flavor_quotas("tpu-flavor", q[2], q[3], q[4]));
+    json_object_set_new(cq, "spec",
+                        json_pack("{s:{}, s:s, s:{s:s, s:s}, s:[o]}", "namespaceSelector",
+                                  "queueingStrategy", "BestEffortFIFO", "preemption",
+                                  "reclaimWithinCohort", "Never", "withinClusterQueue",
+                                  "LowerPriority", "resourceGroups", group));
+    *out = cq;
+    return 0;
+}
+
+static void append_priority_classes(json_t *objects)
+{
+    for (size_t i = 0; i < sizeof(priority_classes) / sizeof(*priority_classes); i++) {
+        json_t *pc = object_header("scheduling.k8s.io/v1", "PriorityClass",
+                                   priority_classes[i].name, NULL);
+        json_object_set_new(pc, "value", json_integer(priority_classes[i].value));
+        json_object_set_new(pc, "globalDefault", json_false());
+        json_object_set_new(pc, "description", json_string(priority_classes[i].description));
+        json_array_append_new(objects, pc);
+    }
+}
+
+static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const char *api,
+                           const json_t *vars, json_t *objects, gc_error *err)
+{
+    const char *accelerator, *ns;
+    if (!json_object_get(vars, "accelerator_type"))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s: the Pathways Kueue configuration needs the TPU accelerator: add a "
+                       "gke-node-pool with a TPU machine type, or set "
+                       "kueue.config_template_vars.accelerator_type (e.g. tpu-v6e-slice)",
+                       bp->path);
+    int rc = string_var(vars, "accelerator_type", &accelerator, err);
+    if (!rc)
+        rc = string_var(vars, "namespace", &ns, err);
+    json_t *cq = NULL;
+    if (!rc)
+        rc = cluster_queue(api, vars, &cq, err);
+    if (rc)
+        return rc;
+    json_array_append_new(objects,
+                          resource_flavor(api, "pathways-flavor", LABEL_NODEPOOL, head_pool, false));
+    json_array_append_new(objects,
+                          resource_flavor(api, "tpu-flavor", LABEL_ACCELERATOR, accelerator, true));
+    json_array_append_new(objects, cq);
+    json_t *lq = object_header(api, "LocalQueue", "user-queue", ns);
+    json_object_set_new(lq, "spec", json_pack("{s:s}", "clusterQueue", "cluster-queue"));
+    json_array_append_new(objects, lq);
+    append_priority_classes(objects);
+    return 0;
+}
+
+/* A user template */
+
+/* Advances line/column over text[from, to). */
+static void advance(const char *text, size_t from, size_t to, int *line, int *column)
+{
+    for (size_t i = from; i < to; i++) {
+        if (text[i] == '\n') {
+            (*line)++;
+            *column = 1;
+        } else {
+            (*column)++;
+        }
+    }
+}
+
+static int append_var(const json_t *vars, const char *name, gc_buf *out)
+{
+    const json_t *v = json_object_get(vars, name);
+    if (json_is_string(v))
+        gc_buf_puts(out, json_string_value(v));
+    else if (json_is_integer(v))
+        gc_buf_printf(out, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        gc_buf_printf(out, "%g", json_real_value(v));
+    else if (json_is_boolean(v))
+        gc_buf_puts(out, json_is_true(v) ? "true" : "false");
+    else
+        return -1;
+    return 0;
+}
+
+int gc_template_render(const char *text, size_t len, const json_t *vars, const char *label,
+                       gc_buf *out, gc_error *err)
+{
+    int line = 1, column = 1;
+    size_t done = 0;
+    for (size_t i = 0; i < len; i++) {
+        bool escape = i + 2 < len && text[i + 1] == text[i] && text[i + 2] == '{';
+        if ((text[i] == '$' || text[i] == '%') && escape) { /* $${ and %%{ are literal */
+            gc_buf_append(out, text + done, i - done);
+            advance(text, done, i, &line, &column);
+            gc_buf_putc(out, text[i]);
+            gc_buf_putc(out, '{');
+            column += 3;
+            done = i + 3;
+            i += 2;
+            continue;
+        }
+        if (i + 1 >= len || text[i + 1] != '{' || (text[i] != '$' && text[i] != '%'))
+            continue;
+        advance(text, done, i, &line, &column);
+        gc_buf_append(out, text + done, i - done);
+        const char *close = memchr(text + i, '}', len - i);
+        if (text[i] == '%')
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s:%d:%d: template directives (%%{ ... }) are not supported; only "
+                           "${name} substitution is (write %%%%{ for a literal %%{)",
+                           label, line, column);
+        size_t name_len = close ? (size_t)(close - text - i - 2) : 0;
+        char name[128];
+        if (!close || !name_len || name_len >= sizeof(name))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s:%d:%d: \"${\" starts no ${name} reference (write $${ for a literal "
+                           "${)",
+                           label, line, column);
+        memcpy(name, text + i + 2, name_len);
+        name[name_len] = '\0';
+        if (append_var(vars, name, out))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s:%d:%d: ${%s} is not a template variable; set it in "
+                           "kueue.config_template_vars (only names, not expressions, are "
+                           "substituted)",
+                           label, line, column, name);
+        advance(text, i, i + name_len + 3, &line, &column);
+        done = i + name_len + 3;
+        i = done - 1;
+    }
+    gc_buf_append(out, text + done, len - done);
+    return 0;
+}
+
+static int kind_rank(const char *kind)
+{
+    static const char *const order[] = {"ResourceFlavor", "AdmissionCheck", "Topology",
+                                        "ClusterQueue",   "LocalQueue",     "PriorityClass"};
+    for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++)
+        if (!strcmp(kind, order[i]))
+            return (int)i;
+    return (int)(sizeof(order) / sizeof(*order));
+}
+
+/* Two ClusterQueues of the same name become one with both sets of resource groups (what the
+ * Terraform module does, so templates written for it mean the same here). */
+static bool merged_into_existing(json_t *objects, json_t *obj)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    size_t i;
+    json_t *other;
+    json_array_foreach(objects, i, other)
+    {
+        const char *other_name =
+            json_string_value(json_object_get(json_object_get(other, "metadata"), "name"));
+        if (strcmp(json_string_value(json_object_get(other, "kind")), "ClusterQueue") ||
+            strcmp(other_name, name))
+            continue;
+        json_t *spec = json_object_get(other, "spec");
+        json_t *groups = json_object_get(spec, "resourceGroups");
+        json_t *more = json_object_get(json_object_get(obj, "spec"), "resourceGroups");
+        if (json_is_array(groups) && json_is_array(more))
+            json_array_extend(groups, more);
+        return true;
+    }
+    return false;
+}
+
+static int check_document(const gc_yaml_doc *doc, size_t index, const json_t *obj, gc_error *err)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    if (json_is_object(obj) && json_is_string(json_object_get(obj, "apiVersion")) &&
+        json_is_string(json_object_get(obj, "kind")) &&
+        json_is_string(json_object_get(meta, "name")))
+        return 0;
+    int line, column;
+    if (gc_yaml_mark_of(doc, NULL, NULL, index, &line, &column))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s:%d:%d: this document is not a Kubernetes object (it needs apiVersion, "
+                       "kind and metadata.name)",
+                       doc->name, line, column);
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "%s: document %zu is not a Kubernetes object (it needs apiVersion, kind and "
+                   "metadata.name)",
+                   doc->name, index + 1);
+}
+
+static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *objects,
+                        gc_error *err)
+{
+    gc_buf text, rendered;
+    gc_buf_init(&text);
+    gc_buf_init(&rendered);
+    FILE *f = fopen(bp->kueue_config_path, "rb");
+    if (!f) {
+        gc_buf_free(&text);
+        gc_buf_free(&rendered);
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s: kueue.config_path %s cannot be read: %s", bp->path,
+                       bp->kueue_config_path, strerror(errno));
+    }
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        gc_buf_append(&text, chunk, n);
+    fclose(f);
+    int rc = gc_template_render(text.data, text.len, vars, bp->kueue_config_path, &rendered, err);
+    gc_yaml_doc doc = {0};
+    if (!rc)
+        rc = gc_yaml_load(rendered.data, rendered.len, bp->kueue_config_path, &doc, err);
+    if (rc)
+        err->code = rc = GC_EXIT_USAGE;
+    json_t *obj;
+    size_t i;
+    for (int rank = 0; !rc && rank <= 6; rank++) {
+        json_array_foreach(doc.documents, i, obj)
+        {
+            if (json_is_null(obj))
+                continue;
+            if (rank == 0 && (rc = check_document(&doc, i, obj, err)))
+                break;
+            const char *kind = json_string_value(json_object_get(obj, "kind"));
+            if (kind_rank(kind) == rank && !merged_into_existing(objects, obj))
+                json_array_append(objects, obj);
+        }
+    }
+    gc_yaml_doc_free(&doc);
+    gc_buf_free(&text);
+    gc_buf_free(&rendered);
+    return rc;
+}
+
+/* The head-pool check for user templates */
+
+static bool flavor_selects_pool(const json_t *obj, const char *pool)
+{
+    const json_t *labels = json_object_get(json_object_get(obj, "spec"), "nodeLabels");
+    return !strcmp(json_string_value(json_object_get(obj, "kind")), "ResourceFlavor") &&
+           json_is_string(json_object_get(labels, LABEL_NODEPOOL)) &&
+           !strcmp(json_string_value(json_object_get(labels, LABEL_NODEPOOL)), pool);
+}
+
+static bool group_covers(const json_t *group, const char *resource)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(group, "coveredResources"), i, r)
+    {
+        if (json_is_string(r) && !strcmp(json_string_value(r), resource))
+            return true;
+    }
+    return false;
+}
+
+/* Whether some ClusterQueue group covering cpu and memory lists flavor `name`. */
+static bool flavor_has_cpu_quota(const json_t *objects, const char *name)
+{
+    size_t i, g, f;
+    json_t *obj, *group, *flavor;
+    json_array_foreach(objects, i, obj)
+    {
+        if (strcmp(json_string_value(json_object_get(obj, "kind")), "ClusterQueue"))
+            continue;
+        json_array_foreach(json_object_get(json_object_get(obj, "spec"), "resourceGroups"), g,
+                           group)
+        {
+            if (!group_covers(group, "cpu") || !group_covers(group, "memory"))
+                continue;
+            json_array_foreach(json_object_get(group, "flavors"), f, flavor)
+            {
+                const char *n = json_string_value(json_object_get(flavor, "name"));
+                if (n && !strcmp(n, name))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void warn_head_pool(const gc_blueprint *bp, const char *head_pool, const json_t *objects,
+                           gc_buf *warnings)
+{
+    size_t i;
+    json_t *obj;
+    json_array_foreach(objects, i, obj)
+    {
+        if (!flavor_selects_pool(obj, head_pool))
+            continue;
+        const char *name =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+        if (flavor_has_cpu_quota(objects, name))
+            return;
+        gc_buf_printf(warnings,
+                      "%s: ResourceFlavor %s selects the Pathways head pool %s, but no "
+                      "ClusterQueue resource group covering cpu and memory lists it, so Pathways "
+                      "head pods will stay queued; give it cpu and memory quota\n",
+                      bp->kueue_config_path, name, head_pool);
+        return;
+    }
+    gc_buf_printf(warnings,
+                  "%s: no ResourceFlavor selects the Pathways head pool (%s: %s), so Kueue cannot "
+                  "admit Pathways head pods there; add a flavor with that node label and cpu and "
+                  "memory quota in the ClusterQueue (as the built-in pathways-flavor does), or "
+                  "drop kueue.config_path to use the built-in configuration\n",
+                  bp->kueue_config_path, LABEL_NODEPOOL, head_pool);
+}
+
+int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
+                     json_t **objects, gc_buf *warnings, gc_error *err)
+{
+    *objects = json_array();
+    if (!bp->kueue_install || (!bp->pathways && !bp->kueue_config_path))
+        return 0;
+    head_pool = head_pool ? head_pool : GC_PATHWAYS_HEAD_POOL;
+    json_t *vars;
+    int rc = template_vars(bp, head_pool, &vars, err);
+    if (rc)
+        return rc;
+    if (bp->kueue_config_path) {
+        rc = user_objects(bp, vars, *objects, err);
+        if (!rc && bp->pathways)
+            warn_head_pool(bp, head_pool, *objects, warnings);
+    } else {
+        char api[64];
+        snprintf(api, sizeof(api), "kueue.x-k8s.io/%s", kueue_api);
+        rc = builtin_objects(bp, head_pool, api, vars, *objects, err);
+    }
+    json_decref(vars);
+    if (rc) {
+        json_decref(*objects);
+        *objects = NULL;
+    }
+    return rc;
+}
