@@ -54,9 +54,12 @@ static void root_help_lists_every_command(void **state)
     static const char *const commands[] = {"job submit",      "job inspect", "job list",
                                            "job logs",        "job cancel",  "job config set",
                                            "job config list", "deploy"};
-    for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
-        if (!strstr(r.out.data, commands[i]))
+    for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
+        char entry[64];
+        snprintf(entry, sizeof(entry), "\n  %s ", commands[i]);
+        if (!strstr(r.out.data, entry))
             fail_msg("\"%s\" missing from gcluster --help:\n%s", commands[i], r.out.data);
+    }
     cli_result_free(&r);
 }
 

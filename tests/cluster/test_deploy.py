@@ -1,0 +1,218 @@
+"""`gcluster deploy` against the local control plane (SPEC §6).
+
+The module starts from a cluster without any Kueue configuration (the minimal one testenv/up
+applies is removed), lets deploy create it from the example blueprint, and checks that the real
+Kueue accepts it and charges a Pathways job's head and workers to the right flavors. Afterwards
+testenv's own configuration is put back, so the other test modules see what they expect.
+"""
+
+import json
+import os
+import stat
+
+import pytest
+import yaml
+
+from conftest import REPO, TESTENV, wait_for
+from gcluster_cli import CLUSTER, Cli, is_true, submit_pathways
+
+BLUEPRINT = str(REPO / "examples" / "gke-tpu-v6e-pathways.yaml")
+KUEUE_OBJECTS = [
+    ("resourceflavors.kueue.x-k8s.io", "pathways-flavor", None),
+    ("resourceflavors.kueue.x-k8s.io", "tpu-flavor", None),
+    ("clusterqueues.kueue.x-k8s.io", "cluster-queue", None),
+    ("localqueues.kueue.x-k8s.io", "user-queue", "default"),
+] + [("priorityclasses.scheduling.k8s.io", name, None)
+     for name in ("very-low", "low", "medium", "high", "very-high")]
+
+
+def ns_args(ns):
+    return ["-n", ns] if ns else []
+
+
+def remove_kueue_config(cli):
+    for resource, name, ns in reversed(KUEUE_OBJECTS):
+        cli.kubectl("delete", resource, name, "--ignore-not-found", "--wait=false", *ns_args(ns))
+    wait_for(lambda: all(cli.kubectl("get", r, n, *ns_args(ns), check=False).returncode != 0
+                         for r, n, ns in KUEUE_OBJECTS),
+             timeout=60, what="the Kueue configuration to be deleted")
+
+
+def resource_versions(cli):
+    versions = {}
+    for resource, name, ns in KUEUE_OBJECTS:
+        proc = cli.kubectl("get", resource, name, *ns_args(ns), "-o", "json", check=False)
+        versions[name] = json.loads(proc.stdout)["metadata"]["resourceVersion"] \
+            if proc.returncode == 0 else None
+    return versions
+
+
+def deploy(cli, *args, check=0, env=None):
+    return cli.gcluster("deploy", BLUEPRINT, *CLUSTER, *args, check=check, env=env)
+
+
+@pytest.fixture(scope="module")
+def cluster(testenv, tmp_path_factory):
+    cli = Cli(testenv.kubeconfig, tmp_path_factory.mktemp("deploy-home"))
+    remove_kueue_config(cli)
+    yield cli
+    remove_kueue_config(cli)
+    cli.kubectl("apply", "--server-side", "--force-conflicts",
+                "--field-manager=gcluster-testenv", "-f", str(TESTENV / "kueue-minimal.yaml"))
+    wait_for(lambda: is_true(cli.kubectl_json("get", "clusterqueue", "cluster-queue"), "Active"),
+             what="testenv's ClusterQueue to be Active again")
+
+
+@pytest.fixture
+def cli(cluster):
+    yield cluster
+    for job in cluster.submitted:
+        cluster.delete_job(job)
+    wait_for(lambda: all(not cluster.pods(job) for job in cluster.submitted), timeout=120,
+             what="the test's pods to be gone")
+    cluster.submitted.clear()
+
+
+def test_plan_shows_pools_and_objects_and_changes_nothing(cli):
+    proc = deploy(cli, "--plan")
+    out = proc.stdout
+    assert "Pathways enabled (head pool cpu-np)" in out
+    assert "not handled by gcluster deploy: module gke-tpu-v6e-net (modules/network/vpc)" in out
+    lines = {line.split()[0]: line for line in out.splitlines()[1:] if line.startswith("  ")}
+    assert "n4-standard-64" in lines["cpu-np"] and "autoscaling 0-100" in lines["cpu-np"]
+    assert "present, 3 nodes" in lines["cpu-np"]
+    for pool in ("tpu-v6e-np-0", "tpu-v6e-np-1"):
+        assert "ct6e-standard-4t" in lines[pool] and "tpu-v6e-slice 4x4, 4 hosts" in lines[pool]
+        assert "present, 4 nodes" in lines[pool]
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue would be created" in out
+    assert "priorityclass.scheduling.k8s.io/very-high would be created" in out
+    assert "missing" not in out
+    assert all(v is None for v in resource_versions(cli).values()), "--plan created objects"
+
+
+def test_deploy_creates_an_active_queue_and_is_idempotent(cli):
+    proc = deploy(cli)
+    for resource, name, ns in KUEUE_OBJECTS:
+        kind = resource.split(".", 1)[0][:-1]
+        group = resource.split(".", 1)[1]
+        assert f"{kind}.{group}/{name} created" in proc.stdout, proc.stdout
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue is Active" in proc.stdout
+    cq = cli.kubectl_json("get", "clusterqueue", "cluster-queue")
+    assert is_true(cq, "Active")
+    groups = cq["spec"]["resourceGroups"]
+    assert len(groups) == 1 and groups[0]["coveredResources"] == ["google.com/tpu", "cpu", "memory"]
+    assert [f["name"] for f in groups[0]["flavors"]] == ["pathways-flavor", "tpu-flavor"]
+    managers = {m["manager"] for m in cq["metadata"]["managedFields"] if m["operation"] == "Apply"}
+    assert managers == {"gcluster"}
+
+    before = resource_versions(cli)
+    again = deploy(cli)
+    assert again.stdout.count(" unchanged") == len(KUEUE_OBJECTS), again.stdout
+    assert " created" not in again.stdout and " configured" not in again.stdout
+    assert resource_versions(cli) == before
+
+    plan = deploy(cli, "--plan")
+    assert plan.stdout.count(" unchanged") == len(KUEUE_OBJECTS), plan.stdout
+
+
+def flavors_by_pod_set(workload):
+    assignments = workload["status"]["admission"]["podSetAssignments"]
+    return {a["name"]: a["flavors"] for a in assignments}
+
+
+def test_pathways_job_is_charged_to_the_right_flavors(cli):
+    deploy(cli)
+    submit_pathways(cli, "pw-deployed")
+    workload = wait_for(lambda: (w := cli.workload("pw-deployed")) and is_true(w, "Admitted") and w,
+                        what="Kueue admission")
+    flavors = flavors_by_pod_set(workload)
+    assert flavors["pathways-head"] == {"cpu": "pathways-flavor", "memory": "pathways-flavor"}
+    assert flavors["worker"] == {"google.com/tpu": "tpu-flavor", "cpu": "tpu-flavor",
+                                 "memory": "tpu-flavor"}
+
+
+def test_tpu_quota_below_one_slice_keeps_the_job_queued(cli):
+    proc = deploy(cli, "--vars", "tpu_quota=8")
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue configured" in proc.stdout
+    try:
+        submit_pathways(cli, "pw-too-big", slices="1")
+        workload = wait_for(
+            lambda: (w := cli.workload("pw-too-big")) and any(
+                c["type"] == "QuotaReserved" and c["status"] == "False" and c.get("message")
+                for c in w.get("status", {}).get("conditions", [])) and w,
+            what="Kueue to say why the job waits")
+        assert not is_true(workload, "Admitted")
+        inspect = cli.gcluster("job", "inspect", "pw-too-big", *CLUSTER, check=0).stdout
+        assert "Queued" in inspect
+        assert "insufficient quota for google.com/tpu in flavor tpu-flavor" in inspect, inspect
+    finally:
+        deploy(cli)  # the example's quota again
+
+
+def fake_gcloud(tmp_path, exit_code):
+    """A gcloud on PATH that records its argv (one JSON list per line) and exits."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    record = tmp_path / "gcloud-calls"
+    script = bin_dir / "gcloud"
+    script.write_text("#!/usr/bin/env python3\nimport json, sys\n"
+                      f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+                      f"sys.exit({exit_code})\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, record
+
+
+EXPECTED_HEAD_POOL_ARGV = [
+    "container", "node-pools", "create", "head-np", "--project=my-project", "--cluster=local",
+    "--location=us-east5", "--node-locations=us-east5-b", "--machine-type=n4-standard-64",
+    "--num-nodes=0", "--enable-autoscaling", "--total-min-nodes=0", "--total-max-nodes=100",
+    "--scopes=https://www.googleapis.com/auth/cloud-platform",
+]
+
+
+def test_missing_head_pool_is_reported_and_created_only_when_asked(cli, tmp_path):
+    env, record = fake_gcloud(tmp_path, 0)
+    try:
+        proc = deploy(cli, "--pathways-head-np", "head-np", env=env)
+        assert "head-np" in proc.stdout and "missing" in proc.stdout
+        assert "gcloud " + " ".join(EXPECTED_HEAD_POOL_ARGV) in proc.stdout
+        assert "--create-node-pools" in proc.stdout
+        assert not record.exists(), "gcloud ran without --create-node-pools"
+        flavor = cli.kubectl_json("get", "resourceflavor", "pathways-flavor")
+        assert flavor["spec"]["nodeLabels"] == {"cloud.google.com/gke-nodepool": "head-np"}
+
+        deploy(cli, "--pathways-head-np", "head-np", "--create-node-pools", env=env)
+        calls = [json.loads(line) for line in record.read_text().splitlines()]
+        assert calls == [EXPECTED_HEAD_POOL_ARGV]
+
+        (tmp_path / "failing").mkdir()
+        failing_env, _ = fake_gcloud(tmp_path / "failing", 7)
+        proc = deploy(cli, "--pathways-head-np", "head-np", "--create-node-pools",
+                      env=failing_env, check=1)
+        assert "gcloud failed (exit status 7) creating node pool head-np" in proc.stderr
+    finally:
+        deploy(cli)  # the flavor back on cpu-np
+
+
+def test_plan_with_create_node_pools_is_refused(cli):
+    proc = deploy(cli, "--plan", "--create-node-pools", check=2)
+    assert "--plan changes nothing" in proc.stderr
+
+
+def test_template_without_head_flavor_warns(cli, tmp_path):
+    template = tmp_path / "kueue.yaml.tftpl"
+    template.write_text(yaml.safe_dump({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "tpu-flavor"},
+        "spec": {"nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "${accelerator_type}"}},
+    }))
+    blueprint = yaml.safe_load(open(BLUEPRINT))
+    for group in blueprint["deployment_groups"]:
+        for module in group["modules"]:
+            if module["source"].endswith("kubectl-apply"):
+                module["settings"]["kueue"]["config_path"] = str(template)
+    path = tmp_path / "blueprint.yaml"
+    path.write_text(yaml.safe_dump(blueprint))
+    proc = cli.gcluster("deploy", str(path), *CLUSTER, "--plan", check=0)
+    assert "no ResourceFlavor selects the Pathways head pool" in proc.stderr
+    assert "resourceflavor.kueue.x-k8s.io/tpu-flavor" in proc.stdout

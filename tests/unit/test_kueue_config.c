@@ -1,0 +1,428 @@
+/*
+ * The Kueue configuration deploy applies (SPEC §6): the built-in objects with default and
+ * overridden quotas, the head pool override, user templates and their errors and warnings.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gcluster/deploy.h"
+#include "kube_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXAMPLES GCLUSTER_SOURCE_DIR "/examples/"
+
+static char *tmp;
+
+static int setup(void **state)
+{
+    (void)state;
+    tmp = kube_test_tmpdir();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kube_test_rmtree(tmp);
+    return 0;
+}
+
+/* Objects for a blueprint (example file, with --vars), or the failure message. */
+typedef struct rendered {
+    json_t *objects;
+    gc_buf warnings;
+    gc_error err;
+    int rc;
+} rendered;
+
+static void render(rendered *out, const char *path, const char *const *vars, size_t count,
+                   const char *head_pool)
+{
+    memset(out, 0, sizeof(*out));
+    gc_buf_init(&out->warnings);
+    gc_blueprint bp;
+    out->rc = gc_blueprint_load(path, vars, count, &bp, &out->err);
+    if (out->rc)
+        fail_msg("%s", out->err.message);
+    out->rc = gc_kueue_objects(&bp, head_pool, "v1beta2", &out->objects, &out->warnings, &out->err);
+    gc_blueprint_free(&bp);
+}
+
+static void rendered_free(rendered *r)
+{
+    json_decref(r->objects);
+    gc_buf_free(&r->warnings);
+}
+
+static json_t *find(const json_t *objects, const char *kind, const char *name)
+{
+    size_t i;
+    json_t *obj;
+    json_array_foreach(objects, i, obj)
+    {
+        if (!strcmp(json_string_value(json_object_get(obj, "kind")), kind) &&
+            !strcmp(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
+                    name))
+            return obj;
+    }
+    fail_msg("no %s %s", kind, name);
+    return NULL;
+}
+
+/* The nominalQuota of `resource` for `flavor` in the ClusterQueue's only group, as text. */
+static void quota_text(const json_t *cq, const char *flavor, const char *resource, char *out,
+                       size_t size)
+{
+    json_t *group = json_array_get(json_object_get(json_object_get(cq, "spec"), "resourceGroups"), 0);
+    size_t i, j;
+    json_t *f, *res;
+    json_array_foreach(json_object_get(group, "flavors"), i, f)
+    {
+        if (strcmp(json_string_value(json_object_get(f, "name")), flavor))
+            continue;
+        json_array_foreach(json_object_get(f, "resources"), j, res)
+        {
+            if (strcmp(json_string_value(json_object_get(res, "name")), resource))
+                continue;
+            json_t *q = json_object_get(res, "nominalQuota");
+            if (json_is_integer(q))
+                snprintf(out, size, "%lld", (long long)json_integer_value(q));
+            else
+                snprintf(out, size, "%s", json_string_value(q));
+            return;
+        }
+    }
+    fail_msg("no quota for %s/%s", flavor, resource);
+}
+
+static void assert_quota(const json_t *cq, const char *flavor, const char *resource,
+                         const char *expected)
+{
+    char text[64];
+    quota_text(cq, flavor, resource, text, sizeof(text));
+    assert_string_equal(text, expected);
+}
+
+static void test_builtin_defaults(void **state)
+{
+    (void)state;
+    rendered r;
+    render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", NULL, 0, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.warnings.len, 0);
+    /* Apply order: flavors, queue, local queue, the five priority classes. */
+    assert_int_equal(json_array_size(r.objects), 9);
+    static const char *const kinds[] = {"ResourceFlavor", "ResourceFlavor", "ClusterQueue",
+                                        "LocalQueue",     "PriorityClass",  "PriorityClass",
+                                        "PriorityClass",  "PriorityClass",  "PriorityClass"};
+    for (size_t i = 0; i < 9; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(r.objects, i), "kind")),
+                            kinds[i]);
+
+    json_t *pathways = find(r.objects, "ResourceFlavor", "pathways-flavor");
+    assert_string_equal(json_string_value(json_object_get(pathways, "apiVersion")),
+                        "kueue.x-k8s.io/v1beta2");
+    json_t *labels = json_object_get(json_object_get(pathways, "spec"), "nodeLabels");
+    assert_int_equal(json_object_size(labels), 1);
+    assert_string_equal(json_string_value(json_object_get(labels, "cloud.google.com/gke-nodepool")),
+                        "cpu-np");
+    json_t *tpu = find(r.objects, "ResourceFlavor", "tpu-flavor");
+    labels = json_object_get(json_object_get(tpu, "spec"), "nodeLabels");
+    assert_string_equal(
+        json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")),
+        "tpu-v6e-slice");
+    json_t *toleration =
+        json_array_get(json_object_get(json_object_get(tpu, "spec"), "tolerations"), 0);
+    assert_string_equal(json_string_value(json_object_get(toleration, "key")), "google.com/tpu");
+
+    /* One group covering all three resources; the head flavor first, with no TPU quota. */
+    json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
+    json_t *groups = json_object_get(json_object_get(cq, "spec"), "resourceGroups");
+    assert_int_equal(json_array_size(groups), 1);
+    json_t *covered = json_object_get(json_array_get(groups, 0), "coveredResources");
+    assert_int_equal(json_array_size(covered), 3);
+    assert_string_equal(json_string_value(json_array_get(covered, 0)), "google.com/tpu");
+    assert_string_equal(json_string_value(json_array_get(covered, 1)), "cpu");
+    assert_string_equal(json_string_value(json_array_get(covered, 2)), "memory");
+    json_t *flavors = json_object_get(json_array_get(groups, 0), "flavors");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(flavors, 0), "name")),
+                        "pathways-flavor");
+    assert_quota(cq, "pathways-flavor", "google.com/tpu", "0");
+    assert_quota(cq, "pathways-flavor", "cpu", "480");
+    assert_quota(cq, "pathways-flavor", "memory", "2000G");
+    assert_quota(cq, "tpu-flavor", "google.com/tpu", "32"); /* the example's config var */
+    assert_quota(cq, "tpu-flavor", "cpu", "999999");
+    assert_quota(cq, "tpu-flavor", "memory", "999999Gi");
+
+    json_t *lq = find(r.objects, "LocalQueue", "user-queue");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(lq, "metadata"),
+                                                          "namespace")),
+                        "default");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(lq, "spec"), "clusterQueue")),
+        "cluster-queue");
+    static const struct {
+        const char *name;
+        int value;
+    } classes[] = {{"very-low", 100}, {"low", 250}, {"medium", 500}, {"high", 750},
+                   {"very-high", 1000}};
+    for (size_t i = 0; i < 5; i++) {
+        json_t *pc = find(r.objects, "PriorityClass", classes[i].name);
+        assert_int_equal(json_integer_value(json_object_get(pc, "value")), classes[i].value);
+        assert_true(json_is_false(json_object_get(pc, "globalDefault")));
+    }
+    rendered_free(&r);
+}
+
+static void test_overridden_quotas(void **state)
+{
+    (void)state;
+    /* config_template_vars values come from vars in the example, so --vars reaches them. */
+    const char *vars[] = {"tpu_quota=8"};
+    rendered r;
+    render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 1, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_quota(find(r.objects, "ClusterQueue", "cluster-queue"), "tpu-flavor", "google.com/tpu",
+                 "8");
+    rendered_free(&r);
+
+    char path[512];
+    snprintf(path, sizeof(path), "%s/quotas.yaml", tmp);
+    kube_test_write(path, "blueprint_name: q\n"
+                          "vars: {deployment_name: d}\n"
+                          "deployment_groups:\n"
+                          "- group: g\n"
+                          "  modules:\n"
+                          "  - id: c\n"
+                          "    source: modules/scheduler/gke-cluster\n"
+                          "    settings: {enable_pathways_for_tpus: true}\n"
+                          "  - id: k\n"
+                          "    source: modules/management/kubectl-apply\n"
+                          "    settings:\n"
+                          "      kueue:\n"
+                          "        install: true\n"
+                          "        config_template_vars:\n"
+                          "          accelerator_type: tpu-v5p-slice\n"
+                          "          pathways_cpu_quota: 96\n"
+                          "          pathways_memory_quota: 384Gi\n"
+                          "          tpu_flavor_cpu_quota: \"1.5k\"\n"
+                          "          tpu_flavor_memory_quota: 4Ti\n"
+                          "          namespace: team-a\n");
+    render(&r, path, NULL, 0, NULL);
+    assert_int_equal(r.rc, 0);
+    json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
+    assert_quota(cq, "pathways-flavor", "cpu", "96");
+    assert_quota(cq, "pathways-flavor", "memory", "384Gi");
+    assert_quota(cq, "tpu-flavor", "cpu", "1.5k");
+    assert_quota(cq, "tpu-flavor", "memory", "4Ti");
+    assert_quota(cq, "tpu-flavor", "google.com/tpu", "999999");
+    json_t *labels =
+        json_object_get(json_object_get(find(r.objects, "ResourceFlavor", "tpu-flavor"), "spec"),
+                        "nodeLabels");
+    assert_string_equal(
+        json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")),
+        "tpu-v5p-slice");
+    json_t *lq = find(r.objects, "LocalQueue", "user-queue");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(lq, "metadata"), "namespace")),
+        "team-a");
+    rendered_free(&r);
+}
+
+static void test_bad_quota_is_an_error(void **state)
+{
+    (void)state;
+    const char *vars[] = {"tpu_quota=lots"};
+    rendered r;
+    render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 1, NULL);
+    assert_int_equal(r.rc, GC_EXIT_USAGE);
+    assert_non_null(strstr(r.err.message, "config_template_vars.tpu_quota is \"lots\", not a "
+                                          "Kubernetes quantity"));
+    rendered_free(&r);
+}
+
+static void test_head_pool_override(void **state)
+{
+    (void)state;
+    rendered r;
+    render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", NULL, 0, "pathways-head");
+    assert_int_equal(r.rc, 0);
+    json_t *labels = json_object_get(
+        json_object_get(find(r.objects, "ResourceFlavor", "pathways-flavor"), "spec"), "nodeLabels");
+    assert_string_equal(json_string_value(json_object_get(labels, "cloud.google.com/gke-nodepool")),
+                        "pathways-head");
+    rendered_free(&r);
+
+    /* A user template follows the override through ${pathways_head_np}. */
+    render(&r, EXAMPLES "gke-tpu-7x-pathways.yaml", NULL, 0, "pathways-head");
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.warnings.len, 0);
+    labels = json_object_get(
+        json_object_get(find(r.objects, "ResourceFlavor", "pathways-flavor"), "spec"), "nodeLabels");
+    assert_string_equal(json_string_value(json_object_get(labels, "cloud.google.com/gke-nodepool")),
+                        "pathways-head");
+    rendered_free(&r);
+}
+
+static void test_user_template(void **state)
+{
+    (void)state;
+    rendered r;
+    render(&r, EXAMPLES "gke-tpu-7x-pathways.yaml", NULL, 0, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.warnings.len, 0);
+    assert_int_equal(json_array_size(r.objects), 4);
+    json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
+    assert_quota(cq, "tpu7x-flavor", "google.com/tpu", "8");
+    assert_quota(cq, "pathways-flavor", "cpu", "480"); /* a default the template uses */
+    json_t *labels = json_object_get(
+        json_object_get(find(r.objects, "ResourceFlavor", "tpu7x-flavor"), "spec"), "nodeLabels");
+    assert_string_equal(
+        json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")), "tpu7x");
+    rendered_free(&r);
+}
+
+/* A blueprint using `template` (written to tmp) as its kueue.config_path. */
+static const char *template_blueprint(const char *template)
+{
+    static char path[512];
+    char tpl[512];
+    snprintf(tpl, sizeof(tpl), "%s/kueue.yaml.tftpl", tmp);
+    kube_test_write(tpl, "%s", template);
+    snprintf(path, sizeof(path), "%s/tpl.yaml", tmp);
+    kube_test_write(path, "blueprint_name: t\n"
+                          "vars: {deployment_name: d}\n"
+                          "deployment_groups:\n"
+                          "- group: g\n"
+                          "  modules:\n"
+                          "  - id: c\n"
+                          "    source: modules/scheduler/gke-cluster\n"
+                          "    settings: {enable_pathways_for_tpus: true}\n"
+                          "  - id: k\n"
+                          "    source: modules/management/kubectl-apply\n"
+                          "    settings:\n"
+                          "      kueue:\n"
+                          "        install: true\n"
+                          "        config_path: kueue.yaml.tftpl\n"
+                          "        config_template_vars: {flavor: tpu, quota: 16}\n");
+    return path;
+}
+
+static void test_template_without_head_flavor_warns(void **state)
+{
+    (void)state;
+    rendered r;
+    render(&r,
+           template_blueprint("apiVersion: kueue.x-k8s.io/v1beta2\n"
+                              "kind: ResourceFlavor\n"
+                              "metadata: {name: ${flavor}}\n"
+                              "---\n"
+                              "apiVersion: kueue.x-k8s.io/v1beta2\n"
+                              "kind: ClusterQueue\n"
+                              "metadata: {name: cq}\n"
+                              "spec:\n"
+                              "  resourceGroups:\n"
+                              "  - coveredResources: [google.com/tpu]\n"
+                              "    flavors: [{name: tpu, resources: [{name: google.com/tpu, "
+                              "nominalQuota: ${quota}}]}]\n"
+                              "---\n"
+                              "apiVersion: kueue.x-k8s.io/v1beta2\n"
+                              "kind: ClusterQueue\n"
+                              "metadata: {name: cq}\n"
+                              "spec:\n"
+                              "  resourceGroups:\n"
+                              "  - coveredResources: [cpu]\n"
+                              "    flavors: [{name: tpu, resources: [{name: cpu, nominalQuota: "
+                              "1}]}]\n"),
+           NULL, 0, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.warnings.data, "no ResourceFlavor selects the Pathways head pool "
+                                            "(cloud.google.com/gke-nodepool: cpu-np)"));
+    /* Two ClusterQueues of one name are merged, as Cluster Toolkit does. */
+    assert_int_equal(json_array_size(r.objects), 2);
+    json_t *cq = find(r.objects, "ClusterQueue", "cq");
+    assert_int_equal(
+        json_array_size(json_object_get(json_object_get(cq, "spec"), "resourceGroups")), 2);
+    rendered_free(&r);
+
+    render(&r,
+           template_blueprint("apiVersion: kueue.x-k8s.io/v1beta2\n"
+                              "kind: ResourceFlavor\n"
+                              "metadata: {name: head}\n"
+                              "spec: {nodeLabels: {cloud.google.com/gke-nodepool: cpu-np}}\n"),
+           NULL, 0, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.warnings.data, "ResourceFlavor head selects the Pathways head pool "
+                                            "cpu-np, but no ClusterQueue"));
+    rendered_free(&r);
+}
+
+static void expect_template_error(const char *template, const char *expected)
+{
+    rendered r;
+    render(&r, template_blueprint(template), NULL, 0, NULL);
+    assert_int_equal(r.rc, GC_EXIT_USAGE);
+    if (!strstr(r.err.message, expected))
+        fail_msg("expected \"%s\" in: %s", expected, r.err.message);
+    rendered_free(&r);
+}
+
+static void test_template_errors(void **state)
+{
+    (void)state;
+    expect_template_error("a: 1\nb: ${nope}\n",
+                          "kueue.yaml.tftpl:2:4: ${nope} is not a template variable");
+    expect_template_error("a: 1\n%{ if true }x%{ endif }\n",
+                          "kueue.yaml.tftpl:2:1: template directives");
+    expect_template_error("a: ${quota\n", "kueue.yaml.tftpl:1:4: \"${\" starts no ${name}");
+    expect_template_error("a: [1\n", "kueue.yaml.tftpl:");
+    expect_template_error("apiVersion: v1\nkind: ConfigMap\n", "is not a Kubernetes object");
+}
+
+static void test_template_render_escapes(void **state)
+{
+    (void)state;
+    json_t *vars = json_pack("{s:s, s:i, s:b}", "a", "x", "n", 7, "t", 1);
+    gc_buf out;
+    gc_buf_init(&out);
+    gc_error err = {0};
+    const char *text = "${a}-${n}-${t} $${a} %%{b} $ { %x";
+    assert_int_equal(gc_template_render(text, strlen(text), vars, "t", &out, &err), 0);
+    assert_string_equal(out.data, "x-7-true ${a} %{b} $ { %x");
+    gc_buf_free(&out);
+    json_decref(vars);
+}
+
+static void test_no_kueue_without_pathways_or_template(void **state)
+{
+    (void)state;
+    const char *vars[] = {"enable_pathways_for_tpus=false"};
+    rendered r;
+    render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 1, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(json_array_size(r.objects), 0);
+    rendered_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_builtin_defaults),
+        cmocka_unit_test(test_overridden_quotas),
+        cmocka_unit_test(test_bad_quota_is_an_error),
+        cmocka_unit_test(test_head_pool_override),
+        cmocka_unit_test(test_user_template),
+        cmocka_unit_test(test_template_without_head_flavor_warns),
+        cmocka_unit_test(test_template_errors),
+        cmocka_unit_test(test_template_render_escapes),
+        cmocka_unit_test(test_no_kueue_without_pathways_or_template),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
