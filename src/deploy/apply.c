@@ -59,14 +59,12 @@ typedef struct target {
 } target;
 
 /* Prints the pools and which the cluster has; returns the missing ones (free the array). */
-static int report_pools(gc_kube *kube, const gc_pool_spec *pools, size_t count,
-                        const gc_output *o, const gc_pool_spec ***missing, size_t *missing_count,
-                        gc_error *err)
+static int report_pools(gc_kube *kube, const gc_pool_spec *pools, size_t count, const gc_output *o,
+                        const gc_pool_spec ***missing, size_t *missing_count, gc_error *err)
 {
     json_t *counts = json_object();
-    gc_kube_list_options opts = {.label_selector = LABEL_NODEPOOL,
-                                 .accept = GC_KUBE_ACCEPT_METADATA,
-                                 .page_size = 500};
+    gc_kube_list_options opts = {
+        .label_selector = LABEL_NODEPOOL, .accept = GC_KUBE_ACCEPT_METADATA, .page_size = 500};
     int rc = gc_kube_list(kube, "/api/v1/nodes", &opts, count_node, counts, NULL, err);
     if (rc) {
         json_decref(counts);
@@ -119,9 +117,8 @@ static int run_gcloud(char **argv, const gc_output *o, gc_error *err)
     return rc;
 }
 
-static int handle_missing_pools(const gc_pool_spec *const *missing, size_t count,
-                                const target *t, const gc_deploy_request *r, const gc_output *o,
-                                gc_error *err)
+static int handle_missing_pools(const gc_pool_spec *const *missing, size_t count, const target *t,
+                                const gc_deploy_request *r, const gc_output *o, gc_error *err)
 {
     if (!count)
         return 0;
@@ -233,8 +230,8 @@ static int locate(gc_kube *kube, json_t *cache, json_t *obj, object_ref *ref, gc
     char group[128] = "";
     if (slash)
         snprintf(group, sizeof(group), "%.*s", (int)(slash - api), api);
-    ref->path = gc_kube_path(group, slash ? slash + 1 : api, namespaced ? ns : NULL, resource,
-                             name);
+    ref->path =
+        gc_kube_path(group, slash ? slash + 1 : api, namespaced ? ns : NULL, resource, name);
     /* kubectl's way of naming it: the lower-case kind, then the group */
     size_t n = 0;
     for (const char *k = kind; *k && n < 63; k++)
@@ -341,7 +338,8 @@ static int apply_objects(gc_kube *kube, json_t *objects, bool plan, const gc_out
         rc = locate(kube, cache, obj, &ref, err);
         if (!rc)
             rc = apply_one(kube, obj, &ref, plan, o, err);
-        if (!rc && !plan && !strcmp(json_string_value(json_object_get(obj, "kind")), "ClusterQueue"))
+        if (!rc && !plan &&
+            !strcmp(json_string_value(json_object_get(obj, "kind")), "ClusterQueue"))
             rc = report_queue_state(kube, &ref, o, err);
         free(ref.path);
         if (rc)
@@ -374,8 +372,8 @@ static int check_prerequisites(gc_kube *kube, const gc_blueprint *bp, char kueue
     char jobset_api[16];
     int rc = group_version(kube, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
     if (!rc && bp->jobset_install)
-        rc = group_version(kube, "jobset.x-k8s.io", "v1alpha2", jobset_api, sizeof(jobset_api),
-                           err);
+        rc =
+            group_version(kube, "jobset.x-k8s.io", "v1alpha2", jobset_api, sizeof(jobset_api), err);
     if (rc)
         return rc;
     if (bp->kueue_install && !kueue_api[0]) {
@@ -396,8 +394,8 @@ static int check_prerequisites(gc_kube *kube, const gc_blueprint *bp, char kueue
     return 0;
 }
 
-int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
-              const gc_output *o, gc_error *err)
+int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r, const gc_output *o,
+              gc_error *err)
 {
     const char *head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
     target t = {.project = r->project ? r->project : bp->project,

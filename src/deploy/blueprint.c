@@ -47,8 +47,7 @@ static int fail_at(const bp_reader *r, const json_t *container, const char *key,
     va_end(ap);
     int line, column;
     if (container && gc_yaml_mark_of(&r->doc, container, key, index, &line, &column))
-        return gc_fail(r->err, GC_EXIT_USAGE, "%s:%d:%d: %s", r->bp->path, line, column,
-                       message);
+        return gc_fail(r->err, GC_EXIT_USAGE, "%s:%d:%d: %s", r->bp->path, line, column, message);
     return gc_fail(r->err, GC_EXIT_USAGE, "%s: %s", r->bp->path, message);
 }
 
@@ -146,8 +145,8 @@ static int unknown_var(const bp_reader *r, const json_t *container, const char *
 }
 
 /* Appends a scalar variable's text to `out`, for a reference inside a longer string. */
-static int append_scalar(const bp_reader *r, const json_t *container, const char *key,
-                         size_t index, const char *name, const json_t *value, gc_buf *out)
+static int append_scalar(const bp_reader *r, const json_t *container, const char *key, size_t index,
+                         const char *name, const json_t *value, gc_buf *out)
 {
     if (json_is_string(value))
         gc_buf_puts(out, json_string_value(value));
@@ -167,8 +166,8 @@ static int append_scalar(const bp_reader *r, const json_t *container, const char
 
 /* The value of one string with its references expanded (a new reference). A string that is
  * exactly "$(vars.NAME)" takes the variable's own type. */
-static int expand_string(const bp_reader *r, const json_t *container, const char *key,
-                         size_t index, const char *text, json_t **out)
+static int expand_string(const bp_reader *r, const json_t *container, const char *key, size_t index,
+                         const char *text, json_t **out)
 {
     const char *expr, *after;
     size_t len;
@@ -333,8 +332,8 @@ static const char *type_name(const json_t *v)
 }
 
 /* Where a wrong-typed setting came from: the module's settings, or the variable. */
-static int wrong_type(const bp_reader *r, json_t *settings, const char *module_id,
-                      const char *key, const json_t *value, const char *expected)
+static int wrong_type(const bp_reader *r, json_t *settings, const char *module_id, const char *key,
+                      const json_t *value, const char *expected)
 {
     if (settings && json_object_get(settings, key))
         return fail_at(r, settings, key, 0, "module %s: setting %s must be %s, not %s", module_id,
@@ -408,8 +407,8 @@ static enum module_kind module_kind(const char *source)
     return MODULE_OTHER;
 }
 
-static int require_type(const bp_reader *r, const json_t *container, const char *key,
-                        size_t index, const json_t *value, json_type type, const char *what)
+static int require_type(const bp_reader *r, const json_t *container, const char *key, size_t index,
+                        const json_t *value, json_type type, const char *what)
 {
     if (value && json_typeof(value) == type)
         return 0;
@@ -663,9 +662,8 @@ static int read_kueue(const bp_reader *r, json_t *kueue, const char *id)
     if (!rc && json_object_get(kueue, "config_path"))
         rc = string_setting(r, kueue, id, "config_path", &config_path);
     if (config_path) {
-        bp->kueue_config_path = config_path[0] == '/'
-                                    ? gc_xstrdup(config_path)
-                                    : gc_xasprintf("%s/%s", bp->dir, config_path);
+        bp->kueue_config_path = config_path[0] == '/' ? gc_xstrdup(config_path)
+                                                      : gc_xasprintf("%s/%s", bp->dir, config_path);
         free(config_path);
     }
     json_t *vars = json_object_get(kueue, "config_template_vars");
@@ -698,8 +696,7 @@ static int read_kubectl_apply(const bp_reader *r, json_t *settings, const char *
 
 static void add_unhandled(gc_blueprint *bp, const char *id, const char *source)
 {
-    bp->unhandled =
-        gc_xrealloc(bp->unhandled, (bp->unhandled_count + 1) * sizeof(*bp->unhandled));
+    bp->unhandled = gc_xrealloc(bp->unhandled, (bp->unhandled_count + 1) * sizeof(*bp->unhandled));
     bp->unhandled[bp->unhandled_count].id = gc_xstrdup(id);
     bp->unhandled[bp->unhandled_count].source = gc_xstrdup(source);
     bp->unhandled_count++;
@@ -882,8 +879,7 @@ void gc_blueprint_free(gc_blueprint *bp)
     memset(bp, 0, sizeof(*bp));
 }
 
-gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool,
-                                     size_t *count)
+gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool, size_t *count)
 {
     size_t n = bp->pool_count + (bp->pathways ? 1 : 0);
     gc_pool_spec *pools = gc_xcalloc(n ? n : 1, sizeof(*pools));

@@ -14,6 +14,7 @@
  */
 #include "gcluster/deploy.h"
 
+#include "deploy/quantity.h"
 #include "gcluster/emit.h"
 
 #include <ctype.h>
@@ -74,14 +75,12 @@ static int derive_accelerator(const gc_blueprint *bp, const char **out, gc_error
 
 /* Defaults (and pathways_head_np, so a template can follow --pathways-head-np), then the
  * blueprint's config_template_vars, then an accelerator_type derived from the TPU pools. */
-static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t **out,
-                         gc_error *err)
+static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t **out, gc_error *err)
 {
     json_t *vars = json_object();
     json_object_set_new(vars, "pathways_head_np", json_string(head_pool));
     for (size_t i = 0; i < sizeof(builtin_defaults) / sizeof(*builtin_defaults); i++)
-        json_object_set_new(vars, builtin_defaults[i].name,
-                            json_string(builtin_defaults[i].value));
+        json_object_set_new(vars, builtin_defaults[i].name, json_string(builtin_defaults[i].value));
     json_object_update(vars, bp->kueue_vars);
     if (!json_object_get(vars, "accelerator_type")) {
         const char *accelerator;
@@ -97,48 +96,19 @@ static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t *
     return 0;
 }
 
-/* A Kubernetes quantity: digits with an optional fraction, exponent or unit suffix. */
-static bool is_quantity(const char *s)
-{
-    const char *p = s;
-    if (*p == '+')
-        p++;
-    size_t digits = strspn(p, "0123456789");
-    p += digits;
-    if (*p == '.') {
-        size_t fraction = strspn(p + 1, "0123456789");
-        digits += fraction;
-        p += 1 + fraction;
-    }
-    if (!digits)
-        return false;
-    static const char *const suffixes[] = {"",  "m",  "k",  "M",  "G",  "T",  "P", "E",
-                                           "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", NULL};
-    for (size_t i = 0; suffixes[i]; i++)
-        if (!strcmp(p, suffixes[i]))
-            return true;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        return *p && strspn(p, "0123456789") == strlen(p);
-    }
-    return false;
-}
-
-/* A quota variable as the JSON value of a nominalQuota (a number stays a number). */
+/* A quota variable as a nominalQuota value, canonical (see deploy/quantity.c for why). */
 static int quota(const json_t *vars, const char *name, json_t **out, gc_error *err)
 {
     const json_t *v = json_object_get(vars, name);
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = json_integer(json_integer_value(v));
-        return 0;
-    }
-    if (json_is_string(v) && is_quantity(json_string_value(v))) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(json_string_value(v), &end, 10);
-        *out = !*end && !errno && n >= 0 ? json_integer(n) : json_string(json_string_value(v));
+    char text[64] = "";
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+    else if (json_is_string(v))
+        snprintf(text, sizeof(text), "%s", json_string_value(v));
+    char *canonical = text[0] ? gc_quantity_canonical(text) : NULL;
+    if (canonical) {
+        *out = json_string(canonical);
+        free(canonical);
         return 0;
     }
     char shown[64] = "a list or mapping";
@@ -170,8 +140,7 @@ static json_t *object_header(const char *api_version, const char *kind, const ch
     json_t *meta = json_pack("{s:s}", "name", name);
     if (ns)
         json_object_set_new(meta, "namespace", json_string(ns));
-    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", kind, "metadata",
-                     meta);
+    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", kind, "metadata", meta);
 }
 
 static json_t *resource_flavor(const char *api, const char *name, const char *label,
@@ -190,16 +159,15 @@ static json_t *resource_flavor(const char *api, const char *name, const char *la
 static json_t *flavor_quotas(const char *flavor, json_t *tpu, json_t *cpu, json_t *memory)
 {
     return json_pack("{s:s, s:[{s:s, s:o}, {s:s, s:o}, {s:s, s:o}]}", "name", flavor, "resources",
-                     "name", "google.com/tpu", "nominalQuota", tpu, "name", "cpu",
-                     "nominalQuota", cpu, "name", "memory", "nominalQuota", memory);
+                     "name", "google.com/tpu", "nominalQuota", tpu, "name", "cpu", "nominalQuota",
+                     cpu, "name", "memory", "nominalQuota", memory);
 }
 
 static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_error *err)
 {
     json_t *q[5] = {NULL};
-    static const char *const names[5] = {"pathways_cpu_quota", "pathways_memory_quota",
-                                         "tpu_quota", "tpu_flavor_cpu_quota",
-                                         "tpu_flavor_memory_quota"};
+    static const char *const names[5] = {"pathways_cpu_quota", "pathways_memory_quota", "tpu_quota",
+                                         "tpu_flavor_cpu_quota", "tpu_flavor_memory_quota"};
     for (int i = 0; i < 5; i++) {
         int rc = quota(vars, names[i], &q[i], err);
         if (rc) {
@@ -209,10 +177,10 @@ static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_e
         }
     }
     json_t *cq = object_header(api, "ClusterQueue", "cluster-queue", NULL);
-    json_t *group = json_pack(
-        "{s:[s,s,s], s:[o,o]}", "coveredResources", "google.com/tpu", "cpu", "memory", "flavors",
-        flavor_quotas("pathways-flavor", json_integer(0), q[0], q[1]),
-        flavor_quotas("tpu-flavor", q[2], q[3], q[4]));
+    json_t *group =
+        json_pack("{s:[s,s,s], s:[o,o]}", "coveredResources", "google.com/tpu", "cpu", "memory",
+                  "flavors", flavor_quotas("pathways-flavor", json_string("0"), q[0], q[1]),
+                  flavor_quotas("tpu-flavor", q[2], q[3], q[4]));
     json_object_set_new(cq, "spec",
                         json_pack("{s:{}, s:s, s:{s:s, s:s}, s:[o]}", "namespaceSelector",
                                   "queueingStrategy", "BestEffortFIFO", "preemption",
@@ -225,8 +193,8 @@ static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_e
 static void append_priority_classes(json_t *objects)
 {
     for (size_t i = 0; i < sizeof(priority_classes) / sizeof(*priority_classes); i++) {
-        json_t *pc = object_header("scheduling.k8s.io/v1", "PriorityClass",
-                                   priority_classes[i].name, NULL);
+        json_t *pc =
+            object_header("scheduling.k8s.io/v1", "PriorityClass", priority_classes[i].name, NULL);
         json_object_set_new(pc, "value", json_integer(priority_classes[i].value));
         json_object_set_new(pc, "globalDefault", json_false());
         json_object_set_new(pc, "description", json_string(priority_classes[i].description));
@@ -252,8 +220,8 @@ static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const 
         rc = cluster_queue(api, vars, &cq, err);
     if (rc)
         return rc;
-    json_array_append_new(objects,
-                          resource_flavor(api, "pathways-flavor", LABEL_NODEPOOL, head_pool, false));
+    json_array_append_new(
+        objects, resource_flavor(api, "pathways-flavor", LABEL_NODEPOOL, head_pool, false));
     json_array_append_new(objects,
                           resource_flavor(api, "tpu-flavor", LABEL_ACCELERATOR, accelerator, true));
     json_array_append_new(objects, cq);
@@ -398,8 +366,7 @@ static int check_document(const gc_yaml_doc *doc, size_t index, const json_t *ob
                    doc->name, index + 1);
 }
 
-static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *objects,
-                        gc_error *err)
+static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *objects, gc_error *err)
 {
     gc_buf text, rendered;
     gc_buf_init(&text);
@@ -408,8 +375,7 @@ static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *obje
     if (!f) {
         gc_buf_free(&text);
         gc_buf_free(&rendered);
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "%s: kueue.config_path %s cannot be read: %s", bp->path,
+        return gc_fail(err, GC_EXIT_USAGE, "%s: kueue.config_path %s cannot be read: %s", bp->path,
                        bp->kueue_config_path, strerror(errno));
     }
     char chunk[8192];
@@ -441,6 +407,42 @@ static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *obje
     gc_buf_free(&text);
     gc_buf_free(&rendered);
     return rc;
+}
+
+/* Quotas of a user template's ClusterQueues in canonical form too (a value that is not a
+ * quantity is left for the API server to reject with its own message). */
+static void canonicalize_quotas(json_t *objects)
+{
+    static const char *const limits[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
+    size_t i, g, f, r;
+    json_t *obj, *group, *flavor, *resource;
+    json_array_foreach(objects, i, obj)
+    {
+        if (strcmp(json_string_value(json_object_get(obj, "kind")), "ClusterQueue"))
+            continue;
+        json_t *groups = json_object_get(json_object_get(obj, "spec"), "resourceGroups");
+        json_array_foreach(groups, g, group)
+        {
+            json_array_foreach(json_object_get(group, "flavors"), f, flavor)
+            {
+                json_array_foreach(json_object_get(flavor, "resources"), r, resource)
+                {
+                    for (size_t l = 0; l < sizeof(limits) / sizeof(*limits); l++) {
+                        json_t *v = json_object_get(resource, limits[l]);
+                        char text[64] = "";
+                        if (json_is_integer(v))
+                            snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+                        else if (json_is_string(v))
+                            snprintf(text, sizeof(text), "%s", json_string_value(v));
+                        char *canonical = text[0] ? gc_quantity_canonical(text) : NULL;
+                        if (canonical)
+                            json_object_set_new(resource, limits[l], json_string(canonical));
+                        free(canonical);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* The head-pool check for user templates */
@@ -531,6 +533,7 @@ int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *
         return rc;
     if (bp->kueue_config_path) {
         rc = user_objects(bp, vars, *objects, err);
+        canonicalize_quotas(*objects);
         if (!rc && bp->pathways)
             warn_head_pool(bp, head_pool, *objects, warnings);
     } else {

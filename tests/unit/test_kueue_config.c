@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/quantity.h"
 #include "gcluster/deploy.h"
 #include "kube_test.h"
 
@@ -80,7 +81,8 @@ static json_t *find(const json_t *objects, const char *kind, const char *name)
 static void quota_text(const json_t *cq, const char *flavor, const char *resource, char *out,
                        size_t size)
 {
-    json_t *group = json_array_get(json_object_get(json_object_get(cq, "spec"), "resourceGroups"), 0);
+    json_t *group =
+        json_array_get(json_object_get(json_object_get(cq, "spec"), "resourceGroups"), 0);
     size_t i, j;
     json_t *f, *res;
     json_array_foreach(json_object_get(group, "flavors"), i, f)
@@ -123,8 +125,8 @@ static void test_builtin_defaults(void **state)
                                         "LocalQueue",     "PriorityClass",  "PriorityClass",
                                         "PriorityClass",  "PriorityClass",  "PriorityClass"};
     for (size_t i = 0; i < 9; i++)
-        assert_string_equal(json_string_value(json_object_get(json_array_get(r.objects, i), "kind")),
-                            kinds[i]);
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(r.objects, i), "kind")), kinds[i]);
 
     json_t *pathways = find(r.objects, "ResourceFlavor", "pathways-flavor");
     assert_string_equal(json_string_value(json_object_get(pathways, "apiVersion")),
@@ -156,23 +158,23 @@ static void test_builtin_defaults(void **state)
                         "pathways-flavor");
     assert_quota(cq, "pathways-flavor", "google.com/tpu", "0");
     assert_quota(cq, "pathways-flavor", "cpu", "480");
-    assert_quota(cq, "pathways-flavor", "memory", "2000G");
+    assert_quota(cq, "pathways-flavor", "memory", "2T");    /* 2000G, as Kueue stores it */
     assert_quota(cq, "tpu-flavor", "google.com/tpu", "32"); /* the example's config var */
     assert_quota(cq, "tpu-flavor", "cpu", "999999");
     assert_quota(cq, "tpu-flavor", "memory", "999999Gi");
 
     json_t *lq = find(r.objects, "LocalQueue", "user-queue");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(lq, "metadata"),
-                                                          "namespace")),
-                        "default");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(lq, "metadata"), "namespace")),
+        "default");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(lq, "spec"), "clusterQueue")),
         "cluster-queue");
     static const struct {
         const char *name;
         int value;
-    } classes[] = {{"very-low", 100}, {"low", 250}, {"medium", 500}, {"high", 750},
-                   {"very-high", 1000}};
+    } classes[] = {
+        {"very-low", 100}, {"low", 250}, {"medium", 500}, {"high", 750}, {"very-high", 1000}};
     for (size_t i = 0; i < 5; i++) {
         json_t *pc = find(r.objects, "PriorityClass", classes[i].name);
         assert_int_equal(json_integer_value(json_object_get(pc, "value")), classes[i].value);
@@ -220,19 +222,17 @@ static void test_overridden_quotas(void **state)
     json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
     assert_quota(cq, "pathways-flavor", "cpu", "96");
     assert_quota(cq, "pathways-flavor", "memory", "384Gi");
-    assert_quota(cq, "tpu-flavor", "cpu", "1.5k");
+    assert_quota(cq, "tpu-flavor", "cpu", "1500");
     assert_quota(cq, "tpu-flavor", "memory", "4Ti");
     assert_quota(cq, "tpu-flavor", "google.com/tpu", "999999");
-    json_t *labels =
-        json_object_get(json_object_get(find(r.objects, "ResourceFlavor", "tpu-flavor"), "spec"),
-                        "nodeLabels");
+    json_t *labels = json_object_get(
+        json_object_get(find(r.objects, "ResourceFlavor", "tpu-flavor"), "spec"), "nodeLabels");
     assert_string_equal(
         json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")),
         "tpu-v5p-slice");
     json_t *lq = find(r.objects, "LocalQueue", "user-queue");
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(lq, "metadata"), "namespace")),
-        "team-a");
+        json_string_value(json_object_get(json_object_get(lq, "metadata"), "namespace")), "team-a");
     rendered_free(&r);
 }
 
@@ -255,7 +255,8 @@ static void test_head_pool_override(void **state)
     render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", NULL, 0, "pathways-head");
     assert_int_equal(r.rc, 0);
     json_t *labels = json_object_get(
-        json_object_get(find(r.objects, "ResourceFlavor", "pathways-flavor"), "spec"), "nodeLabels");
+        json_object_get(find(r.objects, "ResourceFlavor", "pathways-flavor"), "spec"),
+        "nodeLabels");
     assert_string_equal(json_string_value(json_object_get(labels, "cloud.google.com/gke-nodepool")),
                         "pathways-head");
     rendered_free(&r);
@@ -265,7 +266,8 @@ static void test_head_pool_override(void **state)
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.warnings.len, 0);
     labels = json_object_get(
-        json_object_get(find(r.objects, "ResourceFlavor", "pathways-flavor"), "spec"), "nodeLabels");
+        json_object_get(find(r.objects, "ResourceFlavor", "pathways-flavor"), "spec"),
+        "nodeLabels");
     assert_string_equal(json_string_value(json_object_get(labels, "cloud.google.com/gke-nodepool")),
                         "pathways-head");
     rendered_free(&r);
@@ -285,7 +287,8 @@ static void test_user_template(void **state)
     json_t *labels = json_object_get(
         json_object_get(find(r.objects, "ResourceFlavor", "tpu7x-flavor"), "spec"), "nodeLabels");
     assert_string_equal(
-        json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")), "tpu7x");
+        json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")),
+        "tpu7x");
     rendered_free(&r);
 }
 
@@ -411,6 +414,28 @@ static void test_no_kueue_without_pathways_or_template(void **state)
     rendered_free(&r);
 }
 
+static void test_quantities_are_canonical(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"2000G", "2T"},   {"480", "480"},        {"0", "0"},          {"1.5k", "1500"},
+        {"0.5", "500m"},   {"2048Mi", "2Gi"},     {"1.5Gi", "1536Mi"}, {"999999Gi", "999999Gi"},
+        {"1e3", "1e3"},    {"1000e3", "1e6"},     {"+32", "32"},       {"4000000k", "4G"},
+        {"1024Ki", "1Mi"}, {"1500000u", "1500m"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        char *canonical = gc_quantity_canonical(cases[i][0]);
+        if (!canonical || strcmp(canonical, cases[i][1]))
+            fail_msg("%s: want %s, got %s", cases[i][0], cases[i][1],
+                     canonical ? canonical : "NULL");
+        free(canonical);
+    }
+    static const char *const invalid[] = {"lots", "12x", "", "1.2.3", "Gi", "1e", "--1"};
+    for (size_t i = 0; i < sizeof(invalid) / sizeof(*invalid); i++)
+        if (gc_quantity_valid(invalid[i]) || gc_quantity_canonical(invalid[i]))
+            fail_msg("\"%s\" accepted as a quantity", invalid[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_template_errors),
         cmocka_unit_test(test_template_render_escapes),
         cmocka_unit_test(test_no_kueue_without_pathways_or_template),
+        cmocka_unit_test(test_quantities_are_canonical),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
