@@ -270,7 +270,10 @@ def ensure_kueue_metrics_cert():
     cert management is off, even with metrics disabled, and exits if it is missing. A self-signed
     pair made once satisfies it (nothing is ever served with it here)."""
     crt, key = KUEUE_METRICS_CERTS / "tls.crt", KUEUE_METRICS_CERTS / "tls.key"
-    if crt.is_file() and key.is_file():
+    usable = all(subprocess.run(["openssl", kind, "-in", str(f), "-noout"],
+                                capture_output=True).returncode == 0
+                 for kind, f in (("x509", crt), ("pkey", key)))
+    if usable:
         return
     try:
         KUEUE_METRICS_CERTS.mkdir(parents=True, exist_ok=True)
@@ -602,7 +605,8 @@ class ControlPlane:
                      "kueue": f"https://127.0.0.1:{self.ports['kueue_webhook']}"}
         self.launcher = Launcher(root)
         self.kubectl = None
-        self.nodes = []
+        # Read (and checked) before anything starts.
+        self.nodes = node_objects(self.yaml, wanted["nodepools"], self.pins["KUBERNETES_VERSION"])
 
     def bin(self, name):
         return str(self.bin_dir / name)
@@ -709,7 +713,6 @@ class ControlPlane:
         self.kubectl.apply([{"apiVersion": "v1", "kind": "Namespace",
                              "metadata": {"name": "kueue-system"}}], "namespace kueue-system")
         pools = self.wanted["nodepools"]
-        self.nodes = node_objects(self.yaml, pools, self.pins["KUBERNETES_VERSION"])
         self.kubectl.run("create", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "List", "items": self.nodes}))
         log(f"created {len(self.nodes)} nodes from {pools}")
