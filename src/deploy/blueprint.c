@@ -834,6 +834,7 @@ int gc_blueprint_load(const char *path, const char *const *overrides, size_t cou
     if (rc) {
         err->code = GC_EXIT_USAGE;
         gc_yaml_doc_free(&r.doc);
+        gc_blueprint_free(bp);
         return GC_EXIT_USAGE;
     }
     rc = read_top_level(&r, overrides, count);

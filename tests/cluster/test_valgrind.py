@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import wait_for
+from conftest import REPO, wait_for
 from gcluster_cli import CLUSTER, GCS, IMAGE, Cli
 
 VALGRIND = ["valgrind", "--quiet", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible",
@@ -44,5 +44,8 @@ def test_live_commands_are_clean_under_valgrind(testenv, tmp_path):
         cli.gcluster("job", "logs", job, *CLUSTER, "--all", "--timestamps", check=0)
         cli.gcluster("job", "inspect", "no-such-job", *CLUSTER, check=1)
         cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "2m", check=0)
+        # --plan runs every request of a deploy (server-side dry runs) and changes nothing.
+        cli.gcluster("deploy", str(REPO / "examples" / "gke-tpu-v6e-pathways.yaml"), *CLUSTER,
+                     "--plan", "--pathways-head-np", "head-np", check=0)
     finally:
         cli.delete_job(job)
