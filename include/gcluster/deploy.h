@@ -82,8 +82,7 @@ void gc_blueprint_free(gc_blueprint *bp);
 
 /* Every node pool the cluster needs: the blueprint's, plus the Pathways head pool (named
  * `head_pool`) first when the blueprint enables Pathways. Borrowed strings; free the array. */
-gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool,
-                                     size_t *count);
+gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool, size_t *count);
 
 /* The Kueue configuration of the blueprint, as an array of API objects in apply order
  * (ResourceFlavors, ClusterQueues, LocalQueues, PriorityClasses, anything else of a user
@@ -119,7 +118,7 @@ typedef struct gc_deploy_request {
 /* The command against a cluster: node pools first (reported, created with create_node_pools),
  * then the Kueue objects by server-side apply, each reported created, configured or unchanged
  * (with plan: what would happen, and nothing is changed). */
-int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
-              const gc_output *o, gc_error *err);
+int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r, const gc_output *o,
+              gc_error *err);
 
 #endif

@@ -142,9 +142,9 @@ char *gc_quantity_canonical(const char *text)
     parsed_quantity q;
     if (!parse(text, &q))
         return NULL;
-    char *out = q.binary_power > 0
-                    ? canonical_binary(&q)
-                    : canonical_decimal(q.digits, q.decimal_power - q.fraction_digits,
-                                        q.exponent_form);
+    char *out =
+        q.binary_power > 0
+            ? canonical_binary(&q)
+            : canonical_decimal(q.digits, q.decimal_power - q.fraction_digits, q.exponent_form);
     return out ? out : gc_xstrdup(text);
 }

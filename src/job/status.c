@@ -69,8 +69,10 @@ void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *f)
     if (f->failed || f->completed)
         copy_field(f->completed_at, sizeof(f->completed_at), finish, "lastTransitionTime");
 
-    f->suspended =
-        json_is_true(json_object_get(spec, "suspend")) || condition_true(jobset, "Suspended");
+    /* spec.suspend is what the controllers act on; the Suspended condition trails it (JobSet
+     * updates it after the pods of a resumed job already run), so it only counts without one. */
+    const json_t *suspend = json_object_get(spec, "suspend");
+    f->suspended = suspend ? json_is_true(suspend) : condition_true(jobset, "Suspended");
     f->restarting = condition_true(jobset, "RestartingJobSet");
     f->restarts = (long)json_integer_value(json_object_get(status, "restarts"));
 

@@ -129,7 +129,8 @@ static void test_tpu7x_example_with_template(void **state)
 static void test_vars_override_keeps_types(void **state)
 {
     (void)state;
-    const char *vars[] = {"num_slices=1", "deployment_name=other", "enable_pathways_for_tpus=false"};
+    const char *vars[] = {"num_slices=1", "deployment_name=other",
+                          "enable_pathways_for_tpus=false"};
     gc_blueprint bp;
     load_ok(EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 3, &bp);
     assert_int_equal(bp.pool_count, 1);
@@ -239,8 +240,8 @@ static void test_unknown_variable_is_located(void **state)
                         "    source: modules/compute/gke-node-pool\n"
                         "    settings:\n"
                         "      machine_type: $(vars.machne_type)\n",
-                 (const char *[]){"blueprint.yaml:18:21:", "$(vars.machne_type)", "vars: project_id",
-                                  "--vars machne_type=VALUE", NULL});
+                 (const char *[]){"blueprint.yaml:18:21:", "$(vars.machne_type)",
+                                  "vars: project_id", "--vars machne_type=VALUE", NULL});
 }
 
 static void test_unknown_variable_in_unhandled_module(void **state)
@@ -260,8 +261,8 @@ static void test_wrong_types_are_located(void **state)
                         "    source: modules/compute/gke-node-pool\n"
                         "    settings:\n"
                         "      static_node_count: four\n",
-                 (const char *[]){"blueprint.yaml:18:26:", "static_node_count",
-                                  "a whole number", "not a string", NULL});
+                 (const char *[]){"blueprint.yaml:18:26:", "static_node_count", "a whole number",
+                                  "not a string", NULL});
     /* The wrong type comes from a variable: the message points at the variable. */
     expect_error("blueprint_name: t\nvars:\n  deployment_name: d\n  enable_pathways_for_tpus: yes\n"
                  "deployment_groups:\n- group: g\n  modules:\n  - id: c\n"
@@ -273,12 +274,12 @@ static void test_wrong_types_are_located(void **state)
 static void test_unevaluable_reference(void **state)
 {
     (void)state;
-    expect_error(HEADER "  - id: pool\n"
-                        "    source: modules/compute/gke-node-pool\n"
-                        "    settings:\n"
-                        "      machine_type: $(cluster.machine)\n",
-                 (const char *[]){"blueprint.yaml:18:21:", "$(cluster.machine) cannot be evaluated",
-                                  NULL});
+    expect_error(
+        HEADER "  - id: pool\n"
+               "    source: modules/compute/gke-node-pool\n"
+               "    settings:\n"
+               "      machine_type: $(cluster.machine)\n",
+        (const char *[]){"blueprint.yaml:18:21:", "$(cluster.machine) cannot be evaluated", NULL});
 }
 
 static void test_structure_errors(void **state)
@@ -286,8 +287,9 @@ static void test_structure_errors(void **state)
     (void)state;
     expect_error("- just\n- a list\n", (const char *[]){"a YAML mapping", NULL});
     expect_error("vars: {}\ndeployment_groups: []\n", (const char *[]){"blueprint_name", NULL});
-    expect_error("blueprint_name: x\ndeployment_groups: {}\n",
-                 (const char *[]){"blueprint.yaml:2:20:", "deployment_groups must be a list", NULL});
+    expect_error(
+        "blueprint_name: x\ndeployment_groups: {}\n",
+        (const char *[]){"blueprint.yaml:2:20:", "deployment_groups must be a list", NULL});
     expect_error(HEADER "  - id: cluster\n    source: modules/network/vpc\n",
                  (const char *[]){"blueprint.yaml:15:9:", "module id cluster is used twice", NULL});
     expect_error(HEADER "  - id: x\n    source: modules/network/vpc\n    use: [nothing]\n",
@@ -305,8 +307,8 @@ static void test_tpu_pool_checks(void **state)
                         "      machine_type: ct6e-standard-4t\n"
                         "      static_node_count: 2\n"
                         "      placement_policy: {type: COMPACT, tpu_topology: 4x4}\n",
-                 (const char *[]){"blueprint.yaml:19:26:", "4x4 slice of ct6e-standard-4t has 4 hosts",
-                                  NULL});
+                 (const char *[]){
+                     "blueprint.yaml:19:26:", "4x4 slice of ct6e-standard-4t has 4 hosts", NULL});
     expect_error(HEADER "  - id: pool\n"
                         "    source: modules/compute/gke-node-pool\n"
                         "    settings:\n"
