@@ -43,7 +43,7 @@ valgrind-test: gcluster
 	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster
 
 format: deps
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 
 format-check: deps
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')

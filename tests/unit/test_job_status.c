@@ -23,18 +23,18 @@ static json_t *jobset(bool suspend, const char *condition_type, const char *cond
         "spec", "parallelism", 1, "name", "worker", "replicas", 2, "template", "spec",
         "parallelism", 4, "status");
     if (condition_type)
-        json_object_set_new(json_object_get(js, "status"), "conditions",
-                            json_pack("[{s:s, s:s}]", "type", condition_type, "status",
-                                      condition_status));
+        json_object_set_new(
+            json_object_get(js, "status"), "conditions",
+            json_pack("[{s:s, s:s}]", "type", condition_type, "status", condition_status));
     return js;
 }
 
 static json_t *workload(const char *quota_reserved, const char *admitted, const char *message)
 {
-    return json_pack("{s:{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}}", "status",
-                     "conditions", "type", "QuotaReserved", "status", quota_reserved, "reason",
-                     "Pending", "message", message, "type", "Admitted", "status", admitted,
-                     "reason", "Pending", "message", message);
+    return json_pack("{s:{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}}", "status", "conditions",
+                     "type", "QuotaReserved", "status", quota_reserved, "reason", "Pending",
+                     "message", message, "type", "Admitted", "status", admitted, "reason",
+                     "Pending", "message", message);
 }
 
 static json_t *pod(const char *name, const char *phase, int exit_code)
@@ -42,8 +42,8 @@ static json_t *pod(const char *name, const char *phase, int exit_code)
     json_t *p = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "name", name, "status", "phase", phase);
     if (exit_code >= 0)
         json_object_set_new(json_object_get(p, "status"), "containerStatuses",
-                            json_pack("[{s:s, s:{s:{s:i}}}]", "name", "jax", "state",
-                                      "terminated", "exitCode", exit_code));
+                            json_pack("[{s:s, s:{s:{s:i}}}]", "name", "jax", "state", "terminated",
+                                      "exitCode", exit_code));
     return p;
 }
 
