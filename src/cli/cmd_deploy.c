@@ -46,18 +46,27 @@ static bool valid_pool_name(const char *s)
     return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
 }
 
+/* Whether every comma-separated piece of `s` looks like NAME=VALUE. */
+static bool every_piece_is_a_pair(const char *s)
+{
+    for (const char *piece = s; piece;) {
+        const char *comma = strchr(piece, ',');
+        const char *eq = strchr(piece, '=');
+        if (!eq || eq == piece || (comma && eq > comma))
+            return false;
+        piece = comma ? comma + 1 : NULL;
+    }
+    return true;
+}
+
 /* --vars a=1,b=2 and --vars a=1 --vars b=2 both work; a comma stays part of a value unless
- * every piece is NAME=VALUE. */
+ * every piece is NAME=VALUE. `storage` keeps the split copies. */
 static size_t split_vars(const cli_list *list, char **storage, const char **out)
 {
     size_t n = 0;
     for (size_t i = 0; i < list->count && n < MAX_VARS; i++) {
         char *copy = storage[i] = gc_xstrdup(list->items[i]);
-        bool all_pairs = true;
-        for (char *piece = copy; piece; piece = strchr(piece, ',') ? strchr(piece, ',') + 1 : NULL)
-            all_pairs = all_pairs && strchr(piece, '=') && strchr(piece, '=') != piece &&
-                        (!strchr(piece, ',') || strchr(piece, '=') < strchr(piece, ','));
-        if (!all_pairs) {
+        if (!every_piece_is_a_pair(copy)) {
             out[n++] = copy;
             continue;
         }

@@ -96,21 +96,28 @@ static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t *
     return 0;
 }
 
-/* A quota variable as a nominalQuota value, canonical (see deploy/quantity.c for why). */
-static int quota(const json_t *vars, const char *name, json_t **out, gc_error *err)
+/* A quantity written as a JSON number or string, in canonical spelling as a new JSON string
+ * (see deploy/quantity.c for why); NULL when it is not a quantity. */
+static json_t *canonical_quantity(const json_t *v)
 {
-    const json_t *v = json_object_get(vars, name);
     char text[64] = "";
     if (json_is_integer(v) && json_integer_value(v) >= 0)
         snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
     else if (json_is_string(v))
         snprintf(text, sizeof(text), "%s", json_string_value(v));
     char *canonical = text[0] ? gc_quantity_canonical(text) : NULL;
-    if (canonical) {
-        *out = json_string(canonical);
-        free(canonical);
+    json_t *out = canonical ? json_string(canonical) : NULL;
+    free(canonical);
+    return out;
+}
+
+/* A quota variable as a nominalQuota value. */
+static int quota(const json_t *vars, const char *name, json_t **out, gc_error *err)
+{
+    const json_t *v = json_object_get(vars, name);
+    *out = canonical_quantity(v);
+    if (*out)
         return 0;
-    }
     char shown[64] = "a list or mapping";
     if (json_is_string(v))
         snprintf(shown, sizeof(shown), "\"%.40s\"", json_string_value(v));
@@ -429,15 +436,9 @@ static void canonicalize_quotas(json_t *objects)
                 {
                     for (size_t l = 0; l < sizeof(limits) / sizeof(*limits); l++) {
                         json_t *v = json_object_get(resource, limits[l]);
-                        char text[64] = "";
-                        if (json_is_integer(v))
-                            snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
-                        else if (json_is_string(v))
-                            snprintf(text, sizeof(text), "%s", json_string_value(v));
-                        char *canonical = text[0] ? gc_quantity_canonical(text) : NULL;
+                        json_t *canonical = canonical_quantity(v);
                         if (canonical)
-                            json_object_set_new(resource, limits[l], json_string(canonical));
-                        free(canonical);
+                            json_object_set_new(resource, limits[l], canonical);
                     }
                 }
             }
