@@ -558,7 +558,14 @@ def settings():
     kueue = os.environ.get("GCLUSTER_TESTENV_KUEUE") or "minimal"
     if kueue not in ("minimal", "none"):
         raise Failure(f"GCLUSTER_TESTENV_KUEUE must be 'minimal' or 'none', not {kueue!r}")
-    return {"nodepools": str(Path(pools).resolve()), "kueue": kueue}
+    wanted = {"nodepools": str(Path(pools).resolve()), "kueue": kueue}
+    # Opt-in: GCLUSTER_TESTENV_FAKE_LOG=<file in CRI log format> makes kwok serve that file as
+    # every container's log instead of fake-logs/container.log (the benchmarks stream megabytes).
+    # The key is absent by default, so environments started without it still count as healthy.
+    fake_log = os.environ.get("GCLUSTER_TESTENV_FAKE_LOG")
+    if fake_log:
+        wanted["fake_log"] = str(Path(fake_log).resolve())
+    return wanted
 
 
 def healthy(root, wanted):
@@ -655,7 +662,7 @@ class ControlPlane:
         shutil.copy(HERE / "kwok" / "stages.yaml", config / "kwok-stages.yaml")
         # A copy, so a running environment does not depend on the work tree it came from.
         fake_log = self.root / "fake-logs" / "container.log"
-        shutil.copy(HERE / "fake-logs" / "container.log", fake_log)
+        shutil.copy(self.wanted.get("fake_log") or HERE / "fake-logs" / "container.log", fake_log)
         (config / "kwok-logs.yaml").write_text(json.dumps({
             "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
             "metadata": {"name": "testenv-fake-logs"},
@@ -815,6 +822,8 @@ def start(root, wanted):
     t0 = time.monotonic()
     if not Path(wanted["nodepools"]).is_file():
         raise Failure(f"node pool file {wanted['nodepools']} does not exist")
+    if "fake_log" in wanted and not Path(wanted["fake_log"]).is_file():
+        raise Failure(f"GCLUSTER_TESTENV_FAKE_LOG: {wanted['fake_log']} does not exist")
     plane = ControlPlane(root, wanted, run_build())
     t_built = time.monotonic()
     plane.prepare()
