@@ -143,13 +143,22 @@ def test_tpu_quota_below_one_slice_keeps_the_job_queued(cli):
             what="Kueue to say why the job waits")
         assert not is_true(workload, "Admitted")
         assert cli.kubectl_json("get", "jobset", "pw-too-big")["spec"]["suspend"] is True
-        # Kueue words it by the pod set it tried last (with this queue it names the head pod
-        # set even though the workers are what do not fit); inspect shows it as Kueue says it.
-        reason = next(c["message"] for c in workload["status"]["conditions"]
-                      if c["type"] == "QuotaReserved")
-        inspect = cli.gcluster("job", "inspect", "pw-too-big", *CLUSTER, check=0).stdout
-        assert "Status:     Queued" in inspect
-        assert f"Not admitted: Pending: {reason}" in inspect, inspect
+        # Kueue rewords its reason on every retry (naming the worker pod set's missing TPU quota,
+        # or the head pod set's flavor mismatch), so inspect must show one of the messages the
+        # Workload carried around the time inspect read it.
+        def reason():
+            w = cli.workload("pw-too-big")
+            return next(c["message"] for c in w["status"]["conditions"]
+                        if c["type"] == "QuotaReserved")
+
+        def inspect_shows_kueues_reason():
+            before = reason()
+            inspect = cli.gcluster("job", "inspect", "pw-too-big", *CLUSTER, check=0).stdout
+            after = reason()
+            assert "Status:     Queued" in inspect
+            return any(f"Not admitted: Pending: {r}" in inspect for r in (before, after))
+
+        wait_for(inspect_shows_kueues_reason, timeout=30, what="inspect to show Kueue's reason")
     finally:
         deploy(cli)  # the example's quota again
 
