@@ -139,6 +139,11 @@ def harness_overhead(env, runs=11):
     return statistics.median(run_timed(["true"], env).seconds for _ in range(runs))
 
 
+# A pause before every measured run: a run right after a heavy one (xpk's Python exiting with
+# 100 MiB mapped) otherwise pays for the kernel's clean-up on this 2-core machine.
+SETTLE_SECONDS = 0.5
+
+
 def alternate(tools, iterations, warmup, run_one):
     """Runs run_one(tool, i) for each tool, `warmup` unrecorded rounds first, then `iterations`
     recorded ones; the order of the tools flips every round so neither always goes first."""
@@ -146,6 +151,7 @@ def alternate(tools, iterations, warmup, run_one):
     for i in range(warmup + iterations):
         order = tools if i % 2 == 0 else list(reversed(tools))
         for tool in order:
+            time.sleep(SETTLE_SECONDS)
             sample = run_one(tool, i)
             if i >= warmup:
                 samples[tool].append(sample)
@@ -158,3 +164,27 @@ def summary(samples):
     return {"median_s": statistics.median(secs), "min_s": min(secs), "max_s": max(secs),
             "median_rss_kib": statistics.median(rss), "max_rss_kib": max(rss),
             "runs": [asdict(s) for s in samples]}
+
+
+# Request lines of `gcluster -v` ("GET https://... -> 200 OK (12 ms, HTTP/2)") and of
+# `kubectl -v=6` ("GET https://... 200 OK in 12 milliseconds").
+REQUEST_TIME = {
+    "gcluster": re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE) https://\S+ -> .*\((\d+) ms"),
+    "kubectl": re.compile(r"\] (?:GET|POST|PUT|PATCH|DELETE) https://\S+ \d{3}\b.* in (\d+) "
+                          r"milliseconds"),
+}
+
+
+def api_time(tool, argvs, env):
+    """Where the time goes, split coarsely: one extra (unrecorded) run of each command with
+    request tracing on, summing the time spent in API requests (server, network, TLS)."""
+    requests, ms = 0, 0
+    for argv in argvs:
+        flag = "-v" if tool == "gcluster" else "-v=6"
+        proc = subprocess.run([*map(str, argv), flag], env=env, capture_output=True, text=True,
+                              timeout=600)
+        times = [int(m.group(1)) for line in proc.stderr.splitlines()
+                 if (m := REQUEST_TIME[tool].search(line))]
+        requests += len(times)
+        ms += sum(times)
+    return {"requests": requests, "seconds": ms / 1000}

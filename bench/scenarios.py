@@ -51,6 +51,12 @@ def result(key, title, metric, samples, commands, notes=()):
             "notes": list(notes)}
 
 
+def with_api(api, out):
+    """Adds the traced runs' time in API requests to a result."""
+    out["api"] = api
+    return out
+
+
 def measure(ctx, tools, run_one):
     return harness.alternate(tools, ctx.iterations, ctx.warmup, run_one)
 
@@ -107,28 +113,32 @@ def submit(ctx):
     flags = ["--namespace", ns, "--queue", queue]
     commands = {}
 
-    def run_one(tool, i):
-        name = f"bsub-{tool[0]}-{i}"
+    def command(tool, name):
+        """The command line; kubectl's manifest is our --dry-run-out of the same job."""
         if tool == "gcluster":
-            argv = submit_argv(ctx, name, 2, *flags)
-        else:
-            manifest = ctx.work / f"{name}.yaml"
-            with open(manifest, "w") as out:
-                subprocess.run(list(map(str, submit_argv(ctx, name, 2, *flags,
-                                                                 "--dry-run-out", "-"))),
-                                       stdout=out, check=True, env=cl.env())
-            argv = ["kubectl", "create", "-n", ns, "-f", manifest]
-        commands[tool] = argv
-        sample = harness.run_timed(argv, cl.env())
+            return submit_argv(ctx, name, 2, *flags)
+        manifest = ctx.work / f"{name}.yaml"
+        with open(manifest, "w") as out:
+            subprocess.run(list(map(str, submit_argv(ctx, name, 2, *flags, "--dry-run-out", "-"))),
+                           stdout=out, check=True, env=cl.env())
+        return ["kubectl", "create", "-n", ns, "-f", manifest]
+
+    def run_one(tool, i):
+        commands[tool] = command(tool, f"bsub-{tool[0]}-{i}")
+        sample = harness.run_timed(commands[tool], cl.env())
         cl.delete_jobs_and_wait(ns)
         return sample
 
     samples = measure(ctx, ["gcluster", "kubectl"], run_one)
-    return result("submit", "2 submit v6e-16 x2 (live)", "time", samples, commands, [
+    api = {}
+    for tool in ("gcluster", "kubectl"):
+        api[tool] = harness.api_time(tool, [command(tool, f"bsub-{tool[0]}-api")], cl.env())
+        cl.delete_jobs_and_wait(ns)
+    return with_api(api, result("submit", "2 submit v6e-16 x2 (live)", "time", samples, commands, [
         "gcluster: 3 pre-flight GETs (LocalQueue, ClusterQueue, nodes) + POST; "
         "kubectl: discovery (cached in its HOME after the warm-up) + POST",
         "queue bench-hold holds every job (stopPolicy Hold): nothing is admitted or started; "
-        "each job is deleted, and its Jobs gone, before the next run"])
+        "each job is deleted, and its Jobs gone, before the next run"]))
 
 
 # 3 ------------------------------------------------------------------------------------------
@@ -179,11 +189,13 @@ def list_jobs(ctx):
             samples = measure(ctx, ["gcluster", "kubectl"],
                               lambda tool, i, c=commands: harness.run_timed(c[tool], cl.env()))
             scope = f"-n {ns}" if key == "namespace" else "-A"
-            results.append(result(f"list-{key}", f"3 list {ctx.list_size} jobs ({scope})", "time",
+            api = {tool: harness.api_time(tool, [argv], cl.env())
+                   for tool, argv in commands.items()}
+            results.append(with_api(api, result(f"list-{key}", f"3 list {ctx.list_size} jobs ({scope})", "time",
                                   samples, commands, [
                 f"{ctx.list_size} JobSets created in {created:.1f}s by 16 threads (raw POSTs)",
                 "both page by 500; kubectl asks the server for a Table (rows only), gcluster "
-                "reads whole JobSets to derive COMPUTE/PATHWAYS/STATUS"]))
+                "reads whole JobSets to derive COMPUTE/PATHWAYS/STATUS"])))
     finally:
         cl.api.delete_collection(path)
         cl.wait_for("the list scenario's JobSets to be deleted",
@@ -253,9 +265,12 @@ def inspect(ctx):
         samples = measure(ctx, ["gcluster", "kubectl"], lambda tool, i: (
             harness.run_timed(commands["gcluster"], cl.env()) if tool == "gcluster"
             else harness.run_sequence(kubectl_steps, cl.env())))
+        api = {"gcluster": harness.api_time("gcluster", [commands["gcluster"]], cl.env()),
+               "kubectl": harness.api_time("kubectl", kubectl_steps, cl.env())}
     finally:
         cl.delete_jobs_and_wait("default", timeout=300)
-    return result("inspect", "5 inspect running v6e-16 x2", "time", samples, commands, [
+    return with_api(api, result("inspect", "5 inspect running v6e-16 x2", "time", samples,
+                                commands, [
         "kubectl: 4 commands in a row (JobSet, its Kueue Workload, pods -o wide, Warning "
         "events); time summed, RSS the largest; the Workload's job-uid label is looked up "
-        "beforehand, which a user would have to do too"])
+        "beforehand, which a user would have to do too"]))
