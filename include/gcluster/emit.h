@@ -61,6 +61,10 @@ void gc_yaml_doc_free(gc_yaml_doc *doc);
 /* The first document, or NULL when the stream is empty. Borrowed. */
 json_t *gc_yaml_root(const gc_yaml_doc *doc);
 
+/* What kind of YAML value `v` is, for messages: "a mapping", "a list", "a string",
+ * "an integer", "a number", "a boolean" or "null". */
+const char *gc_yaml_type_name(const json_t *v);
+
 /* Finds where container[key] (key != NULL) or container[index] came from; false if unknown. */
 bool gc_yaml_mark_of(const gc_yaml_doc *doc, const json_t *container, const char *key, size_t index,
                      int *line, int *column);

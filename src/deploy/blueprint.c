@@ -310,36 +310,15 @@ static int setting(const bp_reader *r, json_t *settings, const char *key, json_t
     return 0;
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "a mapping";
-    case JSON_ARRAY:
-        return "a list";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    default:
-        return "null";
-    }
-}
-
 /* Where a wrong-typed setting came from: the module's settings, or the variable. */
 static int wrong_type(const bp_reader *r, json_t *settings, const char *module_id, const char *key,
                       const json_t *value, const char *expected)
 {
     if (settings && json_object_get(settings, key))
         return fail_at(r, settings, key, 0, "module %s: setting %s must be %s, not %s", module_id,
-                       key, expected, type_name(value));
+                       key, expected, gc_yaml_type_name(value));
     return fail_at(r, r->vars, key, 0, "vars.%s (used by module %s) must be %s, not %s", key,
-                   module_id, expected, type_name(value));
+                   module_id, expected, gc_yaml_type_name(value));
 }
 
 static int string_setting(const bp_reader *r, json_t *settings, const char *module_id,
@@ -418,7 +397,7 @@ static int require_type(const bp_reader *r, const json_t *container, const char 
                    type == JSON_OBJECT  ? "a mapping"
                    : type == JSON_ARRAY ? "a list"
                                         : "a string",
-                   type_name(value));
+                   gc_yaml_type_name(value));
 }
 
 /* Checks the module list's shape: ids unique, sources strings, `use` naming modules. */
@@ -673,7 +652,7 @@ static int read_kueue(const bp_reader *r, json_t *kueue, const char *id)
         if (!rc && !json_is_object(vars))
             rc = fail_at(r, kueue, "config_template_vars", 0,
                          "module %s: kueue.config_template_vars must be a mapping, not %s", id,
-                         type_name(vars));
+                         gc_yaml_type_name(vars));
         if (!rc)
             json_object_update(bp->kueue_vars, vars);
     }

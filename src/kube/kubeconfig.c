@@ -53,31 +53,11 @@ static int fail_at(const reader *r, const json_t *container, const char *key, si
     return gc_fail(r->err, GC_EXIT_USAGE, "%s: %s", where, what);
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "a mapping";
-    case JSON_ARRAY:
-        return "a list";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    default:
-        return "null";
-    }
-}
-
 static int wrong_type(const reader *r, const json_t *obj, const char *key, const char *path,
                       const char *expected)
 {
     return fail_at(r, obj, key, 0, "%s.%s must be %s, not %s", path, key, expected,
-                   type_name(json_object_get(obj, key)));
+                   gc_yaml_type_name(json_object_get(obj, key)));
 }
 
 /* A string field; numbers are accepted as their text, as kubectl's YAML decoder does. */
@@ -198,7 +178,7 @@ static int parse_exec_args(const reader *r, const json_t *exec, const char *path
         const json_t *a = json_array_get(args, i);
         if (!json_is_string(a))
             return fail_at(r, args, NULL, i, "%s.args[%zu] must be a string, not %s", path, i,
-                           type_name(a));
+                           gc_yaml_type_name(a));
         x->args[x->arg_count++] = gc_xstrdup(json_string_value(a));
     }
     return 0;
@@ -472,7 +452,7 @@ static int read_entry(const reader *r, const json_t *list, size_t i, const entry
     snprintf(path, sizeof(path), "%s[%zu]", kind->list, i);
     if (!json_is_object(item))
         return fail_at(r, list, NULL, i, "%s must be a mapping with name and %s, not %s", path,
-                       kind->inner, type_name(item));
+                       kind->inner, gc_yaml_type_name(item));
     char *name = NULL;
     if (opt_string(r, item, "name", path, &name))
         return r->err->code;
@@ -541,7 +521,7 @@ static int read_root(const reader *r, const json_t *root, kube_config *cfg)
         return gc_fail(r->err, GC_EXIT_USAGE,
                        "%s: a kubeconfig must be a mapping (with clusters, "
                        "users and contexts), not %s",
-                       r->file, type_name(root));
+                       r->file, gc_yaml_type_name(root));
     char *current = NULL;
     void *clusters = cfg->clusters, *users = cfg->users, *contexts = cfg->contexts;
     int rc = read_entries(r, root, &cluster_kind, &clusters, &cfg->cluster_count);
