@@ -79,13 +79,8 @@ static int close_client(void **state)
 
 static void script(const char *text)
 {
-    char *json = gc_xstrdup(text);
-    for (char *p = json; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    if (!kube_test_server_script(&server, json))
-        fail_msg("bad script: %s", json);
-    free(json);
+    if (!kube_test_server_script_quoted(&server, text))
+        fail_msg("bad script: %s", text);
 }
 
 static const char *param(json_t *log, size_t i, const char *key)

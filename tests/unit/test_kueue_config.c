@@ -35,6 +35,21 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A Pathways blueprint's modules down to its kueue settings; tests append their own. */
+#define PATHWAYS_KUEUE_BLUEPRINT                                                                   \
+    "vars: {deployment_name: d}\n"                                                                 \
+    "deployment_groups:\n"                                                                         \
+    "- group: g\n"                                                                                 \
+    "  modules:\n"                                                                                 \
+    "  - id: c\n"                                                                                  \
+    "    source: modules/scheduler/gke-cluster\n"                                                  \
+    "    settings: {enable_pathways_for_tpus: true}\n"                                             \
+    "  - id: k\n"                                                                                  \
+    "    source: modules/management/kubectl-apply\n"                                               \
+    "    settings:\n"                                                                              \
+    "      kueue:\n"                                                                               \
+    "        install: true\n"
+
 /* Objects for a blueprint (example file, with --vars), or the failure message. */
 typedef struct rendered {
     json_t *objects;
@@ -197,26 +212,14 @@ static void test_overridden_quotas(void **state)
 
     char path[512];
     snprintf(path, sizeof(path), "%s/quotas.yaml", tmp);
-    kube_test_write(path, "blueprint_name: q\n"
-                          "vars: {deployment_name: d}\n"
-                          "deployment_groups:\n"
-                          "- group: g\n"
-                          "  modules:\n"
-                          "  - id: c\n"
-                          "    source: modules/scheduler/gke-cluster\n"
-                          "    settings: {enable_pathways_for_tpus: true}\n"
-                          "  - id: k\n"
-                          "    source: modules/management/kubectl-apply\n"
-                          "    settings:\n"
-                          "      kueue:\n"
-                          "        install: true\n"
-                          "        config_template_vars:\n"
-                          "          accelerator_type: tpu-v5p-slice\n"
-                          "          pathways_cpu_quota: 96\n"
-                          "          pathways_memory_quota: 384Gi\n"
-                          "          tpu_flavor_cpu_quota: \"1.5k\"\n"
-                          "          tpu_flavor_memory_quota: 4Ti\n"
-                          "          namespace: team-a\n");
+    kube_test_write(path,
+                    "blueprint_name: q\n" PATHWAYS_KUEUE_BLUEPRINT "        config_template_vars:\n"
+                    "          accelerator_type: tpu-v5p-slice\n"
+                    "          pathways_cpu_quota: 96\n"
+                    "          pathways_memory_quota: 384Gi\n"
+                    "          tpu_flavor_cpu_quota: \"1.5k\"\n"
+                    "          tpu_flavor_memory_quota: 4Ti\n"
+                    "          namespace: team-a\n");
     render(&r, path, NULL, 0, NULL);
     assert_int_equal(r.rc, 0);
     json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
@@ -300,19 +303,7 @@ static const char *template_blueprint(const char *template)
     snprintf(tpl, sizeof(tpl), "%s/kueue.yaml.tftpl", tmp);
     kube_test_write(tpl, "%s", template);
     snprintf(path, sizeof(path), "%s/tpl.yaml", tmp);
-    kube_test_write(path, "blueprint_name: t\n"
-                          "vars: {deployment_name: d}\n"
-                          "deployment_groups:\n"
-                          "- group: g\n"
-                          "  modules:\n"
-                          "  - id: c\n"
-                          "    source: modules/scheduler/gke-cluster\n"
-                          "    settings: {enable_pathways_for_tpus: true}\n"
-                          "  - id: k\n"
-                          "    source: modules/management/kubectl-apply\n"
-                          "    settings:\n"
-                          "      kueue:\n"
-                          "        install: true\n"
+    kube_test_write(path, "blueprint_name: t\n" PATHWAYS_KUEUE_BLUEPRINT
                           "        config_path: kueue.yaml.tftpl\n"
                           "        config_template_vars: {flavor: tpu, quota: 16}\n");
     return path;

@@ -352,6 +352,17 @@ bool kube_test_server_script(kube_test_server *s, const char *json)
     return ok;
 }
 
+bool kube_test_server_script_quoted(kube_test_server *s, const char *text)
+{
+    char *json = gc_xstrdup(text);
+    for (char *p = json; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    bool ok = kube_test_server_script(s, json);
+    free(json);
+    return ok;
+}
+
 bool kube_test_server_reset(kube_test_server *s)
 {
     char *r = control(s, "POST", "/_test/reset", "");

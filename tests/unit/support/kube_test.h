@@ -54,6 +54,8 @@ bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki
 void kube_test_server_stop(kube_test_server *s);
 /* Queues answers: `json` maps "METHOD /path" to a list of answers (see test_server.py). */
 bool kube_test_server_script(kube_test_server *s, const char *json);
+/* The same, with ' written for " so scripts in C strings stay readable. */
+bool kube_test_server_script_quoted(kube_test_server *s, const char *text);
 bool kube_test_server_reset(kube_test_server *s);
 /* The requests the server received, oldest first. Caller decrefs. */
 json_t *kube_test_server_log(kube_test_server *s);
