@@ -97,6 +97,9 @@ typedef struct gc_kube_list_options {
     const char *field_selector;
     long page_size;     /* limit per request; 0 = server default (everything at once) */
     const char *accept; /* Accept header override, e.g. GC_KUBE_ACCEPT_METADATA; NULL = JSON */
+    /* Only these fields of each item are decoded (a gc_json_load_fields shape, see
+     * gcluster/json_scan.h); NULL: whole items. Lists only: watch events arrive whole. */
+    const json_t *fields;
 } gc_kube_list_options;
 
 /* Items carry only apiVersion, kind and metadata (labels, annotations, timestamps): a fraction of
@@ -109,10 +112,12 @@ typedef struct gc_kube_list_options {
  * GC_EXIT_* code (with err set) to fail. */
 typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 
-/* Lists a collection page by page (limit/continue), calling `on_item` for every item, so memory
- * stays bounded by one page. `resource_version` (may be NULL) receives the list's
- * resourceVersion for a following watch. An expired continue token (410) restarts the list
- * from the beginning (up to 3 times), so on_item may then see an item twice. */
+/* Lists a collection page by page (limit/continue), calling `on_item` for every item as soon as
+ * it has arrived, so memory holds one item, not a page. A page whose items were handed out is
+ * not re-requested when its connection breaks midway (the list fails instead). `resource_version`
+ * (may be NULL) receives the list's resourceVersion for a following watch. An expired continue
+ * token (410) restarts the list from the beginning (up to 3 times), so on_item may then see an item
+ * twice. */
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 

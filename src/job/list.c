@@ -1,8 +1,8 @@
 /*
- * `job list`: one paged list of JobSets (500 per request), each reduced to a short row as it
- * arrives, so memory holds rows, not objects. The status comes from the JobSet alone (its
- * conditions and the ready counts of its Jobs); -o wide also lists Kueue Workloads to show why a
- * queued job waits.
+ * `job list`: one paged list of JobSets, each reduced to a short row as it arrives (only the
+ * fields a row needs are decoded), so memory holds rows, not objects. The status comes from the
+ * JobSet alone (its conditions and the ready counts of its Jobs); -o wide also lists Kueue
+ * Workloads to show why a queued job waits.
  */
 #include "gcluster/buf.h"
 #include "gcluster/emit.h"
@@ -16,7 +16,24 @@
 #include <string.h>
 #include <strings.h>
 
-#define PAGE_SIZE 500
+/* Large pages: items are read one at a time, so the page size costs no client memory, and the
+ * first page of a list is served from the API server's watch cache, while continuation pages
+ * whose snapshot the cache no longer holds are read from etcd and decoded again: measured on
+ * testenv (10,000 JobSets), ~0.5 ms per JobSet from the cache against ~2-3 ms from etcd. Pages
+ * still bound one request's work for much larger lists (the server times a list out after 60 s). */
+#define PAGE_SIZE 10000
+
+/* What a row is made of (gc_json_load_fields shape): about 1/20 of a JobSet's bytes. The rest,
+ * managedFields and pod templates above all, is skipped unparsed. */
+static const char ROW_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"namespace\": true, \"uid\": true,"
+    "              \"creationTimestamp\": true, \"deletionTimestamp\": true,"
+    "              \"labels\": true, \"annotations\": true},"
+    " \"spec\": {\"suspend\": true, \"successPolicy\": true,"
+    "          \"replicatedJobs\": [{\"name\": true, \"replicas\": true,"
+    "                              \"template\": {\"spec\": {\"parallelism\": true,"
+    "                                 \"template\": {\"spec\": {\"nodeSelector\": true}}}}}]},"
+    " \"status\": true}";
 
 typedef struct job_row {
     char *ns;
@@ -244,8 +261,11 @@ int gc_job_list(gc_kube *kube, const gc_list_request *r, const gc_output *o, gc_
     list_state s = {.r = r};
     char *path = gc_kube_path("jobset.x-k8s.io", "v1alpha2",
                               r->all_namespaces ? NULL : gc_kube_namespace(kube), "jobsets", NULL);
-    gc_kube_list_options opts = {.label_selector = GC_LABEL_WORKLOAD, .page_size = PAGE_SIZE};
+    json_t *fields = json_loads(ROW_FIELDS, 0, NULL);
+    gc_kube_list_options opts = {
+        .label_selector = GC_LABEL_WORKLOAD, .page_size = PAGE_SIZE, .fields = fields};
     rc = gc_kube_list(kube, path, &opts, on_jobset, &s, NULL, err);
+    json_decref(fields);
     free(path);
     if (rc && err->http_status == 404)
         rc = gc_fail(err, GC_EXIT_RUNTIME,

@@ -232,6 +232,8 @@ static void reset_outcome(kube_exchange *x)
     x->stopped = x->past_deadline = x->too_large = x->sent = false;
     x->retry_after_ms = -1;
     x->date[0] = '\0';
+    if (x->on_restart)
+        x->on_restart(x->ctx);
 }
 
 /* Learns the server's clock from its Date header (create checks compare server times). */
@@ -372,7 +374,7 @@ static long backoff(gc_kube *k, int attempt)
 
 long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt)
 {
-    if (attempt >= KUBE_MAX_ATTEMPTS || x->stopped || x->past_deadline)
+    if (attempt >= KUBE_MAX_ATTEMPTS || x->stopped || x->past_deadline || x->acted_on)
         return -1;
     const kube_request *req = x->req;
     if (x->result != CURLE_OK) {

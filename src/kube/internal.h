@@ -13,6 +13,7 @@
 #define GCLUSTER_KUBE_INTERNAL_H
 
 #include "gcluster/buf.h"
+#include "gcluster/json_scan.h"
 #include "gcluster/kube.h"
 #include "kube/kubeconfig.h"
 
@@ -100,14 +101,17 @@ typedef struct kube_request {
 
 /* Streamed body data; return false to end the transfer. */
 typedef bool (*kube_data_fn)(const char *data, size_t len, void *ctx);
+/* Before every attempt: a streaming consumer starts over. */
+typedef void (*kube_restart_fn)(void *ctx);
 
 /* One HTTP attempt. */
 typedef struct kube_exchange {
     const kube_request *req;
-    kube_data_fn on_data; /* NULL: collect the body in `body` */
-    void *ctx;
-    long long deadline_ms; /* monotonic; 0: none beyond the request timeout */
-    long stall_seconds;    /* streaming: give up after this long without a byte; 0: never */
+    kube_data_fn on_data;       /* NULL: collect the body in `body` */
+    kube_restart_fn on_restart; /* may be NULL */
+    void *ctx;                  /* of on_data and on_restart */
+    long long deadline_ms;      /* monotonic; 0: none beyond the request timeout */
+    long stall_seconds;         /* streaming: give up after this long without a byte; 0: never */
 
     long status;
     gc_buf body; /* the body, or for streamed requests an error body */
@@ -118,6 +122,8 @@ typedef struct kube_exchange {
     bool too_large;          /* the body exceeded KUBE_MAX_BODY */
     bool sent;               /* the request may have reached the server */
     bool retried_after_send; /* an earlier attempt may have been applied (kube_request_run) */
+    bool acted_on;           /* on_data's consumer acted on part of the body (handed out list
+                                items): a new attempt would repeat that, so there is none */
     long retry_after_ms;     /* Retry-After, or -1 */
     char content_type[96];
     char date[64];
@@ -172,5 +178,34 @@ char *kube_redacted_body(const char *body, size_t len, size_t max);
 /* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything). */
 int kube_status_error(const kube_request *req, long status, const gc_buf *body, gc_error *err);
 const char *kube_reason_phrase(long status);
+
+/* list_reader.c: one list page read as it arrives, item by item (see gc_kube_list). */
+typedef struct kube_list_reader {
+    kube_exchange *x;
+    const json_t *fields; /* gc_json_load_fields shape of the items, or NULL */
+    gc_kube_item_fn on_item;
+    void *ctx;
+    gc_error *err;
+    gc_buf pending; /* received and not yet consumed: at most one partial value */
+    size_t at;      /* consumed bytes at the start of `pending` */
+    size_t bytes;   /* received in all */
+    int state;
+    gc_json_scan scan; /* the value being received */
+    char *member;      /* name of the list member being read */
+    json_t *head;      /* the list's members other than items (kind, apiVersion, metadata) */
+    int rc;            /* on_item's non-zero answer: GC_KUBE_STOP or an error */
+    char problem[160]; /* why the body is not a list */
+} kube_list_reader;
+
+void kube_list_reader_init(kube_list_reader *r, kube_exchange *x, const json_t *fields,
+                           gc_kube_item_fn on_item, void *ctx, gc_error *err);
+bool kube_list_reader_feed(const char *data, size_t len, void *ctx); /* a kube_data_fn */
+void kube_list_reader_restart(void *ctx);                            /* a kube_restart_fn */
+/* After the exchange: on_item's non-zero answer, an error for a body that is not a whole list,
+ * or 0 (r->head then holds metadata). */
+int kube_list_reader_finish(kube_list_reader *r, const kube_request *req, gc_error *err);
+void kube_list_reader_free(kube_list_reader *r);
+/* Fills in kind ("Pod" for a "PodList") and apiVersion from the list when an item lacks them. */
+void kube_complete_item(json_t *item, const json_t *list);
 
 #endif

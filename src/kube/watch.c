@@ -23,34 +23,11 @@
 #define ACCEPT_METADATA_EVENTS                                                                     \
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
-/* "Pod" for a "PodList": list items come without kind and apiVersion. */
-static void complete_item(json_t *item, const json_t *list)
-{
-    const char *kind = json_string_value(json_object_get(list, "kind"));
-    const char *version = json_string_value(json_object_get(list, "apiVersion"));
-    size_t len = kind ? strlen(kind) : 0;
-    if (!json_object_get(item, "kind") && len > 4 && !strcmp(kind + len - 4, "List"))
-        json_object_set_new(item, "kind", json_stringn(kind, len - 4));
-    if (!json_object_get(item, "apiVersion") && version)
-        json_object_set_new(item, "apiVersion", json_string(version));
-}
-
-/* Hands out one page's items: 0, GC_KUBE_STOP when a callback asked to stop, or its error. */
-static int deliver_page(json_t *page, gc_kube_item_fn on_item, void *ctx, gc_error *err)
-{
-    json_t *items = json_object_get(page, "items");
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *item = json_array_get(items, i);
-        complete_item(item, page);
-        int rc = on_item(item, ctx, err);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
+/* One page, its items handed to on_item as they arrive; *head receives the list's other
+ * members (metadata with the continue token). */
 static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *opts,
-                     const char *cont, json_t **page, long *status, gc_error *err)
+                     const char *cont, gc_kube_item_fn on_item, void *ctx, json_t **head,
+                     long *status, gc_error *err)
 {
     char limit[32] = "";
     const char *q[12] = {0};
@@ -79,12 +56,19 @@ static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *o
                         .idempotent = true};
     kube_exchange x;
     kube_exchange_init(&x, &req);
+    kube_list_reader reader;
+    kube_list_reader_init(&reader, &x, opts ? opts->fields : NULL, on_item, ctx, err);
+    x.on_data = kube_list_reader_feed;
+    x.on_restart = kube_list_reader_restart;
+    x.ctx = &reader;
     int rc = kube_request_run(k, &x, err);
     *status = x.status;
     if (!rc && x.status >= 300)
         rc = kube_http_error(k, &x, err);
     if (!rc)
-        rc = kube_decode_body(&x, page, err);
+        rc = kube_list_reader_finish(&reader, &req, err);
+    *head = json_incref(reader.head);
+    kube_list_reader_free(&reader);
     kube_exchange_free(&x);
     return rc;
 }
@@ -95,11 +79,12 @@ int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *op
     char *cont = NULL;
     int restarts = 0, rc;
     for (;;) {
-        json_t *page = NULL;
+        json_t *head = NULL;
         long status = 0;
-        rc = list_page(kube, path, opts, cont, &page, &status, err);
+        rc = list_page(kube, path, opts, cont, on_item, ctx, &head, &status, err);
         if (rc && status == 410 && cont && restarts < MAX_LIST_RESTARTS) {
             /* The snapshot behind the continue token was compacted away. */
+            json_decref(head);
             restarts++;
             free(cont);
             cont = NULL;
@@ -107,17 +92,14 @@ int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *op
                 kube_trace(kube, "the list's continue token expired; listing %s again", path);
             continue;
         }
-        if (rc)
-            break;
-        const json_t *meta = json_object_get(page, "metadata");
+        const json_t *meta = json_object_get(head, "metadata");
         const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
         const char *next = json_string_value(json_object_get(meta, "continue"));
-        if (resource_version)
+        if (resource_version && !rc)
             snprintf(resource_version, 64, "%s", rv ? rv : "");
-        rc = deliver_page(page, on_item, ctx, err);
         free(cont);
         cont = next && next[0] && !rc ? gc_xstrdup(next) : NULL;
-        json_decref(page);
+        json_decref(head);
         if (rc || !cont)
             break;
     }

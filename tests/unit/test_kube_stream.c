@@ -195,6 +195,121 @@ static void test_list_stops_when_asked(void **state)
     assert_int_equal(err.http_status, 404);
 }
 
+/* Queues one list answer streamed in `chunks` (NULL-terminated), cut off without its end when
+ * `abort` is set. */
+static void script_chunked_page(const char *when_continue, const char *const *chunks, bool abort)
+{
+    json_t *parts = json_array();
+    for (size_t i = 0; chunks[i]; i++)
+        json_array_append_new(parts, json_pack("{s:s, s:f}", "data", chunks[i], "delay", 0.05));
+    json_t *answer = json_pack("{s:{s:s?}, s:o, s:b}", "when", "continue", when_continue, "chunks",
+                               parts, "abort", abort);
+    json_t *doc = json_pack("{s:[o]}", "GET " PATH, answer);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    if (!kube_test_server_script(&server, text))
+        fail_msg("bad script: %s", text);
+    free(text);
+    json_decref(doc);
+}
+
+/* Records names, and whether a field the shape leaves out came through anyway. */
+static int on_shaped_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    seen *s = ctx;
+    const json_t *metadata = json_object_get(item, "metadata");
+    gc_buf_printf(&s->names, "%s%s ", json_string_value(json_object_get(metadata, "name")),
+                  json_object_get(metadata, "managedFields") ? "+managedFields" : "");
+    s->count++;
+    return 0;
+}
+
+/* A custom resource list: the API server writes its members in alphabetical order, so the
+ * continue token comes after the items; pieces end mid-name and mid-escape. */
+static void test_list_reads_items_as_they_arrive(void **state)
+{
+    (void)state;
+    const char *page1[] = {
+        "{\"apiVersion\":\"x.dev/v1\",\"items\":[{\"kind\":\"Thing\",\"metadata\":{\"na",
+        "me\":\"a\",\"managedFields\":[{\"manager\":\"k\\",
+        "\"]}\"}]}},{\"kind\":\"Thing\",\"metadata\":{\"name\":\"b\"}}",
+        "],\"kind\":\"ThingList\",\"metadata\":{\"continue\":\"c1\",\"resourceVersion\":\"5\"}}",
+        NULL};
+    const char *page2[] = {"{\"items\":[{\"metadata\":{\"name\":\"c\",\"managedFields\":[]}}],"
+                           "\"kind\":\"ThingList\",\"metadata\":{\"resourceVersion\":\"5\"}}",
+                           NULL};
+    script_chunked_page(NULL, page1, false);
+    script_chunked_page("c1", page2, false);
+    json_t *fields = json_loads("{\"metadata\": {\"name\": true}}", 0, NULL);
+    seen s = {0};
+    gc_buf_init(&s.names);
+    char rv[64] = "";
+    gc_error err;
+    gc_kube_list_options opts = {.page_size = 2, .fields = fields};
+    assert_int_equal(gc_kube_list(kube, PATH, &opts, on_shaped_item, &s, rv, &err), 0);
+    assert_string_equal(s.names.data, "a b c ");
+    assert_string_equal(rv, "5");
+    assert_int_equal(gc_kube_request_count(kube), 2);
+
+    /* Without a shape, items come whole (and get the list's kind when they have none). */
+    gc_buf_reset(&s.names);
+    script_chunked_page(NULL, page2, false);
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, on_shaped_item, &s, NULL, &err), 0);
+    assert_string_equal(s.names.data, "c+managedFields ");
+    json_decref(fields);
+    gc_buf_free(&s.names);
+}
+
+/* Items already handed out must not be handed out again: a page cut off after its first item
+ * fails instead of being requested again; one cut off before any item is retried. */
+static void test_list_page_cut_off(void **state)
+{
+    (void)state;
+    const char *cut_after_item[] = {
+        "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"na", NULL};
+    const char *whole[] = {
+        "{\"items\":[{\"metadata\":{\"name\":\"a\"}}],\"kind\":\"ThingList\",\"metadata\":{}}",
+        NULL};
+    script_chunked_page(NULL, cut_after_item, true);
+    script_chunked_page(NULL, whole, false);
+    seen s = {0};
+    gc_buf_init(&s.names);
+    gc_error err;
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, on_item, &s, NULL, &err), GC_EXIT_RUNTIME);
+    assert_string_equal(s.names.data, "?/a ");
+    assert_int_equal(gc_kube_request_count(kube), 1);
+    assert_true(kube_test_contains(err.message, "GET " PATH));
+
+    const char *cut_before_items[] = {"{\"items\":[{\"metadata\":", NULL};
+    kube_test_server_reset(&server);
+    script_chunked_page(NULL, cut_before_items, true);
+    script_chunked_page(NULL, whole, false);
+    gc_buf_reset(&s.names);
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, on_item, &s, NULL, &err), 0);
+    assert_string_equal(s.names.data, "?/a "); /* the list's kind comes after its items */
+    assert_int_equal(gc_kube_request_count(kube), 3);
+    gc_buf_free(&s.names);
+}
+
+static void test_list_that_is_not_json(void **state)
+{
+    (void)state;
+    json_t *doc =
+        json_pack("{s:[{s:s}]}", "GET " PATH, "body", "{\"items\": [{\"metadata\": {]}]}");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    assert_true(kube_test_server_script(&server, text));
+    free(text);
+    json_decref(doc);
+    seen s = {0};
+    gc_buf_init(&s.names);
+    gc_error err;
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, on_item, &s, NULL, &err), GC_EXIT_RUNTIME);
+    assert_true(kube_test_contains(err.message, "the API server's list is not valid JSON"));
+    assert_true(kube_test_contains(err.message, "at byte 25"));
+    assert_int_equal(s.count, 0);
+    gc_buf_free(&s.names);
+}
+
 static int on_event(enum gc_kube_event_type type, json_t *obj, void *ctx, gc_error *err)
 {
     (void)err;
@@ -501,6 +616,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_restarts_on_expired_continue, open_client,
                                         close_client),
         cmocka_unit_test_setup_teardown(test_list_stops_when_asked, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_list_reads_items_as_they_arrive, open_client,
+                                        close_client),
+        cmocka_unit_test_setup_teardown(test_list_page_cut_off, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_list_that_is_not_json, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_watch_events_bookmarks_and_resume, open_client,
                                         close_client),
         cmocka_unit_test_setup_teardown(test_watch_relists_after_410, open_client, close_client),
