@@ -98,7 +98,8 @@ typedef struct gc_kube_list_options {
     long page_size;     /* limit per request; 0 = server default (everything at once) */
     const char *accept; /* Accept header override, e.g. GC_KUBE_ACCEPT_METADATA; NULL = JSON */
     /* Only these fields of each item are decoded (a gc_json_load_fields shape, see
-     * gcluster/json_scan.h); NULL: whole items. Lists only: watch events arrive whole. */
+     * gcluster/json_scan.h); NULL: whole items. gc_kube_list only: gc_kube_list_watch
+     * ignores it, as watch events arrive whole. */
     const json_t *fields;
 } gc_kube_list_options;
 

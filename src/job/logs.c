@@ -33,6 +33,7 @@ typedef struct logs_state {
     const gc_logs_request *r;
     const gc_output *o;
     char selector[512];
+    json_t *pod_fields; /* POD_FIELDS */
     log_target *targets;
     size_t count;
     time_t next_check;
@@ -130,10 +131,17 @@ static int collect_pod(json_t *pod, void *ctx, gc_error *err)
     return 0;
 }
 
+/* What choosing pods and following them needs of a pod (gc_json_load_fields shape); the pods'
+ * specs and managedFields, nine tenths of their bytes, are skipped. */
+static const char POD_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"labels\": true, \"deletionTimestamp\": true},"
+    " \"spec\": {\"initContainers\": [{\"name\": true}], \"containers\": [{\"name\": true}]},"
+    " \"status\": {\"phase\": true}}";
+
 static int list_pods(logs_state *s, json_t *pods, gc_error *err)
 {
     char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
-    gc_kube_list_options opts = {.label_selector = s->selector};
+    gc_kube_list_options opts = {.label_selector = s->selector, .fields = s->pod_fields};
     int rc = gc_kube_list(s->kube, path, &opts, collect_pod, pods, NULL, err);
     free(path);
     return rc;
@@ -300,7 +308,7 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_
     int rc = check_request(r, &since, err);
     if (rc)
         return rc;
-    logs_state s = {.kube = kube, .r = r, .o = o};
+    logs_state s = {.kube = kube, .r = r, .o = o, .pod_fields = json_loads(POD_FIELDS, 0, NULL)};
     snprintf(s.selector, sizeof(s.selector), "jobset.sigs.k8s.io/jobset-name=%s", r->name);
     json_t *jobset = NULL;
     json_t *pods = json_array();
@@ -311,6 +319,10 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_
         rc = wait_until_started(&s, jobset, pods, err);
     if (!rc)
         rc = choose_targets(&s, jobset, pods, err);
+    /* The targets hold copies of what streaming needs: while it lasts, keep nothing else. */
+    json_decref(pods);
+    json_decref(jobset);
+    pods = jobset = NULL;
     if (!rc)
         rc = stream(&s, since, err);
     for (size_t i = 0; i < s.count; i++) {
@@ -319,7 +331,6 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_
         free(s.targets[i].prefix);
     }
     free(s.targets);
-    json_decref(pods);
-    json_decref(jobset);
+    json_decref(s.pod_fields);
     return rc;
 }

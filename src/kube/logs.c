@@ -59,17 +59,24 @@ static void deliver(log_stream *s, const char *line, size_t len)
     s->delivered += len + 1;
 }
 
+/* Whole lines go straight from curl's buffer to the caller; only a line's incomplete end is
+ * copied (into `partial`), so 64 followed streams hold 64 short line ends, not 64 chunks. */
 static void split_lines(log_stream *s, const char *data, size_t len)
 {
-    gc_buf_append(&s->partial, data, len);
-    size_t start = 0;
-    for (char *nl; (nl = memchr(s->partial.data + start, '\n', s->partial.len - start));) {
-        size_t end = (size_t)(nl - s->partial.data);
-        deliver(s, s->partial.data + start, end - start);
-        start = end + 1;
+    const char *end = data + len;
+    const char *nl = memchr(data, '\n', len);
+    if (nl && s->partial.len) { /* finish the line begun in an earlier chunk */
+        gc_buf_append(&s->partial, data, (size_t)(nl - data));
+        deliver(s, s->partial.data, s->partial.len);
+        gc_buf_reset(&s->partial);
+        data = nl + 1;
+        nl = memchr(data, '\n', (size_t)(end - data));
     }
-    memmove(s->partial.data, s->partial.data + start, s->partial.len - start + 1);
-    s->partial.len -= start;
+    for (; nl; nl = memchr(data, '\n', (size_t)(end - data))) {
+        deliver(s, data, (size_t)(nl - data));
+        data = nl + 1;
+    }
+    gc_buf_append(&s->partial, data, (size_t)(end - data));
     if (s->partial.len >= MAX_LINE) { /* a line this long is handed out in pieces */
         deliver(s, s->partial.data, s->partial.len);
         gc_buf_reset(&s->partial);
@@ -129,6 +136,9 @@ static void start_stream(log_stream *s)
     kube_curl_configure(k, s->e, url, &s->req, &s->headers);
     free(url);
     curl_easy_setopt(s->e, CURLOPT_PIPEWAIT, 1L);
+    /* A receive buffer per stream: 4 KiB instead of 16 saves 0.75 MiB over 64 streams, with
+     * the same throughput on testenv (log lines are ~100 bytes). */
+    curl_easy_setopt(s->e, CURLOPT_BUFFERSIZE, 4096L);
     curl_easy_setopt(s->e, CURLOPT_ERRORBUFFER, s->curl_error);
     curl_easy_setopt(s->e, CURLOPT_WRITEFUNCTION, on_log_data);
     curl_easy_setopt(s->e, CURLOPT_WRITEDATA, s);

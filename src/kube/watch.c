@@ -198,7 +198,10 @@ static int relist(watcher *w)
 {
     w->listed = json_object();
     w->expired = false;
-    int rc = gc_kube_list(w->k, w->path, w->opts, on_list_item, w, w->rv, w->err);
+    /* Whole objects, as the watch's events are. */
+    gc_kube_list_options opts = w->opts ? *w->opts : (gc_kube_list_options){0};
+    opts.fields = NULL;
+    int rc = gc_kube_list(w->k, w->path, &opts, on_list_item, w, w->rv, w->err);
     if (!rc && !w->stop)
         rc = announce_vanished(w);
     if (!rc && !w->stop)
