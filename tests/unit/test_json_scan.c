@@ -241,7 +241,7 @@ static void mutations_agree_with_jansson(void **state)
     static const char tokens[] = "{}[]\",:\\ 0tfn";
     json_t *shape = parse(SHAPE);
     size_t total = strlen(DOC);
-    char *text = malloc(total + 2);
+    char *text = malloc(total + 8); /* room for three insertions and the NUL */
     uint64_t seed = 0x9e3779b97f4a7c15u;
     int accepted = 0;
     for (int round = 0; round < 5000; round++) {
