@@ -122,6 +122,22 @@ typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 
+/* One list of a gc_kube_list_all batch: gc_kube_list's arguments, and its outcome. */
+typedef struct gc_kube_list_call {
+    const char *path;
+    const gc_kube_list_options *opts;
+    gc_kube_item_fn on_item;
+    void *ctx;
+    int rc;       /* out: what gc_kube_list would have returned */
+    gc_error err; /* out: why it failed */
+} gc_kube_list_call;
+
+/* Several independent lists at once: their first pages are requested together (HTTP/2 streams
+ * on one connection, so one round trip instead of one per list); further pages and retries
+ * follow one at a time. Items of different calls may interleave. Returns the first failing
+ * call's rc (its reason in calls[i].err), or 0. */
+int gc_kube_list_all(gc_kube *kube, gc_kube_list_call *calls, size_t count);
+
 enum gc_kube_event_type {
     GC_KUBE_ADDED,
     GC_KUBE_MODIFIED,

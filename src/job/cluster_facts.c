@@ -1,7 +1,8 @@
 /*
- * What a submit needs to know about the cluster, gathered in as few requests as possible:
- * the LocalQueues of the namespace (one list), the chosen queue's ClusterQueue (one get), the
- * nodes' labels (one metadata-only list) and, with --priority, the PriorityClass (one get).
+ * What a submit needs to know about the cluster, gathered in as few round trips as possible:
+ * the LocalQueues of the namespace and the nodes' labels (two lists sent together, the nodes
+ * metadata-only), then the chosen queue's ClusterQueue (one get) and, with --priority, the
+ * PriorityClass (one get).
  */
 #include "job/cluster_facts.h"
 
@@ -32,27 +33,32 @@ static int collect_item(json_t *item, void *ctx, gc_error *err)
     return 0;
 }
 
-/* Lists Kueue LocalQueues, trying the current API version first and the older one after. */
-static int list_local_queues(gc_kube *kube, const char *ns, cluster_facts *f, gc_error *err)
+/* Takes the outcome of a LocalQueue list at `version`: a 404 means that version is not served
+ * (returns 0 with f->kueue_version still NULL, so the caller tries the next one). */
+static int take_local_queues(const char *version, int rc, json_t *items, cluster_facts *f,
+                             gc_error *err)
 {
-    static const char *const versions[] = {"v1beta2", "v1beta1"};
-    for (size_t i = 0; i < 2; i++) {
-        char *path = gc_kube_path("kueue.x-k8s.io", versions[i], ns, "localqueues", NULL);
-        json_t *items = json_array();
-        int rc = gc_kube_list(kube, path, NULL, collect_item, items, NULL, err);
-        free(path);
-        if (!rc) {
-            f->kueue_version = versions[i];
-            f->local_queues = items;
-            return 0;
-        }
-        json_decref(items);
-        if (err->http_status != 404)
-            return rc;
+    if (!rc) {
+        f->kueue_version = version;
+        f->local_queues = json_incref(items);
+        return 0;
     }
+    if (err->http_status != 404)
+        return rc;
     gc_error_clear(err);
-    f->kueue_version = NULL; /* Kueue is not installed */
     return 0;
+}
+
+/* Lists Kueue LocalQueues with the older API version, after the current one was not found. */
+static int list_local_queues_v1beta1(gc_kube *kube, const char *ns, cluster_facts *f, gc_error *err)
+{
+    char *path = gc_kube_path("kueue.x-k8s.io", "v1beta1", ns, "localqueues", NULL);
+    json_t *items = json_array();
+    int rc = gc_kube_list(kube, path, NULL, collect_item, items, NULL, err);
+    free(path);
+    rc = take_local_queues("v1beta1", rc, items, f, err);
+    json_decref(items);
+    return rc; /* f->kueue_version NULL: Kueue is not installed */
 }
 
 static const json_t *find_local_queue(const cluster_facts *f, const char *name)
@@ -169,16 +175,34 @@ static int on_node(json_t *node, void *ctx, gc_error *err)
 }
 
 /* Only the labels matter, so ask for metadata: a fraction of the bytes of full Nodes. */
-static int list_nodes(gc_kube *kube, cluster_facts *f, gc_error *err)
+static const gc_kube_list_options node_list_options = {
+    .label_selector = NODE_POOL_LABEL,
+    .page_size = 500,
+    .accept = GC_KUBE_ACCEPT_METADATA,
+};
+
+/* The LocalQueues (current Kueue API) and the nodes do not depend on each other: one round
+ * trip for both. */
+static int list_queues_and_nodes(gc_kube *kube, const char *ns, cluster_facts *f, gc_error *err)
 {
-    gc_kube_list_options opts = {
-        .label_selector = NODE_POOL_LABEL,
-        .page_size = 500,
-        .accept = GC_KUBE_ACCEPT_METADATA,
+    char *queues_path = gc_kube_path("kueue.x-k8s.io", "v1beta2", ns, "localqueues", NULL);
+    char *nodes_path = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
+    json_t *queues = json_array();
+    gc_kube_list_call calls[] = {
+        {.path = queues_path, .on_item = collect_item, .ctx = queues},
+        {.path = nodes_path, .opts = &node_list_options, .on_item = on_node, .ctx = f},
     };
-    char *path = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
-    int rc = gc_kube_list(kube, path, &opts, on_node, f, NULL, err);
-    free(path);
+    gc_kube_list_all(kube, calls, 2);
+    int rc = take_local_queues("v1beta2", calls[0].rc, queues, f, &calls[0].err);
+    if (rc)
+        *err = calls[0].err;
+    else if ((rc = calls[1].rc))
+        *err = calls[1].err;
+    else if (!f->kueue_version)
+        rc = list_local_queues_v1beta1(kube, ns, f, err);
+    json_decref(queues);
+    free(queues_path);
+    free(nodes_path);
     return rc;
 }
 
@@ -201,13 +225,11 @@ int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_fact
 {
     memset(f, 0, sizeof(*f));
     const char *ns = gc_kube_namespace(kube);
-    int rc = list_local_queues(kube, ns, f, err);
+    int rc = list_queues_and_nodes(kube, ns, f, err);
     if (!rc && f->kueue_version)
         rc = choose_queue(r->queue, ns, f, err);
     if (!rc && f->kueue_version)
         rc = get_cluster_queue(kube, f, err);
-    if (!rc)
-        rc = list_nodes(kube, f, err);
     if (!rc && r->priority)
         rc = get_priority_class(kube, r->priority, f, err);
     return rc;

@@ -179,6 +179,8 @@ void gc_kube_close(gc_kube *kube)
     for (int i = 0; i < KUBE_MAX_NESTING; i++)
         if (kube->easy[i])
             curl_easy_cleanup(kube->easy[i]);
+    if (kube->share) /* after every handle that used it */
+        curl_share_cleanup(kube->share);
     kube_credential_clear(&kube->cred);
     kube_blob_free(&kube->ca);
     kube_blob_free(&kube->client_cert);

@@ -2,7 +2,9 @@
  * One HTTP request to the API server, on libcurl.
  *
  * Every sequential request goes through the client's one easy handle, so its connection (and
- * TLS session) is reused, over HTTP/2 when the server offers it. Idempotent requests are
+ * TLS session) is reused, over HTTP/2 when the server offers it. Independent requests can go
+ * out together (kube_request_run_all) as streams on that same connection: one round trip
+ * instead of one each. Idempotent requests are
  * retried a bounded number of times with exponential backoff and jitter on 429, 5xx and
  * connection resets, honouring Retry-After; a POST is only re-sent when the server certainly
  * did not act on it (429, or it never reached the server). A 401 refreshes the credential
@@ -108,7 +110,8 @@ typedef struct transfer {
     gc_kube *k;
     kube_exchange *x;
     CURL *e;
-    const char *url; /* for traces */
+    char *url; /* for traces */
+    struct curl_slist *headers;
     long long start;
     bool traced;
 } transfer;
@@ -293,33 +296,39 @@ static CURL *nesting_handle(gc_kube *k, gc_error *err)
     return k->easy[k->depth];
 }
 
-int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
+/* The connection cache shared by the level-0 handle and concurrent batches, so a batch's
+ * connection serves the requests after it (and the other way round). Nested handles and log
+ * streams stay out of it: they run while a level-0 transfer may be using that connection, and
+ * one connection must never be driven from two transfers' loops at once. */
+static CURLSH *shared_connections(gc_kube *k)
 {
-    reset_outcome(x);
-    int rc = kube_auth_ensure(k, err);
-    if (rc)
-        return rc;
+    if (!k->share) {
+        k->share = curl_share_init();
+        if (k->share)
+            curl_share_setopt(k->share, CURLSHOPT_SHARE, (long)CURL_LOCK_DATA_CONNECT);
+    }
+    return k->share;
+}
+
+/* Sets up one attempt on `e`; the transfer owns what end_transfer releases. */
+static void begin_transfer(gc_kube *k, kube_exchange *x, CURL *e, transfer *t)
+{
     const kube_request *req = x->req;
     char *url = kube_url(k, req);
-    char *shown = kube_trace_url(k, req);
-    struct curl_slist *headers = NULL;
-    CURL *e = nesting_handle(k, err);
-    if (!e) {
-        free(url);
-        free(shown);
-        return err->code;
-    }
+    *t = (transfer){.k = k, .x = x, .e = e, .url = kube_trace_url(k, req), .start = kube_now_ms()};
     curl_easy_reset(e);
-    kube_curl_configure(k, e, url, req, &headers);
-    transfer t = {.k = k, .x = x, .e = e, .url = shown, .start = kube_now_ms()};
+    kube_curl_configure(k, e, url, req, &t->headers);
+    free(url);
+    if (k->depth == 0)
+        curl_easy_setopt(e, CURLOPT_SHARE, shared_connections(k));
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_error);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, &t);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
     if (!req->streaming)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, k->request_timeout_ms);
     if (x->stall_seconds > 0) {
@@ -327,21 +336,42 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, x->stall_seconds);
     }
     if (k->verbose >= 2)
-        kube_trace_request(k, req, shown, headers);
+        kube_trace_request(k, req, t->url, t->headers);
     k->request_count++;
+}
+
+static void end_transfer(transfer *t, CURLcode result)
+{
+    gc_kube *k = t->k;
+    kube_exchange *x = t->x;
+    finish_exchange(t, result);
+    note_server_clock(k, x);
+    if (!t->traced)
+        kube_trace_result(k, t->e, x->req, t->url, x->status, x->result, kube_now_ms() - t->start);
+    if (k->verbose >= 2)
+        kube_trace_response_body(k, x->body.data, x->body.len);
+    free_headers(t->headers);
+    curl_easy_setopt(t->e, CURLOPT_HTTPHEADER, NULL);
+    free(t->url);
+    t->headers = NULL;
+    t->url = NULL;
+}
+
+int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
+{
+    reset_outcome(x);
+    int rc = kube_auth_ensure(k, err);
+    if (rc)
+        return rc;
+    CURL *e = nesting_handle(k, err);
+    if (!e)
+        return err->code;
+    transfer t;
+    begin_transfer(k, x, e, &t);
     k->depth++;
     CURLcode result = curl_easy_perform(e);
     k->depth--;
-    finish_exchange(&t, result);
-    note_server_clock(k, x);
-    if (!t.traced)
-        kube_trace_result(k, e, req, shown, x->status, x->result, kube_now_ms() - t.start);
-    if (k->verbose >= 2)
-        kube_trace_response_body(k, x->body.data, x->body.len);
-    free_headers(headers);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
-    free(url);
-    free(shown);
+    end_transfer(&t, result);
     return 0;
 }
 
@@ -441,14 +471,18 @@ int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err
                    where, detail);
 }
 
-int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err)
+/* The retry loop of kube_request_run; `attempted`: the first attempt has already run (in a
+ * batch) and only its outcome is to be judged. */
+static int run_with_retries(gc_kube *k, kube_exchange *x, bool attempted, gc_error *err)
 {
     bool refreshed = false;
-    x->retried_after_send = false;
     for (int attempt = 1;; attempt++) {
-        int rc = kube_exchange_run(k, x, err);
-        if (rc)
-            return rc;
+        if (!attempted) {
+            int rc = kube_exchange_run(k, x, err);
+            if (rc)
+                return rc;
+        }
+        attempted = false;
         if (x->result == CURLE_OK && x->status == 401 && !refreshed && kube_auth_refreshable(k)) {
             refreshed = true;
             kube_auth_invalidate(k);
@@ -467,4 +501,73 @@ int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err)
             x->retried_after_send || (x->sent && x->result != CURLE_OK) || x->status >= 500;
     }
     return x->result == CURLE_OK ? 0 : kube_transport_error(k, x, err);
+}
+
+int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err)
+{
+    x->retried_after_send = false;
+    return run_with_retries(k, x, false, err);
+}
+
+/* First attempts of a batch, all at once on one multi handle. PIPEWAIT makes the later ones wait
+ * for the first connection and share it as HTTP/2 streams instead of opening their own. */
+static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
+{
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    transfer *transfers = gc_xcalloc(n, sizeof(*transfers));
+    for (size_t i = 0; i < n; i++) {
+        kube_exchange *x = batch[i].x;
+        x->retried_after_send = false;
+        reset_outcome(x);
+        CURL *e = curl_easy_init();
+        begin_transfer(k, x, e, &transfers[i]);
+        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, &transfers[i]);
+        curl_multi_add_handle(multi, e);
+    }
+    k->depth++; /* requests made from the batch's callbacks use the nesting handles */
+    for (int running = 1; running;) {
+        curl_multi_perform(multi, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(multi, &left))) {
+            transfer *t = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+            if (msg->msg == CURLMSG_DONE && t)
+                end_transfer(t, msg->data.result);
+        }
+        if (running)
+            curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    k->depth--;
+    for (size_t i = 0; i < n; i++) {
+        if (transfers[i].url) /* never reported done: cannot happen unless libcurl fails */
+            end_transfer(&transfers[i], CURLE_RECV_ERROR);
+        curl_multi_remove_handle(multi, transfers[i].e);
+        curl_easy_cleanup(transfers[i].e);
+    }
+    free(transfers);
+    curl_multi_cleanup(multi);
+}
+
+void kube_request_run_all(gc_kube *k, kube_batch_entry *batch, size_t n)
+{
+    if (n < 2 || k->depth > 0) { /* nothing to overlap, or called from a callback */
+        for (size_t i = 0; i < n; i++)
+            batch[i].rc = kube_request_run(k, batch[i].x, batch[i].err);
+        return;
+    }
+    int rc = kube_auth_ensure(k, batch[0].err);
+    for (size_t i = 1; i < n && rc; i++)
+        *batch[i].err = *batch[0].err;
+    if (rc) {
+        for (size_t i = 0; i < n; i++)
+            batch[i].rc = rc;
+        return;
+    }
+    run_first_attempts(k, batch, n);
+    /* Retries (rare) go one at a time, like any single request. */
+    for (size_t i = 0; i < n; i++)
+        batch[i].rc = run_with_retries(k, batch[i].x, true, batch[i].err);
 }

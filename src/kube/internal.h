@@ -58,6 +58,7 @@ struct gc_kube {
      * used again while it is transferring. */
     CURL *easy[KUBE_MAX_NESTING];
     int depth;
+    CURLSH *share; /* level 0's connections, shared with concurrent batches (http.c) */
     unsigned request_count;
     uint64_t rng;
     gc_buf warnings_seen;     /* Warning texts already shown, NUL-separated */
@@ -140,6 +141,19 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err);
  * error status: turn it into a message with kube_status_error. A transport failure returns
  * GC_EXIT_RUNTIME with x->sent telling whether the request may have been applied. */
 int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err);
+
+/* One request of a batch, with its own outcome. */
+typedef struct kube_batch_entry {
+    kube_exchange *x;
+    gc_error *err;
+    int rc; /* what kube_request_run returned for it */
+} kube_batch_entry;
+
+/* Like kube_request_run for each entry, but the first attempts go out at once (HTTP/2 streams
+ * on the client's connection when the server offers it); retries then run one at a time.
+ * Callbacks of different entries interleave. From inside a callback (nested) it runs them
+ * in turn. */
+void kube_request_run_all(gc_kube *k, kube_batch_entry *batch, size_t n);
 
 /* err for an HTTP error status (a Status message, and a hint for rejected credentials). */
 int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err);

@@ -37,12 +37,18 @@ void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char 
     const char *protocol = version == CURL_HTTP_VERSION_2_0   ? ", HTTP/2"
                            : version == CURL_HTTP_VERSION_1_1 ? ", HTTP/1.1"
                                                               : "";
+    /* Whether this request had to open a connection (TCP and TLS) or reused one: what a slow
+     * first request, or a request that should have been multiplexed, comes down to. */
+    long connects = 0;
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    const char *connection = connects > 0 ? ", new connection" : "";
     if (result != CURLE_OK)
-        kube_trace(k, "%s %s -> failed: %s (%lld ms)", req->method, url, curl_easy_strerror(result),
-                   ms);
+        kube_trace(k, "%s %s -> failed: %s (%lld ms%s)", req->method, url,
+                   curl_easy_strerror(result), ms, connection);
     else
-        kube_trace(k, "%s %s -> %ld %s (%lld ms%s%s)", req->method, url, status,
-                   kube_reason_phrase(status), ms, protocol, req->streaming ? ", streaming" : "");
+        kube_trace(k, "%s %s -> %ld %s (%lld ms%s%s%s)", req->method, url, status,
+                   kube_reason_phrase(status), ms, protocol, connection,
+                   req->streaming ? ", streaming" : "");
 }
 
 /* Each warning is shown once per client, as kubectl does: a paged list of a deprecated API

@@ -23,65 +23,83 @@
 #define ACCEPT_METADATA_EVENTS                                                                     \
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
-/* One page, its items handed to on_item as they arrive; *head receives the list's other
- * members (metadata with the continue token). */
+/* One page request, its items handed to on_item as they arrive. Not movable once started (the
+ * reader points at the exchange). */
+typedef struct page_request {
+    char limit[32];
+    const char *query[12];
+    kube_request req;
+    kube_exchange x;
+    kube_list_reader reader;
+} page_request;
+
+static void page_start(page_request *p, const char *path, const gc_kube_list_options *opts,
+                       const char *cont, gc_kube_item_fn on_item, void *ctx, gc_error *err)
+{
+    size_t n = 0;
+    memset(p->query, 0, sizeof(p->query));
+    if (opts && opts->label_selector && opts->label_selector[0]) {
+        p->query[n++] = "labelSelector";
+        p->query[n++] = opts->label_selector;
+    }
+    if (opts && opts->field_selector && opts->field_selector[0]) {
+        p->query[n++] = "fieldSelector";
+        p->query[n++] = opts->field_selector;
+    }
+    if (opts && opts->page_size > 0) {
+        snprintf(p->limit, sizeof(p->limit), "%ld", opts->page_size);
+        p->query[n++] = "limit";
+        p->query[n++] = p->limit;
+    }
+    if (cont) {
+        p->query[n++] = "continue";
+        p->query[n++] = cont;
+    }
+    p->req = (kube_request){.method = "GET",
+                            .path = path,
+                            .extra = p->query,
+                            .accept = opts ? opts->accept : NULL,
+                            .idempotent = true};
+    kube_exchange_init(&p->x, &p->req);
+    kube_list_reader_init(&p->reader, &p->x, opts ? opts->fields : NULL, on_item, ctx, err);
+    p->x.on_data = kube_list_reader_feed;
+    p->x.on_restart = kube_list_reader_restart;
+    p->x.ctx = &p->reader;
+}
+
+/* After the request (rc: kube_request_run's answer): *head receives the list's other members
+ * (metadata with the continue token), *status the HTTP status. */
+static int page_end(gc_kube *k, page_request *p, int rc, json_t **head, long *status, gc_error *err)
+{
+    *status = p->x.status;
+    if (!rc && p->x.status >= 300)
+        rc = kube_http_error(k, &p->x, err);
+    if (!rc)
+        rc = kube_list_reader_finish(&p->reader, &p->req, err);
+    *head = json_incref(p->reader.head);
+    kube_list_reader_free(&p->reader);
+    kube_exchange_free(&p->x);
+    return rc;
+}
+
 static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *opts,
                      const char *cont, gc_kube_item_fn on_item, void *ctx, json_t **head,
                      long *status, gc_error *err)
 {
-    char limit[32] = "";
-    const char *q[12] = {0};
-    size_t n = 0;
-    if (opts && opts->label_selector && opts->label_selector[0]) {
-        q[n++] = "labelSelector";
-        q[n++] = opts->label_selector;
-    }
-    if (opts && opts->field_selector && opts->field_selector[0]) {
-        q[n++] = "fieldSelector";
-        q[n++] = opts->field_selector;
-    }
-    if (opts && opts->page_size > 0) {
-        snprintf(limit, sizeof(limit), "%ld", opts->page_size);
-        q[n++] = "limit";
-        q[n++] = limit;
-    }
-    if (cont) {
-        q[n++] = "continue";
-        q[n++] = cont;
-    }
-    kube_request req = {.method = "GET",
-                        .path = path,
-                        .extra = q,
-                        .accept = opts ? opts->accept : NULL,
-                        .idempotent = true};
-    kube_exchange x;
-    kube_exchange_init(&x, &req);
-    kube_list_reader reader;
-    kube_list_reader_init(&reader, &x, opts ? opts->fields : NULL, on_item, ctx, err);
-    x.on_data = kube_list_reader_feed;
-    x.on_restart = kube_list_reader_restart;
-    x.ctx = &reader;
-    int rc = kube_request_run(k, &x, err);
-    *status = x.status;
-    if (!rc && x.status >= 300)
-        rc = kube_http_error(k, &x, err);
-    if (!rc)
-        rc = kube_list_reader_finish(&reader, &req, err);
-    *head = json_incref(reader.head);
-    kube_list_reader_free(&reader);
-    kube_exchange_free(&x);
-    return rc;
+    page_request p;
+    page_start(&p, path, opts, cont, on_item, ctx, err);
+    int rc = kube_request_run(k, &p.x, err);
+    return page_end(k, &p, rc, head, status, err);
 }
 
-int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
-                 gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err)
+/* Given how the first page went (rc, head, status), lists the rest of the pages. */
+static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                     gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
+                     int rc, json_t *head, long status)
 {
     char *cont = NULL;
-    int restarts = 0, rc;
+    int restarts = 0;
     for (;;) {
-        json_t *head = NULL;
-        long status = 0;
-        rc = list_page(kube, path, opts, cont, on_item, ctx, &head, &status, err);
         if (rc && status == 410 && cont && restarts < MAX_LIST_RESTARTS) {
             /* The snapshot behind the continue token was compacted away. */
             json_decref(head);
@@ -90,6 +108,7 @@ int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *op
             cont = NULL;
             if (kube->verbose)
                 kube_trace(kube, "the list's continue token expired; listing %s again", path);
+            rc = list_page(kube, path, opts, NULL, on_item, ctx, &head, &status, err);
             continue;
         }
         const json_t *meta = json_object_get(head, "metadata");
@@ -102,9 +121,46 @@ int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *op
         json_decref(head);
         if (rc || !cont)
             break;
+        rc = list_page(kube, path, opts, cont, on_item, ctx, &head, &status, err);
     }
     free(cont);
     return rc == GC_KUBE_STOP ? 0 : rc;
+}
+
+int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                 gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err)
+{
+    json_t *head = NULL;
+    long status = 0;
+    int rc = list_page(kube, path, opts, NULL, on_item, ctx, &head, &status, err);
+    return list_rest(kube, path, opts, on_item, ctx, resource_version, err, rc, head, status);
+}
+
+int gc_kube_list_all(gc_kube *kube, gc_kube_list_call *calls, size_t count)
+{
+    page_request *pages = gc_xcalloc(count, sizeof(*pages));
+    kube_batch_entry *batch = gc_xcalloc(count, sizeof(*batch));
+    for (size_t i = 0; i < count; i++) {
+        gc_kube_list_call *c = &calls[i];
+        gc_error_clear(&c->err);
+        page_start(&pages[i], c->path, c->opts, NULL, c->on_item, c->ctx, &c->err);
+        batch[i] = (kube_batch_entry){.x = &pages[i].x, .err = &c->err};
+    }
+    kube_request_run_all(kube, batch, count);
+    int first_failure = 0;
+    for (size_t i = 0; i < count; i++) {
+        gc_kube_list_call *c = &calls[i];
+        json_t *head = NULL;
+        long status = 0;
+        int rc = page_end(kube, &pages[i], batch[i].rc, &head, &status, &c->err);
+        c->rc =
+            list_rest(kube, c->path, c->opts, c->on_item, c->ctx, NULL, &c->err, rc, head, status);
+        if (c->rc && !first_failure)
+            first_failure = c->rc;
+    }
+    free(batch);
+    free(pages);
+    return first_failure;
 }
 
 typedef struct watcher {

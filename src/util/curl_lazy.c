@@ -218,6 +218,31 @@ CURLMcode curl_multi_cleanup(CURLM *multi)
     return real_curl_multi_cleanup(multi);
 }
 
+CURLSH *curl_share_init(void)
+{
+    REAL(CURLSH *, curl_share_init, (void));
+    return real_curl_share_init();
+}
+
+/* CURLSHOPT_SHARE and CURLSHOPT_UNSHARE take a long; the others a pointer. */
+CURLSHcode curl_share_setopt(CURLSH *share, CURLSHoption option, ...)
+{
+    REAL(CURLSHcode, curl_share_setopt, (CURLSH *, CURLSHoption, ...));
+    va_list ap;
+    va_start(ap, option);
+    CURLSHcode rc = option == CURLSHOPT_SHARE || option == CURLSHOPT_UNSHARE
+                        ? real_curl_share_setopt(share, option, va_arg(ap, long))
+                        : real_curl_share_setopt(share, option, va_arg(ap, void *));
+    va_end(ap);
+    return rc;
+}
+
+CURLSHcode curl_share_cleanup(CURLSH *share)
+{
+    REAL(CURLSHcode, curl_share_cleanup, (CURLSH *));
+    return real_curl_share_cleanup(share);
+}
+
 CURLU *curl_url(void)
 {
     REAL(CURLU *, curl_url, (void));

@@ -113,8 +113,11 @@ def test_headless_flow(cli):
 def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
-    requests = re.findall(r"^(GET|POST|PUT|PATCH|DELETE) https://", proc.stderr, re.M)
-    assert 0 < len(requests) <= 6, f"{len(requests)} requests:\n{proc.stderr}"
+    requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
+    # LocalQueues and nodes (sent together), the ClusterQueue, the POST: all on one connection.
+    assert len(requests) == 4, f"{len(requests)} requests:\n{proc.stderr}"
+    assert sum("new connection" in r for r in requests) == 1, proc.stderr
+    assert all("HTTP/2" in r for r in requests), proc.stderr
     assert f"Created Pathways job {job} in namespace default, queued on user-queue" in proc.stdout
 
     js = cli.kubectl_json("get", "jobset", job)

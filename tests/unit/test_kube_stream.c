@@ -195,13 +195,14 @@ static void test_list_stops_when_asked(void **state)
     assert_int_equal(err.http_status, 404);
 }
 
-/* Queues one list answer streamed in `chunks` (NULL-terminated), cut off without its end when
- * `abort` is set. */
-static void script_chunked_page(const char *when_continue, const char *const *chunks, bool abort)
+/* Queues one list answer streamed in `chunks` (NULL-terminated), each sent `delay` seconds after
+ * the one before, cut off without its end when `abort` is set. */
+static void script_chunked_page(const char *when_continue, const char *const *chunks, bool abort,
+                                double delay)
 {
     json_t *parts = json_array();
     for (size_t i = 0; chunks[i]; i++)
-        json_array_append_new(parts, json_pack("{s:s, s:f}", "data", chunks[i], "delay", 0.05));
+        json_array_append_new(parts, json_pack("{s:s, s:f}", "data", chunks[i], "delay", delay));
     json_t *answer = json_pack("{s:{s:s?}, s:o, s:b}", "when", "continue", when_continue, "chunks",
                                parts, "abort", abort);
     json_t *doc = json_pack("{s:[o]}", "GET " PATH, answer);
@@ -238,8 +239,8 @@ static void test_list_reads_items_as_they_arrive(void **state)
     const char *page2[] = {"{\"items\":[{\"metadata\":{\"name\":\"c\",\"managedFields\":[]}}],"
                            "\"kind\":\"ThingList\",\"metadata\":{\"resourceVersion\":\"5\"}}",
                            NULL};
-    script_chunked_page(NULL, page1, false);
-    script_chunked_page("c1", page2, false);
+    script_chunked_page(NULL, page1, false, 0.05);
+    script_chunked_page("c1", page2, false, 0.05);
     json_t *fields = json_loads("{\"metadata\": {\"name\": true}}", 0, NULL);
     seen s = {0};
     gc_buf_init(&s.names);
@@ -253,7 +254,7 @@ static void test_list_reads_items_as_they_arrive(void **state)
 
     /* Without a shape, items come whole (and get the list's kind when they have none). */
     gc_buf_reset(&s.names);
-    script_chunked_page(NULL, page2, false);
+    script_chunked_page(NULL, page2, false, 0.05);
     assert_int_equal(gc_kube_list(kube, PATH, NULL, on_shaped_item, &s, NULL, &err), 0);
     assert_string_equal(s.names.data, "c+managedFields ");
     json_decref(fields);
@@ -270,8 +271,8 @@ static void test_list_page_cut_off(void **state)
     const char *whole[] = {
         "{\"items\":[{\"metadata\":{\"name\":\"a\"}}],\"kind\":\"ThingList\",\"metadata\":{}}",
         NULL};
-    script_chunked_page(NULL, cut_after_item, true);
-    script_chunked_page(NULL, whole, false);
+    script_chunked_page(NULL, cut_after_item, true, 0.05);
+    script_chunked_page(NULL, whole, false, 0.05);
     seen s = {0};
     gc_buf_init(&s.names);
     gc_error err;
@@ -282,13 +283,73 @@ static void test_list_page_cut_off(void **state)
 
     const char *cut_before_items[] = {"{\"items\":[{\"metadata\":", NULL};
     kube_test_server_reset(&server);
-    script_chunked_page(NULL, cut_before_items, true);
-    script_chunked_page(NULL, whole, false);
+    script_chunked_page(NULL, cut_before_items, true, 0.05);
+    script_chunked_page(NULL, whole, false, 0.05);
     gc_buf_reset(&s.names);
     assert_int_equal(gc_kube_list(kube, PATH, NULL, on_item, &s, NULL, &err), 0);
     assert_string_equal(s.names.data, "?/a "); /* the list's kind comes after its items */
     assert_int_equal(gc_kube_request_count(kube), 3);
     gc_buf_free(&s.names);
+}
+
+static double arrival(json_t *log, const char *path)
+{
+    for (size_t i = 0; i < json_array_size(log); i++) {
+        const json_t *r = json_array_get(log, i);
+        if (!strcmp(json_string_value(json_object_get(r, "path")), path))
+            return json_real_value(json_object_get(r, "time"));
+    }
+    fail_msg("no request for %s", path);
+    return 0;
+}
+
+#define SECRETS  "/api/v1/namespaces/ns1/secrets"
+#define SERVICES "/api/v1/namespaces/ns1/services"
+
+/* Independent lists go out together: each has its own outcome (pages, a 404, a retried 503),
+ * and the later ones do not wait for the first, whose answer takes two seconds to begin. */
+static void test_lists_sent_together(void **state)
+{
+    (void)state;
+    const char *slow_page[] = {"{\"kind\": \"ConfigMapList\", \"metadata\": {\"continue\": "
+                               "\"c1\"}, \"items\": [{\"metadata\": {\"name\": \"a\"}}]}",
+                               NULL};
+    script_chunked_page(NULL, slow_page, false, 2.0);
+    script("{'GET " PATH "': [{'when': {'continue': 'c1'}, 'json': {'kind': 'ConfigMapList', "
+           "'metadata': {}, 'items': [{'metadata': {'name': 'b'}}]}}],"
+           "'GET " SERVICES "': [{'status': 503, 'json': {'kind': 'Status', 'code': 503}}, "
+           "{'json': {'kind': 'ServiceList', 'metadata': {}, 'items': [{'metadata': {'name': "
+           "'s'}}]}}]}");
+    seen configmaps = {0}, secrets = {0}, services = {0};
+    gc_buf_init(&configmaps.names);
+    gc_buf_init(&secrets.names);
+    gc_buf_init(&services.names);
+    gc_kube_list_options paged = {.page_size = 1};
+    gc_kube_list_call calls[] = {
+        {.path = PATH, .opts = &paged, .on_item = on_item, .ctx = &configmaps},
+        {.path = SECRETS, .on_item = on_item, .ctx = &secrets},
+        {.path = SERVICES, .on_item = on_item, .ctx = &services},
+    };
+    assert_int_equal(gc_kube_list_all(kube, calls, 3), GC_EXIT_RUNTIME);
+    assert_int_equal(calls[0].rc, 0);
+    assert_string_equal(configmaps.names.data, "ConfigMap/a ConfigMap/b ");
+    assert_int_equal(calls[1].rc, GC_EXIT_RUNTIME);
+    assert_int_equal(calls[1].err.http_status, 404);
+    assert_true(kube_test_contains(calls[1].err.message, "secrets"));
+    assert_int_equal(secrets.count, 0);
+    assert_int_equal(calls[2].rc, 0);
+    assert_string_equal(services.names.data, "Service/s ");
+    assert_int_equal(gc_kube_request_count(kube), 5); /* 3 at once, the 503's retry, page 2 */
+
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 5);
+    double first = arrival(log, PATH);
+    assert_true(arrival(log, SECRETS) - first < 1.0);
+    assert_true(arrival(log, SERVICES) - first < 1.0);
+    json_decref(log);
+    gc_buf_free(&configmaps.names);
+    gc_buf_free(&secrets.names);
+    gc_buf_free(&services.names);
 }
 
 static void test_list_that_is_not_json(void **state)
@@ -620,6 +681,7 @@ int main(void)
                                         close_client),
         cmocka_unit_test_setup_teardown(test_list_page_cut_off, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_list_that_is_not_json, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_lists_sent_together, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_watch_events_bookmarks_and_resume, open_client,
                                         close_client),
         cmocka_unit_test_setup_teardown(test_watch_relists_after_410, open_client, close_client),
