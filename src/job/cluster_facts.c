@@ -1,8 +1,8 @@
 /*
- * What a submit needs to know about the cluster, gathered in as few round trips as possible:
- * the LocalQueues of the namespace and the nodes' labels (two lists sent together, the nodes
- * metadata-only), then the chosen queue's ClusterQueue (one get) and, with --priority, the
- * PriorityClass (one get).
+ * What a submit needs to know about the cluster, in one round trip: the LocalQueues of the
+ * namespace, the nodes' labels (metadata only), the ClusterQueues and, with --priority, the
+ * PriorityClass, all requested at once. Only an older Kueue (v1beta1) or a user who may not
+ * list ClusterQueues or PriorityClasses costs further requests.
  */
 #include "job/cluster_facts.h"
 
@@ -181,31 +181,6 @@ static const gc_kube_list_options node_list_options = {
     .accept = GC_KUBE_ACCEPT_METADATA,
 };
 
-/* The LocalQueues (current Kueue API) and the nodes do not depend on each other: one round
- * trip for both. */
-static int list_queues_and_nodes(gc_kube *kube, const char *ns, cluster_facts *f, gc_error *err)
-{
-    char *queues_path = gc_kube_path("kueue.x-k8s.io", "v1beta2", ns, "localqueues", NULL);
-    char *nodes_path = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
-    json_t *queues = json_array();
-    gc_kube_list_call calls[] = {
-        {.path = queues_path, .on_item = collect_item, .ctx = queues},
-        {.path = nodes_path, .opts = &node_list_options, .on_item = on_node, .ctx = f},
-    };
-    gc_kube_list_all(kube, calls, 2);
-    int rc = take_local_queues("v1beta2", calls[0].rc, queues, f, &calls[0].err);
-    if (rc)
-        *err = calls[0].err;
-    else if ((rc = calls[1].rc))
-        *err = calls[1].err;
-    else if (!f->kueue_version)
-        rc = list_local_queues_v1beta1(kube, ns, f, err);
-    json_decref(queues);
-    free(queues_path);
-    free(nodes_path);
-    return rc;
-}
-
 static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts *f, gc_error *err)
 {
     char *path = gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", priority);
@@ -221,17 +196,117 @@ static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts
     return rc;
 }
 
+/* The first round trip: its lists and the answers not kept in cluster_facts. */
+typedef struct first_round {
+    json_t *local_queues;   /* current Kueue API */
+    json_t *cluster_queues; /* all of them: a handful, and the chosen queue's is among them */
+    json_t *priority_classes;
+    char *priority_selector;
+    gc_kube_list_options priority_options;
+    gc_kube_list_call calls[4]; /* in the order of the indexes below */
+    char *paths[4];
+    size_t count;
+} first_round;
+
+enum { LOCAL_QUEUES, NODES, CLUSTER_QUEUES, PRIORITY_CLASS };
+
+static void add_call(first_round *round, char *path, const gc_kube_list_options *opts,
+                     gc_kube_item_fn on_item, void *ctx)
+{
+    round->paths[round->count] = path;
+    round->calls[round->count++] =
+        (gc_kube_list_call){.path = path, .opts = opts, .on_item = on_item, .ctx = ctx};
+}
+
+/* Everything that does not depend on another answer goes out at once: the namespace's
+ * LocalQueues, the nodes' labels, the ClusterQueues and, with --priority, the PriorityClass. */
+static void send_first_round(gc_kube *kube, const gc_submit_request *r, const char *ns,
+                             cluster_facts *f, first_round *round)
+{
+    memset(round, 0, sizeof(*round));
+    round->local_queues = json_array();
+    round->cluster_queues = json_array();
+    round->priority_classes = json_array();
+    add_call(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", ns, "localqueues", NULL), NULL,
+             collect_item, round->local_queues);
+    add_call(round, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), &node_list_options, on_node, f);
+    add_call(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", NULL, "clusterqueues", NULL), NULL,
+             collect_item, round->cluster_queues);
+    if (r->priority) {
+        round->priority_selector = gc_xasprintf("metadata.name=%s", r->priority);
+        round->priority_options.field_selector = round->priority_selector;
+        add_call(round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
+                 &round->priority_options, collect_item, round->priority_classes);
+    }
+    gc_kube_list_all(kube, round->calls, round->count);
+}
+
+static void first_round_free(first_round *round)
+{
+    json_decref(round->local_queues);
+    json_decref(round->cluster_queues);
+    json_decref(round->priority_classes);
+    free(round->priority_selector);
+    for (size_t i = 0; i < round->count; i++)
+        free(round->paths[i]);
+}
+
+/* LocalQueues and nodes must be known; an older Kueue (v1beta1) is asked again. */
+static int take_first_round(gc_kube *kube, const char *ns, first_round *round, cluster_facts *f,
+                            gc_error *err)
+{
+    gc_kube_list_call *queues = &round->calls[LOCAL_QUEUES], *nodes = &round->calls[NODES];
+    int rc = take_local_queues("v1beta2", queues->rc, round->local_queues, f, &queues->err);
+    if (rc)
+        *err = queues->err;
+    else if ((rc = nodes->rc))
+        *err = nodes->err;
+    else if (!f->kueue_version)
+        rc = list_local_queues_v1beta1(kube, ns, f, err);
+    return rc;
+}
+
+/* The chosen queue's ClusterQueue from the first round's list; asked for by name when that list
+ * could not be had (an older Kueue, or no permission to list them). */
+static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_facts *f,
+                              gc_error *err)
+{
+    if (round->calls[CLUSTER_QUEUES].rc || strcmp(f->kueue_version, "v1beta2") != 0)
+        return get_cluster_queue(kube, f, err);
+    size_t i;
+    json_t *q;
+    json_array_foreach(round->cluster_queues, i, q)
+    {
+        const char *n = name_of(q);
+        if (n && !strcmp(n, f->cluster_queue) && !f->cluster_queue_object)
+            f->cluster_queue_object = json_incref(q);
+    }
+    return 0; /* not there: reported as a warning by the checks */
+}
+
+static int find_priority_class(gc_kube *kube, const char *priority, const first_round *round,
+                               cluster_facts *f, gc_error *err)
+{
+    if (round->calls[PRIORITY_CLASS].rc)
+        return get_priority_class(kube, priority, f, err);
+    f->priority_found = json_array_size(round->priority_classes) > 0;
+    return 0;
+}
+
 int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f, gc_error *err)
 {
     memset(f, 0, sizeof(*f));
     const char *ns = gc_kube_namespace(kube);
-    int rc = list_queues_and_nodes(kube, ns, f, err);
+    first_round round;
+    send_first_round(kube, r, ns, f, &round);
+    int rc = take_first_round(kube, ns, &round, f, err);
     if (!rc && f->kueue_version)
         rc = choose_queue(r->queue, ns, f, err);
     if (!rc && f->kueue_version)
-        rc = get_cluster_queue(kube, f, err);
+        rc = find_cluster_queue(kube, &round, f, err);
     if (!rc && r->priority)
-        rc = get_priority_class(kube, r->priority, f, err);
+        rc = find_priority_class(kube, r->priority, &round, f, err);
+    first_round_free(&round);
     return rc;
 }
 

@@ -137,3 +137,62 @@ def test_wrong_ca_is_a_clear_tls_error(testenv, tmp_path):
     errors = [l for l in proc.stderr.splitlines() if l.startswith("gcluster: error:")]
     assert len(errors) == 1, proc.stderr
     assert "certificate" in errors[0].lower()
+
+
+NARROW_RBAC = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: gcluster-narrow, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: gcluster-narrow}
+rules:
+  - {apiGroups: [""], resources: [nodes], verbs: [list]}
+  - {apiGroups: [kueue.x-k8s.io], resources: [clusterqueues], verbs: [get]}
+  - {apiGroups: [scheduling.k8s.io], resources: [priorityclasses], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: gcluster-narrow}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gcluster-narrow}
+subjects: [{kind: ServiceAccount, name: gcluster-narrow, namespace: default}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: gcluster-narrow, namespace: default}
+rules:
+  - {apiGroups: [kueue.x-k8s.io], resources: [localqueues], verbs: [list]}
+  - {apiGroups: [jobset.x-k8s.io], resources: [jobsets], verbs: [create, get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: gcluster-narrow, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gcluster-narrow}
+subjects: [{kind: ServiceAccount, name: gcluster-narrow, namespace: default}]
+"""
+
+
+def test_submit_with_get_but_not_list_permissions(testenv, tmp_path):
+    """Submit lists ClusterQueues and PriorityClasses together with the LocalQueues; a user who
+    may only get them by name still submits, with the same checks (two more requests)."""
+    rbac = tmp_path / "rbac.yaml"
+    rbac.write_text(NARROW_RBAC)
+    testenv.kubectl("apply", "-f", str(rbac))
+    try:
+        token = testenv.kubectl("create", "token", "gcluster-narrow", "--duration=10m").stdout
+        config = kubeconfig_with_user(testenv, {"token": token.strip()}, tmp_path / "kc")
+        cli = Cli(config, tmp_path)
+        cli.submitted.append("pw-narrow")
+        proc = cli.gcluster("job", "submit", "--name", "pw-narrow", *CLUSTER, "--compute-type",
+                            "v6e-16", "--pathways", "--pathways-gcs-location", GCS,
+                            "--pathways-headless", "--priority", "high", "--dry-run", "server",
+                            "-v")
+        assert "The cluster accepted headless Pathways job pw-narrow" in proc.stdout
+        assert "/clusterqueues -> 403 Forbidden" in proc.stderr
+        assert "/clusterqueues/cluster-queue -> 200 OK" in proc.stderr
+        assert "/priorityclasses?fieldSelector=metadata.name%3Dhigh -> 403 Forbidden" in proc.stderr
+        assert "/priorityclasses/high -> 200 OK" in proc.stderr
+        assert "does not exist" not in proc.stderr and "does not cover" not in proc.stderr
+    finally:
+        testenv.kubectl("delete", "-f", str(rbac), "--wait=false", check=False)

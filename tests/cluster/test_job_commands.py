@@ -114,7 +114,7 @@ def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
     requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
-    # LocalQueues and nodes (sent together), the ClusterQueue, the POST: all on one connection.
+    # LocalQueues, nodes and ClusterQueues (sent together), then the POST: on one connection.
     assert len(requests) == 4, f"{len(requests)} requests:\n{proc.stderr}"
     assert sum("new connection" in r for r in requests) == 1, proc.stderr
     assert all("HTTP/2" in r for r in requests), proc.stderr
@@ -276,6 +276,58 @@ def test_missing_local_queue(cli):
     assert "--queue no-such-queue: no such LocalQueue in namespace default (it has: user-queue)" \
         in proc.stderr
     assert cli.kubectl("get", "jobset", "pw-noqueue", check=False).returncode != 0
+
+
+QUEUES_FOR_CHECKS = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cpu-only-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [cpu, memory]
+      flavors:
+        - name: pathways-flavor
+          resources: [{name: cpu, nominalQuota: 1}, {name: memory, nominalQuota: 1Gi}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: cpu-queue, namespace: default}
+spec: {clusterQueue: cpu-only-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: orphan-queue, namespace: default}
+spec: {clusterQueue: no-such-cq}
+"""
+
+
+def test_queue_and_priority_checks(cli, tmp_path):
+    """What submit learns in its one round trip: a PriorityClass that does not exist is an error;
+    a LocalQueue whose ClusterQueue is missing, or cannot admit Pathways pods, is a warning."""
+    proc = submit_pathways(cli, "pw-prio", "--priority", "no-such-class", slices="1", check=2)
+    assert "--priority no-such-class: no such PriorityClass in the cluster" in proc.stderr
+    proc = submit_pathways(cli, "pw-prio", "--priority", "high", "--dry-run", "server", "-v",
+                           slices="1")
+    assert "The cluster accepted Pathways job pw-prio" in proc.stdout
+    requests = re.findall(r"^(?:GET|POST) https://.*$", proc.stderr, re.M)
+    assert len(requests) == 5 and sum("new connection" in r for r in requests) == 1, proc.stderr
+
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(QUEUES_FOR_CHECKS)
+    cli.kubectl("apply", "-f", str(queues))
+    try:
+        proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
+                               slices="1")
+        assert ('LocalQueue orphan-queue points to ClusterQueue "no-such-cq", which does not '
+                'exist') in proc.stderr
+        proc = submit_pathways(cli, "pw-cpuq", "--queue", "cpu-queue", "--dry-run", "server",
+                               slices="1")
+        assert ("ClusterQueue cpu-only-cq does not cover google.com/tpu, cpu and memory in one "
+                "resource group") in proc.stderr
+        assert "gcluster deploy" in proc.stderr
+    finally:
+        cli.kubectl("delete", "-f", str(queues), "--wait=false", check=False)
 
 
 def test_no_head_node_pool(cli):
