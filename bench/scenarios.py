@@ -135,7 +135,7 @@ def submit(ctx):
         api[tool] = harness.api_time(tool, [command(tool, f"bsub-{tool[0]}-api")], cl.env())
         cl.delete_jobs_and_wait(ns)
     return with_api(api, result("submit", "2 submit v6e-16 x2 (live)", "time", samples, commands, [
-        "gcluster: 3 pre-flight GETs (LocalQueue, ClusterQueue, nodes) + POST; "
+        "gcluster: 3 pre-flight GETs sent together (LocalQueues, ClusterQueues, nodes) + POST; "
         "kubectl: discovery (cached in its HOME after the warm-up) + POST",
         "queue bench-hold holds every job (stopPolicy Hold): nothing is admitted or started; "
         "each job is deleted, and its Jobs gone, before the next run"]))
