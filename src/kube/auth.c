@@ -151,6 +151,7 @@ int kube_auth_ensure(gc_kube *k, gc_error *err)
         return rc;
     }
     k->cred.valid = true;
+    k->credential_generation++;
     return 0;
 }
 
@@ -163,6 +164,12 @@ bool kube_auth_refreshable(const gc_kube *k)
 void kube_auth_invalidate(gc_kube *k)
 {
     kube_credential_clear(&k->cred);
+}
+
+void kube_auth_rejected(gc_kube *k, unsigned generation)
+{
+    if (generation == k->credential_generation)
+        kube_auth_invalidate(k);
 }
 
 void kube_auth_apply(gc_kube *k, CURL *e, struct curl_slist **headers)

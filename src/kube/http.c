@@ -318,6 +318,7 @@ static void begin_transfer(gc_kube *k, kube_exchange *x, CURL *e, transfer *t)
     *t = (transfer){.k = k, .x = x, .e = e, .url = kube_trace_url(k, req), .start = kube_now_ms()};
     curl_easy_reset(e);
     kube_curl_configure(k, e, url, req, &t->headers);
+    x->credential = k->credential_generation;
     free(url);
     if (k->depth == 0)
         curl_easy_setopt(e, CURLOPT_SHARE, shared_connections(k));
@@ -485,7 +486,7 @@ static int run_with_retries(gc_kube *k, kube_exchange *x, bool attempted, gc_err
         attempted = false;
         if (x->result == CURLE_OK && x->status == 401 && !refreshed && kube_auth_refreshable(k)) {
             refreshed = true;
-            kube_auth_invalidate(k);
+            kube_auth_rejected(k, x->credential);
             if (k->verbose)
                 kube_trace(k, "401 Unauthorized: getting a fresh credential and retrying");
             continue;

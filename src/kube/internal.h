@@ -50,7 +50,8 @@ struct gc_kube {
     kube_blob client_cert; /* from the kubeconfig */
     kube_blob client_key;
     kube_credential cred;
-    unsigned exec_runs; /* exec plugin runs, for tests and traces */
+    unsigned credential_generation; /* counts the credentials obtained so far */
+    unsigned exec_runs;             /* exec plugin runs, for tests and traces */
 
     /* One handle per nesting level, each reused so its connection is kept: level 0 serves
      * sequential requests; a request made from inside another's callback (a watch event
@@ -78,6 +79,10 @@ int kube_auth_init(gc_kube *k, gc_error *err);
 int kube_auth_ensure(gc_kube *k, gc_error *err);
 bool kube_auth_refreshable(const gc_kube *k);
 void kube_auth_invalidate(gc_kube *k);
+/* The server answered 401 to a request sent with credential `generation`: drops the credential
+ * unless a newer one was obtained meanwhile (requests that were in flight together must not
+ * each run the exec plugin again). */
+void kube_auth_rejected(gc_kube *k, unsigned generation);
 void kube_auth_apply(gc_kube *k, CURL *e, struct curl_slist **headers);
 void kube_credential_clear(kube_credential *c);
 /* exec.c: runs the user's exec plugin and fills `cred`. */
@@ -126,6 +131,7 @@ typedef struct kube_exchange {
     bool acted_on;           /* on_data's consumer acted on part of the body (handed out list
                                 items): a new attempt would repeat that, so there is none */
     long retry_after_ms;     /* Retry-After, or -1 */
+    unsigned credential;     /* generation of the credential the attempt was sent with */
     char content_type[96];
     char date[64];
 } kube_exchange;

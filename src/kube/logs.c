@@ -33,6 +33,7 @@ typedef struct log_stream {
     gc_buf error_body; /* the body of a non-200 answer */
     size_t delivered;  /* bytes handed out */
     int attempts;
+    unsigned credential; /* generation of the credential the stream was started with */
     bool refreshed;
     bool running, done, failed;
     long long start_at; /* > 0: (re)start at this time */
@@ -146,6 +147,7 @@ static void start_stream(log_stream *s)
     gc_buf_reset(&s->error_body);
     s->curl_error[0] = '\0';
     s->attempts++;
+    s->credential = k->credential_generation;
     s->running = true;
     s->start_at = 0;
     s->started = kube_now_ms();
@@ -218,7 +220,7 @@ static void finish_stream(log_stream *s, CURLcode result)
         s->done = true;
     } else if (result == CURLE_OK && status == 401 && !s->refreshed && kube_auth_refreshable(k)) {
         s->refreshed = true;
-        kube_auth_invalidate(k);
+        kube_auth_rejected(k, s->credential);
         s->start_at = kube_now_ms();
     } else {
         long delay = s->attempts < MAX_STREAM_ATTEMPTS ? kube_retry_delay(k, &x, s->attempts) : -1;

@@ -419,7 +419,7 @@ static int after_watch(watcher *w, kube_exchange *x, int *failures, bool *refres
         return LIST_AGAIN;
     if (x->result == CURLE_OK && x->status == 401 && !*refreshed && kube_auth_refreshable(w->k)) {
         *refreshed = true;
-        kube_auth_invalidate(w->k);
+        kube_auth_rejected(w->k, x->credential);
         return 0;
     }
     if (x->result == CURLE_OK && x->status < 300) {

@@ -473,6 +473,12 @@ static void test_apply_patch_and_delete(void **state)
     disconnect(&c);
 }
 
+static int ignore_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)item, (void)ctx, (void)err;
+    return 0;
+}
+
 /* A 401 makes the exec plugin run again, once, and the request is repeated with the new token. */
 static void test_401_reruns_the_exec_plugin(void **state)
 {
@@ -506,6 +512,23 @@ static void test_401_reruns_the_exec_plugin(void **state)
     assert_true(kube_test_contains(c.err.message, "rejected the credentials of user \"me\""));
     assert_true(kube_test_contains(c.err.message, "gcloud auth login"));
     assert_int_equal(kube_test_count(count), 3);
+
+    /* Two lists sent together are both rejected: one refresh serves both. */
+    kube_test_server_reset(&server);
+    script("{'GET /api/v1/namespaces/ns1/pods': [{'require_auth': 'Bearer gen-4', 'json': "
+           "{'kind': 'PodList', 'items': []}}],"
+           "'GET /api/v1/namespaces/ns1/services': [{'require_auth': 'Bearer gen-4', 'json': "
+           "{'kind': 'ServiceList', 'items': []}}]}");
+    gc_kube_list_call calls[] = {
+        {.path = "/api/v1/namespaces/ns1/pods", .on_item = ignore_item},
+        {.path = "/api/v1/namespaces/ns1/services", .on_item = ignore_item}};
+    assert_int_equal(gc_kube_list_all(c.k, calls, 2), 0);
+    assert_int_equal(kube_test_count(count), 4);
+    log = requests();
+    assert_int_equal(json_array_size(log), 4);
+    assert_string_equal(header(log, 2, "authorization"), "Bearer gen-4");
+    assert_string_equal(header(log, 3, "authorization"), "Bearer gen-4");
+    json_decref(log);
     disconnect(&c);
 
     /* A static token cannot be refreshed: no second request. */
