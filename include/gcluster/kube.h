@@ -122,21 +122,23 @@ typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 
-/* One list of a gc_kube_list_all batch: gc_kube_list's arguments, and its outcome. */
-typedef struct gc_kube_list_call {
+/* One read of a gc_kube_read_all batch: a list (gc_kube_list's arguments) or, with `object` set,
+ * a GET of the one object `path` names. */
+typedef struct gc_kube_read {
     const char *path;
-    const gc_kube_list_options *opts;
-    gc_kube_item_fn on_item;
-    void *ctx;
-    int rc;       /* out: what gc_kube_list would have returned */
-    gc_error err; /* out: why it failed */
-} gc_kube_list_call;
+    const gc_kube_list_options *opts; /* lists */
+    gc_kube_item_fn on_item;          /* lists: called for every item */
+    void *ctx;                        /* of on_item */
+    json_t **object;                  /* gets: receives the object (json_decref it) */
+    int rc;                           /* out: what gc_kube_list or gc_kube_get returned */
+    gc_error err;                     /* out: why it failed */
+} gc_kube_read;
 
-/* Several independent lists at once: their first pages are requested together (HTTP/2 streams
- * on one connection, so one round trip instead of one per list); further pages and retries
- * follow one at a time. Items of different calls may interleave. Returns the first failing
- * call's rc (its reason in calls[i].err), or 0. */
-int gc_kube_list_all(gc_kube *kube, gc_kube_list_call *calls, size_t count);
+/* Several independent reads at once: their requests (a list's first page) go out together as
+ * HTTP/2 streams on one connection, one round trip instead of one each; further pages and
+ * retries follow one at a time. Items of different lists may interleave. Returns the first
+ * failing read's rc (its reason in reads[i].err), or 0. */
+int gc_kube_read_all(gc_kube *kube, gc_kube_read *reads, size_t count);
 
 enum gc_kube_event_type {
     GC_KUBE_ADDED,

@@ -203,7 +203,7 @@ typedef struct first_round {
     json_t *priority_classes;
     char *priority_selector;
     gc_kube_list_options priority_options;
-    gc_kube_list_call calls[4]; /* in the order of the indexes below */
+    gc_kube_read calls[4]; /* in the order of the indexes below */
     char *paths[4];
     size_t count;
 } first_round;
@@ -215,7 +215,7 @@ static void add_call(first_round *round, char *path, const gc_kube_list_options 
 {
     round->paths[round->count] = path;
     round->calls[round->count++] =
-        (gc_kube_list_call){.path = path, .opts = opts, .on_item = on_item, .ctx = ctx};
+        (gc_kube_read){.path = path, .opts = opts, .on_item = on_item, .ctx = ctx};
 }
 
 /* Everything that does not depend on another answer goes out at once: the namespace's
@@ -238,7 +238,7 @@ static void send_first_round(gc_kube *kube, const gc_submit_request *r, const ch
         add_call(round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
                  &round->priority_options, collect_item, round->priority_classes);
     }
-    gc_kube_list_all(kube, round->calls, round->count);
+    gc_kube_read_all(kube, round->calls, round->count);
 }
 
 static void first_round_free(first_round *round)
@@ -255,7 +255,7 @@ static void first_round_free(first_round *round)
 static int take_first_round(gc_kube *kube, const char *ns, first_round *round, cluster_facts *f,
                             gc_error *err)
 {
-    gc_kube_list_call *queues = &round->calls[LOCAL_QUEUES], *nodes = &round->calls[NODES];
+    gc_kube_read *queues = &round->calls[LOCAL_QUEUES], *nodes = &round->calls[NODES];
     int rc = take_local_queues("v1beta2", queues->rc, round->local_queues, f, &queues->err);
     if (rc)
         *err = queues->err;

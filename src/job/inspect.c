@@ -1,6 +1,7 @@
 /*
- * `job inspect`: everything about one job on one screen. Four requests: the JobSet, its Kueue
- * Workload, its pods and the namespace's Warning events (filtered to this job's objects).
+ * `job inspect`: everything about one job on one screen. Four requests in two round trips: the
+ * JobSet, its pods and the namespace's Warning events (filtered to this job's objects) together,
+ * then its Kueue Workload.
  */
 #include "gcluster/buf.h"
 #include "gcluster/emit.h"
@@ -68,18 +69,8 @@ static bool belongs_to_job(const json_t *event, const char *name, const char *wo
            (workload && !strcmp(object, workload));
 }
 
-static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err)
+static void keep_job_warnings(const json_t *events, const char *name, inspect_data *d)
 {
-    int rc = fetch_workload(kube, d, err);
-    char selector[300];
-    snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
-    gc_kube_list_options pods = {.label_selector = selector};
-    if (!rc)
-        rc = list_items(kube, NULL, "v1", "pods", &pods, d->pods, err);
-    json_t *events = json_array();
-    gc_kube_list_options warnings = {.field_selector = "type=Warning"};
-    if (!rc)
-        rc = list_items(kube, NULL, "v1", "events", &warnings, events, err);
     const char *workload = d->workload ? meta_string(d->workload, NULL, "name") : NULL;
     size_t i;
     json_t *e;
@@ -88,7 +79,42 @@ static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err
         if (belongs_to_job(e, name, workload))
             json_array_append(d->warnings, e);
     }
+}
+
+/* The JobSet, its pods and the namespace's Warning events do not depend on each other, so they
+ * are asked for together (one round trip); the Workload is found by the JobSet's UID, after. */
+static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err)
+{
+    const char *ns = gc_kube_namespace(kube);
+    char *jobset = jobset_path(kube, name);
+    char *pods = gc_kube_path(NULL, "v1", ns, "pods", NULL);
+    char *events_path = gc_kube_path(NULL, "v1", ns, "events", NULL);
+    char selector[300];
+    snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
+    gc_kube_list_options of_job = {.label_selector = selector};
+    gc_kube_list_options warnings = {.field_selector = "type=Warning"};
+    json_t *events = json_array();
+    gc_kube_read reads[] = {
+        {.path = jobset, .object = &d->jobset},
+        {.path = pods, .opts = &of_job, .on_item = append_item, .ctx = d->pods},
+        {.path = events_path, .opts = &warnings, .on_item = append_item, .ctx = events},
+    };
+    int rc = gc_kube_read_all(kube, reads, 3);
+    for (size_t i = 0; rc && i < 3; i++) {
+        if (reads[i].rc) {
+            *err = reads[i].err;
+            rc = i == 0 && err->http_status == 404 ? job_not_found(kube, name, err) : reads[i].rc;
+            break;
+        }
+    }
+    if (!rc)
+        rc = fetch_workload(kube, d, err);
+    if (!rc)
+        keep_job_warnings(events, name, d);
     json_decref(events);
+    free(jobset);
+    free(pods);
+    free(events_path);
     return rc;
 }
 
@@ -333,9 +359,7 @@ static int print_manifest(json_t *jobset, FILE *out, gc_error *err)
 int gc_job_inspect(gc_kube *kube, const char *name, bool show, const gc_output *o, gc_error *err)
 {
     inspect_data d = {.pods = json_array(), .warnings = json_array()};
-    int rc = find_jobset(kube, name, &d.jobset, err);
-    if (!rc)
-        rc = fetch(kube, name, &d, err);
+    int rc = fetch(kube, name, &d, err);
     if (!rc) {
         gc_job_facts f;
         gc_job_facts_from_jobset(d.jobset, &f);

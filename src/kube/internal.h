@@ -8,6 +8,7 @@
  *   status.c      Status bodies → messages   api.c     the verbs
  *   path.c        REST paths and URLs        clock.c   time, RFC 3339, jitter
  *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
+ *   batch.c       independent reads sent together
  */
 #ifndef GCLUSTER_KUBE_INTERNAL_H
 #define GCLUSTER_KUBE_INTERNAL_H
@@ -225,6 +226,28 @@ void kube_list_reader_restart(void *ctx);                            /* a kube_r
  * or 0 (r->head then holds metadata). */
 int kube_list_reader_finish(kube_list_reader *r, const kube_request *req, gc_error *err);
 void kube_list_reader_free(kube_list_reader *r);
+/* watch.c: one page of a list, for callers that run its request themselves (batch.c). Not
+ * movable once started: the reader points at the exchange. */
+typedef struct kube_list_page {
+    char limit[32];
+    const char *query[12];
+    kube_request req;
+    kube_exchange x;
+    kube_list_reader reader;
+} kube_list_page;
+
+void kube_list_page_start(kube_list_page *p, const char *path, const gc_kube_list_options *opts,
+                          const char *cont, gc_kube_item_fn on_item, void *ctx, gc_error *err);
+/* After the request (rc: kube_request_run's answer): *head receives the list's other members
+ * (metadata with the continue token), *status the HTTP status. Frees the page. */
+int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, json_t **head, long *status,
+                       gc_error *err);
+/* Given how the first page went (rc, head, status), lists the rest of the pages: what
+ * gc_kube_list returns. */
+int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                   gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
+                   int rc, json_t *head, long status);
+
 /* Fills in kind ("Pod" for a "PodList") and apiVersion from the list when an item lacks them. */
 void kube_complete_item(json_t *item, const json_t *list);
 

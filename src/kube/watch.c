@@ -23,18 +23,8 @@
 #define ACCEPT_METADATA_EVENTS                                                                     \
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
-/* One page request, its items handed to on_item as they arrive. Not movable once started (the
- * reader points at the exchange). */
-typedef struct page_request {
-    char limit[32];
-    const char *query[12];
-    kube_request req;
-    kube_exchange x;
-    kube_list_reader reader;
-} page_request;
-
-static void page_start(page_request *p, const char *path, const gc_kube_list_options *opts,
-                       const char *cont, gc_kube_item_fn on_item, void *ctx, gc_error *err)
+void kube_list_page_start(kube_list_page *p, const char *path, const gc_kube_list_options *opts,
+                          const char *cont, gc_kube_item_fn on_item, void *ctx, gc_error *err)
 {
     size_t n = 0;
     memset(p->query, 0, sizeof(p->query));
@@ -67,9 +57,8 @@ static void page_start(page_request *p, const char *path, const gc_kube_list_opt
     p->x.ctx = &p->reader;
 }
 
-/* After the request (rc: kube_request_run's answer): *head receives the list's other members
- * (metadata with the continue token), *status the HTTP status. */
-static int page_end(gc_kube *k, page_request *p, int rc, json_t **head, long *status, gc_error *err)
+int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, json_t **head, long *status,
+                       gc_error *err)
 {
     *status = p->x.status;
     if (!rc && p->x.status >= 300)
@@ -86,16 +75,15 @@ static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *o
                      const char *cont, gc_kube_item_fn on_item, void *ctx, json_t **head,
                      long *status, gc_error *err)
 {
-    page_request p;
-    page_start(&p, path, opts, cont, on_item, ctx, err);
+    kube_list_page p;
+    kube_list_page_start(&p, path, opts, cont, on_item, ctx, err);
     int rc = kube_request_run(k, &p.x, err);
-    return page_end(k, &p, rc, head, status, err);
+    return kube_list_page_end(k, &p, rc, head, status, err);
 }
 
-/* Given how the first page went (rc, head, status), lists the rest of the pages. */
-static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
-                     gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
-                     int rc, json_t *head, long status)
+int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                   gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
+                   int rc, json_t *head, long status)
 {
     char *cont = NULL;
     int restarts = 0;
@@ -133,34 +121,7 @@ int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *op
     json_t *head = NULL;
     long status = 0;
     int rc = list_page(kube, path, opts, NULL, on_item, ctx, &head, &status, err);
-    return list_rest(kube, path, opts, on_item, ctx, resource_version, err, rc, head, status);
-}
-
-int gc_kube_list_all(gc_kube *kube, gc_kube_list_call *calls, size_t count)
-{
-    page_request *pages = gc_xcalloc(count, sizeof(*pages));
-    kube_batch_entry *batch = gc_xcalloc(count, sizeof(*batch));
-    for (size_t i = 0; i < count; i++) {
-        gc_kube_list_call *c = &calls[i];
-        gc_error_clear(&c->err);
-        page_start(&pages[i], c->path, c->opts, NULL, c->on_item, c->ctx, &c->err);
-        batch[i] = (kube_batch_entry){.x = &pages[i].x, .err = &c->err};
-    }
-    kube_request_run_all(kube, batch, count);
-    int first_failure = 0;
-    for (size_t i = 0; i < count; i++) {
-        gc_kube_list_call *c = &calls[i];
-        json_t *head = NULL;
-        long status = 0;
-        int rc = page_end(kube, &pages[i], batch[i].rc, &head, &status, &c->err);
-        c->rc =
-            list_rest(kube, c->path, c->opts, c->on_item, c->ctx, NULL, &c->err, rc, head, status);
-        if (c->rc && !first_failure)
-            first_failure = c->rc;
-    }
-    free(batch);
-    free(pages);
-    return first_failure;
+    return kube_list_rest(kube, path, opts, on_item, ctx, resource_version, err, rc, head, status);
 }
 
 typedef struct watcher {

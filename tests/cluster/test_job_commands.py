@@ -139,6 +139,10 @@ def test_pathways_flow(cli):
     assert "status" not in manifest
     assert "# Status:     Running 9/9" in inspect
     assert "Admitted to ClusterQueue cluster-queue" in inspect
+    # The JobSet, pods and events together, then the Workload: four requests, one connection.
+    traced = cli.gcluster("job", "inspect", job, *CLUSTER, "-v", check=0).stderr
+    requests = re.findall(r"^GET https://.*$", traced, re.M)
+    assert len(requests) == 4 and sum("new connection" in r for r in requests) == 1, traced
 
     logs = cli.gcluster("job", "logs", job, *CLUSTER, check=0).stdout
     assert "testenv: fake log line 1" in logs

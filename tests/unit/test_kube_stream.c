@@ -306,8 +306,8 @@ static double arrival(json_t *log, const char *path)
 #define SECRETS  "/api/v1/namespaces/ns1/secrets"
 #define SERVICES "/api/v1/namespaces/ns1/services"
 
-/* Independent lists go out together: each has its own outcome (pages, a 404, a retried 503),
- * and the later ones do not wait for the first, whose answer takes two seconds to begin. */
+/* Independent reads go out together: each has its own outcome (pages, a 404, a retried 503, a
+ * get), and the later ones do not wait for the first, whose answer takes two seconds to begin. */
 static void test_lists_sent_together(void **state)
 {
     (void)state;
@@ -319,18 +319,22 @@ static void test_lists_sent_together(void **state)
            "'metadata': {}, 'items': [{'metadata': {'name': 'b'}}]}}],"
            "'GET " SERVICES "': [{'status': 503, 'json': {'kind': 'Status', 'code': 503}}, "
            "{'json': {'kind': 'ServiceList', 'metadata': {}, 'items': [{'metadata': {'name': "
-           "'s'}}]}}]}");
+           "'s'}}]}}],"
+           "'GET " SERVICES "/web': [{'json': {'kind': 'Service', 'metadata': {'name': 'web'}}}]}");
     seen configmaps = {0}, secrets = {0}, services = {0};
+    json_t *web = NULL, *gone = json_true(); /* a failed get leaves NULL there */
     gc_buf_init(&configmaps.names);
     gc_buf_init(&secrets.names);
     gc_buf_init(&services.names);
     gc_kube_list_options paged = {.page_size = 1};
-    gc_kube_list_call calls[] = {
+    gc_kube_read calls[] = {
         {.path = PATH, .opts = &paged, .on_item = on_item, .ctx = &configmaps},
         {.path = SECRETS, .on_item = on_item, .ctx = &secrets},
         {.path = SERVICES, .on_item = on_item, .ctx = &services},
+        {.path = SERVICES "/web", .object = &web},
+        {.path = SERVICES "/gone", .object = &gone},
     };
-    assert_int_equal(gc_kube_list_all(kube, calls, 3), GC_EXIT_RUNTIME);
+    assert_int_equal(gc_kube_read_all(kube, calls, 5), GC_EXIT_RUNTIME);
     assert_int_equal(calls[0].rc, 0);
     assert_string_equal(configmaps.names.data, "ConfigMap/a ConfigMap/b ");
     assert_int_equal(calls[1].rc, GC_EXIT_RUNTIME);
@@ -339,14 +343,22 @@ static void test_lists_sent_together(void **state)
     assert_int_equal(secrets.count, 0);
     assert_int_equal(calls[2].rc, 0);
     assert_string_equal(services.names.data, "Service/s ");
-    assert_int_equal(gc_kube_request_count(kube), 5); /* 3 at once, the 503's retry, page 2 */
+    assert_int_equal(calls[3].rc, 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(web, "metadata"), "name")), "web");
+    assert_int_equal(calls[4].rc, GC_EXIT_RUNTIME);
+    assert_int_equal(calls[4].err.http_status, 404);
+    assert_null(gone);
+    assert_int_equal(gc_kube_request_count(kube), 7); /* 5 at once, the 503's retry, page 2 */
 
     json_t *log = kube_test_server_log(&server);
-    assert_int_equal(json_array_size(log), 5);
+    assert_int_equal(json_array_size(log), 7);
     double first = arrival(log, PATH);
     assert_true(arrival(log, SECRETS) - first < 1.0);
     assert_true(arrival(log, SERVICES) - first < 1.0);
+    assert_true(arrival(log, SERVICES "/web") - first < 1.0);
     json_decref(log);
+    json_decref(web);
     gc_buf_free(&configmaps.names);
     gc_buf_free(&secrets.names);
     gc_buf_free(&services.names);
