@@ -86,7 +86,6 @@ static void keep_job_warnings(const json_t *events, const char *name, inspect_da
 static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err)
 {
     const char *ns = gc_kube_namespace(kube);
-    char *jobset = jobset_path(kube, name);
     char *pods = gc_kube_path(NULL, "v1", ns, "pods", NULL);
     char *events_path = gc_kube_path(NULL, "v1", ns, "events", NULL);
     char selector[300];
@@ -95,24 +94,15 @@ static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err
     gc_kube_list_options warnings = {.field_selector = "type=Warning"};
     json_t *events = json_array();
     gc_kube_read reads[] = {
-        {.path = jobset, .object = &d->jobset},
         {.path = pods, .opts = &of_job, .on_item = append_item, .ctx = d->pods},
         {.path = events_path, .opts = &warnings, .on_item = append_item, .ctx = events},
     };
-    int rc = gc_kube_read_all(kube, reads, 3);
-    for (size_t i = 0; rc && i < 3; i++) {
-        if (reads[i].rc) {
-            *err = reads[i].err;
-            rc = i == 0 && err->http_status == 404 ? job_not_found(kube, name, err) : reads[i].rc;
-            break;
-        }
-    }
+    int rc = find_jobset_with(kube, name, &d->jobset, reads, 2, err);
     if (!rc)
         rc = fetch_workload(kube, d, err);
     if (!rc)
         keep_job_warnings(events, name, d);
     json_decref(events);
-    free(jobset);
     free(pods);
     free(events_path);
     return rc;

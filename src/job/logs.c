@@ -147,6 +147,17 @@ static int list_pods(logs_state *s, json_t *pods, gc_error *err)
     return rc;
 }
 
+/* The JobSet and its pods: one round trip. */
+static int find_job_and_pods(logs_state *s, json_t **jobset, json_t *pods, gc_error *err)
+{
+    char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
+    gc_kube_list_options opts = {.label_selector = s->selector, .fields = s->pod_fields};
+    gc_kube_read read = {.path = path, .opts = &opts, .on_item = collect_pod, .ctx = pods};
+    int rc = find_jobset_with(s->kube, s->r->name, jobset, &read, 1, err);
+    free(path);
+    return rc;
+}
+
 /* Whether `pod` is one the request asks for (role, slice, host; not being deleted). */
 static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *pod)
 {
@@ -312,9 +323,7 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_
     snprintf(s.selector, sizeof(s.selector), "jobset.sigs.k8s.io/jobset-name=%s", r->name);
     json_t *jobset = NULL;
     json_t *pods = json_array();
-    rc = find_jobset(kube, r->name, &jobset, err);
-    if (!rc)
-        rc = list_pods(&s, pods, err);
+    rc = find_job_and_pods(&s, &jobset, pods, err);
     if (!rc)
         rc = wait_until_started(&s, jobset, pods, err);
     if (!rc)

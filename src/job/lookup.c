@@ -70,6 +70,29 @@ int find_jobset(gc_kube *kube, const char *name, json_t **jobset, gc_error *err)
     return rc;
 }
 
+int find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
+                     size_t count, gc_error *err)
+{
+    gc_kube_read reads[5];
+    if (count > 4)
+        return gc_fail(err, GC_EXIT_RUNTIME, "find_jobset_with: %zu reads, at most 4", count);
+    char *path = jobset_path(kube, name);
+    reads[0] = (gc_kube_read){.path = path, .object = jobset};
+    memcpy(reads + 1, others, count * sizeof(*others));
+    gc_kube_read_all(kube, reads, count + 1);
+    memcpy(others, reads + 1, count * sizeof(*others));
+    free(path);
+    int rc = 0;
+    for (size_t i = 0; i <= count && !rc; i++) {
+        rc = reads[i].rc;
+        if (rc)
+            *err = reads[i].err;
+    }
+    if (reads[0].rc && err->http_status == 404)
+        return job_not_found(kube, name, err);
+    return rc;
+}
+
 const char *meta_string(const json_t *object, const char *section, const char *key)
 {
     const json_t *metadata = json_object_get(object, "metadata");

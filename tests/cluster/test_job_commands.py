@@ -103,8 +103,13 @@ def test_headless_flow(cli):
     assert row["pathways"] == "headless"
     assert row["compute"] == "v6e-16 x1"
 
-    logs = cli.gcluster("job", "logs", job, *CLUSTER, check=0).stdout
-    assert "testenv: fake log line 1" in logs  # the proxy's log, the headless default
+    traced = cli.gcluster("job", "logs", job, *CLUSTER, "-v", check=0)
+    assert "testenv: fake log line 1" in traced.stdout  # the proxy's log, the headless default
+    # The JobSet and its pods are asked for together, on one connection; then the log stream.
+    requests = re.findall(r"^GET https://.*$", traced.stderr, re.M)
+    assert "/jobsets/" in requests[0] + requests[1] and "/pods?" in requests[0] + requests[1]
+    assert sum("new connection" in r for r in requests[:2]) == 1, traced.stderr
+    assert "/log?" in requests[2], traced.stderr
 
     cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "90s", check=0)
     assert_gone(cli, job)
