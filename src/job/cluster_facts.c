@@ -203,18 +203,18 @@ typedef struct first_round {
     json_t *priority_classes;
     char *priority_selector;
     gc_kube_list_options priority_options;
-    gc_kube_read calls[4]; /* in the order of the indexes below */
+    gc_kube_read reads[4]; /* in the order of the indexes below */
     char *paths[4];
     size_t count;
 } first_round;
 
 enum { LOCAL_QUEUES, NODES, CLUSTER_QUEUES, PRIORITY_CLASS };
 
-static void add_call(first_round *round, char *path, const gc_kube_list_options *opts,
+static void add_read(first_round *round, char *path, const gc_kube_list_options *opts,
                      gc_kube_item_fn on_item, void *ctx)
 {
     round->paths[round->count] = path;
-    round->calls[round->count++] =
+    round->reads[round->count++] =
         (gc_kube_read){.path = path, .opts = opts, .on_item = on_item, .ctx = ctx};
 }
 
@@ -227,18 +227,18 @@ static void send_first_round(gc_kube *kube, const gc_submit_request *r, const ch
     round->local_queues = json_array();
     round->cluster_queues = json_array();
     round->priority_classes = json_array();
-    add_call(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", ns, "localqueues", NULL), NULL,
+    add_read(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", ns, "localqueues", NULL), NULL,
              collect_item, round->local_queues);
-    add_call(round, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), &node_list_options, on_node, f);
-    add_call(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", NULL, "clusterqueues", NULL), NULL,
+    add_read(round, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), &node_list_options, on_node, f);
+    add_read(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", NULL, "clusterqueues", NULL), NULL,
              collect_item, round->cluster_queues);
     if (r->priority) {
         round->priority_selector = gc_xasprintf("metadata.name=%s", r->priority);
         round->priority_options.field_selector = round->priority_selector;
-        add_call(round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
+        add_read(round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
                  &round->priority_options, collect_item, round->priority_classes);
     }
-    gc_kube_read_all(kube, round->calls, round->count);
+    gc_kube_read_all(kube, round->reads, round->count);
 }
 
 static void first_round_free(first_round *round)
@@ -255,7 +255,7 @@ static void first_round_free(first_round *round)
 static int take_first_round(gc_kube *kube, const char *ns, first_round *round, cluster_facts *f,
                             gc_error *err)
 {
-    gc_kube_read *queues = &round->calls[LOCAL_QUEUES], *nodes = &round->calls[NODES];
+    gc_kube_read *queues = &round->reads[LOCAL_QUEUES], *nodes = &round->reads[NODES];
     int rc = take_local_queues("v1beta2", queues->rc, round->local_queues, f, &queues->err);
     if (rc)
         *err = queues->err;
@@ -271,7 +271,7 @@ static int take_first_round(gc_kube *kube, const char *ns, first_round *round, c
 static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_facts *f,
                               gc_error *err)
 {
-    if (round->calls[CLUSTER_QUEUES].rc || strcmp(f->kueue_version, "v1beta2") != 0)
+    if (round->reads[CLUSTER_QUEUES].rc || strcmp(f->kueue_version, "v1beta2") != 0)
         return get_cluster_queue(kube, f, err);
     size_t i;
     json_t *q;
@@ -287,7 +287,7 @@ static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_f
 static int find_priority_class(gc_kube *kube, const char *priority, const first_round *round,
                                cluster_facts *f, gc_error *err)
 {
-    if (round->calls[PRIORITY_CLASS].rc)
+    if (round->reads[PRIORITY_CLASS].rc)
         return get_priority_class(kube, priority, f, err);
     f->priority_found = json_array_size(round->priority_classes) > 0;
     return 0;

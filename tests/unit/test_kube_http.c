@@ -519,9 +519,9 @@ static void test_401_reruns_the_exec_plugin(void **state)
            "{'kind': 'PodList', 'items': []}}],"
            "'GET /api/v1/namespaces/ns1/services': [{'require_auth': 'Bearer gen-4', 'json': "
            "{'kind': 'ServiceList', 'items': []}}]}");
-    gc_kube_read calls[] = {{.path = "/api/v1/namespaces/ns1/pods", .on_item = ignore_item},
+    gc_kube_read reads[] = {{.path = "/api/v1/namespaces/ns1/pods", .on_item = ignore_item},
                             {.path = "/api/v1/namespaces/ns1/services", .on_item = ignore_item}};
-    assert_int_equal(gc_kube_read_all(c.k, calls, 2), 0);
+    assert_int_equal(gc_kube_read_all(c.k, reads, 2), 0);
     assert_int_equal(kube_test_count(count), 4);
     log = requests();
     assert_int_equal(json_array_size(log), 4);

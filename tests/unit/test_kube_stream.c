@@ -327,27 +327,27 @@ static void test_lists_sent_together(void **state)
     gc_buf_init(&secrets.names);
     gc_buf_init(&services.names);
     gc_kube_list_options paged = {.page_size = 1};
-    gc_kube_read calls[] = {
+    gc_kube_read reads[] = {
         {.path = PATH, .opts = &paged, .on_item = on_item, .ctx = &configmaps},
         {.path = SECRETS, .on_item = on_item, .ctx = &secrets},
         {.path = SERVICES, .on_item = on_item, .ctx = &services},
         {.path = SERVICES "/web", .object = &web},
         {.path = SERVICES "/gone", .object = &gone},
     };
-    assert_int_equal(gc_kube_read_all(kube, calls, 5), GC_EXIT_RUNTIME);
-    assert_int_equal(calls[0].rc, 0);
+    assert_int_equal(gc_kube_read_all(kube, reads, 5), GC_EXIT_RUNTIME);
+    assert_int_equal(reads[0].rc, 0);
     assert_string_equal(configmaps.names.data, "ConfigMap/a ConfigMap/b ");
-    assert_int_equal(calls[1].rc, GC_EXIT_RUNTIME);
-    assert_int_equal(calls[1].err.http_status, 404);
-    assert_true(kube_test_contains(calls[1].err.message, "secrets"));
+    assert_int_equal(reads[1].rc, GC_EXIT_RUNTIME);
+    assert_int_equal(reads[1].err.http_status, 404);
+    assert_true(kube_test_contains(reads[1].err.message, "secrets"));
     assert_int_equal(secrets.count, 0);
-    assert_int_equal(calls[2].rc, 0);
+    assert_int_equal(reads[2].rc, 0);
     assert_string_equal(services.names.data, "Service/s ");
-    assert_int_equal(calls[3].rc, 0);
+    assert_int_equal(reads[3].rc, 0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(web, "metadata"), "name")), "web");
-    assert_int_equal(calls[4].rc, GC_EXIT_RUNTIME);
-    assert_int_equal(calls[4].err.http_status, 404);
+    assert_int_equal(reads[4].rc, GC_EXIT_RUNTIME);
+    assert_int_equal(reads[4].err.http_status, 404);
     assert_null(gone);
     assert_int_equal(gc_kube_request_count(kube), 7); /* 5 at once, the 503's retry, page 2 */
 
