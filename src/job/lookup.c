@@ -60,16 +60,6 @@ int job_not_found(gc_kube *kube, const char *name, gc_error *err)
     return rc;
 }
 
-int find_jobset(gc_kube *kube, const char *name, json_t **jobset, gc_error *err)
-{
-    char *path = jobset_path(kube, name);
-    int rc = gc_kube_get(kube, path, NULL, jobset, err);
-    free(path);
-    if (rc && err->http_status == 404)
-        return job_not_found(kube, name, err);
-    return rc;
-}
-
 int find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
                      size_t count, gc_error *err)
 {

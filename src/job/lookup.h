@@ -11,12 +11,10 @@
 /* The JobSet path in the client's namespace (name may be NULL for the collection). */
 char *jobset_path(gc_kube *kube, const char *name);
 
-/* GETs the JobSet; a 404 becomes one clear line that also says in which other namespace a job
- * of that name exists, if any. */
-int find_jobset(gc_kube *kube, const char *name, json_t **jobset, gc_error *err);
-/* find_jobset with up to 4 other reads sent together (one round trip; see gc_kube_read_all).
- * Fails like find_jobset when the JobSet is not there, else with the first failing read's
- * error; each read's own outcome is in others[i].rc and .err. */
+/* GETs the JobSet together with up to 4 other reads (one round trip; see gc_kube_read_all).
+ * A missing JobSet becomes one clear line that also says in which other namespace a job of that
+ * name exists, if any; otherwise it fails with the first failing read's error. Each read's own
+ * outcome is in others[i].rc and .err. */
 int find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
                      size_t count, gc_error *err);
 int job_not_found(gc_kube *kube, const char *name, gc_error *err);

@@ -522,6 +522,10 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
         x->retried_after_send = false;
         reset_outcome(x);
         CURL *e = curl_easy_init();
+        if (!e) {
+            x->result = CURLE_OUT_OF_MEMORY; /* reported like any failed transfer */
+            continue;
+        }
         begin_transfer(k, x, e, &transfers[i]);
         curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
         curl_easy_setopt(e, CURLOPT_PRIVATE, &transfers[i]);
@@ -543,6 +547,8 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
     }
     k->depth--;
     for (size_t i = 0; i < n; i++) {
+        if (!transfers[i].e)
+            continue;
         if (transfers[i].url) /* never reported done: cannot happen unless libcurl fails */
             end_transfer(&transfers[i], CURLE_RECV_ERROR);
         curl_multi_remove_handle(multi, transfers[i].e);
