@@ -5,6 +5,7 @@
 #define GCLUSTER_CLI_CLI_H
 
 #include "cli/commands.h"
+#include "gcluster/events.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 
@@ -14,6 +15,10 @@ void cli_apply_stored_defaults(cli_globals *g);
 
 /* Opens a client for the selected cluster (SPEC §2, cluster selection). */
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err);
+
+/* Where the library's warnings, notices, traces and progress go: stderr, progress redrawn on
+ * one line when stderr is a terminal and left out when it is not. */
+const gc_events *cli_events(void);
 
 /* stdout for results, stderr for progress (redrawn when it is a terminal). */
 gc_output cli_output(void);
