@@ -134,12 +134,8 @@ int kube_select(const kube_config *cfg, const gc_kube_options *opts, kube_select
 /* Releases a blob, wiping it first: blobs hold client keys. */
 void kube_blob_free(kube_blob *b);
 
-/* Standard base64 (RFC 4648, padding optional, whitespace ignored). Returns false on bad
- * input. The result is NUL-terminated. */
-bool kube_base64_decode(const char *text, size_t len, kube_blob *out);
-char *kube_base64_encode(const void *data, size_t len);
-
-/* Reads a whole file (at most `max` bytes) into `out`; errno is kept on failure. */
-bool kube_read_file(const char *path, size_t max, kube_blob *out);
+/* Reads a whole file (at most `max` bytes) into `out`; on failure err says which file and why
+ * (see gc_file_read). */
+int kube_blob_read(const char *path, size_t max, kube_blob *out, gc_error *err);
 
 #endif
