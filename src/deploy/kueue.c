@@ -25,8 +25,9 @@
 
 #define LABEL_NODEPOOL    "cloud.google.com/gke-nodepool"
 #define LABEL_ACCELERATOR "cloud.google.com/gke-tpu-accelerator"
-#define MAX_TEMPLATE_FILE (16u << 20) /* templates are kilobytes: a larger file is the wrong one   \
-                                       */
+#define MAX_TEMPLATE_FILE                                                                          \
+    (16u << 20) /* templates are kilobytes: a larger file is the wrong one                         \
+                 */
 
 /* The built-in configuration's variables before config_template_vars. TPU quotas default to
  * "no limit in practice", as Cluster Toolkit's tpu_quota does; the head pool's are Toolkit's. */

@@ -373,6 +373,8 @@ void gc_process_describe(const gc_process_result *r, const gc_process *p, char *
         snprintf(out, size, "was not found on PATH");
     else if (r->exec_errno)
         snprintf(out, size, "could not be started: %s", strerror(r->exec_errno));
+    else if (r->timed_out && timeout_ms % 1000)
+        snprintf(out, size, "did not finish within %d ms and was stopped", timeout_ms);
     else if (r->timed_out)
         snprintf(out, size, "did not finish within %d s and was stopped", timeout_ms / 1000);
     else if (r->too_much_output)
