@@ -55,9 +55,10 @@ bool gc_process_succeeded(const gc_process_result *r);
  * "did not finish within 60 s and was stopped", "could not be started: ...". */
 void gc_process_describe(const gc_process_result *r, const gc_process *p, char *out, size_t size);
 
-/* The last `size` - 1 bytes of stderr without trailing blank lines, control characters made
- * '?', for an error message (never for a program whose output may hold a secret). */
-void gc_process_stderr_tail(const gc_process_result *r, char *out, size_t size);
+/* The same, followed by ": " and the end of what the program wrote on stderr (as much as fits,
+ * control characters made '?'), for an error message. Never for a program whose output may
+ * hold a secret. */
+void gc_process_explain(const gc_process_result *r, const gc_process *p, char *out, size_t size);
 
 /* Looks `name` up on $PATH (or checks it when it holds a '/'). Caller frees; NULL if absent. */
 char *gc_process_find_program(const char *name);

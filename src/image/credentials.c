@@ -163,14 +163,13 @@ static int gcloud_credentials(const char *registry, gc_credentials *out, gc_erro
                      "(install the Google Cloud CLI and run `gcloud auth login`)",
                      registry);
     } else if (!rc && (!gc_process_succeeded(&r) || r.out.len == 0)) {
-        char how[256], tail[1024];
-        gc_process_describe(&r, &p, how, sizeof(how));
-        gc_process_stderr_tail(&r, tail, sizeof(tail));
+        char how[1300] = "printed no token";
+        if (!gc_process_succeeded(&r))
+            gc_process_explain(&r, &p, how, sizeof(how));
         rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "cannot get credentials for %s: `gcloud auth print-access-token` %s: %s; run "
+                     "cannot get credentials for %s: `gcloud auth print-access-token` %s; run "
                      "`gcloud auth login`",
-                     registry, gc_process_succeeded(&r) ? "printed no token" : how,
-                     tail[0] ? tail : "no output");
+                     registry, how);
     }
     if (!rc) {
         out->username = gc_xstrdup("oauth2accesstoken");

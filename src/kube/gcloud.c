@@ -46,13 +46,11 @@ int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud,
     gc_process_result r;
     int rc = gc_process_run(&p, &r, err);
     if (!rc && !gc_process_succeeded(&r)) {
-        char how[256], tail[1200];
-        gc_process_describe(&r, &p, how, sizeof(how));
-        gc_process_stderr_tail(&r, tail, sizeof(tail));
+        char how[1500];
+        gc_process_explain(&r, &p, how, sizeof(how));
         rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "`%s` %s%s%s; check --cluster, --location and "
-                     "--project, or pass --context",
-                     shown.data, how, tail[0] ? ": " : "", tail);
+                     "`%s` %s; check --cluster, --location and --project, or pass --context",
+                     shown.data, how);
     }
     gc_process_result_free(&r);
     gc_buf_free(&shown);

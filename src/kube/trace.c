@@ -13,14 +13,10 @@ void kube_trace(const gc_kube *k, const char *fmt, ...)
 {
     if (k->trace.verbose < 1)
         return;
-    gc_buf text;
-    gc_buf_init(&text);
     va_list ap;
     va_start(ap, fmt);
-    gc_buf_vprintf(&text, fmt, ap);
+    gc_eventv(k->trace.events, GC_EVENT_TRACE, fmt, ap);
     va_end(ap);
-    gc_trace(k->trace.events, "%s", text.data);
-    gc_buf_free(&text);
 }
 
 /* Each warning is shown once per client, as kubectl does: a paged list of a deprecated API

@@ -386,19 +386,23 @@ void gc_process_describe(const gc_process_result *r, const gc_process *p, char *
         snprintf(out, size, "exited with status %d", r->exit_status);
 }
 
-void gc_process_stderr_tail(const gc_process_result *r, char *out, size_t size)
+void gc_process_explain(const gc_process_result *r, const gc_process *p, char *out, size_t size)
 {
-    if (!size)
-        return;
+    gc_process_describe(r, p, out, size);
+    size_t o = strlen(out);
     const char *s = r->err.data;
     size_t len = r->err.len;
     while (len && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
         len--;
-    if (len > size - 1) {
-        s += len - (size - 1);
-        len = size - 1;
+    if (!len || o + 3 >= size)
+        return;
+    out[o++] = ':';
+    out[o++] = ' ';
+    size_t room = size - o - 1;
+    if (len > room) { /* the end says what went wrong */
+        s += len - room;
+        len = room;
     }
-    size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         out[o++] = (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)) ? (char)c : '?';

@@ -21,22 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *tmp;
-
-static int setup(void **state)
-{
-    (void)state;
-    tmp = kube_test_tmpdir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_rmtree(tmp);
-    return 0;
-}
-
 /* --- base64 ----------------------------------------------------------------------------- */
 
 static void base64_round_trips(void **state)
@@ -91,9 +75,9 @@ static void base64_rejects_what_is_not_base64(void **state)
 
 /* --- files ------------------------------------------------------------------------------ */
 
-static char *file_of_size(const char *name, size_t size)
+static char *file_of_size(const kube_test_env *env, const char *name, size_t size)
 {
-    char *path = gc_xasprintf("%s/%s", tmp, name);
+    char *path = gc_xasprintf("%s/%s", env->tmp, name);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     for (size_t i = 0; i < size; i++)
@@ -104,8 +88,8 @@ static char *file_of_size(const char *name, size_t size)
 
 static void file_read_whole_and_appended(void **state)
 {
-    (void)state;
-    char *path = file_of_size("whole", 100000);
+    const kube_test_env *env = *state;
+    char *path = file_of_size(env, "whole", 100000);
     gc_buf b;
     gc_buf_init(&b);
     gc_buf_puts(&b, "before:");
@@ -121,8 +105,8 @@ static void file_read_whole_and_appended(void **state)
 
 static void file_read_refuses_a_file_over_the_limit(void **state)
 {
-    (void)state;
-    char *path = file_of_size("big", 2049);
+    const kube_test_env *env = *state;
+    char *path = file_of_size(env, "big", 2049);
     gc_buf b;
     gc_buf_init(&b);
     gc_buf_puts(&b, "kept");
@@ -134,7 +118,7 @@ static void file_read_refuses_a_file_over_the_limit(void **state)
     assert_string_equal(b.data, "kept"); /* nothing of the file is left behind */
     assert_int_equal(b.len, 4);
     free(path);
-    path = file_of_size("exact", 2048);
+    path = file_of_size(env, "exact", 2048);
     assert_int_equal(gc_file_read(path, 2048, &b, &err), 0);
     assert_int_equal(b.len, 4 + 2048);
     gc_buf_free(&b);
@@ -143,18 +127,18 @@ static void file_read_refuses_a_file_over_the_limit(void **state)
 
 static void file_read_says_why_it_cannot(void **state)
 {
-    (void)state;
+    const kube_test_env *env = *state;
     gc_buf b;
     gc_buf_init(&b);
     gc_error err = {0};
-    char *missing = gc_xasprintf("%s/missing.yaml", tmp);
+    char *missing = gc_xasprintf("%s/missing.yaml", env->tmp);
     assert_int_equal(gc_file_read(missing, 1024, &b, &err), GC_EXIT_USAGE);
     assert_int_equal(errno, ENOENT);
     char *want = gc_xasprintf("cannot read %s: No such file or directory", missing);
     assert_string_equal(err.message, want);
     free(want);
     free(missing);
-    assert_int_equal(gc_file_read(tmp, 1024, &b, &err), GC_EXIT_USAGE);
+    assert_int_equal(gc_file_read(env->tmp, 1024, &b, &err), GC_EXIT_USAGE);
     assert_int_equal(errno, EISDIR);
     assert_non_null(strstr(err.message, "Is a directory"));
     assert_int_equal(b.len, 0);
@@ -251,5 +235,5 @@ int main(void)
         cmocka_unit_test(rfc3339_time_stamps),
         cmocka_unit_test(fatal_goes_through_the_handler_then_aborts),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, kube_test_env_setup_dir, kube_test_env_teardown);
 }

@@ -19,62 +19,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *tmp;
-static kube_test_pki pki;
-static kube_test_server server;
-
-static int setup(void **state)
-{
-    (void)state;
-    tmp = kube_test_tmpdir();
-    gc_error err = {0};
-    if (gc_http_init(&err) || !kube_test_make_pki(tmp, &pki) ||
-        !kube_test_server_start(&server, &pki, tmp))
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_server_stop(&server);
-    kube_test_pki_free(&pki);
-    kube_test_rmtree(tmp);
-    return 0;
-}
-
-static int reset(void **state)
-{
-    (void)state;
-    return kube_test_server_reset(&server) ? 0 : -1;
-}
-
-static void script(const char *text)
-{
-    if (!kube_test_server_script_quoted(&server, text))
-        fail_msg("bad script: %s", text);
-}
-
 /* One request to the test server, trusting its CA. */
-static void perform(gc_http_transfer *t, const gc_http_request *req)
+static void perform(const kube_test_env *env, gc_http_transfer *t, const gc_http_request *req)
 {
+    gc_error err = {0};
+    assert_int_equal(gc_http_init(&err), 0);
     CURL *e = curl_easy_init();
     assert_non_null(e);
     gc_http_start(t, e, req);
-    curl_easy_setopt(e, CURLOPT_CAINFO, pki.ca);
+    curl_easy_setopt(e, CURLOPT_CAINFO, env->pki.ca);
     gc_http_finish(t, curl_easy_perform(e));
     curl_easy_cleanup(e);
 }
 
-static char *url(const char *path_and_query)
+static char *url(const kube_test_env *env, const char *path_and_query)
 {
-    return gc_xasprintf("%s%s", server.url, path_and_query);
+    return gc_xasprintf("%s%s", env->server.url, path_and_query);
 }
 
 /* The one request the server recorded (the caller decrefs the log). */
-static json_t *only_request(json_t **log)
+static json_t *only_request(kube_test_env *env, json_t **log)
 {
-    *log = kube_test_server_log(&server);
+    *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(*log), 1);
     return json_array_get(*log, 0);
 }
@@ -91,15 +57,16 @@ static const char *request_header(json_t *r, const char *name)
 
 static void get_into_a_buffer_with_the_answers_headers(void **state)
 {
-    (void)state;
-    script("{'GET /things': [{'headers': {'X-Thing': 'seven', 'Docker-Content-Digest': "
-           "'sha256:abc'}, 'json': {'n': 7}}]}");
-    char *u = url("/things?a=1");
+    kube_test_env *env = *state;
+    kube_test_env_script(
+        env, "{'GET /things': [{'headers': {'X-Thing': 'seven', 'Docker-Content-Digest': "
+             "'sha256:abc'}, 'json': {'n': 7}}]}");
+    char *u = url(env, "/things?a=1");
     const char *headers[] = {"Accept: application/json", "X-Asked: yes", NULL};
     gc_http_request req = {.method = "GET", .url = u, .headers = headers};
     gc_http_transfer t;
     gc_http_transfer_init(&t);
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.result, CURLE_OK);
     assert_int_equal(t.status, 200);
     assert_true(t.sent);
@@ -109,7 +76,7 @@ static void get_into_a_buffer_with_the_answers_headers(void **state)
     assert_string_equal(gc_http_header(&t, "docker-content-digest"), "sha256:abc");
     assert_null(gc_http_header(&t, "X-Missing"));
     json_t *log;
-    json_t *r = only_request(&log);
+    json_t *r = only_request(env, &log);
     assert_string_equal(request_field(r, "method"), "GET");
     assert_string_equal(request_field(r, "query"), "a=1");
     assert_string_equal(request_header(r, "x-asked"), "yes");
@@ -132,34 +99,35 @@ static size_t alphabet(char *buf, size_t size, void *ctx)
 
 static void bodies_from_memory_and_from_a_callback(void **state)
 {
-    (void)state;
-    script("{'PATCH /m': [{'json': {}}], 'PUT /r': [{'status': 201, 'body': ''}], "
-           "'POST /empty': [{'json': {}}]}");
-    char *u = url("/m");
+    kube_test_env *env = *state;
+    kube_test_env_script(env,
+                         "{'PATCH /m': [{'json': {}}], 'PUT /r': [{'status': 201, 'body': ''}], "
+                         "'POST /empty': [{'json': {}}]}");
+    char *u = url(env, "/m");
     gc_http_body memory = {.data = "{\"a\":1}", .len = 7, .content_type = "application/json"};
     gc_http_request req = {.method = "PATCH", .url = u, .body = &memory};
     gc_http_transfer t;
     gc_http_transfer_init(&t);
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.status, 200);
     free(u);
 
-    u = url("/r");
+    u = url(env, "/r");
     size_t offset = 0;
     gc_http_body streamed = {
         .read = alphabet, .read_ctx = &offset, .size = 26, .content_type = "text/plain"};
     req = (gc_http_request){.method = "PUT", .url = u, .body = &streamed};
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.status, 201);
     free(u);
 
-    u = url("/empty");
+    u = url(env, "/empty");
     req = (gc_http_request){.method = "POST", .url = u};
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.status, 200);
     free(u);
 
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 3);
     json_t *patch = json_array_get(log, 0), *put = json_array_get(log, 1),
            *post = json_array_get(log, 2);
@@ -191,19 +159,20 @@ static bool on_data(const char *data, size_t len, void *ctx)
 
 static void data_callback_limits_and_stopping(void **state)
 {
-    (void)state;
-    script("{'GET /stream': [{'chunks': [{'data': 'one,'}, {'data': 'two,', 'delay': 0.05}, "
-           "{'data': 'three', 'delay': 0.05}]}, {'chunks': [{'data': 'a'}, {'data': 'b', "
-           "'delay': 0.05}], 'hold': 30}], "
-           "'GET /missing': [{'status': 404, 'body': 'no such thing'}], "
-           "'GET /big': [{'body': '0123456789012345678901234567890123456789'}]}");
-    char *u = url("/stream");
+    kube_test_env *env = *state;
+    kube_test_env_script(
+        env, "{'GET /stream': [{'chunks': [{'data': 'one,'}, {'data': 'two,', 'delay': 0.05}, "
+             "{'data': 'three', 'delay': 0.05}]}, {'chunks': [{'data': 'a'}, {'data': 'b', "
+             "'delay': 0.05}], 'hold': 30}], "
+             "'GET /missing': [{'status': 404, 'body': 'no such thing'}], "
+             "'GET /big': [{'body': '0123456789012345678901234567890123456789'}]}");
+    char *u = url(env, "/stream");
     received got = {0};
     gc_buf_init(&got.data);
     gc_http_request req = {.method = "GET", .url = u, .on_data = on_data, .ctx = &got};
     gc_http_transfer t;
     gc_http_transfer_init(&t);
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.result, CURLE_OK);
     assert_string_equal(got.data.data, "one,two,three");
     assert_int_equal(t.body.len, 0);
@@ -211,25 +180,25 @@ static void data_callback_limits_and_stopping(void **state)
     /* The callback ends a stream the server would hold open: not an error. */
     gc_buf_reset(&got.data);
     got.stop_after = 2;
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.result, CURLE_OK);
     assert_true(t.stopped);
     assert_string_equal(got.data.data, "ab");
     free(u);
 
     /* An error answer is kept for the message, not handed to the callback. */
-    u = url("/missing");
+    u = url(env, "/missing");
     gc_buf_reset(&got.data);
     req.url = u;
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.status, 404);
     assert_string_equal(t.body.data, "no such thing");
     assert_int_equal(got.data.len, 0);
     free(u);
 
-    u = url("/big");
+    u = url(env, "/big");
     req = (gc_http_request){.method = "GET", .url = u, .body_max = 16};
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_true(t.too_large);
     assert_int_not_equal(t.result, CURLE_OK);
     free(u);
@@ -239,22 +208,24 @@ static void data_callback_limits_and_stopping(void **state)
 
 static void one_trace_line_per_request(void **state)
 {
-    (void)state;
-    script("{'GET /a': [{'json': {}}], 'DELETE /b': [{'status': 404, 'json': {}}]}");
+    kube_test_env *env = *state;
+    kube_test_env_script(env,
+                         "{'GET /a': [{'json': {}}], 'DELETE /b': [{'status': 404, 'json': {}}]}");
     test_events ev;
     test_events_init(&ev);
     gc_http_trace trace = {.events = &ev.events, .verbose = 1};
-    char *a = url("/a?labelSelector=app%3Dx"), *b = url("/b");
+    char *a = url(env, "/a?labelSelector=app%3Dx"), *b = url(env, "/b");
     gc_http_request req = {.method = "GET", .url = a, .trace = &trace};
     gc_http_transfer t;
     gc_http_transfer_init(&t);
-    perform(&t, &req);
+    perform(env, &t, &req);
     req = (gc_http_request){.method = "DELETE", .url = b, .trace = &trace};
-    perform(&t, &req);
-    char *want = gc_xasprintf("trace: GET %s/a?labelSelector=app%%3Dx -> 200 OK (", server.url);
+    perform(env, &t, &req);
+    char *want =
+        gc_xasprintf("trace: GET %s/a?labelSelector=app%%3Dx -> 200 OK (", env->server.url);
     assert_int_equal(test_events_count(&ev, want), 1);
     free(want);
-    want = gc_xasprintf("trace: DELETE %s/b -> 404 Not Found (", server.url);
+    want = gc_xasprintf("trace: DELETE %s/b -> 404 Not Found (", env->server.url);
     assert_int_equal(test_events_count(&ev, want), 1);
     free(want);
     assert_int_equal(test_events_count(&ev, "\n"), 2); /* nothing else at -v */
@@ -269,16 +240,17 @@ static void one_trace_line_per_request(void **state)
  * credentials, not a password in the URL, not a cookie, not secrets in bodies or queries. */
 static void traces_at_two_redact_every_credential(void **state)
 {
-    (void)state;
-    script("{'POST /login': [{'headers': {'Set-Cookie': 'session=SECRET-COOKIE; HttpOnly', "
-           "'X-Visible': 'shown-header'}, 'json': {'token': 'SECRET-ANSWER-TOKEN', 'user': "
-           "'shown-user'}}], 'GET /basic': [{'body': 'Authorization: Basic SECRET-ECHOED'}]}");
+    kube_test_env *env = *state;
+    kube_test_env_script(
+        env, "{'POST /login': [{'headers': {'Set-Cookie': 'session=SECRET-COOKIE; HttpOnly', "
+             "'X-Visible': 'shown-header'}, 'json': {'token': 'SECRET-ANSWER-TOKEN', 'user': "
+             "'shown-user'}}], 'GET /basic': [{'body': 'Authorization: Basic SECRET-ECHOED'}]}");
     test_events ev;
     test_events_init(&ev);
     gc_http_trace trace = {.events = &ev.events, .verbose = 2};
     char *login = gc_xasprintf("https://alice:SECRET-URL-PASSWORD@127.0.0.1:%d/login?"
                                "access_token=SECRET-QUERY-TOKEN&labelSelector=app%%3Dshown",
-                               server.port);
+                               env->server.port);
     const char *bearer[] = {"Authorization: Bearer SECRET-BEARER-TOKEN", "Cookie: id=SECRET-SENT",
                             NULL};
     static const char body[] = "{\"user\":\"shown-body\",\"password\":\"SECRET-BODY-PASSWORD\","
@@ -288,15 +260,15 @@ static void traces_at_two_redact_every_credential(void **state)
         .method = "POST", .url = login, .headers = bearer, .body = &json, .trace = &trace};
     gc_http_transfer t;
     gc_http_transfer_init(&t);
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.status, 200);
 
     char *basic_value = gc_base64_encode("bob:SECRET-BASIC-PASSWORD", 25);
     char *basic = gc_xasprintf("Authorization: Basic %s", basic_value);
     const char *basic_headers[] = {basic, NULL};
-    char *u = url("/basic");
+    char *u = url(env, "/basic");
     req = (gc_http_request){.method = "GET", .url = u, .headers = basic_headers, .trace = &trace};
-    perform(&t, &req);
+    perform(env, &t, &req);
     assert_int_equal(t.status, 200);
 
     const char *log = ev.lines.data;
@@ -312,7 +284,7 @@ static void traces_at_two_redact_every_credential(void **state)
     /* ...while everything else is there to read. */
     char *line = gc_xasprintf("trace: > POST https://<redacted>@127.0.0.1:%d/login?"
                               "access_token=<redacted>&labelSelector=app%%3Dshown\n",
-                              server.port);
+                              env->server.port);
     assert_int_equal(test_events_count(&ev, line), 1);
     free(line);
     assert_int_equal(test_events_count(&ev, "trace: > Authorization: Bearer <redacted>\n"), 1);
@@ -326,7 +298,7 @@ static void traces_at_two_redact_every_credential(void **state)
     assert_non_null(strstr(log, "labelSelector=app%3Dshown"));
     assert_int_equal(test_events_count(&ev, " -> 200 OK ("), 2);
     /* The server did get what the trace hides. */
-    json_t *requests = kube_test_server_log(&server);
+    json_t *requests = kube_test_server_log(&env->server);
     json_t *first = json_array_get(requests, 0);
     assert_string_equal(request_header(first, "authorization"), "Bearer SECRET-BEARER-TOKEN");
     assert_string_equal(
@@ -391,13 +363,13 @@ static void bodies_are_redacted(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(get_into_a_buffer_with_the_answers_headers, reset),
-        cmocka_unit_test_setup(bodies_from_memory_and_from_a_callback, reset),
-        cmocka_unit_test_setup(data_callback_limits_and_stopping, reset),
-        cmocka_unit_test_setup(one_trace_line_per_request, reset),
-        cmocka_unit_test_setup(traces_at_two_redact_every_credential, reset),
+        cmocka_unit_test_setup(get_into_a_buffer_with_the_answers_headers, kube_test_env_reset),
+        cmocka_unit_test_setup(bodies_from_memory_and_from_a_callback, kube_test_env_reset),
+        cmocka_unit_test_setup(data_callback_limits_and_stopping, kube_test_env_reset),
+        cmocka_unit_test_setup(one_trace_line_per_request, kube_test_env_reset),
+        cmocka_unit_test_setup(traces_at_two_redact_every_credential, kube_test_env_reset),
         cmocka_unit_test(urls_are_redacted),
         cmocka_unit_test(bodies_are_redacted),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, kube_test_env_setup, kube_test_env_teardown);
 }

@@ -22,22 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *tmp;
-
-static int setup(void **state)
-{
-    (void)state;
-    tmp = kube_test_tmpdir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_rmtree(tmp);
-    return 0;
-}
-
 /* Runs `sh -c script` and returns the result (the caller frees it). */
 static gc_process_result run_sh(const char *script, gc_process p)
 {
@@ -104,7 +88,7 @@ static void exit_status_and_signal(void **state)
 
 static void programs_that_cannot_start(void **state)
 {
-    (void)state;
+    const kube_test_env *env = *state;
     char *argv[] = {"gcluster-no-such-program", NULL};
     gc_process p = {.argv = argv};
     gc_process_result r;
@@ -116,7 +100,7 @@ static void programs_that_cannot_start(void **state)
     assert_string_equal(how, "was not found on PATH");
     gc_process_result_free(&r);
 
-    char *not_executable = gc_xasprintf("%s/plain-file", tmp);
+    char *not_executable = gc_xasprintf("%s/plain-file", env->tmp);
     kube_test_write(not_executable, "#!/bin/sh\n");
     p = (gc_process){.program = not_executable, .argv = argv};
     assert_int_equal(gc_process_run(&p, &r, &err), 0);
@@ -175,17 +159,21 @@ static void output_is_capped(void **state)
     assert_true(r.err.len <= 100);
     assert_true(r.err.len >= 90);
     assert_memory_equal(r.err.data + r.err.len - 9, "line2000\n", 9);
-    char tail[32];
-    gc_process_stderr_tail(&r, tail, sizeof(tail));
-    assert_string_equal(tail + strlen(tail) - 8, "line2000");
+    char why[48];
+    char *argv[] = {"sh", NULL};
+    gc_process p = {.argv = argv};
+    gc_process_explain(&r, &p, why, sizeof(why));
+    assert_memory_equal(why, "exited with status 1: ", 22);
+    assert_string_equal(why + strlen(why) - 8, "line2000");
+    assert_int_equal(strlen(why), sizeof(why) - 1);
     gc_process_result_free(&r);
 }
 
 /* gcloud runs Python, which runs helpers: a time limit must stop all of them. */
 static void timeout_stops_the_whole_group(void **state)
 {
-    (void)state;
-    char *pidfile = gc_xasprintf("%s/grandchild.pid", tmp);
+    const kube_test_env *env = *state;
+    char *pidfile = gc_xasprintf("%s/grandchild.pid", env->tmp);
     char *script = gc_xasprintf("sleep 60 & echo $! > %s; wait", pidfile);
     gc_process_result r = run_sh(script, (gc_process){.timeout_ms = 300});
     assert_true(r.timed_out);
@@ -217,8 +205,8 @@ static void sigkill_follows_an_ignored_sigterm(void **state)
  * the time limit), and the helper goes with the group. */
 static void helpers_left_behind_are_stopped(void **state)
 {
-    (void)state;
-    char *pidfile = gc_xasprintf("%s/helper.pid", tmp);
+    const kube_test_env *env = *state;
+    char *pidfile = gc_xasprintf("%s/helper.pid", env->tmp);
     char *script = gc_xasprintf("sleep 60 & echo $! > %s; echo started", pidfile);
     gc_process_result r = run_sh(script, (gc_process){.timeout_ms = 30000});
     assert_false(r.timed_out);
@@ -247,8 +235,8 @@ static void environment_is_added_for_the_child_only(void **state)
 /* What a child writes is captured and shown nowhere: not on our stdout, not on our stderr. */
 static void output_is_never_echoed(void **state)
 {
-    (void)state;
-    char *capture = gc_xasprintf("%s/our-output", tmp);
+    const kube_test_env *env = *state;
+    char *capture = gc_xasprintf("%s/our-output", env->tmp);
     int fd = open(capture, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     fflush(stdout);
@@ -287,5 +275,5 @@ int main(void)
         cmocka_unit_test(environment_is_added_for_the_child_only),
         cmocka_unit_test(output_is_never_echoed),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, kube_test_env_setup_dir, kube_test_env_teardown);
 }

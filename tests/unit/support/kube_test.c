@@ -19,6 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <setjmp.h> /* cmocka.h needs these first */
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -376,6 +382,47 @@ json_t *kube_test_server_log(kube_test_server *s)
     json_t *log = r ? json_loads(r, 0, NULL) : NULL;
     free(r);
     return log ? log : json_array();
+}
+
+int kube_test_env_setup_dir(void **state)
+{
+    kube_test_env *env = calloc(1, sizeof(*env));
+    env->tmp = kube_test_tmpdir();
+    *state = env;
+    return 0;
+}
+
+int kube_test_env_setup(void **state)
+{
+    kube_test_env_setup_dir(state);
+    kube_test_env *env = *state;
+    return kube_test_make_pki(env->tmp, &env->pki) &&
+                   kube_test_server_start(&env->server, &env->pki, env->tmp)
+               ? 0
+               : -1;
+}
+
+int kube_test_env_teardown(void **state)
+{
+    kube_test_env *env = *state;
+    if (env->server.pid)
+        kube_test_server_stop(&env->server);
+    kube_test_pki_free(&env->pki);
+    kube_test_rmtree(env->tmp);
+    free(env);
+    return 0;
+}
+
+int kube_test_env_reset(void **state)
+{
+    kube_test_env *env = *state;
+    return kube_test_server_reset(&env->server) ? 0 : -1;
+}
+
+void kube_test_env_script(kube_test_env *env, const char *text)
+{
+    if (!kube_test_server_script_quoted(&env->server, text))
+        fail_msg("bad script: %s", text);
 }
 
 int kube_test_closed_port(void)
