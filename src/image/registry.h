@@ -1,5 +1,5 @@
 /*
- * registry: an OCI Distribution client over libcurl, one per registry.
+ * registry: an OCI Distribution client on sys/'s HTTP layer, one per registry.
  *
  * It speaks HTTPS, or plain HTTP to a registry on this machine only. Authentication follows the
  * registry's lead: a request goes out anonymously (or with the token already earned); a 401 with
@@ -8,7 +8,8 @@
  * the token; `WWW-Authenticate: Basic` is answered with the credentials themselves. Credentials
  * are looked up only when a registry asks for them, so pulling a public base image never runs
  * gcloud. Authorization goes only to the registry's own host, never to a host it redirects or
- * points uploads to, and traces never show it (nor any query string, which may hold signatures).
+ * points uploads to. Traces (the layer's) show neither it nor the values of signatures and
+ * upload state in query strings; error messages leave query strings out altogether.
  */
 #ifndef GCLUSTER_IMAGE_REGISTRY_H
 #define GCLUSTER_IMAGE_REGISTRY_H

@@ -116,7 +116,7 @@ const kube_user *kube_config_user(const kube_config *cfg, const char *name);
 /* "a, b and c" for messages. Caller frees. */
 char *kube_config_file_list(const kube_config *cfg);
 
-/* The outcome of cluster selection (SPEC §2). Pointers borrow from the kube_config. */
+/* The outcome of cluster selection. Pointers borrow from the kube_config. */
 typedef struct kube_selection {
     const kube_context *context;
     const kube_cluster *cluster;
