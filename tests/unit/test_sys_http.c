@@ -13,11 +13,16 @@
 #include "gcluster/http.h"
 #include "gcluster/sys.h"
 #include "kube_test.h"
+#include "run_cli.h"
 #include "test_events.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 /* One request to the test server, trusting its CA. */
 static void perform(const kube_test_env *env, gc_http_transfer *t, const gc_http_request *req)
@@ -360,6 +365,32 @@ static void bodies_are_redacted(void **state)
     free(cut);
 }
 
+/* libcurl is loaded when first needed; one that lacks what gcluster calls is an error that
+ * says what to install, not a crash. zlib stands in for such a library here. */
+static void a_libcurl_without_its_functions_is_an_error(void **state)
+{
+    const kube_test_env *env = *state;
+    Dl_info zlib;
+    assert_true(dladdr((void *)zlibVersion, &zlib) && zlib.dli_fname);
+    char *dir = gc_xasprintf("%s/not-libcurl", env->tmp);
+    char *fake = gc_xasprintf("%s/libcurl.so.4", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(symlink(zlib.dli_fname, fake), 0);
+    char *library_path = gc_xasprintf("LD_LIBRARY_PATH=%s", dir);
+    const char *args[] = {"job", "list", NULL};
+    const char *env_vars[] = {library_path, "HOME=/nonexistent-home-for-tests", NULL};
+    cli_result r;
+    run_cli(&r, args, env_vars);
+    assert_int_equal(r.exit_code, 1);
+    assert_string_equal(r.err.data,
+                        "gcluster: error: libcurl.so.4 has no curl_global_init; libcurl "
+                        "7.80 or newer is needed (install Debian's libcurl4 package)\n");
+    cli_result_free(&r);
+    free(library_path);
+    free(fake);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +401,7 @@ int main(void)
         cmocka_unit_test_setup(traces_at_two_redact_every_credential, kube_test_env_reset),
         cmocka_unit_test(urls_are_redacted),
         cmocka_unit_test(bodies_are_redacted),
+        cmocka_unit_test(a_libcurl_without_its_functions_is_an_error),
     };
     return cmocka_run_group_tests(tests, kube_test_env_setup, kube_test_env_teardown);
 }
