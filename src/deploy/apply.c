@@ -104,15 +104,18 @@ static int run_gcloud(char **argv, gc_buf *output, gc_error *err)
     gc_buf_append(output, r.out.data, r.out.len);
     char how[256];
     gc_process_describe(&r, &p, how, sizeof(how));
-    if (!rc && r.exec_errno)
+    if (!rc && r.exec_errno) {
         rc = gc_fail(err, GC_EXIT_RUNTIME,
                      "gcloud %s; install the Google Cloud CLI or run the command above yourself",
                      how);
-    else if (!rc && !gc_process_succeeded(&r))
+    } else if (!rc && !gc_process_succeeded(&r)) {
+        if (!r.signal && !r.too_much_output)
+            snprintf(how, sizeof(how), "exit status %d", r.exit_status);
         rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "gcloud %s creating node pool %s; its output is above. Fix the cause and run "
-                     "gcluster deploy again (existing pools are skipped)",
+                     "gcloud failed (%s) creating node pool %s; its output is above. Fix the "
+                     "cause and run gcluster deploy again (existing pools are skipped)",
                      how, argv[4]);
+    }
     gc_process_result_free(&r);
     return rc;
 }
