@@ -289,8 +289,9 @@ static bool url_is_allowed(const gc_registry *r, const char *url)
     return loopback && r->loopback;
 }
 
-/* Accept, Authorization (only for `auth_origin`: a redirect to a CDN or storage bucket gets
- * none) as header lines; the caller wipes and frees them. */
+/* Accept and Authorization as header lines (the caller wipes and frees them). Authorization
+ * goes only to `auth_origin`: an upload location on another host gets none, and libcurl keeps
+ * it off hosts a read is redirected to. */
 static void request_headers(const char *url, const char *accept, const char *authorization,
                             const char *auth_origin, char *lines[3])
 {

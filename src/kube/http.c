@@ -116,8 +116,8 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
     const char *headers[] = {accept_line, auth_line, NULL};
     char *url = kube_url(k, req);
     char *trace_url = kube_trace_url(k, req);
-    gc_http_body body = {
-        .data = req->body, .len = req->body_len, .content_type = req->content_type};
+    x->body =
+        (gc_http_body){.data = req->body, .len = req->body_len, .content_type = req->content_type};
     gc_http_request hr = {
         .method = req->method,
         .url = url,
@@ -136,7 +136,6 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
         .body_max = x->on_data ? ERROR_BODY_MAX : (size_t)KUBE_MAX_BODY,
         .trace = &k->trace,
     };
-    x->body = body;
     gc_http_start(&x->http, e, &hr);
     set_connection(k, e);
     x->credential = k->credential_generation;
