@@ -24,7 +24,7 @@ typedef struct gc_process {
     char *const *argv;    /* NULL-terminated, argv[0] included */
     char *const *env_add; /* "NAME=value" set in the child's environment only; may be NULL */
     size_t env_add_count;
-    const void *input; /* bytes written to the child's stdin, then closed; NULL: /dev/null */
+    const void *input; /* bytes written to the child's stdin, then closed; NULL: none (EOF) */
     size_t input_len;
     bool interactive;  /* the child reads our stdin and writes to our stderr (see above) */
     int timeout_ms;    /* the child is stopped after this; <= 0: 60 s */

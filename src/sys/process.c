@@ -262,26 +262,26 @@ static void apply_defaults(const gc_process *p, run *x)
     x->max_stderr = p->max_stderr ? p->max_stderr : DEFAULT_MAX_STDERR;
 }
 
-/* The pipes and files the child gets; on failure everything opened is closed again. */
+/* The pipes the child gets; on failure everything opened is closed again. */
 typedef struct child_fds {
     int in[2], out[2], err[2], status[2];
-    int devnull;
 } child_fds;
 
 static void close_all(child_fds *f)
 {
-    int *fds[] = {&f->in[0],  &f->in[1],     &f->out[0],    &f->out[1], &f->err[0],
-                  &f->err[1], &f->status[0], &f->status[1], &f->devnull};
+    int *fds[] = {&f->in[0],  &f->in[1],  &f->out[0],    &f->out[1],
+                  &f->err[0], &f->err[1], &f->status[0], &f->status[1]};
     for (size_t i = 0; i < sizeof(fds) / sizeof(*fds); i++)
         close_fd(fds[i]);
 }
 
 static int open_child_fds(const gc_process *p, child_fds *f)
 {
-    *f = (child_fds){{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, -1};
-    bool devnull_in = !p->input && !p->interactive;
-    if ((devnull_in && (f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) ||
-        (p->input && cloexec_pipe(f->in)) || cloexec_pipe(f->out) ||
+    *f = (child_fds){{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    /* Without input, stdin is a pipe closed at once rather than /dev/null: end of file is
+     * certain even where /dev/null is not the device it should be. */
+    bool own_stdin = p->input || !p->interactive;
+    if ((own_stdin && cloexec_pipe(f->in)) || cloexec_pipe(f->out) ||
         (!p->interactive && cloexec_pipe(f->err)) || cloexec_pipe(f->status)) {
         int e = errno;
         close_all(f);
@@ -315,8 +315,7 @@ int gc_process_run(const gc_process *p, gc_process_result *r, gc_error *err)
     x.deadline = gc_clock_ms() + x.timeout_ms;
     x.pid = fork();
     if (x.pid == 0)
-        child_exec(program, p->argv, env, x.own_group, p->input ? f.in[0] : f.devnull, f.out[1],
-                   f.err[1], f.status[1]);
+        child_exec(program, p->argv, env, x.own_group, f.in[0], f.out[1], f.err[1], f.status[1]);
     int fork_errno = errno;
     free(env);
     free(program);
@@ -324,7 +323,8 @@ int gc_process_run(const gc_process *p, gc_process_result *r, gc_error *err)
     close_fd(&f.out[1]);
     close_fd(&f.err[1]);
     close_fd(&f.status[1]);
-    close_fd(&f.devnull);
+    if (!p->input)
+        close_fd(&f.in[1]);
     if (x.pid < 0) {
         close_all(&f);
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot start %s: %s", p->argv[0],

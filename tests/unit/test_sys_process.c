@@ -136,7 +136,7 @@ static void stdin_bytes_reach_the_child(void **state)
     gc_process_result_free(&r);
     free(big);
 
-    /* Without input, stdin is /dev/null: a reader sees its end at once. */
+    /* Without input the child reads end of file at once, never our stdin. */
     r = run_sh("cat; echo read-to-end", (gc_process){0});
     assert_string_equal(r.out.data, "read-to-end\n");
     gc_process_result_free(&r);
