@@ -368,8 +368,8 @@ typedef struct gc_cancel_request {
 typedef struct gc_cancel_result {
     char *name;
     char *ns;
-    char *uid;          /* of the deleted JobSet */
-    bool gone;          /* wait: the JobSet, its Jobs and its pods no longer exist */
+    char *uid;           /* of the deleted JobSet */
+    bool gone;           /* wait: the JobSet, its Jobs and its pods no longer exist */
     size_t pods_deleted; /* wait: pods seen going away while waiting */
 } gc_cancel_result;
 
@@ -381,7 +381,6 @@ int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err);
 int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
                   gc_cancel_result *out, gc_error *err);
 void gc_cancel_result_free(gc_cancel_result *result);
-
 
 /* "45s", "12m", "3h", "5d" since an RFC 3339 time stamp ("?" if unparsable). */
 void gc_format_age(const char *timestamp, char *out, size_t size);

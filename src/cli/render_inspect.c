@@ -28,7 +28,7 @@ static void line(const printer *p, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *or(const char *s, const char *fallback)
+static const char * or (const char *s, const char *fallback)
 {
     return s ? s : fallback;
 }
@@ -37,16 +37,17 @@ static void print_overview(const printer *p, const gc_inspect_report *r)
 {
     char age[16];
     gc_format_age(r->created, age, sizeof(age));
-    line(p, "Name:       %s", or(r->name, "?"));
-    line(p, "Namespace:  %s", or(r->ns, "?"));
+    line(p, "Name:       %s", or (r->name, "?"));
+    line(p, "Namespace:  %s", or (r->ns, "?"));
     line(p, "Status:     %s", r->status.text);
     if (r->status.detail[0])
         line(p, "            %s", r->status.detail);
-    line(p, "Compute:    %s%s%s", or(r->compute, "-"), r->topology ? ", topology " : "",
-         or(r->topology, ""));
-    line(p, "Pathways:   %s", r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways));
-    line(p, "Queue:      %s", or(r->queue, "- (not queued by Kueue)"));
-    line(p, "Created:    %s (%s ago)", or(r->created, "?"), age);
+    line(p, "Compute:    %s%s%s", or (r->compute, "-"), r->topology ? ", topology " : "",
+         or (r->topology, ""));
+    line(p, "Pathways:   %s",
+         r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways));
+    line(p, "Queue:      %s", or (r->queue, "- (not queued by Kueue)"));
+    line(p, "Created:    %s (%s ago)", or (r->created, "?"), age);
     if (r->finished)
         line(p, "Finished:   %s", r->finished);
     line(p, "Restarts:   %ld of at most %ld", r->restarts, r->max_restarts);
@@ -63,19 +64,19 @@ static void print_kueue(const printer *p, const gc_inspect_report *r)
     line(p, "%s", "");
     line(p, "Kueue workload %s:", k->workload);
     if (!k->admitted) {
-        line(p, "  Not admitted: %s%s%s", or(k->reason, "pending"), k->message ? ": " : "",
-             or(k->message, ""));
+        line(p, "  Not admitted: %s%s%s", or (k->reason, "pending"), k->message ? ": " : "",
+             or (k->message, ""));
         return;
     }
-    line(p, "  Admitted to ClusterQueue %s; flavors per pod set:", or(k->cluster_queue, "?"));
+    line(p, "  Admitted to ClusterQueue %s; flavors per pod set:", or (k->cluster_queue, "?"));
     for (size_t i = 0; i < k->pod_set_count; i++) {
         const gc_pod_set_admission *ps = &k->pod_sets[i];
         gc_buf b;
         gc_buf_init(&b);
         for (size_t j = 0; j < ps->flavor_count; j++)
             gc_buf_printf(&b, "%s%s=%s", j ? ", " : "", ps->flavors[j].resource,
-                          or(ps->flavors[j].flavor, "?"));
-        line(p, "  %-14s %s", or(ps->name, "?"), b.len ? b.data : "");
+                          or (ps->flavors[j].flavor, "?"));
+        line(p, "  %-14s %s", or (ps->name, "?"), b.len ? b.data : "");
         gc_buf_free(&b);
     }
 }
@@ -88,7 +89,7 @@ static void print_replicated_jobs(const printer *p, const gc_inspect_report *r)
          "FAILED");
     for (size_t i = 0; i < r->replicated_job_count; i++) {
         const gc_replicated_job_counts *j = &r->replicated_jobs[i];
-        line(p, "  %-16s %-9ld %-6ld %-7ld %-10ld %ld", or(j->name, "?"), j->replicas, j->ready,
+        line(p, "  %-16s %-9ld %-6ld %-7ld %-10ld %ld", or (j->name, "?"), j->replicas, j->ready,
              j->active, j->succeeded, j->failed);
     }
 }
@@ -110,9 +111,9 @@ static void print_pods(const printer *p, const gc_inspect_report *r)
             snprintf(slice, sizeof(slice), "%ld", pod->slice);
         if (pod->host >= 0)
             snprintf(host, sizeof(host), "%ld", pod->host);
-        line(p, "  %-14s %-6s %-5s %-10s %-9ld %-26s %s", or(pod->role, "?"), slice, host,
-             or(pod->phase, "?"), pod->restarts, or(pod->node, "(unscheduled)"),
-             or(pod->name, "?"));
+        line(p, "  %-14s %-6s %-5s %-10s %-9ld %-26s %s", or (pod->role, "?"), slice, host,
+             or (pod->phase, "?"), pod->restarts, or (pod->node, "(unscheduled)"),
+             or (pod->name, "?"));
     }
 }
 
@@ -161,14 +162,14 @@ static json_t *kueue_json(const gc_kueue_state *k)
         for (size_t j = 0; j < k->pod_sets[i].flavor_count; j++)
             json_object_set_new(flavors, k->pod_sets[i].flavors[j].resource,
                                 cli_json_text(k->pod_sets[i].flavors[j].flavor));
-        json_array_append_new(pod_sets, json_pack("{s:o, s:o}", "name",
-                                                  cli_json_text(k->pod_sets[i].name),
-                                                  "flavors", flavors));
+        json_array_append_new(pod_sets,
+                              json_pack("{s:o, s:o}", "name", cli_json_text(k->pod_sets[i].name),
+                                        "flavors", flavors));
     }
     return json_pack("{s:s, s:b, s:o, s:o, s:o, s:o}", "workload", k->workload, "admitted",
-                     k->admitted, "cluster_queue", cli_json_text(k->cluster_queue),
-                     "pod_sets", pod_sets, "reason", cli_json_text(k->reason),
-                     "message", cli_json_text(k->message));
+                     k->admitted, "cluster_queue", cli_json_text(k->cluster_queue), "pod_sets",
+                     pod_sets, "reason", cli_json_text(k->reason), "message",
+                     cli_json_text(k->message));
 }
 
 static json_t *replicated_jobs_json(const gc_inspect_report *r)
@@ -177,10 +178,10 @@ static json_t *replicated_jobs_json(const gc_inspect_report *r)
     for (size_t i = 0; i < r->replicated_job_count; i++) {
         const gc_replicated_job_counts *j = &r->replicated_jobs[i];
         json_array_append_new(
-            jobs, json_pack("{s:o, s:I, s:I, s:I, s:I, s:I}", "name",
-                            cli_json_text(j->name), "replicas", (json_int_t)j->replicas,
-                            "ready", (json_int_t)j->ready, "active", (json_int_t)j->active,
-                            "succeeded", (json_int_t)j->succeeded, "failed", (json_int_t)j->failed));
+            jobs, json_pack("{s:o, s:I, s:I, s:I, s:I, s:I}", "name", cli_json_text(j->name),
+                            "replicas", (json_int_t)j->replicas, "ready", (json_int_t)j->ready,
+                            "active", (json_int_t)j->active, "succeeded", (json_int_t)j->succeeded,
+                            "failed", (json_int_t)j->failed));
     }
     return jobs;
 }
@@ -196,12 +197,10 @@ static json_t *pods_json(const gc_inspect_report *r)
     for (size_t i = 0; i < r->pod_count; i++) {
         const gc_job_pod *p = &r->pods[i];
         json_array_append_new(
-            pods, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "name",
-                            cli_json_text(p->name), "role",
-                            cli_json_text(p->role), "slice", index_or_null(p->slice),
-                            "host", index_or_null(p->host), "phase",
-                            cli_json_text(p->phase), "restarts", (json_int_t)p->restarts,
-                            "node", cli_json_text(p->node)));
+            pods, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "name", cli_json_text(p->name),
+                            "role", cli_json_text(p->role), "slice", index_or_null(p->slice),
+                            "host", index_or_null(p->host), "phase", cli_json_text(p->phase),
+                            "restarts", (json_int_t)p->restarts, "node", cli_json_text(p->node)));
     }
     return pods;
 }
@@ -214,24 +213,22 @@ static json_t *warnings_json(const gc_inspect_report *r)
         json_array_append_new(
             warnings, json_pack("{s:s, s:s, s:s, s:I, s:o, s:s}", "kind", w->kind, "object",
                                 w->object, "reason", w->reason, "count", (json_int_t)w->count,
-                                "last_seen", cli_json_text(w->last_seen), "message",
-                                w->message));
+                                "last_seen", cli_json_text(w->last_seen), "message", w->message));
     }
     return warnings;
 }
 
 json_t *cli_inspect_json(const gc_inspect_report *r)
 {
-    json_t *doc = json_pack(
-        "{s:o, s:o, s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:I, s:I}", "name",
-        cli_json_text(r->name), "namespace", cli_json_text(r->ns), "phase",
-        gc_job_phase_name(r->status.phase), "status", r->status.text, "detail",
-        cli_json_text(r->status.detail[0] ? r->status.detail : NULL), "compute",
-        cli_json_text(r->compute), "topology", cli_json_text(r->topology),
-        "pathways", gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue),
-        "created", cli_json_text(r->created), "finished",
-        cli_json_text(r->finished), "restarts", (json_int_t)r->restarts, "max_restarts",
-        (json_int_t)r->max_restarts);
+    json_t *doc =
+        json_pack("{s:o, s:o, s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:I, s:I}", "name",
+                  cli_json_text(r->name), "namespace", cli_json_text(r->ns), "phase",
+                  gc_job_phase_name(r->status.phase), "status", r->status.text, "detail",
+                  cli_json_text(r->status.detail[0] ? r->status.detail : NULL), "compute",
+                  cli_json_text(r->compute), "topology", cli_json_text(r->topology), "pathways",
+                  gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue), "created",
+                  cli_json_text(r->created), "finished", cli_json_text(r->finished), "restarts",
+                  (json_int_t)r->restarts, "max_restarts", (json_int_t)r->max_restarts);
     json_object_set_new(doc, "kueue", kueue_json(&r->kueue));
     json_object_set_new(doc, "replicated_jobs", replicated_jobs_json(r));
     json_object_set_new(doc, "pods", pods_json(r));

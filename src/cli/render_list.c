@@ -37,9 +37,9 @@ static void row_cells(const gc_job_row *r, char ages[2][16], const char *cells[C
 void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
                            bool all_namespaces)
 {
-    static const char *const headers[COLUMNS] = {"NAMESPACE", "NAME",      "STATUS",
-                                                 "COMPUTE",   "PATHWAYS",  "AGE",
-                                                 "COMPLETED", "QUEUE",     "REASON"};
+    static const char *const headers[COLUMNS] = {"NAMESPACE", "NAME",     "STATUS",
+                                                 "COMPUTE",   "PATHWAYS", "AGE",
+                                                 "COMPLETED", "QUEUE",    "REASON"};
     size_t width[COLUMNS];
     for (size_t c = 0; c < COLUMNS; c++)
         width[c] = strlen(headers[c]);
@@ -73,13 +73,12 @@ json_t *cli_list_json(const gc_job_list_result *list)
         json_array_append_new(
             rows,
             json_pack("{s:o, s:o, s:o, s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
-                      cli_json_text(r->name), "namespace", cli_json_text(r->ns),
-                      "uid", cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase),
-                      "status", r->status, "detail", cli_json_text(r->detail), "compute",
-                      cli_json_text(r->compute), "pathways",
-                      gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue),
-                      "created", cli_json_text(r->created), "completed",
-                      cli_json_text(r->completed)));
+                      cli_json_text(r->name), "namespace", cli_json_text(r->ns), "uid",
+                      cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase), "status",
+                      r->status, "detail", cli_json_text(r->detail), "compute",
+                      cli_json_text(r->compute), "pathways", gc_pathways_mode_name(r->pathways),
+                      "queue", cli_json_text(r->queue), "created", cli_json_text(r->created),
+                      "completed", cli_json_text(r->completed)));
     }
     return rows;
 }

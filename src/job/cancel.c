@@ -14,7 +14,7 @@
 
 typedef struct gone_state {
     const char *name;
-    const char *what; /* "pods", "JobSet" */
+    const char *what; /* "pod", "JobSet" */
     const gc_events *ev;
     size_t remaining;
     size_t deleted;
@@ -24,7 +24,8 @@ typedef struct gone_state {
 static void show_remaining(const gone_state *s)
 {
     if (s->synced && s->remaining)
-        gc_progress(s->ev, "cancelling %s: %zu %s left", s->name, s->remaining, s->what);
+        gc_progress(s->ev, "cancelling %s: %zu %s%s left", s->name, s->remaining, s->what,
+                    s->remaining == 1 ? "" : "s");
 }
 
 /* Counts objects seen (ADDED) and gone (DELETED); done when none are left. */
@@ -56,7 +57,7 @@ static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const 
     snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
     gc_kube_list_options pods = {.label_selector = selector, .accept = GC_KUBE_ACCEPT_METADATA};
     char *pod_path = gc_kube_path(NULL, "v1", gc_kube_namespace(kube), "pods", NULL);
-    gone_state pod_state = {.name = name, .what = "pods", .ev = ev};
+    gone_state pod_state = {.name = name, .what = "pod", .ev = ev};
     int rc = gc_kube_list_watch(kube, pod_path, &pods, (int)timeout, on_event, &pod_state, err);
     free(pod_path);
     out->pods_deleted = pod_state.deleted;

@@ -177,8 +177,8 @@ static void report_replicated_jobs(gc_inspect_report *r, const json_t *jobset)
     const json_t *statuses =
         json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus");
     r->replicated_job_count = json_array_size(specs);
-    r->replicated_jobs =
-        gc_xcalloc(r->replicated_job_count ? r->replicated_job_count : 1, sizeof(*r->replicated_jobs));
+    r->replicated_jobs = gc_xcalloc(r->replicated_job_count ? r->replicated_job_count : 1,
+                                    sizeof(*r->replicated_jobs));
     size_t i;
     const json_t *rjob;
     json_array_foreach(specs, i, rjob)
@@ -391,8 +391,7 @@ static void free_kueue(gc_kueue_state *k)
 
 void gc_inspect_report_free(gc_inspect_report *r)
 {
-    char *strings[] = {r->name,    r->ns,      r->compute, r->topology,
-                       r->queue,   r->created, r->finished};
+    char *strings[] = {r->name, r->ns, r->compute, r->topology, r->queue, r->created, r->finished};
     for (size_t i = 0; i < sizeof(strings) / sizeof(*strings); i++)
         free(strings[i]);
     free_kueue(&r->kueue);

@@ -49,7 +49,8 @@ static int ready_pods(const json_t *jobset)
     json_array_foreach(json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus"),
                        i, rs)
     {
-        const json_t *rjob = job_replicated_job(jobset, json_string_value(json_object_get(rs, "name")));
+        const json_t *rjob =
+            job_replicated_job(jobset, json_string_value(json_object_get(rs, "name")));
         const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
         json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
         pods += (int)(json_integer_value(json_object_get(rs, "ready")) *
@@ -86,7 +87,7 @@ static void fill_row(gc_job_row *row, const json_t *jobset)
 
 static void free_row(gc_job_row *row)
 {
-    char *fields[] = {row->ns,     row->name,    row->uid,   row->status,  row->detail,
+    char *fields[] = {row->ns,      row->name,  row->uid,     row->status,   row->detail,
                       row->compute, row->queue, row->created, row->completed};
     for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
         free(fields[i]);

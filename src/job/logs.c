@@ -1,7 +1,8 @@
 /*
  * `job logs`: pick the pods and containers, then stream them all at once through the client's
- * multiplexed log reader, handing each line with its pod and container to the caller's sink. By default that is one container: the user's program in the
- * head pod (headless: the IFRT proxy; an ordinary JobSet: slice 0, host 0).
+ * multiplexed log reader, handing each line with its pod and container to the caller's sink. By
+ * default that is one container: the user's program in the head pod (headless: the IFRT proxy; an
+ * ordinary JobSet: slice 0, host 0).
  *
  * Following ends when the pods end: the kubelet closes finished streams itself, but a stream
  * can stay open (a node that never says goodbye), so the pods' phases are checked every two
@@ -176,6 +177,30 @@ static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *
     return role_ok && pod_selected(pod, s->r) && !job_meta_string(pod, NULL, "deletionTimestamp");
 }
 
+/* A --slice or --host outside the replicated job's shape names a pod that can never exist:
+ * that is a mistake in the flags, not something to wait for. */
+static int check_indexes(const logs_state *s, const json_t *jobset, gc_error *err)
+{
+    const char *rjob, *container;
+    choose_role(jobset, s->r, &rjob, &container);
+    const json_t *spec = rjob ? job_replicated_job(jobset, rjob) : NULL;
+    if (!spec || (s->r->all && !s->r->role))
+        return 0;
+    json_int_t slices = json_integer_value(json_object_get(spec, "replicas"));
+    json_int_t hosts = json_integer_value(
+        json_object_get(json_object_get(json_object_get(spec, "template"), "spec"), "parallelism"));
+    slices = slices > 0 ? slices : 1;
+    hosts = hosts > 0 ? hosts : 1;
+    if (s->r->slice >= slices)
+        return gc_fail(err, GC_EXIT_USAGE, "--slice %ld: %s of job %s has slices 0 to %lld",
+                       s->r->slice, rjob, s->r->name, (long long)slices - 1);
+    if (s->r->host >= hosts)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--host %ld: each slice of %s of job %s has hosts 0 to %lld", s->r->host,
+                       rjob, s->r->name, (long long)hosts - 1);
+    return 0;
+}
+
 static int choose_targets(logs_state *s, const json_t *jobset, json_t *pods, gc_error *err)
 {
     const char *rjob, *container;
@@ -347,6 +372,8 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_log_sink *sink
     json_t *jobset = NULL;
     json_t *pods = json_array();
     rc = find_job_and_pods(&s, &jobset, pods, err);
+    if (!rc)
+        rc = check_indexes(&s, jobset, err);
     if (!rc)
         rc = wait_until_started(&s, jobset, pods, err);
     if (!rc)

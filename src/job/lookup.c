@@ -15,11 +15,11 @@
 int gc_job_name_check(const char *name, gc_error *err)
 {
     size_t n = name ? strlen(name) : 0;
-    bool ok = n > 0 && n <= 253 && isalnum((unsigned char)name[0]) &&
-              isalnum((unsigned char)name[n - 1]);
+    bool ok =
+        n > 0 && n <= 253 && isalnum((unsigned char)name[0]) && isalnum((unsigned char)name[n - 1]);
     for (size_t i = 0; ok && i < n; i++)
-        ok = islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) ||
-             name[i] == '-' || name[i] == '.';
+        ok = islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) || name[i] == '-' ||
+             name[i] == '.';
     if (ok)
         return 0;
     return gc_fail(err, GC_EXIT_USAGE,
