@@ -46,8 +46,10 @@ static void count_flush(void *ctx)
     ((collected *)ctx)->flushes++;
 }
 
+/* Runs gc_job_logs into `c` (zeroed or used before: earlier lines are dropped). */
 static int run_logs(const gc_logs_request *r, collected *c, gc_error *err)
 {
+    gc_buf_free(&c->lines);
     gc_buf_init(&c->lines);
     gc_log_sink sink = {.line = collect_line, .flush = count_flush, .ctx = c};
     return gc_job_logs(jt_kube(), r, &sink, jt_events(), err);
