@@ -59,8 +59,8 @@ static int ready_pods(const json_t *jobset)
     return pods;
 }
 
-/* A queued row's detail (why it waits) comes from its Workload, when asked for; the JobSet
- * alone cannot tell. */
+/* The JobSet alone cannot say why a job waits: a queued row's detail comes from its Workload
+ * (when asked for), and an admitted row has none, as pods are not read. */
 static void fill_row(gc_job_row *row, const json_t *jobset)
 {
     gc_job_facts facts;
@@ -76,7 +76,9 @@ static void fill_row(gc_job_row *row, const json_t *jobset)
         .uid = job_strdup_or_null(job_meta_string(jobset, NULL, "uid")),
         .phase = st.phase,
         .status = gc_xstrdup(st.text),
-        .detail = st.phase == GC_JOB_QUEUED ? NULL : job_strdup_or_null(st.detail),
+        .detail = st.phase == GC_JOB_QUEUED || st.phase == GC_JOB_ADMITTED
+                      ? NULL
+                      : job_strdup_or_null(st.detail),
         .compute = job_compute(jobset, compute, sizeof(compute)) ? gc_xstrdup(compute) : NULL,
         .pathways = job_pathways_mode(jobset),
         .queue = job_strdup_or_null(job_meta_string(jobset, "labels", GC_LABEL_QUEUE)),

@@ -100,6 +100,7 @@ static void test_rows_of_every_state(void **state)
     assert_string_equal(plain->compute, "nvidia-l4 x1");
     assert_null(plain->queue);
     assert_int_equal(plain->phase, GC_JOB_ADMITTED);
+    assert_null(plain->detail); /* list reads no pods, so it cannot say how many run */
     gc_job_list_result_free(&l);
 
     /* One request, for our JobSets only, in large pages. */

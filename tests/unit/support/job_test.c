@@ -56,12 +56,7 @@ int jt_open(void **state)
     if (!kube_test_server_reset(&server))
         return -1;
     const char *path = jt_kubeconfig();
-    kube_test_write(path,
-                    "current-context: t\n"
-                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
-                    "users: [{name: u, user: {token: tok}}]\n"
-                    "contexts: [{name: t, context: {cluster: c, user: u, namespace: ns1}}]\n",
-                    server.url, pki.ca);
+    kube_test_write_kubeconfig(path, &server, pki.ca, "ns1");
     gc_kube_options opts = {.kubeconfig = path};
     gc_error err;
     int rc = gc_kube_open(&opts, &kube, &err);
