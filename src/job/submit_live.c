@@ -272,6 +272,19 @@ static int push_image(const gc_submit_request *r, const gc_workload *w, const gc
     return rc;
 }
 
+static int await_job(gc_kube *kube, const gc_workload *w, const gc_submit_request *r,
+                     const gc_output *o, gc_error *err)
+{
+    long seconds = 0;
+    if (r->timeout && gc_parse_duration("--timeout", r->timeout, &seconds, err))
+        return err->code;
+    gc_job_status final;
+    int rc = job_watch_to_end(kube, w->name, seconds, NULL, &final, err);
+    if (!rc)
+        fprintf(o->out, "Job %s succeeded.\n", w->name);
+    return rc;
+}
+
 static int submit_prepared(gc_kube *kube, const gc_submit_request *r, const cluster_facts *f,
                            const gc_output *o, gc_error *err)
 {
@@ -292,7 +305,7 @@ static int submit_prepared(gc_kube *kube, const gc_submit_request *r, const clus
     if (!rc)
         print_created(kube, &w, dry_run, o);
     if (!rc && !dry_run && (r->await_completion || r->timeout))
-        rc = gc_watch_job_to_end(kube, w.name, r->timeout, o, err);
+        rc = await_job(kube, &w, r, o, err);
     gc_workload_free(&w);
     return rc;
 }

@@ -73,12 +73,7 @@ static void run_deploy(outcome *o, const gc_deploy_request *r)
     memset(o, 0, sizeof(*o));
     char path[512];
     snprintf(path, sizeof(path), "%s/kubeconfig", tmp);
-    kube_test_write(path,
-                    "current-context: t\n"
-                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
-                    "users: [{name: u, user: {token: T}}]\n"
-                    "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
-                    server.url, pki.ca);
+    kube_test_write_kubeconfig(path, &server, pki.ca, NULL);
     gc_blueprint bp;
     if (gc_blueprint_load(BLUEPRINT, NULL, 0, &bp, &o->err))
         fail_msg("%s", o->err.message);
