@@ -108,7 +108,8 @@ int gc_submit_render_offline(const gc_submit_request *r, const gc_workload *w, g
 typedef struct gc_output {
     FILE *out;
     FILE *log;
-    bool tty; /* `log` is a terminal: progress may redraw one line */
+    bool tty;                /* `log` is a terminal: progress may redraw one line */
+    const gc_events *events; /* notices, warnings and traces of the clients a command uses */
 } gc_output;
 
 typedef struct gc_kube gc_kube;

@@ -16,7 +16,7 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
         .project = g->project,
         .ns = g->ns,
         .verbose = g->verbose,
-        .log = stderr,
+        .events = cli_events(),
         .allow_gcloud = true,
     };
     if (g->location && !g->cluster && !g->context)
@@ -41,6 +41,7 @@ int cli_with_kube(cli_globals *g, cli_kube_fn fn, void *ctx, gc_error *err)
 
 gc_output cli_output(void)
 {
-    gc_output o = {.out = stdout, .log = stderr, .tty = isatty(fileno(stderr)) != 0};
+    gc_output o = {
+        .out = stdout, .log = stderr, .tty = isatty(fileno(stderr)) != 0, .events = cli_events()};
     return o;
 }

@@ -260,7 +260,7 @@ static int push_image(const gc_submit_request *r, const gc_workload *w, const gc
 {
     gc_image_build build;
     int rc = gc_submit_image_build(r, &build, err);
-    build.log = o->log;
+    build.events = o->events;
     char *pushed = NULL;
     if (!rc)
         rc = gc_image_build_push(&build, &pushed, err);
