@@ -416,7 +416,8 @@ static void mark_incomplete(log_stream *s, const char *fmt, ...)
     gc_fail(&s->error, GC_EXIT_INCOMPLETE, "%s: %s; lines %s%s may be missing", s->name, why,
             after[0] ? "after " : "", after);
     s->incomplete = true;
-    gc_warn(events(s), "%s", s->error.message);
+    if (following(s)) /* the stream goes on: say it now, not only at the end */
+        gc_warn(events(s), "%s", s->error.message);
 }
 
 /* The container restarted: from now on its new instance's log, from its first line. */
