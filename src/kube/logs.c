@@ -84,6 +84,9 @@ typedef struct log_stream {
     bool previous;   /* reading the container's previous instance */
     bool progressed; /* delivered a line */
     long long started_ms;
+    long stall_ms;        /* no bytes for this long ends the attempt; 0: no limit */
+    long long last_bytes; /* when the attempt last received something */
+    bool stalled;         /* ended by stall_ms */
 
     /* What the next attempt does. */
     bool original;   /* nothing delivered yet: the caller's request as given */
@@ -246,6 +249,7 @@ static void split_lines(log_stream *s, const char *data, size_t len)
 static bool on_log_data(const char *data, size_t len, void *ctx)
 {
     log_stream *s = ctx;
+    s->last_bytes = gc_clock_ms();
     split_lines(s, data, len);
     return !s->run->stop;
 }
@@ -310,13 +314,13 @@ static void log_request(log_stream *s)
                             .streaming = true};
     s->x.on_data = on_log_data;
     s->x.ctx = s;
-    s->x.stall_seconds = following(s) && !s->previous ? 0 : s->run->opts.stall_seconds;
+    s->stall_ms = following(s) && !s->previous ? 0 : s->run->opts.stall_seconds * 1000L;
 }
 
 static void pod_request(log_stream *s)
 {
     s->req = (kube_request){.method = "GET", .path = s->pod_path, .idempotent = true};
-    s->x.deadline_ms = gc_clock_ms() + POD_TIMEOUT_MS;
+    s->stall_ms = POD_TIMEOUT_MS;
 }
 
 /* A dead peer (a dropped NAT entry, a vanished node) never answers TCP keepalive probes or
@@ -367,7 +371,8 @@ static void start_attempt(log_stream *s)
     s->progressed = false;
     s->continuing = s->dropping = false;
     s->start_at = 0;
-    s->started_ms = gc_clock_ms();
+    s->started_ms = s->last_bytes = gc_clock_ms();
+    s->stalled = false;
     curl_multi_add_handle(s->run->multi, s->e);
 }
 
@@ -400,7 +405,8 @@ static void stream_failed(log_stream *s)
 }
 
 /* Lines of the stream may be missing: said once at the end, in the error. */
-static void mark_incomplete(log_stream *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mark_incomplete(log_stream *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void mark_incomplete(log_stream *s, const char *fmt, ...)
 {
     if (s->incomplete)
@@ -456,9 +462,12 @@ static void broke(log_stream *s)
     if (s->progressed || (following(s) && lived))
         s->failures = 0;
     s->failures++;
-    if (!following(s) && s->failures > MAX_RESUME_FAILURES) {
-        char words[256];
+    char words[256];
+    if (s->stalled)
+        snprintf(words, sizeof(words), "no data for %ld s", s->stall_ms / 1000);
+    else
         kube_failure_words(&s->x, words, sizeof(words));
+    if (!following(s) && s->failures > MAX_RESUME_FAILURES) {
         if (!s->lines) {
             stream_failed(s);
             return;
@@ -477,8 +486,6 @@ static void broke(log_stream *s)
      * could not be made, or an error answer, after a pause. */
     bool cut = h->result != CURLE_OK && h->sent;
     long delay = cut && s->failures == 1 ? 0 : kube_reconnect_delay(s->run->k, &s->x, s->failures);
-    char words[256];
-    kube_failure_words(&s->x, words, sizeof(words));
     if (cut)
         kube_trace(s->run->k, "log stream %s broke (%s); resuming in %ld ms", s->name, words,
                    delay);
@@ -640,7 +647,7 @@ static void finish_attempt(log_stream *s, CURLcode result)
             located(s);
         else
             ended(s);
-    } else if (kube_reconnectable(&s->x) || (locating && h->past_deadline)) {
+    } else if (s->stalled || kube_reconnectable(&s->x)) {
         broke(s);
     } else {
         refused(s, locating ? "reading the pod" : "asking for the log again");
@@ -665,20 +672,28 @@ static bool pending(const log_stream *s)
     return !s->done && !s->failed;
 }
 
-/* Starts streams whose time has come. Returns ms until the next pending start, or POLL_MS. */
+/* Starts streams whose time has come, and ends attempts that received nothing for their stall
+ * limit. Returns ms until the next start or stall check, at most POLL_MS. */
 static int start_due(logs_run *run, gc_error *err, int *rc)
 {
     long long now = gc_clock_ms(), next = now + POLL_MS;
     for (size_t i = 0; i < run->count && !*rc; i++) {
         log_stream *s = &run->streams[i];
-        if (!s->start_at || s->running || !pending(s))
+        if (!pending(s))
             continue;
-        if (s->start_at <= now) {
+        long long due = s->running ? (s->stall_ms ? s->last_bytes + s->stall_ms : 0) : s->start_at;
+        if (!due)
+            continue;
+        if (due > now) {
+            next = due < next ? due : next;
+        } else if (s->running) {
+            s->stalled = true;
+            finish_attempt(s, CURLE_OPERATION_TIMEDOUT);
+            next = now;
+        } else {
             *rc = kube_auth_ensure(run->k, err);
             if (!*rc)
                 start_attempt(s);
-        } else if (s->start_at < next) {
-            next = s->start_at;
         }
     }
     return (int)(next - now);
@@ -718,9 +733,6 @@ static int run_streams(logs_run *run, gc_error *err)
     long long last_poll = gc_clock_ms();
     int rc = 0;
     while (!rc && !run->stop && !all_finished(run)) {
-        int wait = start_due(run, err, &rc);
-        if (rc)
-            break;
         int running = 0;
         curl_multi_perform(run->multi, &running);
         drain_messages(run);
@@ -729,7 +741,8 @@ static int run_streams(logs_run *run, gc_error *err)
             if (!run->keep_going(run->ctx))
                 end_following(run);
         }
-        if (!run->stop && !all_finished(run))
+        int wait = start_due(run, err, &rc);
+        if (!rc && !run->stop && !all_finished(run))
             curl_multi_poll(run->multi, NULL, 0, wait > 0 ? wait : 1, NULL);
     }
     return rc;

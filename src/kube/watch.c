@@ -25,7 +25,7 @@
 #define MAX_EVENT_BYTES   (64L * 1024 * 1024)
 #define WATCH_TIMEOUT_S   15 /* ... plus up to 5 s of jitter */
 #define WATCH_STALL_S     30
-#define CONNECTED_MS      1000 /* a watch connection that lived this long was working */
+#define CONNECTED_MS      1000   /* a watch connection that lived this long was working */
 #define LIST_AGAIN        (-100) /* after_watch: the resourceVersion is gone, list again */
 
 /* A metadata-only list (GC_KUBE_ACCEPT_METADATA) is watched as metadata-only events, which the
@@ -119,8 +119,8 @@ static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options
             free(cont);
             cont = NULL;
             kube_trace(kube, "the list's continue token expired; listing %s again", path);
-            rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status,
-                           failure, err);
+            rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure,
+                           err);
             continue;
         }
         const json_t *meta = json_object_get(head, "metadata");
@@ -133,8 +133,8 @@ static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options
         json_decref(head);
         if (rc || !cont)
             break;
-        rc = list_page(kube, path, opts, cont, on_item, ctx, deadline, &head, &status, failure,
-                       err);
+        rc =
+            list_page(kube, path, opts, cont, on_item, ctx, deadline, &head, &status, failure, err);
     }
     free(cont);
     return rc == GC_KUBE_STOP ? 0 : rc;
@@ -155,8 +155,8 @@ static int list_all(gc_kube *kube, const char *path, const gc_kube_list_options 
 {
     json_t *head = NULL;
     long status = 0;
-    int rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure,
-                       err);
+    int rc =
+        list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure, err);
     return list_rest(kube, path, opts, on_item, ctx, resource_version, deadline, failure, err, rc,
                      head, status);
 }
@@ -320,9 +320,12 @@ static int on_event_line(watcher *w, const char *line, size_t len)
     return rc;
 }
 
+static void connected(watcher *w);
+
 static bool on_watch_data(const char *data, size_t len, void *ctx)
 {
     watcher *w = ctx;
+    connected(w);
     gc_buf_append(&w->line, data, len);
     size_t start = 0;
     for (char *nl; (nl = memchr(w->line.data + start, '\n', w->line.len - start));) {
@@ -458,8 +461,8 @@ static int after_watch(watcher *w, kube_exchange *x, long long started, bool *re
     bool streaming = h->status >= 200 && h->status < 300;
     if (streaming && gc_clock_ms() - started >= CONNECTED_MS) {
         connected(w);
-        kube_trace(w->k, "watch of %s broke (%s); resuming from resourceVersion %s", w->path,
-                   words, w->rv);
+        kube_trace(w->k, "watch of %s broke (%s); resuming from resourceVersion %s", w->path, words,
+                   w->rv);
         return 0;
     }
     pause_before_retry(w, x, words);
