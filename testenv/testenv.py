@@ -40,6 +40,7 @@ CONTROLLERS = ["job-controller", "garbage-collector-controller", "namespace-cont
                "root-ca-certificate-publisher-controller", "pod-garbage-collector-controller",
                "ttl-after-finished-controller", "endpointslice-controller"]
 KUEUE_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io"}
+NUMBERED_CONTAINER, NUMBERED_LOG = "numbered-log", "numbered.log"
 
 
 class Failure(Exception):
@@ -161,6 +162,7 @@ class Launcher:
     def __init__(self, root):
         self.root = root
         self.procs = {}
+        self.argv = {}
 
     def start(self, name, argv):
         log_path = self.root / "logs" / f"{name}.log"
@@ -171,6 +173,7 @@ class Launcher:
         (self.root / "pids" / f"{name}.pid").write_text(f"{proc.pid}\n")
         (self.root / "logs" / f"{name}.cmdline").write_text(" ".join(argv) + "\n")
         self.procs[name] = proc
+        self.argv[name] = [str(a) for a in argv]
         return proc
 
     def check_alive(self, name):
@@ -663,11 +666,19 @@ class ControlPlane:
         # A copy, so a running environment does not depend on the work tree it came from.
         fake_log = self.root / "fake-logs" / "container.log"
         shutil.copy(self.wanted.get("fake_log") or HERE / "fake-logs" / "container.log", fake_log)
+        # Containers named `numbered-log` get fake-logs/numbered.log instead: empty at start, for
+        # tests that append (CRI-format) lines to it, or point it (a symlink) at a file of their
+        # own, while a follower reads. kwok follows a growing file as a kubelet follows a
+        # container's log, and honours sinceTime, tailLines and timestamps.
+        numbered_log = self.root / "fake-logs" / NUMBERED_LOG
+        numbered_log.touch()
         (config / "kwok-logs.yaml").write_text(json.dumps({
             "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
             "metadata": {"name": "testenv-fake-logs"},
-            "spec": {"selector": {}, "logs": [{"logsFile": str(fake_log),
-                                               "previousLogsFile": str(fake_log)}]}}))
+            "spec": {"selector": {}, "logs": [
+                {"containers": [NUMBERED_CONTAINER], "logsFile": str(numbered_log),
+                 "previousLogsFile": str(numbered_log)},
+                {"logsFile": str(fake_log), "previousLogsFile": str(fake_log)}]}}))
 
     def start_etcd(self):
         peer = f"http://127.0.0.1:{self.ports['etcd_peer']}"
@@ -814,7 +825,7 @@ class ControlPlane:
         state = {"settings": self.wanted, "ports": self.ports, "bin": str(self.bin_dir),
                  "kubeconfig": str(self.kubeconfig), "versions": self.pins,
                  "pids": {name: proc.pid for name, proc in self.launcher.procs.items()},
-                 "startup_seconds": startup_seconds}
+                 "argv": self.launcher.argv, "startup_seconds": startup_seconds}
         (self.root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
 
 
@@ -907,6 +918,44 @@ def down():
     return 0
 
 
+def apiserver(action):
+    """`testenv/apiserver stop|start`: stops the running environment's kube-apiserver (SIGTERM,
+    as a control plane upgrade does) or starts it again with the same flags, port and etcd, so
+    every object survives; for tests of clients that must ride out an API server restart."""
+    root = state_dir()
+    try:
+        state = json.loads((root / "state.json").read_text())
+        argv = state["argv"]["kube-apiserver"]
+    except (OSError, ValueError, KeyError) as e:
+        log(f"error: no running environment with a restartable API server in {root} ({e})")
+        return 1
+    pid = state["pids"]["kube-apiserver"]
+    if action == "stop":
+        left = stop_processes([pid]) if is_running(pid) and refers_to(pid, root) else []
+        if left:
+            log(f"error: kube-apiserver (pid {pid}) did not exit")
+            return 1
+        log(f"stopped kube-apiserver (pid {pid})")
+        return 0
+    if is_running(pid) and refers_to(pid, root):
+        log(f"kube-apiserver is already running (pid {pid})")
+        return 0
+    launcher = Launcher(root)
+    proc = launcher.start("kube-apiserver", argv)
+    api = f"https://127.0.0.1:{state['ports']['apiserver']}"
+    try:
+        wait_for("kube-apiserver /readyz",
+                 lambda: ok_body(https_get(f"{api}/readyz", root / "certs")), 120, launcher,
+                 "kube-apiserver")
+    except Failure as e:
+        log(f"error: {e}")
+        return 1
+    state["pids"]["kube-apiserver"] = proc.pid
+    (root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+    log(f"kube-apiserver is ready again on {api} (pid {proc.pid})")
+    return 0
+
+
 def main(argv):
     # SIGTERM (e.g. a CI time-out) during `up` must still tear down what was started.
     def interrupted(signum, frame):
@@ -914,8 +963,10 @@ def main(argv):
 
     signal.signal(signal.SIGTERM, interrupted)
     commands = {"up": up, "down": down}
+    if len(argv) == 3 and argv[1] == "apiserver" and argv[2] in ("stop", "start"):
+        return apiserver(argv[2])
     if len(argv) != 2 or argv[1] not in commands:
-        print(f"usage: {argv[0]} up|down", file=sys.stderr)
+        print(f"usage: {argv[0]} up|down|apiserver stop|apiserver start", file=sys.stderr)
         return 2
     return commands[argv[1]]()
 
