@@ -1,6 +1,8 @@
 # A thin layer over CMake/CTest and pytest so the usual commands work:
 #   make         build ./gcluster (installs the Debian packages it needs first)
-#   make test    every test tier: unit (also under ASan/UBSan and valgrind), format, cluster
+#   make test    every test tier: unit (also under ASan/UBSan and valgrind), format, cluster,
+#                then the fault tier (a TCP fault proxy and API server restarts; see
+#                tests/cluster/fault)
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
 BUILD_DIR      ?= build
@@ -10,7 +12,7 @@ PYTEST_FLAGS   ?=
 PYTHON         ?= python3
 
 .PHONY: all deps gcluster test-registries unit-test asan-test valgrind-test format format-check \
-        testenv cluster-test test demo bench clean
+        testenv cluster-test fault-test test demo bench clean
 
 all: gcluster
 
@@ -54,9 +56,15 @@ testenv:
 
 cluster-test: gcluster testenv
 	@scripts/install-deps --with-python
-	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster --ignore=tests/cluster/fault
 
-test: format-check unit-test asan-test valgrind-test cluster-test
+# Its own control plane (its API server is restarted); the table of tries and outcomes is
+# printed at the end and written to build/fault-results.md.
+fault-test: gcluster testenv
+	@scripts/install-deps --with-python
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster/fault
+
+test: format-check unit-test asan-test valgrind-test cluster-test fault-test
 
 demo: gcluster testenv
 	scripts/demo

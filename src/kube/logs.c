@@ -672,11 +672,35 @@ static bool pending(const log_stream *s)
     return !s->done && !s->failed;
 }
 
+/* A stream went silent: its connection may be dead without a word, and with HTTP/2 every
+ * stream shares it and libcurl would hand it out again. So every stream starts over on fresh
+ * connections (resuming where it was), and the stalled ones count it as a failure. */
+static void reset_connections(logs_run *run)
+{
+    for (size_t i = 0; i < run->count; i++) {
+        log_stream *s = &run->streams[i];
+        if (!s->running)
+            continue;
+        if (s->stalled) {
+            finish_attempt(s, CURLE_OPERATION_TIMEDOUT);
+            continue;
+        }
+        stop_stream(s, CURLE_OK);
+        gc_buf_reset(&s->partial);
+        s->locating = s->located = false;
+        schedule(s, 0);
+    }
+    curl_multi_cleanup(run->multi);
+    run->multi = curl_multi_init();
+    curl_multi_setopt(run->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+}
+
 /* Starts streams whose time has come, and ends attempts that received nothing for their stall
  * limit. Returns ms until the next start or stall check, at most POLL_MS. */
 static int start_due(logs_run *run, gc_error *err, int *rc)
 {
     long long now = gc_clock_ms(), next = now + POLL_MS;
+    bool stalled = false;
     for (size_t i = 0; i < run->count && !*rc; i++) {
         log_stream *s = &run->streams[i];
         if (!pending(s))
@@ -687,14 +711,16 @@ static int start_due(logs_run *run, gc_error *err, int *rc)
         if (due > now) {
             next = due < next ? due : next;
         } else if (s->running) {
-            s->stalled = true;
-            finish_attempt(s, CURLE_OPERATION_TIMEDOUT);
-            next = now;
+            s->stalled = stalled = true;
         } else {
             *rc = kube_auth_ensure(run->k, err);
             if (!*rc)
                 start_attempt(s);
         }
+    }
+    if (stalled) {
+        reset_connections(run);
+        next = now;
     }
     return (int)(next - now);
 }

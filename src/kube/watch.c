@@ -185,6 +185,10 @@ typedef struct watcher {
     bool expired; /* an ERROR event said 410: list again */
     long long deadline;
     int failures; /* consecutive attempts that failed to connect or list */
+    /* The watch's own handle, so its connection is its own: one that broke or went silent is
+     * closed with the handle, never found again in the client's pool (HTTP/2 keeps a connection
+     * after a stream fails, and a silently dropped one still looks open). */
+    CURL *e;
 } watcher;
 
 static char *object_key(const json_t *obj)
@@ -390,7 +394,21 @@ static int watch_once(watcher *w, kube_exchange *x)
     x->deadline_ms = w->deadline;
     x->stall_seconds = WATCH_STALL_S;
     gc_buf_reset(&w->line);
-    return kube_exchange_run(w->k, x, w->err);
+    int rc = kube_auth_ensure(w->k, w->err);
+    if (rc)
+        return rc;
+    if (!w->e && !(w->e = curl_easy_init()))
+        return gc_fail(w->err, GC_EXIT_RUNTIME, "cannot create a libcurl handle");
+    kube_exchange_start(w->k, x, w->e);
+    w->k->depth++; /* requests made from event handlers use the nesting handles */
+    CURLcode result = curl_easy_perform(w->e);
+    w->k->depth--;
+    kube_exchange_end(w->k, x, result);
+    if (result != CURLE_OK && !x->http.stopped) {
+        curl_easy_cleanup(w->e);
+        w->e = NULL;
+    }
+    return 0;
 }
 
 static int timed_out(watcher *w, int timeout_seconds)
@@ -533,6 +551,8 @@ int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_optio
         rc = stopped(&w);
     else if (!rc)
         rc = watch_loop(&w, timeout_seconds);
+    if (w.e)
+        curl_easy_cleanup(w.e);
     gc_buf_free(&w.line);
     json_decref(w.known);
     return rc;
