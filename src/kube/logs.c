@@ -29,7 +29,6 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,18 +403,11 @@ static void stream_failed(log_stream *s)
     s->failed = true;
 }
 
-/* Lines of the stream may be missing: said once at the end, in the error. */
-static void mark_incomplete(log_stream *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void mark_incomplete(log_stream *s, const char *fmt, ...)
+/* Lines of the stream may be missing (`why`): said once at the end, in the error. */
+static void mark_incomplete(log_stream *s, const char *why)
 {
     if (s->incomplete)
         return;
-    char why[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
     char after[48] = "";
     if (s->positioned)
         format_stamp(s->last, true, after, sizeof(after));
@@ -472,8 +464,11 @@ static void broke(log_stream *s)
             stream_failed(s);
             return;
         }
-        mark_incomplete(s, "the stream broke and %d attempts to resume it failed (last: %s)",
-                        MAX_RESUME_FAILURES, words);
+        char why[320];
+        snprintf(why, sizeof(why),
+                 "the stream broke and %d attempts to resume it failed (last: %s)",
+                 MAX_RESUME_FAILURES, words);
+        mark_incomplete(s, why);
         s->done = true;
         return;
     }
@@ -510,7 +505,9 @@ static void refused(log_stream *s, const char *what)
         kube_transport_error(s->run->k, &s->x, &why);
     else
         kube_http_error(s->run->k, &s->x, &why);
-    mark_incomplete(s, "%s after the stream broke failed: %s", what, why.message);
+    char text[sizeof(why.message) + 64];
+    snprintf(text, sizeof(text), "%s after the stream broke failed: %s", what, why.message);
+    mark_incomplete(s, text);
     s->done = true;
 }
 
