@@ -158,9 +158,14 @@ typedef int (*gc_kube_event_fn)(enum gc_kube_event_type type, json_t *object, vo
  * then one GC_KUBE_SYNCED, then changes as they happen (objects are borrowed). Bookmarks are
  * requested and followed; dropped connections resume from the last resourceVersion; 410 Gone
  * re-lists (objects are re-announced as ADDED, and objects that vanished meanwhile are announced as
- * DELETED with their last known state). Ends when on_event returns GC_KUBE_STOP (returns 0) or a
- * GC_EXIT_* code (returned), or after `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason
- * "Timeout". timeout_seconds <= 0 waits forever. */
+ * DELETED with their last known state). Connections that break, are refused or answer 429/5xx
+ * (an API server restarting) are made again with capped, jittered backoff, said as notices
+ * ("connection to the API server lost (...); reconnecting in 2.0 s (attempt 3)", then
+ * "reconnected to the API server"), and a connection silent for 30 s is replaced; only answers
+ * that trying again cannot change (403, 404, a certificate problem) end the watch with an error.
+ * Ends when on_event returns GC_KUBE_STOP (returns 0) or a GC_EXIT_* code (returned), or after
+ * `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason "Timeout". timeout_seconds <= 0
+ * waits forever. */
 int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                        int timeout_seconds, gc_kube_event_fn on_event, void *ctx, gc_error *err);
 
