@@ -919,9 +919,10 @@ def down():
 
 
 def apiserver(action):
-    """`testenv/apiserver stop|start`: stops the running environment's kube-apiserver (SIGTERM,
-    as a control plane upgrade does) or starts it again with the same flags, port and etcd, so
-    every object survives; for tests of clients that must ride out an API server restart."""
+    """`testenv/apiserver stop|kill|start`: stops the running environment's kube-apiserver
+    (stop: SIGTERM, as a control plane upgrade does, letting answers under way finish; kill:
+    SIGKILL, as when its machine dies, cutting them) or starts it again with the same flags, port
+    and etcd, so every object survives; for tests of clients that must ride out a restart."""
     root = state_dir()
     try:
         state = json.loads((root / "state.json").read_text())
@@ -930,12 +931,13 @@ def apiserver(action):
         log(f"error: no running environment with a restartable API server in {root} ({e})")
         return 1
     pid = state["pids"]["kube-apiserver"]
-    if action == "stop":
-        left = stop_processes([pid]) if is_running(pid) and refers_to(pid, root) else []
+    if action in ("stop", "kill"):
+        live = [pid] if is_running(pid) and refers_to(pid, root) else []
+        left = stop_processes(live, grace=0.0 if action == "kill" else 15.0)
         if left:
             log(f"error: kube-apiserver (pid {pid}) did not exit")
             return 1
-        log(f"stopped kube-apiserver (pid {pid})")
+        log(f"{'killed' if action == 'kill' else 'stopped'} kube-apiserver (pid {pid})")
         return 0
     if is_running(pid) and refers_to(pid, root):
         log(f"kube-apiserver is already running (pid {pid})")
@@ -963,10 +965,10 @@ def main(argv):
 
     signal.signal(signal.SIGTERM, interrupted)
     commands = {"up": up, "down": down}
-    if len(argv) == 3 and argv[1] == "apiserver" and argv[2] in ("stop", "start"):
+    if len(argv) == 3 and argv[1] == "apiserver" and argv[2] in ("stop", "kill", "start"):
         return apiserver(argv[2])
     if len(argv) != 2 or argv[1] not in commands:
-        print(f"usage: {argv[0]} up|down|apiserver stop|apiserver start", file=sys.stderr)
+        print(f"usage: {argv[0]} up|down|apiserver stop|kill|start", file=sys.stderr)
         return 2
     return commands[argv[1]]()
 

@@ -31,6 +31,7 @@ import threading
 import time
 
 CHUNK = 65536
+UPSTREAM_WINDOW = 65536
 
 
 def _reset(sock):
@@ -260,7 +261,13 @@ class FaultProxy:
                 _reset(client)
                 continue
             try:
-                server = socket.create_connection(self.upstream, timeout=5)
+                server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                # A small window, as a slow path has: the server's writes wait for the proxy
+                # instead of its whole answer sitting in loopback buffers, where it would outlive
+                # a server that is stopped mid-answer.
+                server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UPSTREAM_WINDOW)
+                server.settimeout(5)
+                server.connect(self.upstream)
                 server.settimeout(None)
                 server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:

@@ -45,8 +45,9 @@ class Env:
                               env={**os.environ, "GCLUSTER_TESTENV_DIR": str(self.root)})
         assert proc.returncode == 0, f"testenv/apiserver {action}: {proc.stderr}"
 
-    def restart_apiserver(self, down_seconds=0):
-        self.apiserver("stop")
+    def restart_apiserver(self, down_seconds=0, kill=False):
+        """Stops the API server (SIGTERM, or SIGKILL: a crash), waits, starts it again."""
+        self.apiserver("kill" if kill else "stop")
         time.sleep(down_seconds)
         self.apiserver("start")
 

@@ -50,16 +50,21 @@ def test_logs_cut_every_second(proxied, numbered_job):
 
 
 def test_logs_across_an_api_server_restart(env, proxied, numbered_job):
+    # More than the loopback buffers between kwok, the API server and the proxy hold (~10 MB),
+    # or the whole answer would already be on its way when the API server dies.
+    lines = 300_000
     _, log = numbered_job("fault-restart")
-    log.append(LINES, at_ns=time.time_ns() - 120 * 10**9)
-    proxied.proxy.throttle(250_000)  # ~11 s of stream; the restart comes in the middle
+    log.append(lines, at_ns=time.time_ns() - 600 * 10**9)
+    proxied.proxy.throttle(1_000_000)  # ~16 s of stream; the restart comes early in it
     reader = proxied.start(*logs_args("fault-restart", "-v"))
     time.sleep(3)
-    env.restart_apiserver(down_seconds=2)
-    rc, out, err = finish(reader, 180)
+    # Killed: stopped gracefully, the API server would let the answer finish first.
+    env.restart_apiserver(down_seconds=2, kill=True)
+    rc, out, err = finish(reader, 240)
     proxied.assert_clean(out, err)
-    result = outcome(rc, out, err, LINES)
-    record(f"logs, {LINES} lines at 250 kB/s, API server restarted mid-stream", [result])
+    result = outcome(rc, out, err, lines)
+    record(f"logs, {lines} lines at 1 MB/s, API server killed mid-stream and restarted",
+           [result])
     assert result.startswith("exit 0, every line once"), err[-3000:]
     assert "0 resumes" not in result, err[-3000:]
 
