@@ -293,7 +293,8 @@ static int find_priority_class(gc_kube *kube, const char *priority, const first_
     return 0;
 }
 
-int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f, gc_error *err)
+int job_cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f,
+                             gc_error *err)
 {
     memset(f, 0, sizeof(*f));
     const char *ns = gc_kube_namespace(kube);
@@ -310,7 +311,7 @@ int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_fact
     return rc;
 }
 
-void cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster_shapes *shapes)
+void job_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster_shapes *shapes)
 {
     for (size_t i = 0; i < f->shape_count; i++) {
         out[i].machine_type = f->shapes[i].machine_type;
@@ -323,7 +324,7 @@ void cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster
     shapes->count = f->shape_count;
 }
 
-int cluster_facts_pool_nodes(const cluster_facts *f, const char *pool)
+int job_cluster_facts_pool_nodes(const cluster_facts *f, const char *pool)
 {
     int n = 0;
     for (size_t i = 0; i < f->shape_count; i++)
@@ -332,7 +333,7 @@ int cluster_facts_pool_nodes(const cluster_facts *f, const char *pool)
     return n;
 }
 
-void cluster_facts_free(cluster_facts *f)
+void job_cluster_facts_free(cluster_facts *f)
 {
     json_decref(f->local_queues);
     json_decref(f->cluster_queue_object);

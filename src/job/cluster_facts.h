@@ -29,11 +29,12 @@ typedef struct cluster_facts {
     bool priority_found;
 } cluster_facts;
 
-int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f,
-                         gc_error *err);
+int job_cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f,
+                             gc_error *err);
 /* The node shapes as the catalog wants them (`out` must hold f->shape_count entries). */
-void cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster_shapes *shapes);
-int cluster_facts_pool_nodes(const cluster_facts *f, const char *pool);
-void cluster_facts_free(cluster_facts *f);
+void job_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out,
+                              gc_cluster_shapes *shapes);
+int job_cluster_facts_pool_nodes(const cluster_facts *f, const char *pool);
+void job_cluster_facts_free(cluster_facts *f);
 
 #endif

@@ -94,7 +94,7 @@ static int choose_head_pool(const cluster_facts *f, const gc_submit_request *r, 
     if (!w->pathways)
         return 0;
     if (r->pathways_head_np) {
-        if (!cluster_facts_pool_nodes(f, r->pathways_head_np))
+        if (!job_cluster_facts_pool_nodes(f, r->pathways_head_np))
             warn(o,
                  "node pool %s has no nodes now: the head pod waits until the autoscaler "
                  "adds one",
@@ -103,7 +103,7 @@ static int choose_head_pool(const cluster_facts *f, const gc_submit_request *r, 
     }
     const char *pools[] = {"cpu-np", "pathways-np"};
     for (size_t i = 0; i < 2; i++) {
-        if (cluster_facts_pool_nodes(f, pools[i])) {
+        if (job_cluster_facts_pool_nodes(f, pools[i])) {
             free(w->head_pool);
             w->head_pool = strdup(pools[i]);
             w->head_pool_defaulted = false;
@@ -277,7 +277,7 @@ static int submit_prepared(gc_kube *kube, const gc_submit_request *r, const clus
 {
     gc_node_shape *shapes = gc_xcalloc(f->shape_count, sizeof(*shapes));
     gc_cluster_shapes cluster;
-    cluster_facts_shapes(f, shapes, &cluster);
+    job_cluster_facts_shapes(f, shapes, &cluster);
     gc_workload w;
     int rc = gc_submit_prepare(r, &cluster, &w, err);
     free(shapes);
@@ -314,9 +314,9 @@ int gc_submit_live(gc_kube *kube, const gc_submit_request *r, const gc_output *o
     if (rc)
         return rc;
     cluster_facts f;
-    rc = cluster_facts_gather(kube, r, &f, err);
+    rc = job_cluster_facts_gather(kube, r, &f, err);
     if (!rc)
         rc = submit_prepared(kube, r, &f, o, err);
-    cluster_facts_free(&f);
+    job_cluster_facts_free(&f);
     return rc;
 }

@@ -102,7 +102,7 @@ static int check_pathways_flags(const gc_submit_request *r, gc_error *err)
                        "--pathways-gcs-location is required with --pathways: a gs://BUCKET/PREFIX "
                        "where Pathways keeps temporary files and compiled programs (a bucket in "
                        "the cluster's region)");
-    int rc = validate_gcs_location("--pathways-gcs-location", r->pathways_gcs_location, err);
+    int rc = job_validate_gcs_location("--pathways-gcs-location", r->pathways_gcs_location, err);
     if (rc)
         return rc;
     if (r->pathways_elastic_slices < 0 || r->pathways_elastic_slices > r->num_slices)
@@ -116,7 +116,7 @@ static int check_pathways_flags(const gc_submit_request *r, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--pathways-max-slice-restarts only applies to elastic jobs: add "
                        "--pathways-elastic-slices N (N > 0) or drop it");
-    if (r->pathways_head_np && !is_label_value(r->pathways_head_np))
+    if (r->pathways_head_np && !job_is_label_value(r->pathways_head_np))
         return gc_fail(err, GC_EXIT_USAGE, "--pathways-head-np \"%s\" is not a node pool name",
                        r->pathways_head_np);
     return 0;
@@ -249,11 +249,11 @@ static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err
 {
     gc_strings specs = {0};
     for (size_t i = 0; i < r->mount_count; i++)
-        split_commas(r->mounts[i], &specs);
+        job_split_commas(r->mounts[i], &specs);
     int rc = 0;
     w->mounts = gc_xcalloc(specs.count, sizeof(*w->mounts));
     for (size_t i = 0; !rc && i < specs.count; i++) {
-        rc = parse_mount(specs.items[i], &w->mounts[i], err);
+        rc = job_parse_mount(specs.items[i], &w->mounts[i], err);
         w->mount_count = i + 1;
         for (size_t j = 0; !rc && j < i; j++)
             if (!strcmp(w->mounts[j].target, w->mounts[i].target))
@@ -277,18 +277,18 @@ static int fill_node_constraints(const gc_submit_request *r, gc_workload *w, gc_
 {
     gc_strings specs = {0};
     for (size_t i = 0; i < r->node_constraint_count; i++)
-        split_commas(r->node_constraints[i], &specs);
+        job_split_commas(r->node_constraints[i], &specs);
     int rc = 0;
     for (size_t i = 0; !rc && i < specs.count; i++) {
         gc_node_term term;
-        rc = parse_node_constraint(specs.items[i], &term, err);
+        rc = job_parse_node_constraint(specs.items[i], &term, err);
         w->node_terms =
             gc_xrealloc(w->node_terms, (w->node_term_count + 1) * sizeof(*w->node_terms));
         w->node_terms[w->node_term_count++] = term;
     }
     gc_strings_free(&specs);
     if (!rc && r->placement_policy) {
-        if (!is_label_value(r->placement_policy))
+        if (!job_is_label_value(r->placement_policy))
             return gc_fail(err, GC_EXIT_USAGE, "--placement-policy \"%s\" is not a valid name",
                            r->placement_policy);
         add_node_term(w, "cloud.google.com/gke-placement-group", r->placement_policy);
@@ -347,12 +347,12 @@ static int fill_exit_codes(const gc_submit_request *r, gc_workload *w, gc_error 
 {
     gc_strings items = {0};
     for (size_t i = 0; i < r->restart_on_exit_code_count; i++)
-        split_commas(r->restart_on_exit_codes[i], &items);
+        job_split_commas(r->restart_on_exit_codes[i], &items);
     int rc = 0;
     w->restart_exit_codes = gc_xcalloc(items.count, sizeof(long));
     for (size_t i = 0; !rc && i < items.count; i++) {
         long code;
-        rc = parse_exit_code(items.items[i], &code, err);
+        rc = job_parse_exit_code(items.items[i], &code, err);
         bool seen = false;
         for (size_t j = 0; !rc && j < w->restart_exit_code_count; j++)
             seen |= w->restart_exit_codes[j] == code;
@@ -365,7 +365,7 @@ static int fill_exit_codes(const gc_submit_request *r, gc_workload *w, gc_error 
 
 static int check_object_name(const char *flag, const char *value, gc_error *err)
 {
-    if (value && !is_dns1123_subdomain(value))
+    if (value && !job_is_dns1123_subdomain(value))
         return gc_fail(err, GC_EXIT_USAGE,
                        "%s \"%s\" is not a valid Kubernetes object name (lower-case letters, "
                        "digits, '-' and '.')",
@@ -396,7 +396,7 @@ static int fill_identity(const gc_submit_request *r, gc_workload *w, gc_error *e
     w->queue_defaulted = r->queue == NULL;
     if (r->service_account)
         w->service_account = gc_xstrdup(r->service_account);
-    split_commas(r->image_pull_secret, &w->pull_secrets);
+    job_split_commas(r->image_pull_secret, &w->pull_secrets);
     for (size_t i = 0; i < w->pull_secrets.count; i++) {
         rc = check_object_name("--image-pull-secret", w->pull_secrets.items[i], err);
         if (rc)
@@ -465,9 +465,9 @@ static void fill_pathways(const gc_submit_request *r, gc_workload *w)
         w->sidecar_image = gc_xstrdup(r->pathways_sidecar_image);
     w->elastic_slices = (int)r->pathways_elastic_slices;
     w->max_slice_restarts = (int)r->pathways_max_slice_restarts;
-    split_words(r->pathways_proxy_args, &w->proxy_args);
-    split_words(r->pathways_server_args, &w->server_args);
-    split_words(r->pathways_worker_args, &w->worker_args);
+    job_split_words(r->pathways_proxy_args, &w->proxy_args);
+    job_split_words(r->pathways_server_args, &w->server_args);
+    job_split_words(r->pathways_worker_args, &w->worker_args);
 }
 
 int gc_submit_image_build(const gc_submit_request *r, gc_image_build *build, gc_error *err)
