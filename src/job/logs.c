@@ -196,7 +196,7 @@ static void not_started(logs_state *s, const json_t *jobset, char *why, size_t s
     gc_job_facts f;
     gc_job_status st;
     gc_error ignored = {0};
-    gc_job_facts_fetch(s->kube, jobset, &f, &ignored);
+    job_facts_fetch(s->kube, jobset, &f, &ignored);
     gc_job_status_derive(&f, &st);
     snprintf(why, size, "%s%s%s", st.text, st.detail[0] ? ": " : "", st.detail);
 }

@@ -1,7 +1,8 @@
 /*
  * deploy against clusters testenv cannot imitate (the cluster tier covers the ordinary case):
  * one without Kueue or JobSet, and one whose Kueue serves only v1beta1. A scripted loopback
- * server answers; the test reads what deploy printed and which requests it sent.
+ * server answers; the test reads the report deploy returned, the events it sent and the
+ * requests it made.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,9 +65,14 @@ static void script(const char *text)
 typedef struct outcome {
     int rc;
     gc_error err;
-    char *out, *log;
-    size_t out_len, log_len;
+    gc_deploy_report report;
+    gc_buf events; /* one line per event: "<kind> <text>" */
 } outcome;
+
+static void record_event(void *ctx, gc_event_kind kind, const char *text)
+{
+    gc_buf_printf(ctx, "%d %s\n", (int)kind, text);
+}
 
 static void run_deploy(outcome *o, const gc_deploy_request *r)
 {
@@ -86,20 +92,26 @@ static void run_deploy(outcome *o, const gc_deploy_request *r)
     gc_kube_options opts = {.kubeconfig = path};
     if (gc_kube_open(&opts, &kube, &o->err))
         fail_msg("%s", o->err.message);
-    FILE *out = open_memstream(&o->out, &o->out_len);
-    FILE *log = open_memstream(&o->log, &o->log_len);
-    gc_output output = {.out = out, .log = log};
-    o->rc = gc_deploy(kube, &bp, r, &output, &o->err);
-    fclose(out);
-    fclose(log);
+    gc_buf_init(&o->events);
+    gc_events events = {.emit = record_event, .ctx = &o->events};
+    o->rc = gc_deploy(kube, &bp, r, &events, &o->report, &o->err);
     gc_kube_close(kube);
     gc_blueprint_free(&bp);
 }
 
 static void outcome_free(outcome *o)
 {
-    free(o->out);
-    free(o->log);
+    gc_deploy_report_free(&o->report);
+    gc_buf_free(&o->events);
+}
+
+static const gc_deploy_pool *find_pool(const gc_deploy_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->pool_count; i++)
+        if (!strcmp(r->pools[i].name, name))
+            return &r->pools[i];
+    fail_msg("no pool %s in the report", name);
+    return NULL;
 }
 
 /* How many requests had this method (and a path starting with `prefix`). */
@@ -128,15 +140,30 @@ static void cluster_without_kueue_or_jobset(void **state)
     run_deploy(&o, &r);
     assert_int_equal(o.rc, GC_EXIT_RUNTIME);
     assert_non_null(strstr(o.err.message, "lacks Kueue or JobSet"));
-    assert_non_null(strstr(o.log,
-                           "Kueue is not installed on this cluster; install it with\n"
-                           "  kubectl apply --server-side -f https://github.com/"
-                           "kubernetes-sigs/kueue/releases/download/v0.17.1/manifests.yaml"));
-    assert_non_null(strstr(o.log, "JobSet is not installed"));
+    const gc_deploy_report *rep = &o.report;
+    assert_true(rep->started);
+    assert_string_equal(rep->cluster, "c");
+    assert_string_equal(rep->location, "us-east5");
+    assert_string_equal(rep->head_pool, "cpu-np");
+    assert_int_equal(rep->missing_count, 2);
+    assert_string_equal(rep->missing[0].name, "Kueue");
+    assert_string_equal(rep->missing[0].install_command,
+                        "kubectl apply --server-side -f https://github.com/"
+                        "kubernetes-sigs/kueue/releases/download/v0.17.1/manifests.yaml");
+    assert_string_equal(rep->missing[1].name, "JobSet");
     /* The node-pool report still says what is missing and how to create it. */
-    assert_non_null(strstr(o.out, "present, 2 nodes"));
-    assert_non_null(strstr(o.out, "gcloud container node-pools create tpu-v6e-np-0 "
-                                  "--project=my-project --cluster=c --location=us-east5"));
+    assert_true(rep->pools_listed);
+    assert_int_equal(find_pool(rep, "cpu-np")->nodes, 2);
+    const gc_deploy_pool *tpu = find_pool(rep, "tpu-v6e-np-0");
+    assert_int_equal(tpu->nodes, -1);
+    assert_false(tpu->created);
+    assert_non_null(strstr(tpu->create_command, "gcloud container node-pools create tpu-v6e-np-0 "
+                                                "--project=my-project --cluster=c "
+                                                "--location=us-east5"));
+    assert_null(find_pool(rep, "cpu-np")->create_command);
+    /* Nothing was applied, and nothing was said to be. */
+    assert_null(rep->kueue_api);
+    assert_int_equal(rep->object_count, 0);
     assert_int_equal(count_requests("PATCH", "/"), 0);
     outcome_free(&o);
 }
@@ -157,7 +184,12 @@ static void kueue_serving_only_v1beta1(void **state)
     run_deploy(&o, &r);
     /* The first object is a v1beta1 ResourceFlavor; its dry-run apply is unscripted (404). */
     assert_int_not_equal(o.rc, 0);
-    assert_non_null(strstr(o.out, "Kueue configuration (kueue.x-k8s.io/v1beta1), plan only"));
+    assert_true(o.report.plan);
+    assert_string_equal(o.report.kueue_api, "kueue.x-k8s.io/v1beta1");
+    /* The object that failed is reported by the error, not as applied. */
+    assert_int_equal(o.report.object_count, 0);
+    assert_non_null(
+        strstr(o.err.message, "applying resourceflavor.kueue.x-k8s.io/pathways-flavor"));
     json_t *log = kube_test_server_log(&server);
     const json_t *patch = NULL, *req;
     size_t i;
