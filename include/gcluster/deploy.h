@@ -150,7 +150,7 @@ typedef struct gc_deploy_object {
     char *label; /* kubectl's name for it: "clusterqueue.kueue.x-k8s.io/cluster-queue" */
     gc_apply_outcome outcome; /* with plan: what applying it would do */
     /* A ClusterQueue really applied: whether Kueue made it Active within a few seconds, and
-     * if not, the reason and message of its Active condition. */
+     * the reason and message of its Active condition. */
     bool queue_checked;
     bool queue_active;
     char *queue_reason;

@@ -331,9 +331,9 @@ static int check_queue_state(deploy_run *d, const object_ref *ref, gc_deploy_obj
     }
     gc_event(d->ev, GC_EVENT_PROGRESS_END, "%s", "");
     out->queue_checked = true;
+    out->queue_reason = dup_or_null(reason);
+    out->queue_message = dup_or_null(message);
     if (!out->queue_active) {
-        out->queue_reason = dup_or_null(reason);
-        out->queue_message = dup_or_null(message);
         char *text = gc_xasprintf("%s is not Active (%s: %s)", ref->label, reason ? reason : "",
                                   message ? message : "");
         warn(d, text);
