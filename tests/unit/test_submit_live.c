@@ -118,11 +118,18 @@ static void add_nodes(json_t *nodes, const char *pool, int count, const char *ma
     }
 }
 
-/* The default cluster: a head pool, two v6e 4x4 slices, user-queue on a unified ClusterQueue. */
-static json_t *v6e_nodes(void)
+/* A node in the head pool cpu-np, the start of most clusters here. */
+static json_t *head_node(void)
 {
     json_t *nodes = json_array();
     add_nodes(nodes, "cpu-np", 1, "n4-standard-64", NULL, NULL);
+    return nodes;
+}
+
+/* The default cluster: a head pool, two v6e 4x4 slices, user-queue on a unified ClusterQueue. */
+static json_t *v6e_nodes(void)
+{
+    json_t *nodes = head_node();
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
     add_nodes(nodes, "tpu-np-1", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
     return nodes;
@@ -150,11 +157,19 @@ static void serve_cluster(json_t *local_queues, json_t *cluster_queues, json_t *
                     list_answer(nodes)));
 }
 
+/* One LocalQueue on ClusterQueue cluster-queue, whose groups cover `groups` (see
+ * cluster_queue), and these nodes (stolen). */
+static void serve_one_queue(const char *queue, const char *groups, json_t *nodes)
+{
+    serve_cluster(json_pack("[o]", local_queue(queue, "cluster-queue")),
+                  json_pack("[o]", cluster_queue("cluster-queue", groups)), nodes);
+}
+
+#define UNIFIED "google.com/tpu cpu memory"
+
 static void serve_default_cluster(void)
 {
-    serve_cluster(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu cpu memory")),
-                  v6e_nodes());
+    serve_one_queue("user-queue", UNIFIED, v6e_nodes());
 }
 
 /* The API server's answer to the POST: 201 with the created object. */
@@ -352,9 +367,7 @@ static void queue_and_head_pool_come_from_the_cluster(void **state)
     add_nodes(nodes, "pathways-np", 2, "n2-standard-32", NULL, NULL);
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
     add_nodes(nodes, "tpu-np-1", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
-    serve_cluster(json_pack("[o]", local_queue("team-q", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu cpu memory")),
-                  nodes);
+    serve_one_queue("team-q", UNIFIED, nodes);
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
     outcome o;
@@ -412,9 +425,7 @@ static void no_head_pool_is_an_error(void **state)
     (void)state;
     json_t *nodes = json_array();
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
-    serve_cluster(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu cpu memory")),
-                  nodes);
+    serve_one_queue("user-queue", UNIFIED, nodes);
     gc_submit_request r = pathways_request();
     outcome o;
     run_submit(&o, &r);
@@ -512,12 +523,9 @@ static void server_dry_run_sends_dry_run_all(void **state)
 static void warnings_are_sent_and_kept(void **state)
 {
     (void)state;
-    json_t *nodes = json_array();
-    add_nodes(nodes, "cpu-np", 1, "n4-standard-64", NULL, NULL);
+    json_t *nodes = head_node();
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
-    serve_cluster(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu|cpu memory")),
-                  nodes);
+    serve_one_queue("user-queue", "google.com/tpu|cpu memory", nodes);
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
     outcome o;
@@ -541,12 +549,9 @@ static void warnings_are_sent_and_kept(void **state)
 static void compute_is_refined_by_the_nodes(void **state)
 {
     (void)state;
-    json_t *nodes = json_array();
-    add_nodes(nodes, "cpu-np", 1, "n4-standard-64", NULL, NULL);
+    json_t *nodes = head_node();
     add_nodes(nodes, "tpu-8t", 1, "ct6e-standard-8t", "tpu-v6e-slice", "2x4");
-    serve_cluster(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu cpu memory")),
-                  nodes);
+    serve_one_queue("user-queue", UNIFIED, nodes);
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
     r.compute_type = "v6e-8";
@@ -584,12 +589,9 @@ static void pending_compute_is_resolved_by_the_nodes(void **state)
     gc_submit_plan_free(&plan);
 
     r.dry_run_out = NULL;
-    json_t *nodes = json_array();
-    add_nodes(nodes, "cpu-np", 1, "n4-standard-64", NULL, NULL);
+    json_t *nodes = head_node();
     add_nodes(nodes, "tpu7x-np", 2, "tpu7x-standard-4t", "tpu7x", "2x2x2");
-    serve_cluster(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu cpu memory")),
-                  nodes);
+    serve_one_queue("user-queue", UNIFIED, nodes);
     serve_created("pw-test");
     outcome o;
     run_submit(&o, &r);
