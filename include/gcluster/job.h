@@ -145,51 +145,9 @@ bool gc_is_dns1035_label(const char *s);
  * discovered, then the JobSet. Byte-for-byte stable for a given request. */
 int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *err);
 
-/* Where command output goes: `out` for results, `log` for warnings and progress (stderr). */
-typedef struct gc_output {
-    FILE *out;
-    FILE *log;
-    bool tty; /* `log` is a terminal: progress may redraw one line */
-} gc_output;
-
 typedef struct gc_kube gc_kube;
 
-/* `job list` (SPEC §2). */
-typedef struct gc_list_request {
-    const char *status;        /* --status filter, or NULL */
-    const char *name_contains; /* --name-contains, or NULL */
-    bool all_namespaces;       /* -A */
-    const char *output;        /* table (default), wide, json or yaml */
-} gc_list_request;
-
-int gc_job_list(gc_kube *kube, const gc_list_request *r, const gc_output *o, gc_error *err);
-
-/* `job inspect`: status, admission, replicated jobs, pods and their nodes, warnings; with
- * `show` the stored manifest as YAML (without managedFields and status). */
-int gc_job_inspect(gc_kube *kube, const char *name, bool show, const gc_output *o, gc_error *err);
-
-/* `job logs`. */
-typedef struct gc_logs_request {
-    const char *name;
-    const char *role;      /* "head" or "worker"; NULL: the head (or slice 0 host 0) */
-    long slice;            /* worker Job index, -1 for any */
-    long host;             /* pod index within the slice, -1 for any */
-    const char *container; /* NULL: the user's container (headless: the proxy) */
-    bool all;              /* every pod and container, lines prefixed [pod/container] */
-    bool follow;
-    long tail;         /* lines, -1 for all */
-    const char *since; /* duration, or NULL */
-    bool timestamps;
-} gc_logs_request;
-
-int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_error *err);
-
-/* `job cancel`: delete with propagationPolicy=Foreground; with `wait`, until every pod is gone
- * (at most `timeout`, a duration, when not NULL). */
-int gc_job_cancel(gc_kube *kube, const char *name, bool wait, const char *timeout,
-                  const gc_output *o, gc_error *err);
-
-/* One job's state, derived from its JobSet, its Kueue Workload and its pods (SPEC §2). */
+/* One job's state, derived from its JobSet, its Kueue Workload and its pods. */
 typedef enum gc_job_phase {
     GC_JOB_QUEUED,     /* waiting for Kueue to admit it (reason says why) */
     GC_JOB_ADMITTED,   /* admitted, pods not running yet */
@@ -245,6 +203,210 @@ const char *gc_job_phase_name(gc_job_phase phase);
 /* Parses a --status filter (case-insensitive; Google's Pending means queued or admitted). */
 bool gc_job_phase_matches(const char *filter, gc_job_phase phase, bool *valid);
 
+/* Whether a JobSet is a Pathways job, and which kind. */
+typedef enum gc_pathways_mode {
+    GC_PATHWAYS_NONE,     /* an ordinary JobSet */
+    GC_PATHWAYS_FULL,     /* the user's program runs in the head pod */
+    GC_PATHWAYS_HEADLESS, /* only the Pathways servers, for a client outside the cluster */
+} gc_pathways_mode;
+
+/* "no", "yes" or "headless". */
+const char *gc_pathways_mode_name(gc_pathways_mode mode);
+
+/* `job list`: jobs with their state, filtered as the user asked. */
+typedef struct gc_list_request {
+    const char *status;        /* --status filter, or NULL */
+    const char *name_contains; /* --name-contains, or NULL */
+    bool all_namespaces;       /* -A */
+    /* Also read the Kueue Workloads (one more list, only when a job is queued) so that a queued
+     * row's detail says why it waits. */
+    bool queue_reasons;
+} gc_list_request;
+
+/* One job of a list. Strings are owned by the row; NULL means "not known" or "not set". */
+typedef struct gc_job_row {
+    char *ns;
+    char *name;
+    char *uid;
+    gc_job_phase phase;
+    char *status;  /* "Running 9/9", "Queued", "Failed" */
+    char *detail;  /* why: Kueue's reason (with queue_reasons), the failing pod; or NULL */
+    char *compute; /* "v6e-16 x2"; NULL when the JobSet does not say */
+    gc_pathways_mode pathways;
+    char *queue;     /* the LocalQueue; NULL when the job is not queued through Kueue */
+    char *created;   /* RFC 3339 */
+    char *completed; /* RFC 3339, or NULL while the job has not finished */
+} gc_job_row;
+
+typedef struct gc_job_list_result {
+    gc_job_row *rows; /* in the API server's order (by namespace, then name) */
+    size_t count;
+} gc_job_list_result;
+
+/* A --status that names no state is GC_EXIT_USAGE. gc_job_list checks too; call it to refuse
+ * bad flags before opening a cluster. */
+int gc_job_list_check(const gc_list_request *r, gc_error *err);
+/* Lists the JobSets of the client's namespace (or every namespace) as rows. */
+int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out, gc_error *err);
+void gc_job_list_result_free(gc_job_list_result *result);
+
+/* `job inspect`: everything about one job. */
+
+/* How Kueue placed one pod set: resource -> ResourceFlavor. */
+typedef struct gc_flavor_assignment {
+    char *resource;
+    char *flavor;
+} gc_flavor_assignment;
+
+typedef struct gc_pod_set_admission {
+    char *name;
+    gc_flavor_assignment *flavors;
+    size_t flavor_count;
+} gc_pod_set_admission;
+
+/* The job's Kueue Workload. */
+typedef struct gc_kueue_state {
+    char *workload; /* its name; NULL when Kueue has no Workload for the job */
+    bool admitted;
+    char *cluster_queue; /* admitted: the ClusterQueue that admitted it */
+    gc_pod_set_admission *pod_sets;
+    size_t pod_set_count;
+    char *reason;  /* not admitted: Kueue's reason ("Pending"), or NULL */
+    char *message; /* not admitted: Kueue's message (quota, flavors), or NULL */
+} gc_kueue_state;
+
+/* A replicated job of the JobSet: its replica count and the JobSet controller's counts of its
+ * Jobs. */
+typedef struct gc_replicated_job_counts {
+    char *name;
+    long replicas;
+    long ready;
+    long active;
+    long succeeded;
+    long failed;
+} gc_replicated_job_counts;
+
+typedef struct gc_job_pod {
+    char *name;
+    char *role;    /* the replicated job: "pathways-head", "worker" */
+    long slice;    /* the Job index within the replicated job, or -1 */
+    long host;     /* the completion index within the Job, or -1 */
+    char *phase;   /* Pending, Running, Succeeded, Failed, Unknown; NULL before the first status */
+    long restarts; /* of all its containers */
+    char *node;    /* NULL while unscheduled */
+} gc_job_pod;
+
+/* Warning events of one object and reason, grouped (controllers repeat them). */
+typedef struct gc_job_warning {
+    char *kind;   /* of the object: Pod, Job, JobSet, Workload */
+    char *object; /* its name */
+    char *reason;
+    long count;      /* how often, over every event of the group */
+    char *last_seen; /* RFC 3339 of the latest, or NULL */
+    char *message;   /* the latest event's message */
+} gc_job_warning;
+
+/* The most recent groups of Warning events an inspect report keeps. */
+#define GC_INSPECT_MAX_WARNINGS 10
+
+typedef struct gc_inspect_report {
+    char *name;
+    char *ns;
+    gc_job_status status;
+    char *compute;  /* "v6e-16 x2"; NULL when the JobSet does not say */
+    char *topology; /* from our annotation, or NULL */
+    gc_pathways_mode pathways;
+    char *queue;    /* the LocalQueue; NULL when not queued through Kueue */
+    char *created;  /* RFC 3339 */
+    char *finished; /* RFC 3339, or NULL while the job has not finished */
+    long restarts;
+    long max_restarts;
+    gc_kueue_state kueue;
+    gc_replicated_job_counts *replicated_jobs; /* in the order of the spec */
+    size_t replicated_job_count;
+    gc_job_pod *pods; /* the head first, then by slice and host */
+    size_t pod_count;
+    gc_job_warning *warnings; /* oldest first, at most GC_INSPECT_MAX_WARNINGS */
+    size_t warning_count;
+    json_t *manifest; /* with `show`: the stored JobSet without managedFields and status */
+} gc_inspect_report;
+
+/* A job name the commands accept: a Kubernetes object name (lower-case letters, digits, '-' and
+ * '.', at most 253 characters), so that it cannot reach into another API path. GC_EXIT_USAGE
+ * otherwise. */
+int gc_job_name_check(const char *name, gc_error *err);
+
+/* Reads the JobSet, its pods, its Kueue Workload and its Warning events (two round trips) and
+ * reports them. A missing job is GC_EXIT_RUNTIME with err->http_status 404, and the message says
+ * in which other namespace a job of that name exists. */
+int gc_job_inspect(gc_kube *kube, const char *name, bool show, gc_inspect_report *report,
+                   gc_error *err);
+void gc_inspect_report_free(gc_inspect_report *report);
+
+/* `job logs`. */
+typedef struct gc_logs_request {
+    const char *name;
+    const char *role;      /* "head" or "worker"; NULL: the head (or slice 0 host 0) */
+    long slice;            /* worker Job index, -1 for any */
+    long host;             /* pod index within the slice, -1 for any */
+    const char *container; /* NULL: the user's container (headless: the proxy) */
+    bool all;              /* every pod and container */
+    bool follow;
+    long tail;         /* lines, -1 for all */
+    const char *since; /* duration, or NULL */
+    bool timestamps;
+} gc_logs_request;
+
+/* One line of a container's log, without its newline. Borrowed for the call only. */
+typedef struct gc_log_line {
+    const char *pod;
+    const char *container;
+    const char *text; /* not NUL-terminated */
+    size_t len;
+} gc_log_line;
+
+/* Where gc_job_logs delivers lines. */
+typedef struct gc_log_sink {
+    int (*line)(void *ctx, const gc_log_line *line); /* non-zero ends every stream */
+    /* While following, about once a second, and when the streams end: a moment to flush what
+     * was written. May be NULL. */
+    void (*flush)(void *ctx);
+    void *ctx;
+} gc_log_sink;
+
+/* Every check of the flags (name, --role, --all with --container, --tail, --since):
+ * GC_EXIT_USAGE, as gc_job_logs would before sending anything. */
+int gc_job_logs_check(const gc_logs_request *r, gc_error *err);
+/* Picks the pods and containers the request names and streams their logs at once. With
+ * `follow`, waits for a job that has not started (saying why on `ev`) and ends shortly after
+ * every followed pod has. Bad flags are GC_EXIT_USAGE before anything is sent. */
+int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_log_sink *sink,
+                const gc_events *ev, gc_error *err);
+
+/* `job cancel`. */
+typedef struct gc_cancel_request {
+    const char *name;
+    bool wait;           /* until the JobSet, its Jobs and its pods are gone */
+    const char *timeout; /* with wait: a duration, or NULL for no limit */
+} gc_cancel_request;
+
+typedef struct gc_cancel_result {
+    char *name;
+    char *ns;
+    char *uid;           /* of the deleted JobSet */
+    bool gone;           /* wait: the JobSet, its Jobs and its pods no longer exist */
+    size_t pods_deleted; /* wait: pods seen going away while waiting */
+} gc_cancel_result;
+
+/* Every check of the flags (name, --timeout only with --wait, a valid duration):
+ * GC_EXIT_USAGE, as gc_job_cancel would before sending anything. */
+int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err);
+/* Deletes the JobSet with propagationPolicy=Foreground; with r->wait, watches until it and its
+ * pods are gone, reporting how many pods are left as progress on `ev`. */
+int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
+                  gc_cancel_result *out, gc_error *err);
+void gc_cancel_result_free(gc_cancel_result *result);
+
 /* A command the user may run next, with a short note on what it is for (or NULL). */
 typedef struct gc_next_step {
     char *command;
@@ -258,8 +420,7 @@ typedef struct gc_submit_result {
     char *queue;   /* the LocalQueue it was queued on */
     char *compute; /* the compute type's canonical name: "v6e-16" */
     int num_slices;
-    bool pathways;
-    bool headless;
+    gc_pathways_mode pathways;
     char *head_pool;     /* Pathways: the node pool of the head pod; else NULL */
     char *image;         /* the user's image (built and pushed with --base-image); NULL headless */
     bool dry_run;        /* --dry-run=server: the cluster accepted it and stored nothing */

@@ -114,8 +114,38 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     return rc;
 }
 
+typedef struct live_deploy {
+    const deploy_args *a;
+    const gc_blueprint *bp;
+    cli_format format;
+} live_deploy;
+
+/* The report is written also after a failure: what was found and done until then is true. */
+static int deploy_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    const live_deploy *d = ctx;
+    gc_deploy_request r = {.head_pool = d->a->head_pool,
+                           .plan = d->a->plan,
+                           .create_node_pools = d->a->create_node_pools,
+                           .project = d->a->g.project,
+                           .cluster = d->a->g.cluster,
+                           .location = d->a->g.location};
+    gc_deploy_report report;
+    int rc = gc_deploy(kube, d->bp, &r, cli_events(), &report, err);
+    if (d->format == CLI_FORMAT_TEXT) {
+        cli_render_deploy_text(stdout, stderr, &report);
+    } else if (report.started) {
+        gc_error print_err = {0};
+        if (cli_print_document(cli_deploy_json(&report), d->format, &print_err) && !rc)
+            rc = gc_fail(err, print_err.code, "%s", print_err.message);
+    }
+    gc_deploy_report_free(&report);
+    return rc;
+}
+
 /* Without --cluster or --context, the cluster is the one the blueprint deploys. */
-static int open_target(deploy_args *a, const gc_blueprint *bp, gc_kube **kube, gc_error *err)
+static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_format format,
+                             gc_error *err)
 {
     cli_globals g = a->g;
     if (!g.cluster && !g.context) {
@@ -123,37 +153,7 @@ static int open_target(deploy_args *a, const gc_blueprint *bp, gc_kube **kube, g
         g.location = g.location ? g.location : bp->region;
         g.project = g.project ? g.project : bp->project;
     }
-    return cli_open_kube(&g, kube, err);
-}
-
-/* The report is written also after a failure: what was found and done until then is true. */
-static int deploy_to_cluster(deploy_args *a, const gc_blueprint *bp, cli_format format,
-                             gc_error *err)
-{
-    gc_kube *kube;
-    int rc = open_target(a, bp, &kube, err);
-    if (rc)
-        return rc;
-    gc_deploy_request r = {.head_pool = a->head_pool,
-                           .plan = a->plan,
-                           .create_node_pools = a->create_node_pools,
-                           .project = a->g.project,
-                           .cluster = a->g.cluster,
-                           .location = a->g.location};
-    gc_deploy_report report;
-    rc = gc_deploy(kube, bp, &r, cli_events(), &report, err);
-    if (a->g.verbose)
-        gc_notice(cli_events(), "%u API requests", gc_kube_request_count(kube));
-    gc_kube_close(kube);
-    if (format == CLI_FORMAT_TEXT) {
-        cli_render_deploy_text(stdout, stderr, &report);
-    } else if (report.started) {
-        gc_error print_err = {0};
-        if (cli_print_document(cli_deploy_json(&report), format, &print_err) && !rc)
-            rc = gc_fail(err, print_err.code, "%s", print_err.message);
-    }
-    gc_deploy_report_free(&report);
-    return rc;
+    return cli_with_kube(&g, deploy_with, &(live_deploy){.a = a, .bp = bp, .format = format}, err);
 }
 
 static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)

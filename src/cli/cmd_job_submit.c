@@ -176,42 +176,34 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
     return rc;
 }
 
+typedef struct live_submit {
+    gc_submit_plan *plan;
+    cli_format format;
+} live_submit;
+
 /* Text is written as soon as each part is known (the job is created long before an awaited one
  * ends); JSON and YAML are one document at the end. */
-static int submit_live(gc_kube *kube, gc_submit_plan *plan, cli_format format, gc_error *err)
+static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
 {
+    live_submit *s = ctx;
     const gc_events *ev = cli_events();
     gc_submit_result result;
-    int rc = gc_submit_live(kube, plan, ev, &result, err);
+    int rc = gc_submit_live(kube, s->plan, ev, &result, err);
     bool created = rc == 0;
-    if (created && format == CLI_FORMAT_TEXT) {
+    if (created && s->format == CLI_FORMAT_TEXT) {
         cli_render_submit_text(stdout, &result);
         fflush(stdout);
     }
-    if (created && plan->await_completion)
-        rc = gc_submit_await(kube, plan, ev, &result, err);
-    if (created && format == CLI_FORMAT_TEXT) {
+    if (created && s->plan->await_completion)
+        rc = gc_submit_await(kube, s->plan, ev, &result, err);
+    if (created && s->format == CLI_FORMAT_TEXT) {
         cli_render_submit_final_text(stdout, &result);
     } else if (created) {
         gc_error print_err = {0};
-        if (cli_print_document(cli_submit_json(&result), format, &print_err) && !rc)
+        if (cli_print_document(cli_submit_json(&result), s->format, &print_err) && !rc)
             rc = gc_fail(err, print_err.code, "%s", print_err.message);
     }
     gc_submit_result_free(&result);
-    return rc;
-}
-
-static int submit_to_cluster(const cli_globals *g, gc_submit_plan *plan, cli_format format,
-                             gc_error *err)
-{
-    gc_kube *kube;
-    int rc = cli_open_kube(g, &kube, err);
-    if (rc)
-        return rc;
-    rc = submit_live(kube, plan, format, err);
-    if (g->verbose)
-        gc_notice(cli_events(), "%u API requests", gc_kube_request_count(kube));
-    gc_kube_close(kube);
     return rc;
 }
 
@@ -243,7 +235,8 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     if (!rc && plan.mode == GC_SUBMIT_OFFLINE)
         rc = write_manifest(&plan, format, err);
     else if (!rc)
-        rc = submit_to_cluster(&a->g, &plan, format, err);
+        rc =
+            cli_with_kube(&a->g, submit_with, &(live_submit){.plan = &plan, .format = format}, err);
     gc_submit_plan_free(&plan);
     return rc;
 }

@@ -33,6 +33,19 @@ json_t *cli_json_text(const char *s);
 /* An array of cli_json_text strings. */
 json_t *cli_json_strings(const gc_strings *list);
 
+/* `job inspect`: the summary; with a manifest, the summary as YAML comments, then the YAML. */
+int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err);
+json_t *cli_inspect_json(const gc_inspect_report *r);
+
+/* `job list`: the table (NAMESPACE first with -A; QUEUE and REASON when wide). */
+void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
+                           bool all_namespaces);
+json_t *cli_list_json(const gc_job_list_result *list);
+
+/* `job cancel`. */
+void cli_render_cancel_text(FILE *out, const gc_cancel_result *r);
+json_t *cli_cancel_json(const gc_cancel_result *r);
+
 /* `job submit`: what was created (or accepted by a server dry run) and the next commands; after
  * --await-job-completion, how the job ended. */
 void cli_render_submit_text(FILE *out, const gc_submit_result *r);

@@ -7,12 +7,9 @@
 
 static const char *kind_of(const gc_submit_result *r)
 {
-    return r->pathways ? (r->headless ? "headless Pathways job" : "Pathways job") : "job";
-}
-
-static const char *pathways_mode(const gc_submit_result *r)
-{
-    return r->pathways ? (r->headless ? "headless" : "yes") : "no";
+    return r->pathways == GC_PATHWAYS_HEADLESS ? "headless Pathways job"
+           : r->pathways == GC_PATHWAYS_FULL   ? "Pathways job"
+                                               : "job";
 }
 
 void cli_render_submit_text(FILE *out, const gc_submit_result *r)
@@ -67,7 +64,7 @@ json_t *cli_submit_json(const gc_submit_result *r)
     return json_pack("{s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "name",
                      cli_json_text(r->name), "namespace", cli_json_text(r->ns), "queue",
                      cli_json_text(r->queue), "compute", cli_json_text(r->compute), "num_slices",
-                     r->num_slices, "pathways", pathways_mode(r), "head_pool",
+                     r->num_slices, "pathways", gc_pathways_mode_name(r->pathways), "head_pool",
                      cli_json_text(r->head_pool), "image", cli_json_text(r->image), "dry_run",
                      r->dry_run, "warnings", cli_json_strings(&r->warnings), "next_commands",
                      next_json(r), "final", final_json(r));

@@ -307,8 +307,9 @@ static void fill_result(gc_kube *kube, const gc_submit_plan *plan, gc_submit_res
     r->queue = gc_xstrdup(w->queue);
     r->compute = gc_xstrdup(w->compute.display);
     r->num_slices = w->num_slices;
-    r->pathways = w->pathways;
-    r->headless = w->headless;
+    r->pathways = !w->pathways  ? GC_PATHWAYS_NONE
+                  : w->headless ? GC_PATHWAYS_HEADLESS
+                                : GC_PATHWAYS_FULL;
     r->head_pool = w->pathways ? gc_xstrdup(w->head_pool) : NULL;
     r->image = w->image ? gc_xstrdup(w->image) : NULL;
     r->dry_run = plan->mode == GC_SUBMIT_SERVER_DRY_RUN;

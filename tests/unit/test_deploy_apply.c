@@ -79,12 +79,7 @@ static void record_event(void *ctx, gc_event_kind kind, const char *text)
 static char *write_kubeconfig(void)
 {
     char *path = gc_xasprintf("%s/kubeconfig", tmp);
-    kube_test_write(path,
-                    "current-context: t\n"
-                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
-                    "users: [{name: u, user: {token: T}}]\n"
-                    "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
-                    server.url, pki.ca);
+    kube_test_write_kubeconfig(path, &server, pki.ca, NULL);
     return path;
 }
 

@@ -53,12 +53,7 @@ static int open_client(void **state)
     if (!kube_test_server_reset(&server))
         return -1;
     char *path = gc_xasprintf("%s/kubeconfig", tmp);
-    kube_test_write(path,
-                    "current-context: t\n"
-                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
-                    "users: [{name: u, user: {token: tok}}]\n"
-                    "contexts: [{name: t, context: {cluster: c, user: u, namespace: ns1}}]\n",
-                    server.url, pki.ca);
+    kube_test_write_kubeconfig(path, &server, pki.ca, "ns1");
     notice_file = open_memstream(&notices, &notices_len);
     gc_kube_options opts = {.kubeconfig = path, .log = notice_file, .verbose = 1};
     gc_error err;

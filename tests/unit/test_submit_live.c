@@ -13,6 +13,7 @@
 
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "job_test.h"
 #include "kube_test.h"
 #include "run_cli.h"
 
@@ -20,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NS             "default"
-#define JOBSETS        "/apis/jobset.x-k8s.io/v1alpha2/namespaces/" NS "/jobsets"
+#define NS             "ns1"
+#define JOBSETS        JT_JOBSETS
 #define LOCAL_QUEUES   "/apis/kueue.x-k8s.io/v1beta2/namespaces/" NS "/localqueues"
 #define CLUSTER_QUEUES "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
 #define PRIORITIES     "/apis/scheduling.k8s.io/v1/priorityclasses"
@@ -29,42 +30,10 @@
 #define POOL_LABEL     "cloud.google.com/gke-nodepool"
 #define IMAGE          "us-docker.pkg.dev/p/r/jax:1"
 
-static char *tmp;
-static char kubeconfig[512];
-static kube_test_pki pki;
-static kube_test_server server;
-
 static int setup(void **state)
 {
     (void)state;
-    tmp = kube_test_tmpdir();
-    setenv("HOME", tmp, 1);
-    unsetenv("KUBECONFIG");
-    if (!kube_test_make_pki(tmp, &pki) || !kube_test_server_start(&server, &pki, tmp))
-        return -1;
-    snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", tmp);
-    kube_test_write(kubeconfig,
-                    "current-context: t\n"
-                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
-                    "users: [{name: u, user: {token: T}}]\n"
-                    "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
-                    server.url, pki.ca);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_server_stop(&server);
-    kube_test_pki_free(&pki);
-    kube_test_rmtree(tmp);
-    return 0;
-}
-
-static int reset(void **state)
-{
-    (void)state;
-    return kube_test_server_reset(&server) ? 0 : -1;
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
 }
 
 /* The cluster */
@@ -135,26 +104,12 @@ static json_t *v6e_nodes(void)
     return nodes;
 }
 
-static json_t *list_answer(json_t *items)
-{
-    return json_pack("{s:{s:s, s:{}, s:o}}", "json", "kind", "List", "metadata", "items", items);
-}
-
-static void serve(json_t *script)
-{
-    char *text = json_dumps(script, JSON_COMPACT);
-    if (!kube_test_server_script(&server, text))
-        fail_msg("bad script: %s", text);
-    free(text);
-    json_decref(script);
-}
-
 /* Scripts the pre-flight reads: LocalQueues, ClusterQueues and nodes (all stolen). */
 static void serve_cluster(json_t *local_queues, json_t *cluster_queues, json_t *nodes)
 {
-    serve(json_pack("{s:[o], s:[o], s:[o]}", "GET " LOCAL_QUEUES, list_answer(local_queues),
-                    "GET " CLUSTER_QUEUES, list_answer(cluster_queues), "GET " NODES,
-                    list_answer(nodes)));
+    jt_list(LOCAL_QUEUES, "LocalQueueList", local_queues);
+    jt_list(CLUSTER_QUEUES, "ClusterQueueList", cluster_queues);
+    jt_list(NODES, "NodeList", nodes);
 }
 
 /* One LocalQueue on ClusterQueue cluster-queue, whose groups cover `groups` (see
@@ -175,9 +130,7 @@ static void serve_default_cluster(void)
 /* The API server's answer to the POST: 201 with the created object. */
 static void serve_created(const char *name)
 {
-    json_t *created = named(name);
-    json_object_set_new(created, "kind", json_string("JobSet"));
-    serve(json_pack("{s:[{s:i, s:o}]}", "POST " JOBSETS, "status", 201, "json", created));
+    jt_answer("POST " JOBSETS, json_pack("{s:i, s:o}", "status", 201, "json", jt_jobset(name, 2)));
 }
 
 /* The submit */
@@ -201,47 +154,27 @@ typedef struct outcome {
     gc_error err;
     gc_submit_plan plan;
     gc_submit_result result;
-    json_t *warnings; /* the warning events, in order */
     unsigned requests;
 } outcome;
-
-static void record_event(void *ctx, gc_event_kind kind, const char *text)
-{
-    if (kind == GC_EVENT_WARNING)
-        json_array_append_new(ctx, json_string(text));
-}
 
 static void run_submit(outcome *o, const gc_submit_request *r)
 {
     memset(o, 0, sizeof(*o));
-    o->warnings = json_array();
-    gc_events events = {.emit = record_event, .ctx = o->warnings};
     if (gc_submit_prepare(r, &o->plan, &o->err))
         fail_msg("prepare: %s", o->err.message);
-    gc_kube *kube;
-    gc_kube_options opts = {.kubeconfig = kubeconfig};
-    if (gc_kube_open(&opts, &kube, &o->err))
-        fail_msg("%s", o->err.message);
-    o->rc = gc_submit_live(kube, &o->plan, &events, &o->result, &o->err);
+    o->rc = gc_submit_live(jt_kube(), &o->plan, jt_events(), &o->result, &o->err);
     if (!o->rc && o->plan.await_completion)
-        o->rc = gc_submit_await(kube, &o->plan, &events, &o->result, &o->err);
-    o->requests = gc_kube_request_count(kube);
-    gc_kube_close(kube);
+        o->rc = gc_submit_await(jt_kube(), &o->plan, jt_events(), &o->result, &o->err);
+    o->requests = gc_kube_request_count(jt_kube());
 }
 
 static void outcome_free(outcome *o)
 {
     gc_submit_result_free(&o->result);
     gc_submit_plan_free(&o->plan);
-    json_decref(o->warnings);
 }
 
 /* What was sent */
-
-static json_t *requests(void)
-{
-    return kube_test_server_log(&server);
-}
 
 static size_t count_method(const json_t *log, const char *method)
 {
@@ -329,20 +262,19 @@ static void pathways_job_is_created_in_two_round_trips(void **state)
     assert_string_equal(res->queue, "user-queue");
     assert_string_equal(res->compute, "v6e-16");
     assert_int_equal(res->num_slices, 2);
-    assert_true(res->pathways);
-    assert_false(res->headless);
+    assert_int_equal(res->pathways, GC_PATHWAYS_FULL);
     assert_string_equal(res->head_pool, "cpu-np");
     assert_string_equal(res->image, IMAGE);
     assert_false(res->dry_run);
     assert_int_equal(res->warnings.count, 0);
-    assert_int_equal(json_array_size(o.warnings), 0);
+    assert_null(strstr(jt_recorded(), "warning:"));
     assert_int_equal(res->next_count, 2);
     assert_string_equal(res->next[0].command, "gcluster job inspect pw-test");
     assert_string_equal(res->next[1].command, "gcluster job logs pw-test -f");
     assert_false(res->awaited);
 
     /* The pre-flight reads went out together, then one POST: nothing else. */
-    json_t *log = requests();
+    json_t *log = jt_requests();
     assert_int_equal(json_array_size(log), 4);
     assert_int_equal(o.requests, 4);
     assert_int_equal(count_method(log, "GET"), 3);
@@ -375,7 +307,7 @@ static void queue_and_head_pool_come_from_the_cluster(void **state)
     assert_int_equal(o.rc, 0);
     assert_string_equal(o.result.queue, "team-q");
     assert_string_equal(o.result.head_pool, "pathways-np");
-    json_t *log = requests();
+    json_t *log = jt_requests();
     json_t *jobset = posted_jobset(log);
     assert_string_equal(queue_label_of(jobset), "team-q");
     assert_string_equal(head_pool_of(jobset), "pathways-np");
@@ -390,7 +322,7 @@ static void assert_refused(const outcome *o, const char *message)
     assert_int_equal(o->rc, GC_EXIT_USAGE);
     if (!strstr(o->err.message, message))
         fail_msg("\"%s\" does not say \"%s\"", o->err.message, message);
-    json_t *log = requests();
+    json_t *log = jt_requests();
     assert_int_equal(count_method(log, "POST"), 0);
     json_decref(log);
 }
@@ -403,7 +335,7 @@ static void named_queue_must_exist(void **state)
     r.queue = "nope";
     outcome o;
     run_submit(&o, &r);
-    assert_refused(&o, "--queue nope: no such LocalQueue in namespace default (it has: "
+    assert_refused(&o, "--queue nope: no such LocalQueue in namespace ns1 (it has: "
                        "user-queue)");
     outcome_free(&o);
 }
@@ -438,14 +370,14 @@ static void unknown_priority_is_an_error(void **state)
 {
     (void)state;
     serve_default_cluster();
-    serve(json_pack("{s:[o]}", "GET " PRIORITIES, list_answer(json_array())));
+    jt_list(PRIORITIES, "PriorityClassList", json_array());
     gc_submit_request r = pathways_request();
     r.priority = "Urgent";
     outcome o;
     run_submit(&o, &r);
     assert_refused(&o, "--priority urgent: no such PriorityClass in the cluster");
     /* Asked for in the same round trip, by its Kubernetes (lower-case) name. */
-    json_t *log = requests();
+    json_t *log = jt_requests();
     assert_int_equal(json_array_size(log), 4);
     size_t i;
     const json_t *req, *priority = NULL;
@@ -466,22 +398,21 @@ static void name_taken_says_its_age_and_status(void **state)
     serve_default_cluster();
     char created[32];
     kube_test_rfc3339(-2 * 3600 - 60, created);
-    json_t *existing = named("pw-test");
+    json_t *existing = jt_jobset("pw-test", 2);
     json_object_set_new(json_object_get(existing, "metadata"), "creationTimestamp",
                         json_string(created));
-    json_object_set_new(
-        existing, "status",
-        json_pack("{s:[{s:s, s:s}]}", "conditions", "type", "Completed", "status", "True"));
-    serve(json_pack("{s:[{s:i, s:{s:s, s:s, s:s, s:i}}], s:[{s:o}]}", "POST " JOBSETS, "status",
-                    409, "json", "kind", "Status", "reason", "AlreadyExists", "message",
-                    "jobsets.jobset.x-k8s.io \"pw-test\" already exists", "code", 409,
-                    "GET " JOBSETS "/pw-test", "json", existing));
+    jt_condition(existing, "Completed", "AllJobsCompleted", "jobset completed successfully");
+    jt_answer("POST " JOBSETS,
+              json_pack("{s:i, s:{s:s, s:s, s:s, s:i}}", "status", 409, "json", "kind", "Status",
+                        "reason", "AlreadyExists", "message",
+                        "jobsets.jobset.x-k8s.io \"pw-test\" already exists", "code", 409));
+    jt_get(JOBSETS "/pw-test", existing);
     gc_submit_request r = pathways_request();
     outcome o;
     run_submit(&o, &r);
     assert_int_equal(o.rc, GC_EXIT_USAGE);
     assert_non_null(strstr(o.err.message, "a job named pw-test already exists in namespace "
-                                          "default (created 2h ago, Succeeded)"));
+                                          "ns1 (created 2h ago, Succeeded)"));
     assert_non_null(strstr(o.err.message, "gcluster job cancel pw-test"));
     outcome_free(&o);
 }
@@ -511,7 +442,7 @@ static void server_dry_run_sends_dry_run_all(void **state)
     assert_int_equal(o.rc, 0);
     assert_true(o.result.dry_run);
     assert_int_equal(o.result.next_count, 0);
-    json_t *log = requests();
+    json_t *log = jt_requests();
     const json_t *post = json_array_get(log, json_array_size(log) - 1);
     assert_string_equal(json_string_value(json_object_get(post, "method")), "POST");
     assert_string_equal(param(post, "dryRun"), "All");
@@ -538,10 +469,10 @@ static void warnings_are_sent_and_kept(void **state)
     assert_non_null(strstr(o.result.warnings.items[1],
                            "the cluster has 4 tpu-v6e-slice hosts with topology 4x4, and this job "
                            "needs 8 (2 slices x 4): it will wait for capacity"));
-    assert_int_equal(json_array_size(o.warnings), 2);
-    for (size_t i = 0; i < 2; i++)
-        assert_string_equal(json_string_value(json_array_get(o.warnings, i)),
-                            o.result.warnings.items[i]);
+    char *sent = gc_xasprintf("warning: %s\nwarning: %s\n", o.result.warnings.items[0],
+                              o.result.warnings.items[1]);
+    assert_string_equal(jt_recorded(), sent);
+    free(sent);
     outcome_free(&o);
 }
 
@@ -561,7 +492,7 @@ static void compute_is_refined_by_the_nodes(void **state)
     assert_int_equal(o.rc, 0);
     assert_string_equal(o.plan.workload.compute.machine_type, "ct6e-standard-8t");
     assert_int_equal(o.plan.workload.nodes_per_slice, 1);
-    json_t *log = requests();
+    json_t *log = jt_requests();
     json_t *jobset = posted_jobset(log);
     const json_t *worker = replicated_job(jobset, "worker");
     assert_int_equal(
@@ -598,7 +529,7 @@ static void pending_compute_is_resolved_by_the_nodes(void **state)
     assert_int_equal(o.rc, 0);
     assert_false(o.plan.compute.pending);
     assert_string_equal(o.result.compute, "tpu7x-16");
-    json_t *log = requests();
+    json_t *log = jt_requests();
     json_t *jobset = posted_jobset(log);
     assert_string_equal(
         json_string_value(json_object_get(
@@ -616,11 +547,9 @@ static void await_returns_the_final_status(void **state)
     (void)state;
     serve_default_cluster();
     serve_created("pw-test");
-    json_t *done = named("pw-test");
-    json_object_set_new(
-        done, "status",
-        json_pack("{s:[{s:s, s:s}]}", "conditions", "type", "Completed", "status", "True"));
-    serve(json_pack("{s:[o]}", "GET " JOBSETS, list_answer(json_pack("[o]", done))));
+    json_t *done = jt_jobset("pw-test", 2);
+    jt_condition(done, "Completed", "AllJobsCompleted", "jobset completed successfully");
+    jt_list(JOBSETS, "JobSetList", json_pack("[o]", done));
     gc_submit_request r = pathways_request();
     r.await_completion = true;
     r.timeout = "90s";
@@ -630,7 +559,7 @@ static void await_returns_the_final_status(void **state)
     assert_int_equal(o.plan.timeout_seconds, 90);
     assert_true(o.result.awaited);
     assert_int_equal(o.result.final.phase, GC_JOB_SUCCEEDED);
-    json_t *log = requests();
+    json_t *log = jt_requests();
     const json_t *watch = json_array_get(log, json_array_size(log) - 1);
     assert_string_equal(json_string_value(json_object_get(watch, "path")), JOBSETS);
     assert_string_equal(param(watch, "fieldSelector"), "metadata.name=pw-test");
@@ -646,7 +575,7 @@ static void run_gcluster(cli_result *res, const char *const *extra)
     const char *argv[64] = {"job",
                             "submit",
                             "--kubeconfig",
-                            kubeconfig,
+                            jt_kubeconfig(),
                             "--name",
                             "pw-test",
                             "--compute-type",
@@ -660,10 +589,7 @@ static void run_gcluster(cli_result *res, const char *const *extra)
     for (size_t i = 0; extra[i]; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    char home[600];
-    snprintf(home, sizeof(home), "HOME=%s", tmp);
-    const char *env[] = {home, NULL};
-    run_cli(res, argv, env);
+    run_cli(res, argv, NULL); /* HOME is the test's own (jt_start) */
 }
 
 static void text_output_names_the_job_and_the_next_commands(void **state)
@@ -675,7 +601,7 @@ static void text_output_names_the_job_and_the_next_commands(void **state)
     run_gcluster(&res, (const char *[]){"--command", "python train.py", "--image", IMAGE, NULL});
     assert_int_equal(res.exit_code, 0);
     assert_string_equal(res.out.data,
-                        "Created Pathways job pw-test in namespace default, queued on user-queue "
+                        "Created Pathways job pw-test in namespace ns1, queued on user-queue "
                         "(v6e-16 x2).\n"
                         "  gcluster job inspect pw-test\n"
                         "  gcluster job logs pw-test -f\n");
@@ -693,7 +619,7 @@ static void headless_text_output_says_how_to_reach_the_proxy(void **state)
     assert_int_equal(res.exit_code, 0);
     assert_string_equal(
         res.out.data,
-        "Created headless Pathways job pw-test in namespace default, queued on user-queue "
+        "Created headless Pathways job pw-test in namespace ns1, queued on user-queue "
         "(v6e-16 x2).\n"
         "  gcluster job inspect pw-test\n"
         "  gcluster job logs pw-test -f                 # the IFRT proxy\n"
@@ -762,7 +688,7 @@ static void dry_run_out_json_is_the_jobset(void **state)
     assert_string_equal(queue_label_of(doc), "user-queue");
     assert_string_equal(head_pool_of(doc), "cpu-np");
     json_decref(doc);
-    json_t *log = requests();
+    json_t *log = jt_requests();
     assert_int_equal(json_array_size(log), 0); /* offline: nothing contacted */
     json_decref(log);
     cli_result_free(&res);
@@ -796,35 +722,42 @@ static void bad_input_is_refused_before_anything_is_sent(void **state)
         assert_int_equal(res.exit_code, GC_EXIT_USAGE);
         if (!strstr(res.err.data, cases[i].message))
             fail_msg("case %zu: \"%s\" does not say \"%s\"", i, res.err.data, cases[i].message);
-        json_t *log = requests();
+        json_t *log = jt_requests();
         assert_int_equal(json_array_size(log), 0);
         json_decref(log);
         cli_result_free(&res);
-        assert_true(kube_test_server_reset(&server));
     }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(pathways_job_is_created_in_two_round_trips, reset),
-        cmocka_unit_test_setup(queue_and_head_pool_come_from_the_cluster, reset),
-        cmocka_unit_test_setup(named_queue_must_exist, reset),
-        cmocka_unit_test_setup(several_queues_without_user_queue_need_a_choice, reset),
-        cmocka_unit_test_setup(no_head_pool_is_an_error, reset),
-        cmocka_unit_test_setup(unknown_priority_is_an_error, reset),
-        cmocka_unit_test_setup(name_taken_says_its_age_and_status, reset),
-        cmocka_unit_test_setup(missing_jobset_crd_names_the_fix, reset),
-        cmocka_unit_test_setup(server_dry_run_sends_dry_run_all, reset),
-        cmocka_unit_test_setup(warnings_are_sent_and_kept, reset),
-        cmocka_unit_test_setup(compute_is_refined_by_the_nodes, reset),
-        cmocka_unit_test_setup(pending_compute_is_resolved_by_the_nodes, reset),
-        cmocka_unit_test_setup(await_returns_the_final_status, reset),
-        cmocka_unit_test_setup(text_output_names_the_job_and_the_next_commands, reset),
-        cmocka_unit_test_setup(headless_text_output_says_how_to_reach_the_proxy, reset),
-        cmocka_unit_test_setup(json_output_follows_the_documented_schema, reset),
-        cmocka_unit_test_setup(dry_run_out_json_is_the_jobset, reset),
-        cmocka_unit_test_setup(bad_input_is_refused_before_anything_is_sent, reset),
+        cmocka_unit_test_setup_teardown(pathways_job_is_created_in_two_round_trips, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(queue_and_head_pool_come_from_the_cluster, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(named_queue_must_exist, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(several_queues_without_user_queue_need_a_choice, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(no_head_pool_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(unknown_priority_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(name_taken_says_its_age_and_status, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(missing_jobset_crd_names_the_fix, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(server_dry_run_sends_dry_run_all, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(warnings_are_sent_and_kept, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(compute_is_refined_by_the_nodes, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(pending_compute_is_resolved_by_the_nodes, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(await_returns_the_final_status, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(text_output_names_the_job_and_the_next_commands, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(headless_text_output_says_how_to_reach_the_proxy, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(json_output_follows_the_documented_schema, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(dry_run_out_json_is_the_jobset, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(bad_input_is_refused_before_anything_is_sent, jt_open,
+                                        jt_close),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, jt_stop);
 }

@@ -344,6 +344,17 @@ static char *control(kube_test_server *s, const char *method, const char *path, 
     return gc_buf_detach(&out);
 }
 
+void kube_test_write_kubeconfig(const char *path, const kube_test_server *s, const char *ca,
+                                const char *ns)
+{
+    kube_test_write(path,
+                    "current-context: t\n"
+                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
+                    "users: [{name: u, user: {token: tok}}]\n"
+                    "contexts: [{name: t, context: {cluster: c, user: u%s%s}}]\n",
+                    s->url, ca, ns ? ", namespace: " : "", ns ? ns : "");
+}
+
 bool kube_test_server_script(kube_test_server *s, const char *json)
 {
     char *r = control(s, "POST", "/_test/script", json);

@@ -52,6 +52,10 @@ bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki
 #define kube_test_server_start(s, pki, dir)                                                        \
     kube_test_server_start_script(s, pki, dir, GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py")
 void kube_test_server_stop(kube_test_server *s);
+/* Writes a kubeconfig whose current context talks to `s` (trusting `ca`) with token "tok", in
+ * namespace `ns` (NULL: none set). */
+void kube_test_write_kubeconfig(const char *path, const kube_test_server *s, const char *ca,
+                                const char *ns);
 /* Queues answers: `json` maps "METHOD /path" to a list of answers (see test_server.py). */
 bool kube_test_server_script(kube_test_server *s, const char *json);
 /* The same, with ' written for " so scripts in C strings stay readable. */
