@@ -133,6 +133,7 @@ typedef struct gc_deploy_pool {
     long nodes;           /* the nodes the cluster has in it; -1 when the pool is missing */
     char *create_command; /* missing: the gcloud command that creates it, as one shell line */
     bool created;         /* missing, and that command ran and succeeded (--create-node-pools) */
+    char *output;         /* what the command printed when it ran (stderr, then stdout) */
 } gc_deploy_pool;
 
 typedef enum gc_apply_outcome {

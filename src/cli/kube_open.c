@@ -15,7 +15,7 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
         .project = g->project,
         .ns = g->ns,
         .verbose = g->verbose,
-        .log = stderr,
+        .events = cli_events(),
         .allow_gcloud = true,
     };
     if (g->location && !g->cluster && !g->context)

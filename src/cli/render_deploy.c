@@ -3,6 +3,8 @@
  */
 #include "cli/render.h"
 
+#include <string.h>
+
 static const char *or_unknown(const char *s)
 {
     return s ? s : "?";
@@ -58,6 +60,16 @@ static void render_objects(FILE *out, const gc_deploy_report *r)
     }
 }
 
+/* What a command printed, indented under it. */
+static void render_output(FILE *out, const char *output)
+{
+    for (const char *line = output; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        fprintf(out, "    %.*s\n", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+}
+
 static void render_missing_pools(FILE *out, const gc_deploy_report *r)
 {
     size_t count = 0;
@@ -67,9 +79,12 @@ static void render_missing_pools(FILE *out, const gc_deploy_report *r)
         return;
     fprintf(out, "\n%s node pool%s missing; %s:\n", count == 1 ? "One" : "Some",
             count == 1 ? " is" : "s are", r->create_node_pools ? "creating" : "create with");
-    for (size_t i = 0; i < r->pool_count; i++)
-        if (r->pools[i].nodes < 0)
-            fprintf(out, "  %s\n", r->pools[i].create_command);
+    for (size_t i = 0; i < r->pool_count; i++) {
+        if (r->pools[i].nodes >= 0)
+            continue;
+        fprintf(out, "  %s\n", r->pools[i].create_command);
+        render_output(out, r->pools[i].output);
+    }
     if (!r->create_node_pools)
         fprintf(out, "(or run gcluster deploy again with --create-node-pools)\n");
 }
@@ -113,11 +128,13 @@ static json_t *pools_json(const gc_deploy_report *r)
     json_t *pools = json_array();
     for (size_t i = 0; i < r->pool_count; i++) {
         const gc_deploy_pool *p = &r->pools[i];
-        json_array_append_new(
-            pools, json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:b}", "name", p->name, "machine_type",
-                             p->machine_type, "size", p->size, "present", p->nodes >= 0, "nodes",
-                             p->nodes >= 0 ? json_integer(p->nodes) : json_null(), "create_command",
-                             cli_json_text(p->create_command), "created", p->created));
+        json_array_append_new(pools,
+                              json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:b, s:o}", "name", p->name,
+                                        "machine_type", p->machine_type, "size", p->size, "present",
+                                        p->nodes >= 0, "nodes",
+                                        p->nodes >= 0 ? json_integer(p->nodes) : json_null(),
+                                        "create_command", cli_json_text(p->create_command),
+                                        "created", p->created, "output", cli_json_text(p->output)));
     }
     return pools;
 }

@@ -10,14 +10,13 @@
 #include "gcluster/deploy.h"
 
 #include "gcluster/kube.h"
+#include "gcluster/process.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #define FIELD_MANAGER        "gcluster"
@@ -27,8 +26,9 @@
 #define KUEUE_DEFAULT        "v0.17.1"
 #define JOBSET_DEFAULT       "v0.11.1"
 #define ACTIVE_WAIT_ATTEMPTS 40 /* x 250 ms: Kueue marks a new ClusterQueue Active in ~1 s */
-
-extern char **environ;
+/* Creating a multi-host TPU pool takes GKE minutes, sometimes tens of them. */
+#define NODE_POOL_CREATE_TIMEOUT_MS (60 * 60 * 1000)
+#define GCLOUD_OUTPUT_MAX           (1u << 20)
 
 /* Node pools */
 
@@ -114,25 +114,33 @@ static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, co
     return 0;
 }
 
-static int run_gcloud(char **argv, gc_error *err)
+/* Runs one `gcloud container node-pools create` (argv[4] names the pool). What gcloud printed
+ * (its progress on stderr, then its stdout) is appended to `output` for the caller to show. */
+static int run_gcloud(char **argv, gc_buf *output, gc_error *err)
 {
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-    int status = 0;
-    if (!rc)
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    if (rc)
+    gc_process p = {.argv = argv,
+                    .timeout_ms = NODE_POOL_CREATE_TIMEOUT_MS,
+                    .max_stdout = GCLOUD_OUTPUT_MAX,
+                    .max_stderr = GCLOUD_OUTPUT_MAX};
+    gc_process_result r;
+    int rc = gc_process_run(&p, &r, err);
+    gc_buf_append(output, r.err.data, r.err.len);
+    gc_buf_append(output, r.out.data, r.out.len);
+    char how[256];
+    gc_process_describe(&r, &p, how, sizeof(how));
+    if (!rc && r.exec_errno) {
         rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "cannot run gcloud (%s); install the Google Cloud CLI or run the command "
-                     "above yourself",
-                     strerror(rc));
-    else if (!WIFEXITED(status) || WEXITSTATUS(status))
+                     "gcloud %s; install the Google Cloud CLI or run the command above yourself",
+                     how);
+    } else if (!rc && !gc_process_succeeded(&r)) {
+        if (!r.signal && !r.too_much_output)
+            snprintf(how, sizeof(how), "exit status %d", r.exit_status);
         rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "gcloud failed (%s %d) creating node pool %s; its output is above. Fix the "
+                     "gcloud failed (%s) creating node pool %s; its output is above. Fix the "
                      "cause and run gcluster deploy again (existing pools are skipped)",
-                     WIFEXITED(status) ? "exit status" : "signal",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), argv[4]);
+                     how, argv[4]);
+    }
+    gc_process_result_free(&r);
     return rc;
 }
 
@@ -147,7 +155,10 @@ static int create_missing_pools(deploy_run *d, const gc_pool_spec *pools, const 
             continue;
         gc_notice(d->ev, "running %s", p->create_command);
         char **argv = gc_pool_create_argv(&pools[i], t->project, t->cluster, t->location, t->zone);
-        int rc = run_gcloud(argv, err);
+        gc_buf output;
+        gc_buf_init(&output);
+        int rc = run_gcloud(argv, &output, err);
+        p->output = gc_buf_detach(&output);
         gc_argv_free(argv);
         if (rc)
             return rc;
@@ -522,6 +533,7 @@ void gc_deploy_report_free(gc_deploy_report *report)
         free(p->machine_type);
         free(p->size);
         free(p->create_command);
+        free(p->output);
     }
     free(report->pools);
     free(report->kueue_api);

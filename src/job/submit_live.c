@@ -254,10 +254,12 @@ static int create_jobset(gc_kube *kube, const gc_submit_plan *plan, gc_error *er
 
 /* --base-image: build and push before the JobSet names the image. The content tag makes this a
  * no-op when the same context was pushed before. */
-static int push_image(const gc_submit_plan *plan, gc_error *err)
+static int push_image(const gc_submit_plan *plan, const gc_events *ev, gc_error *err)
 {
+    gc_image_build build = plan->image_build;
+    build.events = ev;
     char *pushed = NULL;
-    int rc = gc_image_build_push(&plan->image_build, &pushed, err);
+    int rc = gc_image_build_push(&build, &pushed, err);
     if (!rc && strcmp(pushed, plan->workload.image) != 0)
         rc = gc_fail(err, GC_EXIT_RUNTIME, "pushed %s, but the manifest names %s", pushed,
                      plan->workload.image);
@@ -328,7 +330,7 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
         rc = apply_cluster_facts(&s, &f, err);
     job_cluster_facts_free(&f);
     if (!rc && plan->build_image && plan->mode == GC_SUBMIT_CREATE)
-        rc = push_image(plan, err);
+        rc = push_image(plan, ev, err);
     if (!rc)
         rc = create_jobset(kube, plan, err);
     if (!rc)

@@ -332,14 +332,18 @@ static void plan_changes_nothing_and_says_what_would(void **state)
     outcome_free(&o);
 }
 
-/* A gcloud on PATH that records its arguments and exits with `code`. */
+/* A gcloud on PATH that records its arguments, says what it does on stderr, its exit code on
+ * stdout, and exits with `code`. */
 static char *install_fake_gcloud(int code, char **record)
 {
     char *dir = gc_xasprintf("%s/bin-%d", tmp, code);
     mkdir(dir, 0755);
     *record = gc_xasprintf("%s/calls", dir);
     char *script = gc_xasprintf("%s/gcloud", dir);
-    kube_test_write(script, "#!/bin/sh\necho \"$@\" >> '%s'\nexit %d\n", *record, code);
+    kube_test_write(script,
+                    "#!/bin/sh\necho \"$@\" >> '%s'\necho \"Creating node pool $4...\" >&2\n"
+                    "echo \"exit %d\"\nexit %d\n",
+                    *record, code, code);
     chmod(script, 0755);
     free(script);
     char *old_path = gc_xstrdup(getenv("PATH"));
@@ -372,6 +376,10 @@ static void create_node_pools_runs_gcloud_for_the_missing_ones(void **state)
     free(want);
     assert_non_null(strstr(o.events.data, "running gcloud container node-pools create "
                                           "tpu-v6e-np-1"));
+    /* What gcloud printed is in the report, stderr first. */
+    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
+                        "Creating node pool tpu-v6e-np-1...\nexit 0\n");
+    assert_null(find_pool(&o.report, "tpu-v6e-np-0")->output);
     free(calls);
     outcome_free(&o);
 
@@ -386,6 +394,8 @@ static void create_node_pools_runs_gcloud_for_the_missing_ones(void **state)
     assert_non_null(strstr(o.err.message, "gcloud failed (exit status 7) creating node pool "
                                           "tpu-v6e-np-1"));
     assert_false(find_pool(&o.report, "tpu-v6e-np-1")->created);
+    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
+                        "Creating node pool tpu-v6e-np-1...\nexit 7\n");
     outcome_free(&o);
     free(record);
     free(old_path);
@@ -473,6 +483,8 @@ static void json_report_follows_the_documented_schema(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(missing, "create_command")),
                            "gcloud container node-pools create tpu-v6e-np-1"));
     assert_true(json_is_false(json_object_get(missing, "created")));
+    assert_true(json_is_null(json_object_get(missing, "output"))); /* not run */
+    assert_int_equal(json_object_size(missing), 8);
     assert_string_equal(json_string_value(json_object_get(doc, "kueue_api")),
                         "kueue.x-k8s.io/v1beta2");
     const json_t *objects = json_object_get(doc, "kueue_objects");
