@@ -678,7 +678,11 @@ static void test_request_timeout(void **state)
     client c;
     connect_client(&c, (setup_opts){.request_timeout = 1});
     assert_int_equal(gc_kube_get(c.k, "/slow", NULL, NULL, &c.err), GC_EXIT_RUNTIME);
+    /* curl's time limit ended the request (the server held it for 5 s), and it was not sent
+     * again. */
     assert_true(kube_test_contains(c.err.message, "no answer from the API server"));
+    assert_true(kube_test_contains(c.err.message, "in time"));
+    assert_int_equal(gc_kube_request_count(c.k), 1);
     disconnect(&c);
 }
 
