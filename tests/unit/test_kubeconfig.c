@@ -1,5 +1,5 @@
 /*
- * kubeconfig reading, merging and cluster selection (SPEC §2), including malformed files.
+ * kubeconfig reading, merging and cluster selection, including malformed files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
