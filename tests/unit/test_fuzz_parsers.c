@@ -171,6 +171,38 @@ static size_t occurrences(const char *data, size_t len, const char *needle)
     return n;
 }
 
+/* Where `a` and `b` first differ: appends the path to it (".key", "[index]") to `path` and points
+ * *x and *y at the two values there. False if they are equal. */
+static bool first_difference(const json_t *a, const json_t *b, gc_buf *path, const json_t **x,
+                             const json_t **y)
+{
+    if (json_equal((json_t *)a, (json_t *)b))
+        return false;
+    *x = a;
+    *y = b;
+    if (json_is_object(a) && json_is_object(b) && json_object_size(a) == json_object_size(b)) {
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)a, key, value)
+        {
+            if (json_equal((json_t *)value, json_object_get(b, key)))
+                continue;
+            gc_buf_printf(path, ".%s", key);
+            first_difference(value, json_object_get(b, key), path, x, y);
+            break;
+        }
+    } else if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            if (json_equal(json_array_get(a, i), json_array_get(b, i)))
+                continue;
+            gc_buf_printf(path, "[%zu]", i);
+            first_difference(json_array_get(a, i), json_array_get(b, i), path, x, y);
+            break;
+        }
+    }
+    return true;
+}
+
 /* `doc` emitted as YAML must load back as an equal value: same types, same keys, same values. */
 static void assert_round_trip(const json_t *doc, const char *what)
 {
@@ -182,12 +214,16 @@ static void assert_round_trip(const json_t *doc, const char *what)
     gc_yaml_doc back;
     if (gc_yaml_load(yaml.data, yaml.len, "emitted", &back, &err))
         fail_msg("%s: emitted YAML does not load: %s\n%s", what, err.message, yaml.data);
-    const json_t *again = gc_yaml_root(&back);
-    if (!again || !json_equal((json_t *)doc, (json_t *)again)) {
-        char *want = json_dumps(doc, JSON_ENCODE_ANY | JSON_COMPACT);
-        fail_msg("%s: emitted and read back, the value changed\nbefore: %s\nYAML:\n%s", what, want,
-                 yaml.data);
+    gc_buf where;
+    gc_buf_init(&where);
+    const json_t *before, *after;
+    if (first_difference(doc, gc_yaml_root(&back), &where, &before, &after)) {
+        char *was = json_dumps(before, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *is = after ? json_dumps(after, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        fail_msg("%s: emitted as YAML and read back, the value at \"%s\" changed from %s to %s",
+                 what, where.data, was, is ? is : "nothing");
     }
+    gc_buf_free(&where);
     gc_yaml_doc_free(&back);
     gc_buf_free(&yaml);
 }
@@ -281,12 +317,13 @@ static bool check_template(const gc_buf *input)
     /* No variable value holds "${" or "%{", so in a rendering every one of them comes from a
      * literal $${ or %%{: a reference left unreplaced, or a directive passed through, shows as
      * one too many. */
-    if (!rc &&
-        (occurrences(out.data, out.len, "${") != occurrences(input->data, input->len, "$${") ||
-         occurrences(out.data, out.len, "%{") != occurrences(input->data, input->len, "%%{")))
-        fail_msg(
-            "template accepted, but its rendering keeps a reference:\n%.*s\n--- became ---\n%s",
-            (int)input->len, input->data, out.data);
+    size_t refs = occurrences(out.data, out.len, "${"), dirs = occurrences(out.data, out.len, "%{");
+    size_t ref_escapes = occurrences(input->data, input->len, "$${");
+    size_t dir_escapes = occurrences(input->data, input->len, "%%{");
+    if (!rc && (refs != ref_escapes || dirs != dir_escapes))
+        fail_msg("template accepted, but its rendering has %zu \"${\" and %zu \"%%{\" for %zu $${ "
+                 "and %zu %%%%{ in the input; it begins:\n%.300s",
+                 refs, dirs, ref_escapes, dir_escapes, out.data);
     gc_buf_free(&out);
     return rc == 0;
 }

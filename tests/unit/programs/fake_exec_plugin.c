@@ -9,7 +9,8 @@
  *   --count-file=PATH  --token-prefix=STR  --expires-in=SECONDS (omitted: no expiry)
  *   --expect-api-version=V  --expect-interactive=true|false  --dump=PATH
  *   --cert-file=PATH --key-file=PATH   (for --mode=cert)
- *   --pid-file=PATH    write the plugin's process id there first (to see it was stopped)
+ *   --pid-file=PATH    write the plugin's process id there first, and "finished" when it ends
+ *                      on its own (so a test can tell it was stopped)
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -217,5 +218,10 @@ int main(int argc, char **argv)
     if (!rc)
         rc = run(&o, info, count, argc, argv);
     json_decref(info);
+    pid_file = o.pid_file ? fopen(o.pid_file, "a") : NULL;
+    if (pid_file) {
+        fputs("finished\n", pid_file);
+        fclose(pid_file);
+    }
     return rc;
 }
