@@ -1,4 +1,4 @@
-"""`gcluster deploy` against the local control plane (SPEC §6).
+"""`gcluster deploy` against the local control plane.
 
 The module starts from a cluster without any Kueue configuration (the minimal one testenv/up
 applies is removed), lets deploy create it from the example blueprint, and checks that the real

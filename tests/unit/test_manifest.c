@@ -1,6 +1,6 @@
 /*
- * The Pathways and ordinary JobSets, checked field by field against SPEC §4 on the parsed YAML
- * output (so the emitter is part of every check), plus the round-trip property: any --command
+ * The Pathways and ordinary JobSets, checked field by field on the parsed YAML output
+ * (so the emitter is part of every check), plus the round-trip property: any --command
  * comes back byte for byte.
  */
 #include "gcluster/emit.h"
