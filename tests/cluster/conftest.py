@@ -174,6 +174,19 @@ def testenv():
             _run_testenv("down", state_dir, 120)
 
 
+def older_releases():
+    """The settings that start an environment on the older JobSet and Kueue releases pinned in
+    testenv/versions.env, and how to name them ("JobSet v0.8.0, Kueue v0.14.0")."""
+    pins = {}
+    for line in (TESTENV / "versions.env").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.startswith("#"):
+            pins[key.strip()] = value.strip()
+    jobset, kueue = pins["OLD_JOBSET_VERSION"], pins["OLD_KUEUE_VERSION"]
+    return ({"GCLUSTER_TESTENV_JOBSET_VERSION": jobset, "GCLUSTER_TESTENV_KUEUE_VERSION": kueue},
+            f"JobSet {jobset}, Kueue {kueue}")
+
+
 @contextlib.contextmanager
 def another_testenv(name, **settings):
     """A second environment for this session, started with GCLUSTER_TESTENV_* settings (e.g.
