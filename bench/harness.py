@@ -58,15 +58,38 @@ def _command_name(argv):
     return " ".join(str(a) for a in argv[:4])
 
 
+def wait_with_watchdog(proc, timeout):
+    """Blocks in wait() until proc ends, killing it after `timeout` seconds. A blocking wait
+    returns as soon as the child exits; subprocess.run(timeout=...) and Popen.wait(timeout=...)
+    poll instead, sleeping in steps that double up to 50 ms, which rounds every short time up to
+    the next step (`sleep 0.07` measured 118 ms)."""
+    fired = threading.Event()
+
+    def kill():
+        fired.set()
+        proc.kill()
+
+    watchdog = threading.Timer(timeout, kill)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        proc.wait()
+    finally:
+        watchdog.cancel()
+    return not fired.is_set()
+
+
 def run_timed(argv, env, cwd=None, check=True, timeout=600):
     """Runs argv to completion with its output discarded; returns its Sample."""
     with tempfile.NamedTemporaryFile(prefix="bench-time-") as report:
         errors = tempfile.TemporaryFile()
         t0 = time.perf_counter()
-        proc = subprocess.run([TIME, "-v", "-o", report.name, *map(str, argv)], env=env, cwd=cwd,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                              timeout=timeout)
+        proc = subprocess.Popen([TIME, "-v", "-o", report.name, *map(str, argv)], env=env, cwd=cwd,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+        finished = wait_with_watchdog(proc, timeout)
         seconds = time.perf_counter() - t0
+        if not finished:
+            raise BenchError(f"`{_command_name(argv)} ...` did not finish in {timeout}s")
         rss, _ = _parse_time_report(report.name)
     if check and proc.returncode != 0:
         errors.seek(0)
@@ -119,7 +142,7 @@ def run_until_lines(argv, env, want_lines, timeout):
             _stop_child_of(proc.pid)
             while os.read(fd, 1 << 17):  # let it exit instead of blocking on a full pipe
                 pass
-            proc.wait(timeout=30)
+            wait_with_watchdog(proc, 30)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -204,8 +227,8 @@ def api_time(tool, argvs, env):
                 if m := REQUEST_TIME[tool].search(line):
                     end = time.monotonic()
                     intervals.append((end - int(m.group(1)) / 1000, end))
-            proc.wait()
             watchdog.cancel()
+            wait_with_watchdog(proc, 60)
         requests += len(intervals)
         seconds += covered_seconds(intervals)
     return {"requests": requests, "seconds": seconds}

@@ -1,8 +1,9 @@
 /*
  * gc_buf: a growable, always NUL-terminated byte string (in the spirit of redis' sds).
  *
- * Out-of-memory aborts the process (see gc_xmalloc): a CLI that cannot allocate a few KiB has no
- * useful way to continue, and checking every append would hide the logic that matters.
+ * Out-of-memory ends the process through gc_fatal (see gc_xmalloc): a CLI that cannot allocate a
+ * few KiB has no useful way to continue, and checking every append would hide the logic that
+ * matters.
  */
 #ifndef GCLUSTER_BUF_H
 #define GCLUSTER_BUF_H

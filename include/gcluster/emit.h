@@ -55,6 +55,7 @@ typedef struct gc_yaml_doc {
  * floats; everything else is a string); quoted scalars are strings. Anchors and aliases are
  * supported. Errors carry "<name>:<line>:<column>: <problem>". */
 int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *doc, gc_error *err);
+/* The same for a file (at most 16 MiB); an unreadable file is a usage error naming it. */
 int gc_yaml_load_file(const char *path, gc_yaml_doc *doc, gc_error *err);
 void gc_yaml_doc_free(gc_yaml_doc *doc);
 

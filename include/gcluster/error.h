@@ -38,4 +38,12 @@ void gc_error_prefix(gc_error *err, const char *fmt, ...) __attribute__((format(
 /* Clears `err` so it can be reused. */
 void gc_error_clear(gc_error *err);
 
+/* The few failures no caller can handle (out of memory, a broken libcrypto) end the process
+ * through gc_fatal: it hands the message to the handler the program installed (the CLI's
+ * prints it), and aborts when the handler returns or none is installed. A library without a
+ * terminal has nowhere to say it, so by default it just aborts. */
+typedef void (*gc_fatal_fn)(const char *message);
+void gc_fatal_set_handler(gc_fatal_fn handler);
+_Noreturn void gc_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

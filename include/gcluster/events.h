@@ -13,6 +13,8 @@
 #ifndef GCLUSTER_EVENTS_H
 #define GCLUSTER_EVENTS_H
 
+#include <stdarg.h>
+
 typedef enum gc_event_kind {
     GC_EVENT_TRACE,        /* -v: one request or response line, credentials already redacted */
     GC_EVENT_NOTICE,       /* done on the user's behalf: "running gcloud ...", "reconnecting" */
@@ -29,6 +31,9 @@ typedef struct gc_events {
 /* Formats the text and hands it to ev->emit (nothing happens when ev or ev->emit is NULL). */
 void gc_event(const gc_events *ev, gc_event_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for a caller that has a va_list (a wrapper with its own conditions). */
+void gc_eventv(const gc_events *ev, gc_event_kind kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #define gc_warn(ev, ...)     gc_event((ev), GC_EVENT_WARNING, __VA_ARGS__)
 #define gc_notice(ev, ...)   gc_event((ev), GC_EVENT_NOTICE, __VA_ARGS__)

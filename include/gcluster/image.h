@@ -12,9 +12,9 @@
 #define GCLUSTER_IMAGE_H
 
 #include "gcluster/error.h"
+#include "gcluster/events.h"
 
 #include <stdbool.h>
-#include <stdio.h>
 
 typedef struct gc_image_build {
     /* "python:3.11-slim", "us-docker.pkg.dev/p/r/img:tag", "...@sha256:.." */
@@ -23,8 +23,9 @@ typedef struct gc_image_build {
     const char *platform;    /* "linux/amd64" (selects from a multi-platform base index) */
     /* where to push, without tag: "us-central1-docker.pkg.dev/p/r/alice-runner" */
     const char *repository;
-    int verbose; /* trace registry requests to `log` (credentials redacted) */
-    FILE *log;   /* progress and traces; NULL = stderr */
+    int verbose; /* trace registry requests (credentials redacted) */
+    /* Progress notices ("pushing layer ..."), warnings and traces; NULL: dropped. */
+    const gc_events *events;
 } gc_image_build;
 
 /* The repository images are pushed to: $GCLUSTER_IMAGE_REPO as a repository name under

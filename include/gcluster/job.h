@@ -1,9 +1,12 @@
 /*
  * job: the workload commands, joining the catalog, the manifest builders and the kube client.
  *
- * A submit starts from a gc_submit_request (what the user typed, as strings), which
- * gc_submit_prepare() validates completely (SPEC §3: every check that needs no cluster) and
- * resolves into a gc_workload. Nothing is sent to a cluster before that succeeds.
+ * A submit is a pipeline of types. The flags fill a gc_submit_request (what the user typed);
+ * gc_submit_prepare() validates it completely without a cluster and resolves it, every value
+ * parsed once, into a gc_submit_plan (the workload, what to do with it, how long to wait).
+ * Nothing is sent to a cluster before that succeeds. gc_submit_live() then refines the plan
+ * once by the cluster's facts (its LocalQueues, node pools and TPU nodes), creates the JobSet
+ * and returns a gc_submit_result; gc_submit_await() follows the job to its end.
  */
 #ifndef GCLUSTER_JOB_H
 #define GCLUSTER_JOB_H
@@ -11,6 +14,7 @@
 #include "gcluster/buf.h"
 #include "gcluster/catalog.h"
 #include "gcluster/error.h"
+#include "gcluster/events.h"
 #include "gcluster/image.h"
 #include "gcluster/manifest.h"
 
@@ -21,7 +25,7 @@
 
 #define GC_REQUEST_LIST_MAX 64
 
-/* `job submit` flags, as typed (SPEC §3; Google's gcluster names and short forms). */
+/* `job submit` flags, as typed (Google's gcluster names and short forms). */
 typedef struct gc_submit_request {
     const char *name;
     const char *image;
@@ -81,15 +85,54 @@ typedef struct gc_submit_request {
 /* Google's defaults for the numeric and duration flags. */
 void gc_submit_request_defaults(gc_submit_request *r);
 
-/* The image build --base-image/--build-context ask for (platform defaulted to linux/amd64); the
- * caller frees build->repository. Only valid after gc_submit_prepare succeeded. */
-int gc_submit_image_build(const gc_submit_request *r, gc_image_build *build, gc_error *err);
+/* What a submit does with its workload. */
+typedef enum gc_submit_mode {
+    GC_SUBMIT_CREATE,         /* create the JobSet */
+    GC_SUBMIT_SERVER_DRY_RUN, /* --dry-run=server: the cluster validates it, nothing is stored */
+    GC_SUBMIT_OFFLINE,        /* --dry-run-out, --dry-run=client: the manifest, no cluster */
+} gc_submit_mode;
 
-/* Validates the request and resolves it into `w` (which the caller frees with
- * gc_workload_free). `cluster` describes the cluster's TPU nodes, or is NULL offline.
- * Returns GC_EXIT_USAGE with one clear message on bad input. */
-int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *cluster, gc_workload *w,
-                      gc_error *err);
+/* The compute flags, kept for the one thing only the cluster can finish: resolving the compute
+ * type against the TPU nodes it really has. */
+typedef struct gc_submit_compute {
+    const char *type;     /* --compute-type */
+    const char *topology; /* --topology, or NULL */
+    long num_nodes;
+    bool num_nodes_set;
+    bool numa_affinity; /* --cpu-affinity numa */
+    bool disable_parallel_containers;
+    /* The slice shape is for the cluster's nodes to tell (bare tpu7x, a machine type without
+     * --topology): workload.compute is unset until gc_submit_refine. */
+    bool pending;
+} gc_submit_compute;
+
+/* A request validated and resolved. Nothing after gc_submit_prepare reads the request; the plan
+ * borrows its strings, which must outlive it. */
+typedef struct gc_submit_plan {
+    gc_workload workload; /* the JobSet to create */
+    gc_submit_mode mode;
+    const char *output_path; /* offline: the file to write, "-" for stdout */
+    bool await_completion;   /* follow the job to its end (--await-job-completion, --timeout) */
+    long timeout_seconds;    /* of that wait; 0: none */
+    /* --base-image with --build-context: workload.image is the reference this build produces
+     * (named by content), built and pushed before the JobSet is created. */
+    bool build_image;
+    gc_image_build image_build; /* its repository is owned by the plan */
+    gc_submit_compute compute;
+} gc_submit_plan;
+
+/* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after
+ * a failure). Returns GC_EXIT_USAGE with one clear message on bad input. Offline, a compute type
+ * whose slice shape only the cluster's nodes can tell is an error; otherwise it is left pending
+ * for gc_submit_refine. */
+int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *plan, gc_error *err);
+void gc_submit_plan_free(gc_submit_plan *plan);
+
+/* Resolves the compute type once more, against the cluster's TPU and GPU nodes, when the offline
+ * answer was pending or assumed a TPU host type; when that changes the answer, everything that
+ * follows from it (hosts per slice, the Pathways instance type, the checks that depend on it) is
+ * derived again. Otherwise the plan stays as it is. */
+int gc_submit_refine(gc_submit_plan *plan, const gc_cluster_shapes *cluster, gc_error *err);
 
 /* Parses "90s", "5m", "1h", "1h30m", "2h0m5s" or plain seconds ("3600"). */
 int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_error *err);
@@ -100,63 +143,11 @@ bool gc_is_dns1035_label(const char *s);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
  * discovered, then the JobSet. Byte-for-byte stable for a given request. */
-int gc_submit_render_offline(const gc_submit_request *r, const gc_workload *w, gc_buf *out,
-                             gc_error *err);
-
-/* Where command output goes: `out` for results, `log` for warnings and progress (stderr). */
-typedef struct gc_output {
-    FILE *out;
-    FILE *log;
-    bool tty; /* `log` is a terminal: progress may redraw one line */
-} gc_output;
+int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *err);
 
 typedef struct gc_kube gc_kube;
 
-/* Every check of a request that needs no cluster; a compute type whose topology only the
- * cluster's nodes can tell (bare tpu7x, a machine type) passes. Call it before connecting. */
-int gc_submit_check(const gc_submit_request *r, gc_error *err);
-
-/* `job submit` against a cluster: the pre-flight checks of SPEC §3, creation (or a server-side
- * dry run), and with --await-job-completion a watch until the job finishes (GC_EXIT_JOB_FAILED
- * if it fails). */
-int gc_submit_live(gc_kube *kube, const gc_submit_request *r, const gc_output *o, gc_error *err);
-
-/* `job list` (SPEC §2). */
-typedef struct gc_list_request {
-    const char *status;        /* --status filter, or NULL */
-    const char *name_contains; /* --name-contains, or NULL */
-    bool all_namespaces;       /* -A */
-    const char *output;        /* table (default), wide, json or yaml */
-} gc_list_request;
-
-int gc_job_list(gc_kube *kube, const gc_list_request *r, const gc_output *o, gc_error *err);
-
-/* `job inspect`: status, admission, replicated jobs, pods and their nodes, warnings; with
- * `show` the stored manifest as YAML (without managedFields and status). */
-int gc_job_inspect(gc_kube *kube, const char *name, bool show, const gc_output *o, gc_error *err);
-
-/* `job logs`. */
-typedef struct gc_logs_request {
-    const char *name;
-    const char *role;      /* "head" or "worker"; NULL: the head (or slice 0 host 0) */
-    long slice;            /* worker Job index, -1 for any */
-    long host;             /* pod index within the slice, -1 for any */
-    const char *container; /* NULL: the user's container (headless: the proxy) */
-    bool all;              /* every pod and container, lines prefixed [pod/container] */
-    bool follow;
-    long tail;         /* lines, -1 for all */
-    const char *since; /* duration, or NULL */
-    bool timestamps;
-} gc_logs_request;
-
-int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_error *err);
-
-/* `job cancel`: delete with propagationPolicy=Foreground; with `wait`, until every pod is gone
- * (at most `timeout`, a duration, when not NULL). */
-int gc_job_cancel(gc_kube *kube, const char *name, bool wait, const char *timeout,
-                  const gc_output *o, gc_error *err);
-
-/* One job's state, derived from its JobSet, its Kueue Workload and its pods (SPEC §2). */
+/* One job's state, derived from its JobSet, its Kueue Workload and its pods. */
 typedef enum gc_job_phase {
     GC_JOB_QUEUED,     /* waiting for Kueue to admit it (reason says why) */
     GC_JOB_ADMITTED,   /* admitted, pods not running yet */
@@ -211,6 +202,252 @@ void gc_job_status_derive(const gc_job_facts *facts, gc_job_status *status);
 const char *gc_job_phase_name(gc_job_phase phase);
 /* Parses a --status filter (case-insensitive; Google's Pending means queued or admitted). */
 bool gc_job_phase_matches(const char *filter, gc_job_phase phase, bool *valid);
+
+/* Whether a JobSet is a Pathways job, and which kind. */
+typedef enum gc_pathways_mode {
+    GC_PATHWAYS_NONE,     /* an ordinary JobSet */
+    GC_PATHWAYS_FULL,     /* the user's program runs in the head pod */
+    GC_PATHWAYS_HEADLESS, /* only the Pathways servers, for a client outside the cluster */
+} gc_pathways_mode;
+
+/* "no", "yes" or "headless". */
+const char *gc_pathways_mode_name(gc_pathways_mode mode);
+
+/* `job list`: jobs with their state, filtered as the user asked. */
+typedef struct gc_list_request {
+    const char *status;        /* --status filter, or NULL */
+    const char *name_contains; /* --name-contains, or NULL */
+    bool all_namespaces;       /* -A */
+    /* Also read the Kueue Workloads (one more list, only when a job is queued) so that a queued
+     * row's detail says why it waits. */
+    bool queue_reasons;
+} gc_list_request;
+
+/* One job of a list. Strings are owned by the row; NULL means "not known" or "not set". */
+typedef struct gc_job_row {
+    char *ns;
+    char *name;
+    char *uid;
+    gc_job_phase phase;
+    char *status;  /* "Running 9/9", "Queued", "Failed" */
+    char *detail;  /* why: Kueue's reason (with queue_reasons), the failing pod; or NULL */
+    char *compute; /* "v6e-16 x2"; NULL when the JobSet does not say */
+    gc_pathways_mode pathways;
+    char *queue;     /* the LocalQueue; NULL when the job is not queued through Kueue */
+    char *created;   /* RFC 3339 */
+    char *completed; /* RFC 3339, or NULL while the job has not finished */
+} gc_job_row;
+
+typedef struct gc_job_list_result {
+    gc_job_row *rows; /* in the API server's order (by namespace, then name) */
+    size_t count;
+} gc_job_list_result;
+
+/* A --status that names no state is GC_EXIT_USAGE. gc_job_list checks too; call it to refuse
+ * bad flags before opening a cluster. */
+int gc_job_list_check(const gc_list_request *r, gc_error *err);
+/* Lists the JobSets of the client's namespace (or every namespace) as rows. */
+int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out, gc_error *err);
+void gc_job_list_result_free(gc_job_list_result *result);
+
+/* `job inspect`: everything about one job. */
+
+/* How Kueue placed one pod set: resource -> ResourceFlavor. */
+typedef struct gc_flavor_assignment {
+    char *resource;
+    char *flavor;
+} gc_flavor_assignment;
+
+typedef struct gc_pod_set_admission {
+    char *name;
+    gc_flavor_assignment *flavors;
+    size_t flavor_count;
+} gc_pod_set_admission;
+
+/* The job's Kueue Workload. */
+typedef struct gc_kueue_state {
+    char *workload; /* its name; NULL when Kueue has no Workload for the job */
+    bool admitted;
+    char *cluster_queue; /* admitted: the ClusterQueue that admitted it */
+    gc_pod_set_admission *pod_sets;
+    size_t pod_set_count;
+    char *reason;  /* not admitted: Kueue's reason ("Pending"), or NULL */
+    char *message; /* not admitted: Kueue's message (quota, flavors), or NULL */
+} gc_kueue_state;
+
+/* A replicated job of the JobSet: its replica count and the JobSet controller's counts of its
+ * Jobs. */
+typedef struct gc_replicated_job_counts {
+    char *name;
+    long replicas;
+    long ready;
+    long active;
+    long succeeded;
+    long failed;
+} gc_replicated_job_counts;
+
+typedef struct gc_job_pod {
+    char *name;
+    char *role;    /* the replicated job: "pathways-head", "worker" */
+    long slice;    /* the Job index within the replicated job, or -1 */
+    long host;     /* the completion index within the Job, or -1 */
+    char *phase;   /* Pending, Running, Succeeded, Failed, Unknown; NULL before the first status */
+    long restarts; /* of all its containers */
+    char *node;    /* NULL while unscheduled */
+} gc_job_pod;
+
+/* Warning events of one object and reason, grouped (controllers repeat them). */
+typedef struct gc_job_warning {
+    char *kind;   /* of the object: Pod, Job, JobSet, Workload */
+    char *object; /* its name */
+    char *reason;
+    long count;      /* how often, over every event of the group */
+    char *last_seen; /* RFC 3339 of the latest, or NULL */
+    char *message;   /* the latest event's message */
+} gc_job_warning;
+
+/* The most recent groups of Warning events an inspect report keeps. */
+#define GC_INSPECT_MAX_WARNINGS 10
+
+typedef struct gc_inspect_report {
+    char *name;
+    char *ns;
+    gc_job_status status;
+    char *compute;  /* "v6e-16 x2"; NULL when the JobSet does not say */
+    char *topology; /* from our annotation, or NULL */
+    gc_pathways_mode pathways;
+    char *queue;    /* the LocalQueue; NULL when not queued through Kueue */
+    char *created;  /* RFC 3339 */
+    char *finished; /* RFC 3339, or NULL while the job has not finished */
+    long restarts;
+    long max_restarts;
+    gc_kueue_state kueue;
+    gc_replicated_job_counts *replicated_jobs; /* in the order of the spec */
+    size_t replicated_job_count;
+    gc_job_pod *pods; /* the head first, then by slice and host */
+    size_t pod_count;
+    gc_job_warning *warnings; /* oldest first, at most GC_INSPECT_MAX_WARNINGS */
+    size_t warning_count;
+    json_t *manifest; /* with `show`: the stored JobSet without managedFields and status */
+} gc_inspect_report;
+
+/* A job name the commands accept: a Kubernetes object name (lower-case letters, digits, '-' and
+ * '.', at most 253 characters), so that it cannot reach into another API path. GC_EXIT_USAGE
+ * otherwise. */
+int gc_job_name_check(const char *name, gc_error *err);
+
+/* Reads the JobSet, its pods, its Kueue Workload and its Warning events (two round trips) and
+ * reports them. A missing job is GC_EXIT_RUNTIME with err->http_status 404, and the message says
+ * in which other namespace a job of that name exists. */
+int gc_job_inspect(gc_kube *kube, const char *name, bool show, gc_inspect_report *report,
+                   gc_error *err);
+void gc_inspect_report_free(gc_inspect_report *report);
+
+/* `job logs`. */
+typedef struct gc_logs_request {
+    const char *name;
+    const char *role;      /* "head" or "worker"; NULL: the head (or slice 0 host 0) */
+    long slice;            /* worker Job index, -1 for any */
+    long host;             /* pod index within the slice, -1 for any */
+    const char *container; /* NULL: the user's container (headless: the proxy) */
+    bool all;              /* every pod and container */
+    bool follow;
+    long tail;         /* lines, -1 for all */
+    const char *since; /* duration, or NULL */
+    bool timestamps;
+} gc_logs_request;
+
+/* One line of a container's log, without its newline. Borrowed for the call only. */
+typedef struct gc_log_line {
+    const char *pod;
+    const char *container;
+    const char *text; /* not NUL-terminated */
+    size_t len;
+} gc_log_line;
+
+/* Where gc_job_logs delivers lines. */
+typedef struct gc_log_sink {
+    int (*line)(void *ctx, const gc_log_line *line); /* non-zero ends every stream */
+    /* While following, about once a second, and when the streams end: a moment to flush what
+     * was written. May be NULL. */
+    void (*flush)(void *ctx);
+    void *ctx;
+} gc_log_sink;
+
+/* Every check of the flags (name, --role, --all with --container, --tail, --since):
+ * GC_EXIT_USAGE, as gc_job_logs would before sending anything. */
+int gc_job_logs_check(const gc_logs_request *r, gc_error *err);
+/* Picks the pods and containers the request names and streams their logs at once. With
+ * `follow`, waits for a job that has not started (saying why on `ev`) and ends shortly after
+ * every followed pod has. Bad flags are GC_EXIT_USAGE before anything is sent. */
+int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_log_sink *sink,
+                const gc_events *ev, gc_error *err);
+
+/* `job cancel`. */
+typedef struct gc_cancel_request {
+    const char *name;
+    bool wait;           /* until the JobSet, its Jobs and its pods are gone */
+    const char *timeout; /* with wait: a duration, or NULL for no limit */
+} gc_cancel_request;
+
+typedef struct gc_cancel_result {
+    char *name;
+    char *ns;
+    char *uid;           /* of the deleted JobSet */
+    bool gone;           /* wait: the JobSet, its Jobs and its pods no longer exist */
+    size_t pods_deleted; /* wait: pods seen going away while waiting */
+} gc_cancel_result;
+
+/* Every check of the flags (name, --timeout only with --wait, a valid duration):
+ * GC_EXIT_USAGE, as gc_job_cancel would before sending anything. */
+int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err);
+/* Deletes the JobSet with propagationPolicy=Foreground; with r->wait, watches until it and its
+ * pods are gone, reporting how many pods are left as progress on `ev`. */
+int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
+                  gc_cancel_result *out, gc_error *err);
+void gc_cancel_result_free(gc_cancel_result *result);
+
+/* A command the user may run next, with a short note on what it is for (or NULL). */
+typedef struct gc_next_step {
+    char *command;
+    char *note;
+} gc_next_step;
+
+/* What a live submit did. Strings are owned by the result. */
+typedef struct gc_submit_result {
+    char *name;
+    char *ns;
+    char *queue;   /* the LocalQueue it was queued on */
+    char *compute; /* the compute type's canonical name: "v6e-16" */
+    int num_slices;
+    gc_pathways_mode pathways;
+    char *head_pool;     /* Pathways: the node pool of the head pod; else NULL */
+    char *image;         /* the user's image (built and pushed with --base-image); NULL headless */
+    bool dry_run;        /* --dry-run=server: the cluster accepted it and stored nothing */
+    gc_strings warnings; /* what the checks found, also reported on the events as they came */
+    gc_next_step *next;  /* what to run next (none after a dry run) */
+    size_t next_count;
+    bool awaited;        /* gc_submit_await ran: `final` says how the job ended */
+    gc_job_status final; /* the last state seen (all zero when the job was never seen) */
+} gc_submit_result;
+
+/* `job submit` against a cluster, for a plan that is not offline. One round trip gathers the
+ * cluster's facts (LocalQueues, ClusterQueues, node labels and the PriorityClass); the plan is
+ * refined by them and checked: errors (GC_EXIT_USAGE, nothing created) for what could never run
+ * (no such queue or PriorityClass, no head pool), warnings on `ev` for what may wait or needs a
+ * fix (capacity, quota). With --base-image the image is pushed; then the JobSet is POSTed once
+ * with fieldValidation=Strict (and dryRun=All for a server dry run). `result` holds what was
+ * done; free it with gc_submit_result_free in every case. */
+int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
+                   gc_submit_result *result, gc_error *err);
+
+/* After gc_submit_live created the job, when plan->await_completion: watches it (progress on
+ * `ev`) until it finishes (0), fails (GC_EXIT_JOB_FAILED) or plan->timeout_seconds pass
+ * (GC_EXIT_RUNTIME); result->final says how it ended. */
+int gc_submit_await(gc_kube *kube, const gc_submit_plan *plan, const gc_events *ev,
+                    gc_submit_result *result, gc_error *err);
+
+void gc_submit_result_free(gc_submit_result *result);
 
 /* "45s", "12m", "3h", "5d" since an RFC 3339 time stamp ("?" if unparsable). */
 void gc_format_age(const char *timestamp, char *out, size_t size);

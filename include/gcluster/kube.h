@@ -14,15 +14,15 @@
 #define GCLUSTER_KUBE_H
 
 #include "gcluster/error.h"
+#include "gcluster/events.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 typedef struct gc_kube gc_kube;
 
-/* How to find the cluster (SPEC §2, "Cluster selection"). */
+/* How to find the cluster, and where the client reports what it does. */
 typedef struct gc_kube_options {
     const char *kubeconfig; /* --kubeconfig; NULL: $KUBECONFIG (a ':' list), else ~/.kube/config */
     const char *context;    /* --context; wins over everything else */
@@ -32,7 +32,9 @@ typedef struct gc_kube_options {
     const char *project;
     const char *ns; /* --namespace; NULL: the context's namespace, else "default" */
     int verbose;    /* -v: one trace line per request (and headers at 2), secrets redacted */
-    FILE *log;      /* traces and notices ("running gcloud ... get-credentials"); NULL = stderr */
+    /* Traces (-v), notices ("running gcloud ... get-credentials", a skipped log stream, a create
+     * whose answer was lost) and the API server's Warning headers; NULL: dropped. */
+    const gc_events *events;
     bool allow_gcloud; /* may run `gcloud container clusters get-credentials` if no context */
     int exec_timeout_seconds;    /* exec credential plugin run time limit; <= 0: 60 */
     int request_timeout_seconds; /* one non-streaming request; <= 0: 60 (watches and log
@@ -40,12 +42,12 @@ typedef struct gc_kube_options {
 } gc_kube_options;
 
 /* Reads the kubeconfig and selects the context; sends nothing (the first request connects,
- * and an exec plugin runs only when a credential is first needed). Selection (SPEC §2):
- * --context; else --cluster and --location (and --project) pick gke_<project>_<location>_<cluster>
- * (without a project: the one context ending in _<location>_<cluster>); if there is none and
- * allow_gcloud is set and gcloud is on PATH, gcloud writes it (said on opts->log); else
- * current-context. A --cluster that matches no context is an error, never a silent fallback
- * to current-context. Bad kubeconfigs and selections return GC_EXIT_USAGE. */
+ * and an exec plugin runs only when a credential is first needed). Selection: --context; else
+ * --cluster and --location (and --project) pick gke_<project>_<location>_<cluster> (without a
+ * project: the one context ending in _<location>_<cluster>); if there is none and allow_gcloud
+ * is set and gcloud is on PATH, gcloud writes it (with a notice); else current-context. A --cluster
+ * that matches no context is an error, never a silent fallback to current-context. Bad kubeconfigs
+ * and selections return GC_EXIT_USAGE. */
 
 int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err);
 void gc_kube_close(gc_kube *kube);
@@ -73,7 +75,7 @@ enum gc_kube_write_flags {
 
 /* POST to a collection. Never retried blindly: when the answer is lost (a transport failure
  * after sending, or a 5xx), the client looks the object up by name: if it exists and was
- * created no earlier than the request, that is the result (with a notice on the log); if not,
+ * created no earlier than the request, that is the result (with a notice); if not,
  * the POST is sent once more. 429 is retried (the server did nothing). Dry runs are retried
  * like reads. */
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
@@ -187,7 +189,7 @@ typedef bool (*gc_kube_log_continue_fn)(void *ctx);
  * when available), delivering whole lines. Returns when every stream has ended, or when
  * `keep_going` (may be NULL) returns false. A stream that fails (e.g. container not started)
  * is reported through err only if every stream failed; otherwise it is skipped with a notice
- * on the log ("gcluster: no logs from pod/container: ..."). */
+ * ("no logs from pod/container: ..."). */
 int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
                  const gc_kube_log_options *opts, gc_kube_log_line_fn on_line,
                  gc_kube_log_continue_fn keep_going, void *ctx, gc_error *err);

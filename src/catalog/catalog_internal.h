@@ -59,9 +59,8 @@ int catalog_resolve_gpu(const char *typed, const char *name, const gc_cluster_sh
 int catalog_resolve_cpu(const char *typed, const char *name, gc_compute *out, bool *matched,
                         gc_error *err);
 
-/* suggest.c */
-int catalog_edit_distance(const char *a, const char *b);
-/* The usage error for a compute type nothing recognised, with the choices nearest to it. */
+/* suggest.c: the usage error for a compute type nothing recognised, with the choices nearest
+ * to it. */
 int catalog_unknown_compute_type(const char *typed, const char *name, gc_error *err);
 
 #endif

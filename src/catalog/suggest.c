@@ -7,6 +7,7 @@
 #include "catalog/catalog_internal.h"
 
 #include "gcluster/error.h"
+#include "gcluster/sys.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -30,30 +31,6 @@ static const struct misname {
     {"tpuv4", "v4", NULL},      {"v4p", "v4", NULL},
 };
 
-int catalog_edit_distance(const char *a, const char *b)
-{
-    size_t la = strnlen(a, GC_NAME_MAX - 1), lb = strnlen(b, GC_NAME_MAX - 1);
-    int row[GC_NAME_MAX];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diagonal = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int above = row[j];
-            int best =
-                diagonal + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            if (above + 1 < best)
-                best = above + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diagonal = above;
-        }
-    }
-    return row[lb];
-}
-
 /* The closest names seen so far, nearest first. */
 typedef struct near_list {
     char names[NEAR_MAX][GC_NAME_MAX];
@@ -64,7 +41,7 @@ typedef struct near_list {
 
 static void consider(near_list *near, const char *typed, const char *candidate)
 {
-    int d = catalog_edit_distance(typed, candidate);
+    int d = (int)gc_text_edit_distance(typed, candidate);
     if (d > near->limit)
         return;
     for (size_t i = 0; i < near->count; i++)
@@ -184,7 +161,7 @@ static bool gpu_label_choices(const char *name, bool related_only, gc_buf *b)
             continue;
         size_t nl = strlen(name), ll = strlen(label);
         bool related = !strncmp(label, name, nl < ll ? nl : ll);
-        if (related || (!related_only && catalog_edit_distance(name, label) <= limit))
+        if (related || (!related_only && (int)gc_text_edit_distance(name, label) <= limit))
             gc_buf_printf(b, "%s%s", b->len ? ", " : "", label);
     }
     return b->len > 0;

@@ -1,5 +1,5 @@
 /*
- * What the command files share: stored defaults, output helpers and the submit paths.
+ * What the command files share: stored defaults, opening the cluster and output helpers.
  */
 #ifndef GCLUSTER_CLI_CLI_H
 #define GCLUSTER_CLI_CLI_H
@@ -13,21 +13,26 @@
  * missing or unreadable file changes nothing (with a warning for a corrupt one). */
 void cli_apply_stored_defaults(cli_globals *g);
 
-/* Opens a client for the selected cluster (SPEC §2, cluster selection). */
+/* Opens a client for the selected cluster (--context, else --cluster/--location/--project, else
+ * the kubeconfig's current context). */
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err);
+
+/* What a command does with the cluster; `ctx` is its own. */
+typedef int (*cli_kube_fn)(gc_kube *kube, void *ctx, gc_error *err);
+
+/* Runs `fn` with a client for the selected cluster: the stored defaults filled in, the client
+ * opened and closed, and with -v the number of API requests said at the end. Every command that
+ * talks to a cluster goes through here. */
+int cli_with_kube(cli_globals *g, cli_kube_fn fn, void *ctx, gc_error *err);
+
+/* The job a command names: --name NAME (the seed's form) or one positional argument, not both;
+ * `command` ("inspect") goes into the messages. */
+int cli_job_name(const char *flag_value, const cli_parsed *parsed, const char *command,
+                 const char **name, gc_error *err);
 
 /* Where the library's warnings, notices, traces and progress go: stderr, progress redrawn on
  * one line when stderr is a terminal and left out when it is not. */
 const gc_events *cli_events(void);
-
-/* stdout for results, stderr for progress (redrawn when it is a terminal). */
-gc_output cli_output(void);
-
-/* `job submit` without a cluster: validate, then write the manifest to `path` ("-": stdout). */
-int cli_submit_offline(const gc_submit_request *r, const char *path, gc_error *err);
-
-/* `job submit` against the cluster. */
-int cli_submit_live(const cli_globals *g, const gc_submit_request *r, gc_error *err);
 
 /* Writes `data` to `path` atomically (a temporary file renamed into place); "-" is stdout. */
 int cli_write_output(const char *path, const char *data, size_t len, gc_error *err);

@@ -66,22 +66,3 @@ int cli_write_output(const char *path, const char *data, size_t len, gc_error *e
     free(tmp);
     return rc;
 }
-
-int cli_submit_offline(const gc_submit_request *r, const char *path, gc_error *err)
-{
-    gc_workload w;
-    int rc = gc_submit_prepare(r, NULL, &w, err);
-    if (rc)
-        return rc;
-    gc_buf yaml;
-    gc_buf_init(&yaml);
-    rc = gc_submit_render_offline(r, &w, &yaml, err);
-    if (!rc)
-        rc = cli_write_output(path, yaml.data, yaml.len, err);
-    if (!rc && strcmp(path, "-") != 0)
-        fprintf(stderr, "Wrote the %s JobSet \"%s\" to %s.\n",
-                w.pathways ? (w.headless ? "headless Pathways" : "Pathways") : "", w.name, path);
-    gc_buf_free(&yaml);
-    gc_workload_free(&w);
-    return rc;
-}

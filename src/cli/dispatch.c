@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/sys.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -99,7 +100,7 @@ static int unknown_command(const cli_command *group, const char *path, const cha
     const char *best = NULL;
     size_t best_distance = 3;
     for (const cli_command *const *c = group->subcommands; *c; c++) {
-        size_t d = cli_edit_distance(name, (*c)->name);
+        size_t d = gc_text_edit_distance(name, (*c)->name);
         if (d < best_distance) {
             best = (*c)->name;
             best_distance = d;

@@ -1,10 +1,9 @@
 /*
- * Opening the cluster a command talks to, from the global flags.
+ * Opening the cluster a command talks to, from the global flags, and running a command with it.
  */
 #include "cli/cli.h"
 
 #include <stdio.h>
-#include <unistd.h>
 
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
 {
@@ -16,7 +15,7 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
         .project = g->project,
         .ns = g->ns,
         .verbose = g->verbose,
-        .log = stderr,
+        .events = cli_events(),
         .allow_gcloud = true,
     };
     if (g->location && !g->cluster && !g->context)
@@ -25,8 +24,16 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
     return gc_kube_open(&opts, kube, err);
 }
 
-gc_output cli_output(void)
+int cli_with_kube(cli_globals *g, cli_kube_fn fn, void *ctx, gc_error *err)
 {
-    gc_output o = {.out = stdout, .log = stderr, .tty = isatty(fileno(stderr)) != 0};
-    return o;
+    cli_apply_stored_defaults(g);
+    gc_kube *kube;
+    int rc = cli_open_kube(g, &kube, err);
+    if (rc)
+        return rc;
+    rc = fn(kube, ctx, err);
+    if (g->verbose)
+        gc_notice(cli_events(), "%u API requests", gc_kube_request_count(kube));
+    gc_kube_close(kube);
+    return rc;
 }

@@ -3,16 +3,25 @@
  */
 #include "cli/commands.h"
 
-#include <curl/curl.h>
+#include "gcluster/http.h"
+
 #include <stdio.h>
+
+/* The library's last words before it aborts (out of memory, a broken libcrypto). */
+static void say_fatal(const char *message)
+{
+    fprintf(stderr, "gcluster: fatal: %s\n", message);
+    fflush(stderr);
+}
 
 int main(int argc, char **argv)
 {
+    gc_fatal_set_handler(say_fatal);
     /* libcurl (and with it OpenSSL, ~10 ms) is initialised by the first client that needs it,
      * so offline commands never pay for it; cleaning up is a no-op when nothing did. */
     gc_error err = {0};
     int rc = cli_dispatch(argc - 1, argv + 1, &err);
-    curl_global_cleanup();
+    gc_http_cleanup();
     if (rc && err.message[0])
         fprintf(stderr, "gcluster: error: %s\n", err.message);
     return rc;

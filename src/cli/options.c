@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include "gcluster/sys.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -48,32 +50,6 @@ static const cli_option *find_short(const cli_option *table, char name)
     return NULL;
 }
 
-size_t cli_edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return la > lb ? la : lb;
-    size_t row[65];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t above = row[j];
-            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            size_t best = diagonal + cost;
-            if (row[j] + 1 < best)
-                best = row[j] + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diagonal = above;
-        }
-    }
-    return row[lb];
-}
-
 /* The closest long option name in either table, if it is close enough to be a likely typo. */
 static const char *suggest(const cli_option *options, const char *typed)
 {
@@ -84,7 +60,7 @@ static const char *suggest(const cli_option *options, const char *typed)
         for (const cli_option *o = tables[t]; o->kind != CLI_OPT_END; o++) {
             if (!o->long_name)
                 continue;
-            size_t d = cli_edit_distance(typed, o->long_name);
+            size_t d = gc_text_edit_distance(typed, o->long_name);
             if (d < best_distance || (strstr(o->long_name, typed) && !best)) {
                 best = o->long_name;
                 best_distance = d;

@@ -111,7 +111,4 @@ int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_
 /* Writes the options of a table as help text: "  -n, --name NAME   one line". */
 void cli_print_options(FILE *out, const cli_option *options);
 
-/* Levenshtein distance, for "did you mean" suggestions. */
-size_t cli_edit_distance(const char *a, const char *b);
-
 #endif

@@ -16,15 +16,18 @@
 
 #include "deploy/quantity.h"
 #include "gcluster/emit.h"
+#include "gcluster/sys.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LABEL_NODEPOOL    "cloud.google.com/gke-nodepool"
 #define LABEL_ACCELERATOR "cloud.google.com/gke-tpu-accelerator"
+#define MAX_TEMPLATE_FILE                                                                          \
+    (16u << 20) /* templates are kilobytes: a larger file is the wrong one                         \
+                 */
 
 /* The built-in configuration's variables before config_template_vars. TPU quotas default to
  * "no limit in practice", as Cluster Toolkit's tpu_quota does; the head pool's are Toolkit's. */
@@ -378,19 +381,14 @@ static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *obje
     gc_buf text, rendered;
     gc_buf_init(&text);
     gc_buf_init(&rendered);
-    FILE *f = fopen(bp->kueue_config_path, "rb");
-    if (!f) {
+    int rc = gc_file_read(bp->kueue_config_path, MAX_TEMPLATE_FILE, &text, err);
+    if (rc) {
+        gc_error_prefix(err, "%s: kueue.config_path: ", bp->path);
         gc_buf_free(&text);
         gc_buf_free(&rendered);
-        return gc_fail(err, GC_EXIT_USAGE, "%s: kueue.config_path %s cannot be read: %s", bp->path,
-                       bp->kueue_config_path, strerror(errno));
+        return rc;
     }
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        gc_buf_append(&text, chunk, n);
-    fclose(f);
-    int rc = gc_template_render(text.data, text.len, vars, bp->kueue_config_path, &rendered, err);
+    rc = gc_template_render(text.data, text.len, vars, bp->kueue_config_path, &rendered, err);
     gc_yaml_doc doc = {0};
     if (!rc)
         rc = gc_yaml_load(rendered.data, rendered.len, bp->kueue_config_path, &doc, err);

@@ -8,6 +8,8 @@
  */
 #include "gcluster/emit.h"
 
+#include "gcluster/sys.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -18,6 +20,8 @@
 #include <yaml.h>
 
 #define MAX_DEPTH 256
+/* Kubeconfigs, blueprints and templates are kilobytes; a file this large is the wrong file. */
+#define MAX_FILE (16u << 20)
 
 /* A container being filled, and for mappings the key waiting for its value. */
 typedef struct frame {
@@ -347,19 +351,11 @@ int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *do
 int gc_yaml_load_file(const char *path, gc_yaml_doc *doc, gc_error *err)
 {
     memset(doc, 0, sizeof(*doc));
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gc_fail(err, GC_EXIT_USAGE, "cannot read %s: %s", path, strerror(errno));
     gc_buf text;
     gc_buf_init(&text);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        gc_buf_append(&text, chunk, n);
-    bool read_error = ferror(f);
-    fclose(f);
-    int rc = read_error ? gc_fail(err, GC_EXIT_USAGE, "cannot read %s", path)
-                        : gc_yaml_load(text.data, text.len, path, doc, err);
+    int rc = gc_file_read(path, MAX_FILE, &text, err);
+    if (!rc)
+        rc = gc_yaml_load(text.data, text.len, path, doc, err);
     gc_buf_free(&text);
     return rc;
 }

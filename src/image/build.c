@@ -31,7 +31,8 @@ typedef struct platform {
 /* Everything one build needs, freed by build_free. */
 typedef struct build {
     const gc_image_build *in;
-    FILE *log;
+    const gc_events *events;
+    gc_http_trace trace; /* of registry requests */
     const char *platform_text;
     platform want;
     gc_image_ref base;
@@ -94,7 +95,8 @@ static int prepare(const gc_image_build *in, build *b, gc_error *err)
 {
     memset(b, 0, sizeof(*b));
     b->in = in;
-    b->log = in->log ? in->log : stderr;
+    b->events = in->events;
+    b->trace = (gc_http_trace){.events = in->events, .verbose = in->verbose};
     b->platform_text = in->platform && *in->platform ? in->platform : DEFAULT_PLATFORM;
     if (!in->base_image || !*in->base_image)
         return gc_fail(err, GC_EXIT_USAGE, "--base-image is required to build an image");
@@ -344,8 +346,8 @@ static char *new_manifest(build *b, json_t *base, const char *media_type, const 
  * against its digest on the way in, and uploaded with the size that actually arrived. */
 static int copy_layer(build *b, const char *digest, long long size, gc_error *err)
 {
-    fprintf(b->log, "copying base layer %s (%.1f MiB) from %s\n", digest, mib(size),
-            b->base.registry);
+    gc_notice(b->events, "copying base layer %s (%.1f MiB) from %s", digest, mib(size),
+              b->base.registry);
     FILE *spool;
     int rc = gc_temp_file(&spool, err);
     if (rc)
@@ -355,7 +357,7 @@ static int copy_layer(build *b, const char *digest, long long size, gc_error *er
     if (!rc && (fseeko(spool, 0, SEEK_END) != 0 || (received = ftello(spool)) < 0))
         rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot measure the download of %s", digest);
     if (!rc) {
-        gc_http_body body = {.file = spool, .size = received};
+        gc_registry_body body = {.file = spool, .size = received};
         rc = gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
     }
     fclose(spool);
@@ -390,8 +392,8 @@ static int push_own_layer(build *b, gc_error *err)
                                      &present, err);
     if (rc || present)
         return rc;
-    fprintf(b->log, "pushing layer %s (%.1f MiB)\n", b->layer.digest, mib(b->layer.size));
-    gc_http_body body = {.file = b->layer.blob, .size = b->layer.size};
+    gc_notice(b->events, "pushing layer %s (%.1f MiB)", b->layer.digest, mib(b->layer.size));
+    gc_registry_body body = {.file = b->layer.blob, .size = b->layer.size};
     return gc_registry_upload_blob(b->target_registry, b->target.repository, b->layer.digest, &body,
                                    err);
 }
@@ -403,7 +405,7 @@ static int push_config(build *b, const gc_buf *config, const char *digest, gc_er
         gc_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
     if (rc || present)
         return rc;
-    gc_http_body body = {.data = config->data, .len = config->len};
+    gc_registry_body body = {.data = config->data, .len = config->len};
     return gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
 }
 
@@ -434,10 +436,11 @@ static int push_image(build *b, json_t *base, const char *media_type, const char
     return rc;
 }
 
-static void connect_registries(build *b)
+static int connect_registries(build *b, gc_error *err)
 {
-    const gc_image_build *in = b->in;
-    b->target_registry = gc_registry_new(b->target.registry, b->log, in->verbose);
+    int rc = gc_registry_open(b->target.registry, &b->trace, &b->target_registry, err);
+    if (rc)
+        return rc;
     char *scope = gc_xasprintf("repository:%s:pull,push", b->target.repository);
     gc_registry_add_scope(b->target_registry, scope);
     free(scope);
@@ -447,9 +450,9 @@ static void connect_registries(build *b)
         scope = gc_xasprintf("repository:%s:pull", b->base.repository);
         gc_registry_add_scope(b->target_registry, scope);
         free(scope);
-    } else {
-        b->base_registry = gc_registry_new(b->base.registry, b->log, in->verbose);
+        return 0;
     }
+    return gc_registry_open(b->base.registry, &b->trace, &b->base_registry, err);
 }
 
 /* Pulls what the base image is made of and pushes it with our layer on top. */
@@ -476,12 +479,12 @@ static int write_layer(build *b, char **name, gc_error *err)
 {
     char planned[GC_DIGEST_LEN];
     memcpy(planned, b->layer.diff_id, sizeof(planned));
-    int rc = gc_layer_build(b->in->context_dir, true, b->log, &b->layer, err);
+    int rc = gc_layer_build(b->in->context_dir, true, b->events, &b->layer, err);
     if (!rc && strcmp(planned, b->layer.diff_id) != 0) {
         content_tag(b);
         free(*name);
         *name = image_name(b->in, b->tag);
-        fprintf(b->log, "the build context changed while it was read; the image is now %s\n",
+        gc_warn(b->events, "the build context changed while it was read; the image is now %s",
                 *name);
     }
     return rc;
@@ -494,21 +497,22 @@ int gc_image_build_push(const gc_image_build *in, char **image_ref, gc_error *er
     char *name = rc ? NULL : image_name(in, b.tag);
     bool present = false;
     if (!rc) {
-        connect_registries(&b);
-        rc = gc_registry_manifest_exists(b.target_registry, b.target.repository, b.tag, &present,
-                                         err);
+        rc = connect_registries(&b, err);
+        if (!rc)
+            rc = gc_registry_manifest_exists(b.target_registry, b.target.repository, b.tag,
+                                             &present, err);
         if (rc)
             gc_error_prefix(err, "failed to push image \"%s\": ", name);
     }
     /* The tag names the content, so an image already under it is this very build. */
     if (!rc && present) {
-        fprintf(b.log, "image %s already exists; not pushing it again\n", name);
+        gc_notice(b.events, "image %s already exists; not pushing it again", name);
     } else if (!rc) {
         rc = write_layer(&b, &name, err);
         if (!rc)
             rc = build_on_base(&b, name, err);
         if (!rc)
-            fprintf(b.log, "pushed %s\n", name);
+            gc_notice(b.events, "pushed %s", name);
     }
     build_free(&b);
     if (!rc)

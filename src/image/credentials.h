@@ -9,7 +9,6 @@
 #ifndef GCLUSTER_IMAGE_CREDENTIALS_H
 #define GCLUSTER_IMAGE_CREDENTIALS_H
 
-#include "gcluster/buf.h"
 #include "gcluster/error.h"
 
 #include <stdbool.h>
@@ -32,15 +31,5 @@ int gc_credentials_from_docker_config(const char *json_text, const char *source,
                                       const char *registry, gc_credentials *out, gc_error *err);
 
 void gc_credentials_free(gc_credentials *c);
-
-/* Runs argv (no shell) with stdin from /dev/null; collects stdout and stderr. Gives up after
- * `timeout_ms`, killing the child. *exit_status is the exit code, or 128 + signal. */
-int gc_run_capture(char *const argv[], int timeout_ms, gc_buf *out, gc_buf *errout,
-                   int *exit_status, gc_error *err);
-
-/* Standard base64, for "Basic" credentials. Caller frees. */
-char *gc_base64_encode(const void *data, size_t len);
-/* Returns NULL on malformed input; caller frees (the result is NUL-terminated). */
-char *gc_base64_decode(const char *text, size_t *len);
 
 #endif

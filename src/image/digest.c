@@ -1,9 +1,9 @@
 #include "image/digest.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/error.h"
 
 #include <openssl/evp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,10 +13,9 @@ struct gc_sha256 {
 
 /* A failing SHA-256 context means libcrypto itself is broken; like out-of-memory there is no
  * sensible way to go on, and a wrong digest would silently corrupt what we push. */
-static void crypto_failed(const char *what)
+_Noreturn static void crypto_failed(const char *what)
 {
-    fprintf(stderr, "gcluster: libcrypto failed in %s\n", what);
-    abort();
+    gc_fatal("libcrypto failed in %s", what);
 }
 
 gc_sha256 *gc_sha256_new(void)

@@ -23,8 +23,8 @@ int gc_registry_get_manifest(gc_registry *r, const char *repo, const char *refer
                              char **media_type, char digest[GC_DIGEST_LEN], gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/manifests/%s", repo, reference);
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     int rc = gc_registry_send(r, "GET", url, manifest_accept, NULL, &resp, err);
     if (!rc && resp.status != 200) {
         char *what = gc_xasprintf("getting the manifest of %s:%s", repo, reference);
@@ -43,7 +43,7 @@ int gc_registry_get_manifest(gc_registry *r, const char *repo, const char *refer
         gc_buf_append(body, resp.body.data, resp.body.len);
         *media_type = bare_media_type(resp.content_type);
     }
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     free(url);
     return rc;
 }
@@ -51,8 +51,8 @@ int gc_registry_get_manifest(gc_registry *r, const char *repo, const char *refer
 static int exists(gc_registry *r, const char *url, const char *accept, const char *what,
                   bool *found, gc_error *err)
 {
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     int rc = gc_registry_send(r, "HEAD", url, accept, NULL, &resp, err);
     if (!rc) {
         if (resp.status == 200)
@@ -62,7 +62,7 @@ static int exists(gc_registry *r, const char *url, const char *accept, const cha
         else
             rc = gc_registry_fail(r, &resp, what, err);
     }
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     return rc;
 }
 
@@ -92,16 +92,17 @@ int gc_registry_put_manifest(gc_registry *r, const char *repo, const char *refer
                              const char *media_type, const gc_buf *manifest, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/manifests/%s", repo, reference);
-    gc_http_body body = {.data = manifest->data, .len = manifest->len, .content_type = media_type};
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_body body = {
+        .data = manifest->data, .len = manifest->len, .content_type = media_type};
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     int rc = gc_registry_send(r, "PUT", url, NULL, &body, &resp, err);
     if (!rc && resp.status != 201 && resp.status != 200) {
         char *what = gc_xasprintf("pushing the manifest %s:%s", repo, reference);
         rc = gc_registry_fail(r, &resp, what, err);
         free(what);
     }
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     free(url);
     return rc;
 }
@@ -110,8 +111,8 @@ int gc_registry_get_blob(gc_registry *r, const char *repo, const char *digest, F
                          gc_buf *mem, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/blobs/%s", repo, digest);
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     resp.sink = file;
     resp.sink_hash = file ? gc_sha256_new() : NULL;
     int rc = gc_registry_send(r, "GET", url, NULL, NULL, &resp, err);
@@ -134,7 +135,7 @@ int gc_registry_get_blob(gc_registry *r, const char *repo, const char *digest, F
     }
     if (!rc && file && (fflush(file) != 0 || fseeko(file, 0, SEEK_SET) != 0))
         rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write blob %s to a temporary file", digest);
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     free(url);
     return rc;
 }
@@ -145,8 +146,8 @@ int gc_registry_mount_blob(gc_registry *r, const char *repo, const char *digest,
     char *from = curl_easy_escape(NULL, from_repo, 0);
     char *url = gc_xasprintf("/v2/%s/blobs/uploads/?mount=%s&from=%s", repo, digest, from);
     curl_free(from);
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     int rc = gc_registry_send(r, "POST", url, NULL, NULL, &resp, err);
     /* 201: linked. 202: the registry declined and opened an upload session instead, which we
      * leave to expire: the caller uploads through a fresh one. */
@@ -156,7 +157,7 @@ int gc_registry_mount_blob(gc_registry *r, const char *repo, const char *digest,
         free(what);
     }
     *mounted = !rc && resp.status == 201;
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     free(url);
     return rc;
 }
@@ -164,8 +165,8 @@ int gc_registry_mount_blob(gc_registry *r, const char *repo, const char *digest,
 static int start_upload(gc_registry *r, const char *repo, char **location, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/blobs/uploads/", repo);
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     int rc = gc_registry_send(r, "POST", url, NULL, NULL, &resp, err);
     if (!rc && resp.status != 202) {
         char *what = gc_xasprintf("starting an upload to %s", repo);
@@ -177,13 +178,13 @@ static int start_upload(gc_registry *r, const char *repo, char **location, gc_er
                      repo);
     if (!rc)
         *location = gc_xstrdup(resp.location);
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     free(url);
     return rc;
 }
 
 int gc_registry_upload_blob(gc_registry *r, const char *repo, const char *digest,
-                            const gc_http_body *body, gc_error *err)
+                            const gc_registry_body *body, gc_error *err)
 {
     char *location = NULL;
     int rc = start_upload(r, repo, &location, err);
@@ -191,18 +192,18 @@ int gc_registry_upload_blob(gc_registry *r, const char *repo, const char *digest
         return rc;
     /* The session URL may carry its own query (upload state); the digest is one more field. */
     char *url = gc_xasprintf("%s%cdigest=%s", location, strchr(location, '?') ? '&' : '?', digest);
-    gc_http_body upload = *body;
+    gc_registry_body upload = *body;
     if (!upload.content_type)
         upload.content_type = "application/octet-stream";
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     rc = gc_registry_send(r, "PUT", url, NULL, &upload, &resp, err);
     if (!rc && resp.status != 201) {
         char *what = gc_xasprintf("uploading blob %s to %s", digest, repo);
         rc = gc_registry_fail(r, &resp, what, err);
         free(what);
     }
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     free(url);
     free(location);
     return rc;

@@ -1,11 +1,14 @@
 #include "image/ignore.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/sys.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MAX_IGNORE_FILE (1u << 20)
 
 typedef struct pattern {
     char *glob; /* cleaned: no leading '/', no "." or empty segments */
@@ -161,24 +164,6 @@ int gc_ignore_add_text(gc_ignore *ig, const char *text, const char *source, gc_e
     return rc;
 }
 
-static int read_small_file(const char *path, gc_buf *out, gc_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT
-                   ? 1
-                   : gc_fail(err, GC_EXIT_USAGE, "cannot read %s: %s", path, strerror(errno));
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        gc_buf_append(out, chunk, n);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed)
-        return gc_fail(err, GC_EXIT_USAGE, "cannot read %s", path);
-    return 0;
-}
-
 int gc_ignore_load(const char *context_dir, gc_ignore **out, gc_error *err)
 {
     gc_ignore *ig = gc_ignore_new();
@@ -188,10 +173,10 @@ int gc_ignore_load(const char *context_dir, gc_ignore **out, gc_error *err)
     char *path = gc_xasprintf("%s/.dockerignore", context_dir);
     gc_buf text;
     gc_buf_init(&text);
-    int rc = read_small_file(path, &text, err);
+    int rc = gc_file_read(path, MAX_IGNORE_FILE, &text, err);
     if (rc == 0)
         rc = gc_ignore_add_text(ig, text.data, path, err);
-    else if (rc == 1)
+    else if (errno == ENOENT)
         rc = 0; /* no .dockerignore: the defaults alone */
     gc_buf_free(&text);
     free(path);

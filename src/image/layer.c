@@ -100,7 +100,7 @@ typedef struct walk {
     const char *root;
     const gc_ignore *ignore;
     bool has_exceptions;
-    FILE *log;
+    const gc_events *events;
     entry_list *entries;
 } walk;
 
@@ -114,8 +114,7 @@ static int walk_entry(walk *w, const char *rel, gc_error *err)
     if (lstat(abs, &st) != 0) {
         rc = gc_fail(err, GC_EXIT_USAGE, "cannot read %s: %s", abs, strerror(errno));
     } else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
-        if (w->log)
-            fprintf(w->log, "skipping %s: not a file, directory or symlink\n", abs);
+        gc_warn(w->events, "skipping %s: not a file, directory or symlink", abs);
     } else {
         bool excluded = gc_ignore_excludes(w->ignore, rel);
         if (!S_ISDIR(st.st_mode)) {
@@ -429,7 +428,8 @@ int gc_temp_file(FILE **out, gc_error *err)
     return 0;
 }
 
-static int collect_entries(const char *context_dir, FILE *log, entry_list *entries, gc_error *err)
+static int collect_entries(const char *context_dir, const gc_events *events, entry_list *entries,
+                           gc_error *err)
 {
     struct stat st;
     if (stat(context_dir, &st) != 0)
@@ -440,7 +440,7 @@ static int collect_entries(const char *context_dir, FILE *log, entry_list *entri
     int rc = gc_ignore_load(context_dir, &ignore, err);
     if (rc)
         return rc;
-    walk w = {context_dir, ignore, gc_ignore_has_exceptions(ignore), log, entries};
+    walk w = {context_dir, ignore, gc_ignore_has_exceptions(ignore), events, entries};
     rc = walk_dir(&w, NULL, err);
     gc_ignore_free(ignore);
     return rc;
@@ -488,17 +488,16 @@ static int finish_sink(layer_sink *s, gc_layer *layer, gc_error *err)
     return 0;
 }
 
-int gc_layer_build(const char *context_dir, bool compress, FILE *log, gc_layer *layer,
+int gc_layer_build(const char *context_dir, bool compress, const gc_events *events, gc_layer *layer,
                    gc_error *err)
 {
     memset(layer, 0, sizeof(*layer));
     entry_list entries = {0};
-    int rc = collect_entries(context_dir, log, &entries, err);
+    int rc = collect_entries(context_dir, events, &entries, err);
     if (!rc) {
         count_content(&entries, layer);
-        if (log)
-            fprintf(log, "building layer from %s: %zu files, %.1f MiB\n", context_dir, layer->files,
-                    (double)layer->content_bytes / (1024.0 * 1024.0));
+        gc_notice(events, "building layer from %s: %zu files, %.1f MiB", context_dir, layer->files,
+                  (double)layer->content_bytes / (1024.0 * 1024.0));
     }
     layer_sink *sink = gc_xcalloc(1, sizeof(*sink));
     if (!rc)

@@ -12,6 +12,7 @@
 #include "image/digest.h"
 
 #include "gcluster/error.h"
+#include "gcluster/events.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,8 +30,8 @@ typedef struct gc_layer {
 
 /* Tars `context_dir`. With `compress` the gzip blob is written to layer->blob and `digest` and
  * `size` are set; without it only the tar is hashed (enough for the diff_id, and cheaper).
- * Progress goes to `log` (may be NULL). */
-int gc_layer_build(const char *context_dir, bool compress, FILE *log, gc_layer *layer,
+ * Progress and skipped entries are reported through `events` (may be NULL). */
+int gc_layer_build(const char *context_dir, bool compress, const gc_events *events, gc_layer *layer,
                    gc_error *err);
 
 /* An unlinked read-write file in $TMPDIR (or /tmp): it disappears with the process, however the

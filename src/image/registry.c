@@ -3,7 +3,8 @@
 #include "image/credentials.h"
 #include "image/reference.h"
 
-#include <curl/curl.h>
+#include "gcluster/sys.h"
+
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
@@ -18,8 +19,7 @@ struct gc_registry {
     char *name;     /* as in the reference: "docker.io" */
     char *base_url; /* "https://registry-1.docker.io" */
     bool loopback;
-    FILE *log;
-    int verbose;
+    gc_http_trace trace;
     CURL *curl;
     char *authorization; /* "Bearer ..." or "Basic ..." once earned; secret */
     char **scopes;
@@ -29,21 +29,26 @@ struct gc_registry {
     char *credentials_problem; /* why none could be had, to explain a later 401 */
 };
 
-gc_registry *gc_registry_new(const char *registry, FILE *log, int verbose)
+int gc_registry_open(const char *registry, const gc_http_trace *trace, gc_registry **out,
+                     gc_error *err)
 {
+    *out = NULL;
+    int rc = gc_http_init(err);
+    if (rc)
+        return rc;
+    CURL *curl = curl_easy_init();
+    if (!curl)
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot create a libcurl handle for %s", registry);
     gc_registry *r = gc_xcalloc(1, sizeof(*r));
     r->name = gc_xstrdup(registry);
     r->loopback = gc_registry_is_loopback(registry);
     r->base_url =
         gc_xasprintf("%s://%s", r->loopback ? "http" : "https", gc_registry_api_host(registry));
-    r->log = log ? log : stderr;
-    r->verbose = verbose;
-    r->curl = curl_easy_init();
-    if (!r->curl) {
-        fprintf(stderr, "gcluster: curl_easy_init failed\n");
-        abort();
-    }
-    return r;
+    if (trace)
+        r->trace = *trace;
+    r->curl = curl;
+    *out = r;
+    return 0;
 }
 
 static void wipe_free(char *secret)
@@ -79,13 +84,13 @@ void gc_registry_add_scope(gc_registry *r, const char *scope)
     r->scopes[r->scope_count++] = gc_xstrdup(scope);
 }
 
-void gc_http_response_init(gc_http_response *resp)
+void gc_registry_response_init(gc_registry_response *resp)
 {
     memset(resp, 0, sizeof(*resp));
     gc_buf_init(&resp->body);
 }
 
-static void clear_headers(gc_http_response *resp)
+static void clear_headers(gc_registry_response *resp)
 {
     free(resp->content_type);
     free(resp->location);
@@ -94,14 +99,14 @@ static void clear_headers(gc_http_response *resp)
     resp->content_type = resp->location = resp->docker_digest = resp->www_authenticate = NULL;
 }
 
-void gc_http_response_free(gc_http_response *resp)
+void gc_registry_response_free(gc_registry_response *resp)
 {
     clear_headers(resp);
     gc_buf_free(&resp->body);
 }
 
 /* Gets a response ready for a retry of the same request. */
-static void response_reset(gc_http_response *resp)
+static void response_reset(gc_registry_response *resp)
 {
     clear_headers(resp);
     gc_buf_reset(&resp->body);
@@ -185,94 +190,46 @@ void gc_auth_challenge_free(gc_auth_challenge *c)
 
 /* --- one HTTP exchange ----------------------------------------------------------------- */
 
-typedef struct exchange {
-    gc_http_response *resp;
-    const gc_http_body *body;
-    long long body_offset;
-    bool too_big;
-    bool sink_failed;
-} exchange;
-
-static size_t on_header(char *line, size_t size, size_t nmemb, void *userdata)
+/* A blob upload read from its temporary file. */
+static size_t read_file(char *buf, size_t size, void *ctx)
 {
-    exchange *x = userdata;
-    size_t len = size * nmemb;
-    /* Every response (a redirect, a "100 Continue") starts with its status line; only the
-     * headers of the last one describe the body. */
-    if (len > 5 && strncmp(line, "HTTP/", 5) == 0) {
-        clear_headers(x->resp);
-        const char *sp = memchr(line, ' ', len);
-        x->resp->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        return len;
-    }
-    const char *colon = memchr(line, ':', len);
-    if (!colon)
-        return len;
-    size_t name_len = (size_t)(colon - line);
-    const char *value = colon + 1;
-    const char *end = line + len;
-    while (value < end && (*value == ' ' || *value == '\t'))
-        value++;
-    while (end > value && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-        end--;
-    char **slot = NULL;
-    if (name_len == 12 && strncasecmp(line, "Content-Type", 12) == 0)
-        slot = &x->resp->content_type;
-    else if (name_len == 8 && strncasecmp(line, "Location", 8) == 0)
-        slot = &x->resp->location;
-    else if (name_len == 21 && strncasecmp(line, "Docker-Content-Digest", 21) == 0)
-        slot = &x->resp->docker_digest;
-    else if (name_len == 16 && strncasecmp(line, "WWW-Authenticate", 16) == 0)
-        slot = &x->resp->www_authenticate;
-    if (slot && !*slot)
-        *slot = gc_xstrndup(value, (size_t)(end - value));
-    return len;
+    FILE *f = ctx;
+    size_t n = fread(buf, 1, size, f);
+    return n < size && ferror(f) ? GC_HTTP_READ_ABORT : n;
 }
 
-static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+/* A 2xx body that goes to a file, hashed on the way. */
+static bool write_sink(const char *data, size_t len, void *ctx)
 {
-    exchange *x = userdata;
-    size_t len = size * nmemb;
-    gc_http_response *resp = x->resp;
-    if (resp->sink && resp->status >= 200 && resp->status < 300) {
-        if (fwrite(data, 1, len, resp->sink) != len) {
-            x->sink_failed = true;
-            return 0;
-        }
-        if (resp->sink_hash)
-            gc_sha256_update(resp->sink_hash, data, len);
-        resp->sink_bytes += (long long)len;
-        return len;
+    gc_registry_response *resp = ctx;
+    if (fwrite(data, 1, len, resp->sink) != len) {
+        resp->sink_failed = true;
+        return false;
     }
-    if (resp->body.len + len > MAX_MEMORY_BODY) {
-        x->too_big = true;
-        return 0;
-    }
-    gc_buf_append(&resp->body, data, len);
-    return len;
+    if (resp->sink_hash)
+        gc_sha256_update(resp->sink_hash, data, len);
+    resp->sink_bytes += (long long)len;
+    return true;
 }
 
-static size_t on_read(char *buffer, size_t size, size_t nitems, void *userdata)
+static char *header_copy(const gc_http_transfer *t, const char *name)
 {
-    exchange *x = userdata;
-    const gc_http_body *body = x->body;
-    size_t room = size * nitems;
-    if (!body)
-        return 0;
-    if (body->file) {
-        long long left = body->size - x->body_offset;
-        size_t want = left < (long long)room ? (size_t)left : room;
-        size_t n = want ? fread(buffer, 1, want, body->file) : 0;
-        if (n < want && ferror(body->file))
-            return CURL_READFUNC_ABORT;
-        x->body_offset += (long long)n;
-        return n;
-    }
-    size_t left = body->len - (size_t)x->body_offset;
-    size_t n = left < room ? left : room;
-    memcpy(buffer, (const char *)body->data + x->body_offset, n);
-    x->body_offset += (long long)n;
-    return n;
+    const char *v = gc_http_header(t, name);
+    return v ? gc_xstrdup(v) : NULL;
+}
+
+/* Moves the transfer's outcome into the registry's response. */
+static void take_response(gc_http_transfer *t, gc_registry_response *resp)
+{
+    clear_headers(resp);
+    resp->status = t->status;
+    gc_buf body = resp->body;
+    resp->body = t->body;
+    t->body = body;
+    resp->content_type = header_copy(t, "Content-Type");
+    resp->location = header_copy(t, "Location");
+    resp->docker_digest = header_copy(t, "Docker-Content-Digest");
+    resp->www_authenticate = header_copy(t, "WWW-Authenticate");
 }
 
 static char *resolve_url(const gc_registry *r, const char *url)
@@ -332,95 +289,24 @@ static bool url_is_allowed(const gc_registry *r, const char *url)
     return loopback && r->loopback;
 }
 
-static void set_method(CURL *c, const char *method, const gc_http_body *body)
+/* Accept and Authorization as header lines (the caller wipes and frees them). Authorization
+ * goes only to `auth_origin`: an upload location on another host gets none, and libcurl keeps
+ * it off hosts a read is redirected to. */
+static void request_headers(const char *url, const char *accept, const char *authorization,
+                            const char *auth_origin, char *lines[3])
 {
-    /* Blobs are often served from a CDN or a storage bucket by redirect; bodies are not
-     * replayed, so only reads follow redirects (and curl keeps Authorization off other hosts). */
-    bool is_read = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, is_read ? 1L : 0L);
-    if (strcmp(method, "HEAD") == 0) {
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    } else if (strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE,
-                         (curl_off_t)(body ? (body->file ? body->size : (long long)body->len) : 0));
-    } else if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                         (curl_off_t)(body ? (body->file ? body->size : (long long)body->len) : 0));
-        if (!body)
-            curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-    } else if (strcmp(method, "GET") != 0) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    }
-}
-
-static struct curl_slist *request_headers(const char *url, const char *accept,
-                                          const gc_http_body *body, const char *authorization,
-                                          const char *auth_origin)
-{
-    struct curl_slist *h = NULL;
-    /* Registries answer at once; waiting a second for "100 Continue" only slows uploads. */
-    h = curl_slist_append(h, "Expect:");
-    if (accept) {
-        char *line = gc_xasprintf("Accept: %s", accept);
-        h = curl_slist_append(h, line);
-        free(line);
-    }
-    if (body && body->content_type) {
-        char *line = gc_xasprintf("Content-Type: %s", body->content_type);
-        h = curl_slist_append(h, line);
-        free(line);
-    }
-    if (authorization && same_origin(url, auth_origin)) {
-        char *line = gc_xasprintf("Authorization: %s", authorization);
-        h = curl_slist_append(h, line);
-        wipe_free(line);
-    }
-    return h;
-}
-
-/* Prints method and URL without the query string, which may carry signed upload state. */
-static void trace(const gc_registry *r, const char *method, const char *url, long status)
-{
-    if (!r->verbose)
-        return;
-    size_t shown = strcspn(url, "?");
-    if (status)
-        fprintf(r->log, "registry: %s %.*s%s -> %ld\n", method, (int)shown, url,
-                url[shown] ? "?..." : "", status);
-}
-
-static void set_options(gc_registry *r, exchange *x, const char *url, struct curl_slist *headers,
-                        char *errbuf)
-{
-    CURL *c = r->curl;
-    curl_easy_reset(c);
-    const char *protocols = r->loopback ? "http,https" : "https";
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, protocols);
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, protocols);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gcluster/" GCLUSTER_VERSION);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-    /* A transfer that moves under 1 KiB/s for a minute is dead, not slow. */
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(c, CURLOPT_READDATA, x);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    size_t n = 0;
+    if (accept)
+        lines[n++] = gc_xasprintf("Accept: %s", accept);
+    if (authorization && same_origin(url, auth_origin))
+        lines[n++] = gc_xasprintf("Authorization: %s", authorization);
+    lines[n] = NULL;
 }
 
 /* One exchange. `authorization` is sent only to `auth_origin`'s scheme, host and port. */
 static int perform(gc_registry *r, const char *method, const char *url, const char *accept,
-                   const gc_http_body *body, const char *authorization, const char *auth_origin,
-                   gc_http_response *resp, gc_error *err)
+                   const gc_registry_body *body, const char *authorization, const char *auth_origin,
+                   gc_registry_response *resp, gc_error *err)
 {
     int shown = (int)strcspn(url, "?"); /* queries may hold signatures: never in messages */
     if (!url_is_allowed(r, url))
@@ -430,25 +316,54 @@ static int perform(gc_registry *r, const char *method, const char *url, const ch
                        shown, url);
     if (body && body->file && fseeko(body->file, 0, SEEK_SET) != 0)
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot rewind the upload to %.*s", shown, url);
-    CURL *c = r->curl;
-    exchange x = {.resp = resp, .body = body};
-    char errbuf[CURL_ERROR_SIZE] = "";
-    struct curl_slist *headers = request_headers(url, accept, body, authorization, auth_origin);
-    set_options(r, &x, url, headers, errbuf);
-    set_method(c, method, body);
-    CURLcode cc = curl_easy_perform(c);
-    curl_slist_free_all(headers);
-    trace(r, method, url, resp->status);
-    if (x.too_big)
-        return gc_fail(err, GC_EXIT_RUNTIME, "%s %.*s: the response is larger than %ld MiB", method,
-                       shown, url, MAX_MEMORY_BODY >> 20);
-    if (x.sink_failed)
-        return gc_fail(err, GC_EXIT_RUNTIME, "%s %.*s: cannot write to a temporary file", method,
-                       shown, url);
-    if (cc != CURLE_OK)
-        return gc_fail(err, GC_EXIT_RUNTIME, "cannot reach %s: %s", r->name,
-                       errbuf[0] ? errbuf : curl_easy_strerror(cc));
-    return 0;
+    gc_http_body http_body = {.content_type = body ? body->content_type : NULL};
+    if (body && body->file) {
+        http_body.read = read_file;
+        http_body.read_ctx = body->file;
+        http_body.size = body->size;
+    } else if (body) {
+        http_body.data = body->data;
+        http_body.len = body->len;
+    }
+    char *headers[3];
+    request_headers(url, accept, authorization, auth_origin, headers);
+    /* Blobs are often served from a CDN or a storage bucket by redirect; bodies are not
+     * replayed, so only reads follow redirects. */
+    bool is_read = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    gc_http_request req = {
+        .method = method,
+        .url = url,
+        .headers = (const char *const *)headers,
+        .body = body ? &http_body : NULL,
+        .protocols = r->loopback ? "http,https" : "https",
+        .follow_redirects = is_read,
+        .connect_timeout_ms = 30 * 1000L,
+        /* A transfer that moves under 1 KiB/s for a minute is dead, not slow. */
+        .stall_seconds = 60,
+        .stall_bytes_per_second = 1024,
+        .on_data = resp->sink ? write_sink : NULL,
+        .ctx = resp,
+        .body_max = MAX_MEMORY_BODY,
+        .trace = &r->trace,
+    };
+    gc_http_transfer t;
+    gc_http_transfer_init(&t);
+    gc_http_perform(&t, r->curl, &req);
+    for (char **h = headers; *h; h++)
+        wipe_free(*h);
+    take_response(&t, resp);
+    int rc = 0;
+    if (t.too_large)
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "%s %.*s: the response is larger than %ld MiB", method,
+                     shown, url, MAX_MEMORY_BODY >> 20);
+    else if (resp->sink_failed)
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "%s %.*s: cannot write to a temporary file", method,
+                     shown, url);
+    else if (t.result != CURLE_OK)
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot reach %s: %s", r->name,
+                     t.error[0] ? t.error : curl_easy_strerror(t.result));
+    gc_http_transfer_free(&t);
+    return rc;
 }
 
 /* --- authentication -------------------------------------------------------------------- */
@@ -495,7 +410,7 @@ static char *token_url(const gc_registry *r, const gc_auth_challenge *ch)
     return gc_buf_detach(&url);
 }
 
-static int parse_token(gc_registry *r, const gc_http_response *resp, gc_error *err)
+static int parse_token(gc_registry *r, const gc_registry_response *resp, gc_error *err)
 {
     json_t *doc = json_loadb(resp->body.data, resp->body.len, 0, NULL);
     const char *token = json_string_value(json_object_get(doc, "token"));
@@ -521,8 +436,8 @@ static int fetch_token(gc_registry *r, const gc_auth_challenge *ch, gc_error *er
                        r->name);
     char *url = token_url(r, ch);
     char *basic = r->credentials.username ? basic_authorization(&r->credentials) : NULL;
-    gc_http_response resp;
-    gc_http_response_init(&resp);
+    gc_registry_response resp;
+    gc_registry_response_init(&resp);
     /* The token service is usually another host (auth.docker.io): the one the registry named
      * in its challenge, reached over TLS, is the only one the credentials go to. */
     int rc = perform(r, "GET", url, "application/json", NULL, basic, url, &resp, err);
@@ -530,7 +445,7 @@ static int fetch_token(gc_registry *r, const gc_auth_challenge *ch, gc_error *er
         rc = gc_registry_fail(r, &resp, "getting a token", err);
     if (!rc)
         rc = parse_token(r, &resp, err);
-    gc_http_response_free(&resp);
+    gc_registry_response_free(&resp);
     wipe_free(basic);
     free(url);
     return rc;
@@ -562,7 +477,7 @@ static int authenticate(gc_registry *r, const char *header, gc_error *err)
 }
 
 int gc_registry_send(gc_registry *r, const char *method, const char *url, const char *accept,
-                     const gc_http_body *body, gc_http_response *resp, gc_error *err)
+                     const gc_registry_body *body, gc_registry_response *resp, gc_error *err)
 {
     char *full = resolve_url(r, url);
     if (!full)
@@ -584,7 +499,7 @@ int gc_registry_send(gc_registry *r, const char *method, const char *url, const 
 }
 
 /* "MANIFEST_UNKNOWN: manifest unknown" from the registry's error document, if it sent one. */
-static void describe_errors(const gc_http_response *resp, gc_buf *out)
+static void describe_errors(const gc_registry_response *resp, gc_buf *out)
 {
     json_t *doc = json_loadb(resp->body.data, resp->body.len, 0, NULL);
     size_t i;
@@ -599,7 +514,8 @@ static void describe_errors(const gc_http_response *resp, gc_buf *out)
     json_decref(doc);
 }
 
-int gc_registry_fail(gc_registry *r, const gc_http_response *resp, const char *what, gc_error *err)
+int gc_registry_fail(gc_registry *r, const gc_registry_response *resp, const char *what,
+                     gc_error *err)
 {
     gc_buf detail;
     gc_buf_init(&detail);

@@ -1,5 +1,5 @@
 /*
- * registry: an OCI Distribution client over libcurl, one per registry.
+ * registry: an OCI Distribution client on sys/'s HTTP layer, one per registry.
  *
  * It speaks HTTPS, or plain HTTP to a registry on this machine only. Authentication follows the
  * registry's lead: a request goes out anonymously (or with the token already earned); a 401 with
@@ -8,7 +8,8 @@
  * the token; `WWW-Authenticate: Basic` is answered with the credentials themselves. Credentials
  * are looked up only when a registry asks for them, so pulling a public base image never runs
  * gcloud. Authorization goes only to the registry's own host, never to a host it redirects or
- * points uploads to, and traces never show it (nor any query string, which may hold signatures).
+ * points uploads to. Traces (the layer's) show neither it nor the values of signatures and
+ * upload state in query strings; error messages leave query strings out altogether.
  */
 #ifndef GCLUSTER_IMAGE_REGISTRY_H
 #define GCLUSTER_IMAGE_REGISTRY_H
@@ -17,15 +18,17 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/error.h"
+#include "gcluster/http.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 
 typedef struct gc_registry gc_registry;
 
-/* `registry` as named in a reference ("docker.io", "127.0.0.1:5000"). Traces go to `log` when
- * `verbose`. */
-gc_registry *gc_registry_new(const char *registry, FILE *log, int verbose);
+/* A client for `registry` as named in a reference ("docker.io", "127.0.0.1:5000"); its requests
+ * are traced as `trace` says (may be NULL). */
+int gc_registry_open(const char *registry, const gc_http_trace *trace, gc_registry **out,
+                     gc_error *err);
 void gc_registry_free(gc_registry *r);
 
 /* Asks for this scope too whenever a token is fetched ("repository:library/python:pull"), so
@@ -33,15 +36,15 @@ void gc_registry_free(gc_registry *r);
 void gc_registry_add_scope(gc_registry *r, const char *scope);
 
 /* A request body: from memory, or `size` bytes of `file` from its start. */
-typedef struct gc_http_body {
+typedef struct gc_registry_body {
     const void *data;
     size_t len;
     FILE *file;
     long long size;
     const char *content_type;
-} gc_http_body;
+} gc_registry_body;
 
-typedef struct gc_http_response {
+typedef struct gc_registry_response {
     long status;
     gc_buf body; /* small bodies: manifests, configs, error documents */
     char *content_type;
@@ -52,18 +55,20 @@ typedef struct gc_http_response {
     FILE *sink;
     gc_sha256 *sink_hash;
     long long sink_bytes;
-} gc_http_response;
+    bool sink_failed; /* writing to the sink failed */
+} gc_registry_response;
 
-void gc_http_response_init(gc_http_response *resp);
-void gc_http_response_free(gc_http_response *resp);
+void gc_registry_response_init(gc_registry_response *resp);
+void gc_registry_response_free(gc_registry_response *resp);
 
 /* One request, with the authentication dance. `url` is a path ("/v2/...") or an absolute URL
  * (an upload location). A transport failure is an error; any HTTP status is not. */
 int gc_registry_send(gc_registry *r, const char *method, const char *url, const char *accept,
-                     const gc_http_body *body, gc_http_response *resp, gc_error *err);
+                     const gc_registry_body *body, gc_registry_response *resp, gc_error *err);
 
 /* The failure of `what` as a message with the status and the registry's own error codes. */
-int gc_registry_fail(gc_registry *r, const gc_http_response *resp, const char *what, gc_error *err);
+int gc_registry_fail(gc_registry *r, const gc_registry_response *resp, const char *what,
+                     gc_error *err);
 
 /* The parts of a WWW-Authenticate challenge we use; missing ones are NULL. */
 typedef struct gc_auth_challenge {
@@ -107,6 +112,6 @@ int gc_registry_mount_blob(gc_registry *r, const char *repo, const char *digest,
                            const char *from_repo, bool *mounted, gc_error *err);
 /* Uploads a blob in one request (POST for a session, then PUT ?digest=). */
 int gc_registry_upload_blob(gc_registry *r, const char *repo, const char *digest,
-                            const gc_http_body *body, gc_error *err);
+                            const gc_registry_body *body, gc_error *err);
 
 #endif

@@ -13,8 +13,20 @@
 #include <string.h>
 
 typedef struct gone_state {
+    const char *name;
+    const char *what; /* "pod", "JobSet" */
+    const gc_events *ev;
     size_t remaining;
+    size_t deleted;
+    bool synced;
 } gone_state;
+
+static void show_remaining(const gone_state *s)
+{
+    if (s->synced && s->remaining)
+        gc_progress(s->ev, "cancelling %s: %zu %s%s left", s->name, s->remaining, s->what,
+                    s->remaining == 1 ? "" : "s");
+}
 
 /* Counts objects seen (ADDED) and gone (DELETED); done when none are left. */
 static int on_event(enum gc_kube_event_type type, json_t *object, void *ctx, gc_error *err)
@@ -22,71 +34,101 @@ static int on_event(enum gc_kube_event_type type, json_t *object, void *ctx, gc_
     (void)object;
     (void)err;
     gone_state *s = ctx;
-    if (type == GC_KUBE_ADDED)
+    if (type == GC_KUBE_ADDED) {
         s->remaining++;
-    else if (type == GC_KUBE_DELETED && s->remaining > 0)
+    } else if (type == GC_KUBE_DELETED && s->remaining > 0) {
         s->remaining--;
-    else if (type == GC_KUBE_SYNCED && s->remaining == 0)
+        s->deleted++;
+    } else if (type == GC_KUBE_SYNCED) {
+        s->synced = true;
+    }
+    if ((type == GC_KUBE_SYNCED || type == GC_KUBE_DELETED) && s->remaining == 0)
         return GC_KUBE_STOP;
-    return type == GC_KUBE_DELETED && s->remaining == 0 ? GC_KUBE_STOP : 0;
+    show_remaining(s);
+    return 0;
 }
 
-/* Waits until no object of the collection matches `opts`. */
-static int wait_for_none(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
-                         long timeout, gc_error *err)
-{
-    gone_state s = {0};
-    return gc_kube_list_watch(kube, path, opts, (int)timeout, on_event, &s, err);
-}
-
-static int wait_until_gone(gc_kube *kube, const char *name, long timeout, gc_error *err)
+/* Waits until no pod of the job is left, then until the JobSet is gone (each for at most
+ * `timeout` seconds when > 0). */
+static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const gc_events *ev,
+                           gc_cancel_result *out, gc_error *err)
 {
     char selector[300];
     snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
     gc_kube_list_options pods = {.label_selector = selector, .accept = GC_KUBE_ACCEPT_METADATA};
     char *pod_path = gc_kube_path(NULL, "v1", gc_kube_namespace(kube), "pods", NULL);
-    int rc = wait_for_none(kube, pod_path, &pods, timeout, err);
+    gone_state pod_state = {.name = name, .what = "pod", .ev = ev};
+    int rc = gc_kube_list_watch(kube, pod_path, &pods, (int)timeout, on_event, &pod_state, err);
     free(pod_path);
+    out->pods_deleted = pod_state.deleted;
 
     char field[300];
     snprintf(field, sizeof(field), "metadata.name=%s", name);
     gc_kube_list_options jobsets = {.field_selector = field, .accept = GC_KUBE_ACCEPT_METADATA};
-    char *path = jobset_path(kube, NULL);
+    char *path = job_jobset_path(kube, NULL);
+    gone_state jobset_state = {.name = name, .what = "JobSet", .ev = ev};
     if (!rc)
-        rc = wait_for_none(kube, path, &jobsets, timeout, err);
+        rc = gc_kube_list_watch(kube, path, &jobsets, (int)timeout, on_event, &jobset_state, err);
     free(path);
+    gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
     if (rc && !strcmp(err->reason, "Timeout"))
         return gc_fail(err, GC_EXIT_RUNTIME,
                        "job %s is still being deleted after %lds (gcluster job inspect %s shows "
                        "what is left)",
                        name, timeout, name);
+    out->gone = rc == 0;
     return rc;
 }
 
-int gc_job_cancel(gc_kube *kube, const char *name, bool wait, const char *timeout,
-                  const gc_output *o, gc_error *err)
+static int check_request(const gc_cancel_request *r, long *timeout, gc_error *err)
 {
-    long seconds = 0;
-    if (timeout && gc_parse_duration("--timeout", timeout, &seconds, err))
+    *timeout = 0;
+    if (gc_job_name_check(r->name, err))
         return err->code;
-    char *path = jobset_path(kube, name);
-    json_t *deleted = NULL;
-    int rc = gc_kube_delete(kube, path, "Foreground", &deleted, err);
-    free(path);
-    json_decref(deleted);
-    if (rc && err->http_status == 404)
-        return job_not_found(kube, name, err);
+    if (r->timeout && !r->wait)
+        return gc_fail(err, GC_EXIT_USAGE, "--timeout only applies with --wait");
+    if (r->timeout)
+        return gc_parse_duration("--timeout", r->timeout, timeout, err);
+    return 0;
+}
+
+int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err)
+{
+    long timeout;
+    return check_request(r, &timeout, err);
+}
+
+int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
+                  gc_cancel_result *out, gc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    long timeout;
+    int rc = check_request(r, &timeout, err);
     if (rc)
         return rc;
-    if (!wait) {
-        fprintf(o->out,
-                "Cancelled job %s: its Jobs and pods are being deleted (add --wait to "
-                "wait for them).\n",
-                name);
-        return 0;
+    char *path = job_jobset_path(kube, r->name);
+    json_t *deleted = NULL;
+    rc = gc_kube_delete(kube, path, "Foreground", &deleted, err);
+    free(path);
+    if (rc && err->http_status == 404)
+        rc = job_not_found(kube, r->name, err);
+    if (!rc) {
+        out->name = gc_xstrdup(r->name);
+        out->ns = gc_xstrdup(gc_kube_namespace(kube));
+        out->uid = job_strdup_or_null(job_meta_string(deleted, NULL, "uid"));
     }
-    rc = wait_until_gone(kube, name, seconds, err);
-    if (!rc)
-        fprintf(o->out, "Cancelled job %s: its JobSet, Jobs and pods are gone.\n", name);
+    json_decref(deleted);
+    if (!rc && r->wait)
+        rc = wait_until_gone(kube, r->name, timeout, ev, out, err);
+    if (rc)
+        gc_cancel_result_free(out);
     return rc;
+}
+
+void gc_cancel_result_free(gc_cancel_result *result)
+{
+    free(result->name);
+    free(result->ns);
+    free(result->uid);
+    memset(result, 0, sizeof(*result));
 }

@@ -1,21 +1,17 @@
 /*
- * `job inspect`: everything about one job on one screen. Four requests in two round trips: the
+ * `job inspect`: everything about one job, as a report. Four requests in two round trips: the
  * JobSet, its pods and the namespace's Warning events (filtered to this job's objects) together,
  * then its Kueue Workload.
  */
 #include "gcluster/buf.h"
-#include "gcluster/emit.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "job/lookup.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_WARNINGS 10
 
 typedef struct inspect_data {
     json_t *jobset;
@@ -42,7 +38,7 @@ static int list_items(gc_kube *kube, const char *group, const char *version, con
 
 static int fetch_workload(gc_kube *kube, inspect_data *d, gc_error *err)
 {
-    const char *uid = meta_string(d->jobset, NULL, "uid");
+    const char *uid = job_meta_string(d->jobset, NULL, "uid");
     char selector[128];
     snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid ? uid : "");
     gc_kube_list_options opts = {.label_selector = selector};
@@ -71,7 +67,7 @@ static bool belongs_to_job(const json_t *event, const char *name, const char *wo
 
 static void keep_job_warnings(const json_t *events, const char *name, inspect_data *d)
 {
-    const char *workload = d->workload ? meta_string(d->workload, NULL, "name") : NULL;
+    const char *workload = d->workload ? job_meta_string(d->workload, NULL, "name") : NULL;
     size_t i;
     json_t *e;
     json_array_foreach(events, i, e)
@@ -97,7 +93,7 @@ static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err
         {.path = pods, .opts = &of_job, .on_item = append_item, .ctx = d->pods},
         {.path = events_path, .opts = &warnings, .on_item = append_item, .ctx = events},
     };
-    int rc = find_jobset_with(kube, name, &d->jobset, reads, 2, err);
+    int rc = job_find_jobset_with(kube, name, &d->jobset, reads, 2, err);
     if (!rc)
         rc = fetch_workload(kube, d, err);
     if (!rc)
@@ -108,117 +104,103 @@ static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err
     return rc;
 }
 
-/* Lines of the summary; with --show they become YAML comments above the manifest. */
-typedef struct printer {
-    FILE *out;
-    const char *prefix;
-} printer;
-
-static void line(const printer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void line(const printer *p, const char *fmt, ...)
+static const char *string_at(const json_t *object, const char *key)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(p->prefix, p->out);
-    vfprintf(p->out, fmt, ap);
-    fputc('\n', p->out);
-    va_end(ap);
+    return json_string_value(json_object_get(object, key));
 }
 
-static void print_overview(const printer *p, const inspect_data *d, const gc_job_status *st,
-                           const gc_job_facts *f)
+static long long_at(const json_t *object, const char *key)
 {
-    char compute[96], age[16];
-    jobset_compute(d->jobset, compute, sizeof(compute));
-    const char *created = meta_string(d->jobset, NULL, "creationTimestamp");
-    gc_format_age(created, age, sizeof(age));
-    const char *topology = meta_string(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY);
+    return (long)json_integer_value(json_object_get(object, key));
+}
+
+static void report_overview(gc_inspect_report *r, const inspect_data *d, const gc_job_facts *f)
+{
+    char compute[96];
     const json_t *policy = json_object_get(json_object_get(d->jobset, "spec"), "failurePolicy");
-
-    line(p, "Name:       %s", meta_string(d->jobset, NULL, "name"));
-    line(p, "Namespace:  %s", meta_string(d->jobset, NULL, "namespace"));
-    line(p, "Status:     %s", st->text);
-    if (st->detail[0])
-        line(p, "            %s", st->detail);
-    line(p, "Compute:    %s%s%s", compute, topology ? ", topology " : "", topology ? topology : "");
-    line(p, "Pathways:   %s", jobset_pathways_mode(d->jobset));
-    line(p, "Queue:      %s",
-         meta_string(d->jobset, "labels", GC_LABEL_QUEUE)
-             ? meta_string(d->jobset, "labels", GC_LABEL_QUEUE)
-             : "- (not queued by Kueue)");
-    line(p, "Created:    %s (%s ago)", created ? created : "?", age);
-    if (f->completed_at[0])
-        line(p, "Finished:   %s", f->completed_at);
-    line(p, "Restarts:   %ld of at most %lld", f->restarts,
-         (long long)json_integer_value(json_object_get(policy, "maxRestarts")));
+    r->name = job_strdup_or_null(job_meta_string(d->jobset, NULL, "name"));
+    r->ns = job_strdup_or_null(job_meta_string(d->jobset, NULL, "namespace"));
+    r->compute = job_compute(d->jobset, compute, sizeof(compute)) ? gc_xstrdup(compute) : NULL;
+    r->topology =
+        job_strdup_or_null(job_meta_string(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY));
+    r->pathways = job_pathways_mode(d->jobset);
+    r->queue = job_strdup_or_null(job_meta_string(d->jobset, "labels", GC_LABEL_QUEUE));
+    r->created = job_strdup_or_null(job_meta_string(d->jobset, NULL, "creationTimestamp"));
+    r->finished = job_strdup_or_null(f->completed_at);
+    r->restarts = f->restarts;
+    r->max_restarts = long_at(policy, "maxRestarts");
 }
 
-static void print_flavors(const printer *p, const json_t *admission)
+static void report_pod_sets(gc_kueue_state *k, const json_t *admission)
 {
+    const json_t *assignments = json_object_get(admission, "podSetAssignments");
+    k->pod_set_count = json_array_size(assignments);
+    k->pod_sets = gc_xcalloc(k->pod_set_count ? k->pod_set_count : 1, sizeof(*k->pod_sets));
     size_t i;
     const json_t *ps;
-    json_array_foreach(json_object_get(admission, "podSetAssignments"), i, ps)
+    json_array_foreach(assignments, i, ps)
     {
-        gc_buf b;
-        gc_buf_init(&b);
+        gc_pod_set_admission *out = &k->pod_sets[i];
+        const json_t *flavors = json_object_get(ps, "flavors");
+        out->name = job_strdup_or_null(string_at(ps, "name"));
+        out->flavors = gc_xcalloc(json_object_size(flavors) + 1, sizeof(*out->flavors));
         const char *resource;
         const json_t *flavor;
-        json_object_foreach((json_t *)json_object_get(ps, "flavors"), resource, flavor)
-            gc_buf_printf(&b, "%s%s=%s", b.len ? ", " : "", resource, json_string_value(flavor));
-        line(p, "  %-14s %s", json_string_value(json_object_get(ps, "name")), b.data);
-        gc_buf_free(&b);
+        json_object_foreach((json_t *)flavors, resource, flavor)
+        {
+            out->flavors[out->flavor_count].resource = gc_xstrdup(resource);
+            out->flavors[out->flavor_count].flavor = job_strdup_or_null(json_string_value(flavor));
+            out->flavor_count++;
+        }
     }
 }
 
-static void print_kueue(const printer *p, const inspect_data *d, const gc_job_facts *f)
+static void report_kueue(gc_kueue_state *k, const json_t *workload, const gc_job_facts *f)
 {
-    if (!d->workload) {
-        if (f->queued_by_kueue)
-            line(p, "Kueue:      no Workload yet (is Kueue running and managing JobSets?)");
+    if (!workload)
         return;
-    }
-    const json_t *admission = json_object_get(json_object_get(d->workload, "status"), "admission");
-    line(p, "%s", "");
-    line(p, "Kueue workload %s:", meta_string(d->workload, NULL, "name"));
+    k->workload = job_strdup_or_null(job_meta_string(workload, NULL, "name"));
+    k->admitted = f->admitted;
     if (f->admitted) {
-        line(p, "  Admitted to ClusterQueue %s; flavors per pod set:",
-             json_string_value(json_object_get(admission, "clusterQueue")));
-        print_flavors(p, admission);
+        const json_t *admission = json_object_get(json_object_get(workload, "status"), "admission");
+        k->cluster_queue = job_strdup_or_null(string_at(admission, "clusterQueue"));
+        report_pod_sets(k, admission);
     } else {
-        line(p, "  Not admitted: %s%s%s", f->workload_reason[0] ? f->workload_reason : "pending",
-             f->workload_message[0] ? ": " : "", f->workload_message);
+        k->reason = job_strdup_or_null(f->workload_reason);
+        k->message = job_strdup_or_null(f->workload_message);
     }
 }
 
-static void print_replicated_jobs(const printer *p, const json_t *jobset)
+static void report_replicated_jobs(gc_inspect_report *r, const json_t *jobset)
 {
-    line(p, "%s", "");
-    line(p, "Replicated jobs:");
-    line(p, "  %-16s %-9s %-6s %-7s %-10s %s", "NAME", "REPLICAS", "READY", "ACTIVE", "SUCCEEDED",
-         "FAILED");
+    const json_t *specs = json_object_get(json_object_get(jobset, "spec"), "replicatedJobs");
     const json_t *statuses =
         json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus");
+    r->replicated_job_count = json_array_size(specs);
+    r->replicated_jobs = gc_xcalloc(r->replicated_job_count ? r->replicated_job_count : 1,
+                                    sizeof(*r->replicated_jobs));
     size_t i;
     const json_t *rjob;
-    json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, rjob)
+    json_array_foreach(specs, i, rjob)
     {
-        const char *name = json_string_value(json_object_get(rjob, "name"));
+        const char *name = string_at(rjob, "name");
         const json_t *st = NULL;
         size_t j;
         const json_t *s;
         json_array_foreach(statuses, j, s)
         {
-            const char *n = json_string_value(json_object_get(s, "name"));
+            const char *n = string_at(s, "name");
             if (n && name && !strcmp(n, name))
                 st = s;
         }
-        line(p, "  %-16s %-9lld %-6lld %-7lld %-10lld %lld", name ? name : "?",
-             (long long)json_integer_value(json_object_get(rjob, "replicas")),
-             (long long)json_integer_value(json_object_get(st, "ready")),
-             (long long)json_integer_value(json_object_get(st, "active")),
-             (long long)json_integer_value(json_object_get(st, "succeeded")),
-             (long long)json_integer_value(json_object_get(st, "failed")));
+        r->replicated_jobs[i] = (gc_replicated_job_counts){
+            .name = job_strdup_or_null(name),
+            .replicas = long_at(rjob, "replicas"),
+            .ready = long_at(st, "ready"),
+            .active = long_at(st, "active"),
+            .succeeded = long_at(st, "succeeded"),
+            .failed = long_at(st, "failed"),
+        };
     }
 }
 
@@ -230,151 +212,202 @@ static long restarts_of(const json_t *pod)
         size_t i;
         const json_t *cs;
         json_array_foreach(json_object_get(json_object_get(pod, "status"), lists[l]), i, cs) n +=
-            (long)json_integer_value(json_object_get(cs, "restartCount"));
+            long_at(cs, "restartCount");
     }
     return n;
 }
 
-static long pod_order(const json_t *pod)
+/* A numeric label (the Job and completion indexes), or -1. */
+static long index_label(const json_t *pod, const char *key)
 {
-    const char *rjob = meta_string(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name");
-    const char *job = meta_string(pod, "labels", "jobset.sigs.k8s.io/job-index");
-    const char *host = meta_string(pod, "labels", "batch.kubernetes.io/job-completion-index");
-    long head_first = rjob && !strcmp(rjob, GC_PATHWAYS_HEAD) ? 0 : 1;
-    return head_first * 100000000L + (job ? atol(job) : 0) * 10000L + (host ? atol(host) : 0);
+    const char *value = job_meta_string(pod, "labels", key);
+    if (!value || !*value)
+        return -1;
+    char *end;
+    long n = strtol(value, &end, 10);
+    return *end || n < 0 ? -1 : n;
 }
 
 static int compare_pods(const void *a, const void *b)
 {
-    long x = pod_order(*(json_t *const *)a), y = pod_order(*(json_t *const *)b);
-    return (x > y) - (x < y);
+    const gc_job_pod *x = a, *y = b;
+    bool x_head = x->role && !strcmp(x->role, GC_PATHWAYS_HEAD);
+    bool y_head = y->role && !strcmp(y->role, GC_PATHWAYS_HEAD);
+    if (x_head != y_head)
+        return x_head ? -1 : 1;
+    if (x->slice != y->slice)
+        return x->slice < y->slice ? -1 : 1;
+    if (x->host != y->host)
+        return x->host < y->host ? -1 : 1;
+    return strcmp(x->name ? x->name : "", y->name ? y->name : "");
 }
 
-static void print_pods(const printer *p, const json_t *pods)
+static void report_pods(gc_inspect_report *r, const json_t *pods)
 {
-    size_t n = json_array_size(pods);
-    line(p, "%s", "");
-    if (!n) {
-        line(p, "Pods:       none yet");
-        return;
+    r->pod_count = json_array_size(pods);
+    r->pods = gc_xcalloc(r->pod_count ? r->pod_count : 1, sizeof(*r->pods));
+    size_t i;
+    const json_t *pod;
+    json_array_foreach(pods, i, pod)
+    {
+        r->pods[i] = (gc_job_pod){
+            .name = job_strdup_or_null(job_meta_string(pod, NULL, "name")),
+            .role = job_strdup_or_null(
+                job_meta_string(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name")),
+            .slice = index_label(pod, "jobset.sigs.k8s.io/job-index"),
+            .host = index_label(pod, "batch.kubernetes.io/job-completion-index"),
+            .phase = job_strdup_or_null(string_at(json_object_get(pod, "status"), "phase")),
+            .restarts = restarts_of(pod),
+            .node = job_strdup_or_null(string_at(json_object_get(pod, "spec"), "nodeName")),
+        };
     }
-    json_t **sorted = gc_xcalloc(n, sizeof(*sorted));
-    for (size_t i = 0; i < n; i++)
-        sorted[i] = json_array_get(pods, i);
-    qsort(sorted, n, sizeof(*sorted), compare_pods);
-    line(p, "Pods:");
-    line(p, "  %-14s %-6s %-5s %-10s %-9s %-26s %s", "ROLE", "SLICE", "HOST", "PHASE", "RESTARTS",
-         "NODE", "POD");
-    for (size_t i = 0; i < n; i++) {
-        const json_t *pod = sorted[i];
-        const char *node =
-            json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-        const char *phase =
-            json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-        const char *role = meta_string(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name");
-        const char *slice = meta_string(pod, "labels", "jobset.sigs.k8s.io/job-index");
-        const char *host = meta_string(pod, "labels", "batch.kubernetes.io/job-completion-index");
-        line(p, "  %-14s %-6s %-5s %-10s %-9ld %-26s %s", role ? role : "?", slice ? slice : "-",
-             host ? host : "-", phase ? phase : "?", restarts_of(pod),
-             node ? node : "(unscheduled)", meta_string(pod, NULL, "name"));
-    }
-    free(sorted);
+    qsort(r->pods, r->pod_count, sizeof(*r->pods), compare_pods);
 }
 
-/* Warnings repeat (a controller retrying); show each object and reason once, with how often
- * and the latest message cut to one line. */
-static void print_warnings(const printer *p, const json_t *warnings)
+static void free_warning(gc_job_warning *g)
 {
-    json_t *groups = json_object(); /* "kind/name reason" -> {count, last event} */
-    json_t *order = json_array();
+    free(g->kind);
+    free(g->object);
+    free(g->reason);
+    free(g->last_seen);
+    free(g->message);
+}
+
+static gc_job_warning *find_group(gc_job_warning *groups, size_t count, const json_t *involved,
+                                  const char *reason)
+{
+    const char *kind = string_at(involved, "kind"), *name = string_at(involved, "name");
+    for (size_t i = 0; i < count; i++) {
+        gc_job_warning *g = &groups[i];
+        if (!strcmp(g->kind, kind ? kind : "") && !strcmp(g->object, name ? name : "") &&
+            !strcmp(g->reason, reason ? reason : ""))
+            return g;
+    }
+    return NULL;
+}
+
+/* Warnings repeat (a controller retrying): one group per object and reason, in the order each
+ * first appeared, counting every event and keeping the latest message; the most recent groups
+ * are kept. */
+static void report_warnings(gc_inspect_report *r, const json_t *warnings)
+{
+    size_t n = json_array_size(warnings);
+    gc_job_warning *groups = gc_xcalloc(n ? n : 1, sizeof(*groups));
+    size_t count = 0;
     size_t i;
     const json_t *e;
     json_array_foreach(warnings, i, e)
     {
         const json_t *involved = json_object_get(e, "involvedObject");
-        char *key = gc_xasprintf("%s/%s: %s", json_string_value(json_object_get(involved, "kind")),
-                                 json_string_value(json_object_get(involved, "name")),
-                                 json_string_value(json_object_get(e, "reason")));
-        json_t *g = json_object_get(groups, key);
-        json_int_t count = json_integer_value(json_object_get(e, "count"));
+        const char *reason = string_at(e, "reason");
+        gc_job_warning *g = find_group(groups, count, involved, reason);
         if (!g) {
-            g = json_pack("{s:I, s:O}", "count", (json_int_t)0, "event", e);
-            json_object_set_new(groups, key, g);
-            json_array_append_new(order, json_string(key));
+            g = &groups[count++];
+            g->kind = gc_xstrdup(string_at(involved, "kind") ? string_at(involved, "kind") : "");
+            g->object = gc_xstrdup(string_at(involved, "name") ? string_at(involved, "name") : "");
+            g->reason = gc_xstrdup(reason ? reason : "");
         }
-        json_object_set_new(g, "count",
-                            json_integer(json_integer_value(json_object_get(g, "count")) +
-                                         (count > 0 ? count : 1)));
-        json_object_set(g, "event", (json_t *)e);
-        free(key);
+        long times = long_at(e, "count");
+        g->count += times > 0 ? times : 1;
+        const char *when = string_at(e, "lastTimestamp");
+        free(g->last_seen);
+        g->last_seen = job_strdup_or_null(when ? when : string_at(e, "eventTime"));
+        free(g->message);
+        g->message = gc_xstrdup(string_at(e, "message") ? string_at(e, "message") : "");
     }
-    size_t n = json_array_size(order);
-    if (n) {
-        line(p, "%s", "");
-        line(p, "Recent warnings:");
-    }
-    for (i = n > MAX_WARNINGS ? n - MAX_WARNINGS : 0; i < n; i++) {
-        const char *key = json_string_value(json_array_get(order, i));
-        json_t *g = json_object_get(groups, key);
-        json_t *event = json_object_get(g, "event");
-        const char *when = json_string_value(json_object_get(event, "lastTimestamp"));
-        if (!when)
-            when = json_string_value(json_object_get(event, "eventTime"));
-        char age[16];
-        gc_format_age(when, age, sizeof(age));
-        const char *message = json_string_value(json_object_get(event, "message"));
-        line(p, "  %-5s %s (x%lld): %.160s%s", age, key,
-             (long long)json_integer_value(json_object_get(g, "count")), message ? message : "",
-             message && strlen(message) > 160 ? "..." : "");
-    }
-    json_decref(order);
-    json_decref(groups);
+    size_t first = count > GC_INSPECT_MAX_WARNINGS ? count - GC_INSPECT_MAX_WARNINGS : 0;
+    r->warning_count = count - first;
+    r->warnings = gc_xcalloc(r->warning_count ? r->warning_count : 1, sizeof(*r->warnings));
+    memcpy(r->warnings, groups + first, r->warning_count * sizeof(*groups));
+    for (i = 0; i < first; i++)
+        free_warning(&groups[i]);
+    free(groups);
 }
 
-static int print_manifest(json_t *jobset, FILE *out, gc_error *err)
+static json_t *stored_manifest(const json_t *jobset)
 {
     json_t *manifest = json_deep_copy(jobset);
     json_object_del(json_object_get(manifest, "metadata"), "managedFields");
     json_object_del(manifest, "status");
-    gc_buf yaml;
-    gc_buf_init(&yaml);
-    int rc = gc_emit_yaml(manifest, &yaml, err);
-    if (!rc)
-        fputs(yaml.data, out);
-    gc_buf_free(&yaml);
-    json_decref(manifest);
-    return rc;
+    return manifest;
 }
 
-int gc_job_inspect(gc_kube *kube, const char *name, bool show, const gc_output *o, gc_error *err)
+static void build_report(const inspect_data *d, bool show, gc_inspect_report *r)
 {
-    inspect_data d = {.pods = json_array(), .warnings = json_array()};
-    int rc = fetch(kube, name, &d, err);
-    if (!rc) {
-        gc_job_facts f;
-        gc_job_facts_from_jobset(d.jobset, &f);
-        if (d.workload)
-            gc_job_facts_add_workload(&f, d.workload);
-        size_t i;
-        json_t *pod;
-        json_array_foreach(d.pods, i, pod)
-        {
-            gc_job_facts_add_pod(&f, pod);
-        }
-        gc_job_status st;
-        gc_job_status_derive(&f, &st);
-        printer p = {.out = o->out, .prefix = show ? "# " : ""};
-        print_overview(&p, &d, &st, &f);
-        print_kueue(&p, &d, &f);
-        print_replicated_jobs(&p, d.jobset);
-        print_pods(&p, d.pods);
-        print_warnings(&p, d.warnings);
-        if (show)
-            rc = print_manifest(d.jobset, o->out, err);
+    gc_job_facts f;
+    gc_job_facts_from_jobset(d->jobset, &f);
+    if (d->workload)
+        gc_job_facts_add_workload(&f, d->workload);
+    size_t i;
+    json_t *pod;
+    json_array_foreach(d->pods, i, pod)
+    {
+        gc_job_facts_add_pod(&f, pod);
     }
+    gc_job_status_derive(&f, &r->status);
+    report_overview(r, d, &f);
+    report_kueue(&r->kueue, d->workload, &f);
+    report_replicated_jobs(r, d->jobset);
+    report_pods(r, d->pods);
+    report_warnings(r, d->warnings);
+    if (show)
+        r->manifest = stored_manifest(d->jobset);
+}
+
+int gc_job_inspect(gc_kube *kube, const char *name, bool show, gc_inspect_report *report,
+                   gc_error *err)
+{
+    memset(report, 0, sizeof(*report));
+    int rc = gc_job_name_check(name, err);
+    if (rc)
+        return rc;
+    inspect_data d = {.pods = json_array(), .warnings = json_array()};
+    rc = fetch(kube, name, &d, err);
+    if (!rc)
+        build_report(&d, show, report);
     json_decref(d.jobset);
     json_decref(d.workload);
     json_decref(d.pods);
     json_decref(d.warnings);
     return rc;
+}
+
+static void free_kueue(gc_kueue_state *k)
+{
+    for (size_t i = 0; i < k->pod_set_count; i++) {
+        for (size_t j = 0; j < k->pod_sets[i].flavor_count; j++) {
+            free(k->pod_sets[i].flavors[j].resource);
+            free(k->pod_sets[i].flavors[j].flavor);
+        }
+        free(k->pod_sets[i].flavors);
+        free(k->pod_sets[i].name);
+    }
+    free(k->pod_sets);
+    free(k->workload);
+    free(k->cluster_queue);
+    free(k->reason);
+    free(k->message);
+}
+
+void gc_inspect_report_free(gc_inspect_report *r)
+{
+    char *strings[] = {r->name, r->ns, r->compute, r->topology, r->queue, r->created, r->finished};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(*strings); i++)
+        free(strings[i]);
+    free_kueue(&r->kueue);
+    for (size_t i = 0; i < r->replicated_job_count; i++)
+        free(r->replicated_jobs[i].name);
+    free(r->replicated_jobs);
+    for (size_t i = 0; i < r->pod_count; i++) {
+        free(r->pods[i].name);
+        free(r->pods[i].role);
+        free(r->pods[i].phase);
+        free(r->pods[i].node);
+    }
+    free(r->pods);
+    for (size_t i = 0; i < r->warning_count; i++)
+        free_warning(&r->warnings[i]);
+    free(r->warnings);
+    json_decref(r->manifest);
+    memset(r, 0, sizeof(*r));
 }

@@ -1,7 +1,8 @@
 /*
- * `job logs`: pick the pods and containers (SPEC §2), then stream them all at once through the
- * client's multiplexed log reader. By default that is one container: the user's program in the
- * head pod (headless: the IFRT proxy; an ordinary JobSet: slice 0, host 0).
+ * `job logs`: pick the pods and containers, then stream them all at once through the client's
+ * multiplexed log reader, handing each line with its pod and container to the caller's sink. By
+ * default that is one container: the user's program in the head pod (headless: the IFRT proxy; an
+ * ordinary JobSet: slice 0, host 0).
  *
  * Following ends when the pods end: the kubelet closes finished streams itself, but a stream
  * can stay open (a node that never says goodbye), so the pods' phases are checked every two
@@ -25,13 +26,13 @@
 typedef struct log_target {
     char *pod;
     char *container;
-    char *prefix; /* "[pod/container] " with --all, else "" */
 } log_target;
 
 typedef struct logs_state {
     gc_kube *kube;
     const gc_logs_request *r;
-    const gc_output *o;
+    const gc_log_sink *sink;
+    const gc_events *ev;
     char selector[512];
     json_t *pod_fields; /* POD_FIELDS */
     log_target *targets;
@@ -40,8 +41,11 @@ typedef struct logs_state {
     time_t finished_at; /* when every followed pod had ended, or 0 */
 } logs_state;
 
+/* The flags, and --since in seconds. */
 static int check_request(const gc_logs_request *r, long *since, gc_error *err)
 {
+    if (gc_job_name_check(r->name, err))
+        return err->code;
     if (r->role && strcmp(r->role, "head") && strcmp(r->role, "worker"))
         return gc_fail(err, GC_EXIT_USAGE, "--role %s: use head or worker", r->role);
     if (r->all && r->container)
@@ -55,14 +59,20 @@ static int check_request(const gc_logs_request *r, long *since, gc_error *err)
     return 0;
 }
 
+int gc_job_logs_check(const gc_logs_request *r, gc_error *err)
+{
+    long since;
+    return check_request(r, &since, err);
+}
+
 /* Which replicated job, and which container in it, the request means for this JobSet. */
 static void choose_role(const json_t *jobset, const gc_logs_request *r, const char **rjob,
                         const char **container)
 {
-    bool pathways = replicated_job(jobset, GC_PATHWAYS_HEAD) != NULL;
+    bool pathways = job_replicated_job(jobset, GC_PATHWAYS_HEAD) != NULL;
     bool worker = r->role && !strcmp(r->role, "worker");
     if (!pathways) {
-        const json_t *main = replicated_job(jobset, GC_MAIN_JOB);
+        const json_t *main = job_replicated_job(jobset, GC_MAIN_JOB);
         *rjob = main ? GC_MAIN_JOB : NULL;
         *container = NULL; /* the first container */
         return;
@@ -72,14 +82,14 @@ static void choose_role(const json_t *jobset, const gc_logs_request *r, const ch
         *container = "pathways-worker";
     } else {
         *rjob = GC_PATHWAYS_HEAD;
-        *container = !strcmp(jobset_pathways_mode(jobset), "headless") ? "pathways-proxy"
+        *container = job_pathways_mode(jobset) == GC_PATHWAYS_HEADLESS ? "pathways-proxy"
                                                                        : "workload-container";
     }
 }
 
 static const char *label(const json_t *pod, const char *key)
 {
-    return meta_string(pod, "labels", key);
+    return job_meta_string(pod, "labels", key);
 }
 
 static bool pod_selected(const json_t *pod, const gc_logs_request *r)
@@ -93,18 +103,17 @@ static bool pod_selected(const json_t *pod, const gc_logs_request *r)
     return host < 0 || (pod_index && atol(pod_index) == host);
 }
 
-static void add_target(logs_state *s, const char *pod, const char *container, bool prefix)
+static void add_target(logs_state *s, const char *pod, const char *container)
 {
     s->targets = gc_xrealloc(s->targets, (s->count + 1) * sizeof(*s->targets));
     log_target *t = &s->targets[s->count++];
     t->pod = gc_xstrdup(pod);
     t->container = gc_xstrdup(container);
-    t->prefix = prefix ? gc_xasprintf("[%s/%s] ", pod, container) : gc_xstrdup("");
 }
 
 static void add_containers(logs_state *s, const json_t *pod, const char *wanted)
 {
-    const char *pod_name = meta_string(pod, NULL, "name");
+    const char *pod_name = job_meta_string(pod, NULL, "name");
     const json_t *spec = json_object_get(pod, "spec");
     static const char *const lists[] = {"initContainers", "containers"};
     bool first_regular = true;
@@ -118,8 +127,8 @@ static void add_containers(logs_state *s, const json_t *pod, const char *wanted)
             bool pick = s->r->all || (wanted ? !strcmp(name, wanted) : regular && first_regular);
             if (regular)
                 first_regular = false;
-            if (pick && name)
-                add_target(s, pod_name, name, s->r->all);
+            if (pick && name && pod_name)
+                add_target(s, pod_name, name);
         }
     }
 }
@@ -153,7 +162,7 @@ static int find_job_and_pods(logs_state *s, json_t **jobset, json_t *pods, gc_er
     char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
     gc_kube_list_options opts = {.label_selector = s->selector, .fields = s->pod_fields};
     gc_kube_read read = {.path = path, .opts = &opts, .on_item = collect_pod, .ctx = pods};
-    int rc = find_jobset_with(s->kube, s->r->name, jobset, &read, 1, err);
+    int rc = job_find_jobset_with(s->kube, s->r->name, jobset, &read, 1, err);
     free(path);
     return rc;
 }
@@ -165,7 +174,31 @@ static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *
     choose_role(jobset, s->r, &rjob, &container);
     const char *pod_rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
     bool role_ok = (s->r->all && !s->r->role) || (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
-    return role_ok && pod_selected(pod, s->r) && !meta_string(pod, NULL, "deletionTimestamp");
+    return role_ok && pod_selected(pod, s->r) && !job_meta_string(pod, NULL, "deletionTimestamp");
+}
+
+/* A --slice or --host outside the replicated job's shape names a pod that can never exist:
+ * that is a mistake in the flags, not something to wait for. */
+static int check_indexes(const logs_state *s, const json_t *jobset, gc_error *err)
+{
+    const char *rjob, *container;
+    choose_role(jobset, s->r, &rjob, &container);
+    const json_t *spec = rjob ? job_replicated_job(jobset, rjob) : NULL;
+    if (!spec || (s->r->all && !s->r->role))
+        return 0;
+    json_int_t slices = json_integer_value(json_object_get(spec, "replicas"));
+    json_int_t hosts = json_integer_value(
+        json_object_get(json_object_get(json_object_get(spec, "template"), "spec"), "parallelism"));
+    slices = slices > 0 ? slices : 1;
+    hosts = hosts > 0 ? hosts : 1;
+    if (s->r->slice >= slices)
+        return gc_fail(err, GC_EXIT_USAGE, "--slice %ld: %s of job %s has slices 0 to %lld",
+                       s->r->slice, rjob, s->r->name, (long long)slices - 1);
+    if (s->r->host >= hosts)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--host %ld: each slice of %s of job %s has hosts 0 to %lld", s->r->host,
+                       rjob, s->r->name, (long long)hosts - 1);
+    return 0;
 }
 
 static int choose_targets(logs_state *s, const json_t *jobset, json_t *pods, gc_error *err)
@@ -196,7 +229,7 @@ static void not_started(logs_state *s, const json_t *jobset, char *why, size_t s
     gc_job_facts f;
     gc_job_status st;
     gc_error ignored = {0};
-    gc_job_facts_fetch(s->kube, jobset, &f, &ignored);
+    job_facts_fetch(s->kube, jobset, &f, &ignored);
     gc_job_status_derive(&f, &st);
     snprintf(why, size, "%s%s%s", st.text, st.detail[0] ? ": " : "", st.detail);
 }
@@ -235,7 +268,7 @@ static int wait_until_started(logs_state *s, const json_t *jobset, json_t *pods,
     if (!s->r->follow)
         return gc_fail(err, GC_EXIT_RUNTIME,
                        "job %s has not started yet (%s); add -f to wait for it", s->r->name, why);
-    fprintf(s->o->log, "Waiting for job %s to start (%s)...\n", s->r->name, why);
+    gc_notice(s->ev, "waiting for job %s to start (%s)", s->r->name, why);
     char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
     gc_kube_list_options opts = {.label_selector = s->selector};
     start_wait w = {.s = s, .jobset = jobset};
@@ -248,10 +281,19 @@ static int wait_until_started(logs_state *s, const json_t *jobset, json_t *pods,
 static int on_line(size_t index, const char *text, size_t len, void *ctx)
 {
     logs_state *s = ctx;
-    fputs(s->targets[index].prefix, s->o->out);
-    fwrite(text, 1, len, s->o->out);
-    fputc('\n', s->o->out);
-    return 0;
+    gc_log_line line = {
+        .pod = s->targets[index].pod,
+        .container = s->targets[index].container,
+        .text = text,
+        .len = len,
+    };
+    return s->sink->line(s->sink->ctx, &line);
+}
+
+static void flush(const logs_state *s)
+{
+    if (s->sink->flush)
+        s->sink->flush(s->sink->ctx);
 }
 
 static bool all_finished(const json_t *pods, const logs_state *s)
@@ -264,7 +306,8 @@ static bool all_finished(const json_t *pods, const logs_state *s)
         {
             const char *phase =
                 json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-            if (!strcmp(meta_string(pod, NULL, "name"), s->targets[t].pod))
+            const char *name = job_meta_string(pod, NULL, "name");
+            if (name && !strcmp(name, s->targets[t].pod))
                 done = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
         }
         if (!done)
@@ -276,7 +319,7 @@ static bool all_finished(const json_t *pods, const logs_state *s)
 static bool keep_following(void *ctx)
 {
     logs_state *s = ctx;
-    fflush(s->o->out);
+    flush(s);
     time_t now = time(NULL);
     if (s->finished_at)
         return now < s->finished_at + DRAIN_SECONDS;
@@ -308,22 +351,29 @@ static int stream(logs_state *s, long since, gc_error *err)
     s->next_check = time(NULL) + PHASE_CHECK_SECONDS;
     int rc = gc_kube_logs(s->kube, sources, s->count, &opts, on_line,
                           s->r->follow ? keep_following : NULL, s, err);
-    fflush(s->o->out);
+    flush(s);
     free(sources);
     return rc;
 }
 
-int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_error *err)
+int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_log_sink *sink,
+                const gc_events *ev, gc_error *err)
 {
     long since;
     int rc = check_request(r, &since, err);
     if (rc)
         return rc;
-    logs_state s = {.kube = kube, .r = r, .o = o, .pod_fields = json_loads(POD_FIELDS, 0, NULL)};
+    logs_state s = {.kube = kube,
+                    .r = r,
+                    .sink = sink,
+                    .ev = ev,
+                    .pod_fields = json_loads(POD_FIELDS, 0, NULL)};
     snprintf(s.selector, sizeof(s.selector), "jobset.sigs.k8s.io/jobset-name=%s", r->name);
     json_t *jobset = NULL;
     json_t *pods = json_array();
     rc = find_job_and_pods(&s, &jobset, pods, err);
+    if (!rc)
+        rc = check_indexes(&s, jobset, err);
     if (!rc)
         rc = wait_until_started(&s, jobset, pods, err);
     if (!rc)
@@ -337,7 +387,6 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_output *o, gc_
     for (size_t i = 0; i < s.count; i++) {
         free(s.targets[i].pod);
         free(s.targets[i].container);
-        free(s.targets[i].prefix);
     }
     free(s.targets);
     json_decref(s.pod_fields);

@@ -7,11 +7,28 @@
 #include "gcluster/buf.h"
 #include "gcluster/manifest.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-char *jobset_path(gc_kube *kube, const char *name)
+int gc_job_name_check(const char *name, gc_error *err)
+{
+    size_t n = name ? strlen(name) : 0;
+    bool ok =
+        n > 0 && n <= 253 && isalnum((unsigned char)name[0]) && isalnum((unsigned char)name[n - 1]);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) || name[i] == '-' ||
+             name[i] == '.';
+    if (ok)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "\"%s\" is not a job name: names are lower-case letters, digits, '-' and '.', "
+                   "starting and ending with a letter or digit (gcluster job list shows the jobs)",
+                   name ? name : "");
+}
+
+char *job_jobset_path(gc_kube *kube, const char *name)
 {
     return gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", name);
 }
@@ -60,13 +77,13 @@ int job_not_found(gc_kube *kube, const char *name, gc_error *err)
     return rc;
 }
 
-int find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
-                     size_t count, gc_error *err)
+int job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
+                         size_t count, gc_error *err)
 {
     gc_kube_read reads[5];
     if (count > 4)
-        return gc_fail(err, GC_EXIT_RUNTIME, "find_jobset_with: %zu reads, at most 4", count);
-    char *path = jobset_path(kube, name);
+        return gc_fail(err, GC_EXIT_RUNTIME, "job_find_jobset_with: %zu reads, at most 4", count);
+    char *path = job_jobset_path(kube, name);
     reads[0] = (gc_kube_read){.path = path, .object = jobset};
     memcpy(reads + 1, others, count * sizeof(*others));
     gc_kube_read_all(kube, reads, count + 1);
@@ -83,7 +100,7 @@ int find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_r
     return rc;
 }
 
-const char *meta_string(const json_t *object, const char *section, const char *key)
+const char *job_meta_string(const json_t *object, const char *section, const char *key)
 {
     const json_t *metadata = json_object_get(object, "metadata");
     if (section)
@@ -91,7 +108,7 @@ const char *meta_string(const json_t *object, const char *section, const char *k
     return json_string_value(json_object_get(metadata, key));
 }
 
-const json_t *replicated_job(const json_t *jobset, const char *name)
+const json_t *job_replicated_job(const json_t *jobset, const char *name)
 {
     size_t i;
     const json_t *rjob;
@@ -104,13 +121,20 @@ const json_t *replicated_job(const json_t *jobset, const char *name)
     return NULL;
 }
 
-const char *jobset_pathways_mode(const json_t *jobset)
+const char *gc_pathways_mode_name(gc_pathways_mode mode)
 {
-    const char *mode = meta_string(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
+    return mode == GC_PATHWAYS_FULL ? "yes" : mode == GC_PATHWAYS_HEADLESS ? "headless" : "no";
+}
+
+gc_pathways_mode job_pathways_mode(const json_t *jobset)
+{
+    const char *mode = job_meta_string(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
     if (mode)
-        return strcmp(mode, "no") ? mode : "-";
-    if (!replicated_job(jobset, GC_PATHWAYS_HEAD))
-        return "-";
+        return !strcmp(mode, "headless") ? GC_PATHWAYS_HEADLESS
+               : !strcmp(mode, "yes")    ? GC_PATHWAYS_FULL
+                                         : GC_PATHWAYS_NONE;
+    if (!job_replicated_job(jobset, GC_PATHWAYS_HEAD))
+        return GC_PATHWAYS_NONE;
     /* Made elsewhere: only a job with a user program ends when the head does (headless ones
      * get JobSet's default policy, "all jobs", which servers that never exit never reach). */
     const json_t *targets = json_object_get(
@@ -120,9 +144,9 @@ const char *jobset_pathways_mode(const json_t *jobset)
     json_array_foreach(targets, i, t)
     {
         if (json_string_value(t) && !strcmp(json_string_value(t), GC_PATHWAYS_HEAD))
-            return "yes";
+            return GC_PATHWAYS_FULL;
     }
-    return "headless";
+    return GC_PATHWAYS_HEADLESS;
 }
 
 /* The first pod template of a replicated job that carries accelerator node selectors. */
@@ -143,13 +167,13 @@ static const json_t *worker_node_selector(const json_t *jobset)
     return NULL;
 }
 
-void jobset_compute(const json_t *jobset, char *out, size_t size)
+bool job_compute(const json_t *jobset, char *out, size_t size)
 {
-    const char *compute = meta_string(jobset, "annotations", GC_ANNOTATION_COMPUTE);
-    const char *slices = meta_string(jobset, "annotations", GC_ANNOTATION_SLICES);
+    const char *compute = job_meta_string(jobset, "annotations", GC_ANNOTATION_COMPUTE);
+    const char *slices = job_meta_string(jobset, "annotations", GC_ANNOTATION_SLICES);
     if (compute) {
         snprintf(out, size, "%s x%s", compute, slices ? slices : "1");
-        return;
+        return true;
     }
     const json_t *selector = worker_node_selector(jobset);
     const char *accelerator =
@@ -159,13 +183,18 @@ void jobset_compute(const json_t *jobset, char *out, size_t size)
     if (!accelerator)
         accelerator =
             json_string_value(json_object_get(selector, "cloud.google.com/gke-accelerator"));
-    const json_t *worker = replicated_job(jobset, GC_PATHWAYS_WORKER);
+    if (!accelerator)
+        return false;
+    const json_t *worker = job_replicated_job(jobset, GC_PATHWAYS_WORKER);
     if (!worker)
-        worker = replicated_job(jobset, GC_MAIN_JOB);
+        worker = job_replicated_job(jobset, GC_MAIN_JOB);
     json_int_t replicas = json_integer_value(json_object_get(worker, "replicas"));
-    if (accelerator)
-        snprintf(out, size, "%s%s%s x%lld", accelerator, topology ? " " : "",
-                 topology ? topology : "", (long long)(replicas ? replicas : 1));
-    else
-        snprintf(out, size, "-");
+    snprintf(out, size, "%s%s%s x%lld", accelerator, topology ? " " : "", topology ? topology : "",
+             (long long)(replicas ? replicas : 1));
+    return true;
+}
+
+char *job_strdup_or_null(const char *s)
+{
+    return s && *s ? gc_xstrdup(s) : NULL;
 }

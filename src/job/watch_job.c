@@ -5,8 +5,6 @@
  */
 #include "job/watch_job.h"
 
-#include "gcluster/buf.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +12,9 @@
 typedef struct watch_state {
     gc_kube *kube;
     const char *name;
-    const gc_output *o;
+    const gc_events *ev;
     char last_text[900];
-    gc_job_status final;
-    bool finished;
+    gc_job_status last; /* the latest status derived */
     bool seen;
     bool deleted;
 } watch_state;
@@ -44,7 +41,7 @@ static int list_into_facts(gc_kube *kube, const char *group, const char *version
     return rc;
 }
 
-int gc_job_facts_fetch(gc_kube *kube, const json_t *jobset, gc_job_facts *f, gc_error *err)
+int job_facts_fetch(gc_kube *kube, const json_t *jobset, gc_job_facts *f, gc_error *err)
 {
     gc_job_facts_from_jobset(jobset, f);
     const json_t *metadata = json_object_get(jobset, "metadata");
@@ -79,9 +76,7 @@ static void show_progress(watch_state *s, const gc_job_status *st)
     if (!strcmp(line, s->last_text))
         return;
     snprintf(s->last_text, sizeof(s->last_text), "%s", line);
-    if (s->o->tty)
-        fprintf(s->o->log, "\r\033[K%s: %.*s", s->name, 120, line);
-    fflush(s->o->log);
+    gc_progress(s->ev, "%s: %s", s->name, line);
 }
 
 static int on_jobset_event(enum gc_kube_event_type type, json_t *jobset, void *ctx, gc_error *err)
@@ -98,48 +93,40 @@ static int on_jobset_event(enum gc_kube_event_type type, json_t *jobset, void *c
         return GC_KUBE_STOP;
     }
     gc_job_facts f;
-    int rc = gc_job_facts_fetch(s->kube, jobset, &f, err);
+    int rc = job_facts_fetch(s->kube, jobset, &f, err);
     if (rc)
         return rc;
     gc_job_status st;
     gc_job_status_derive(&f, &st);
     show_progress(s, &st);
-    if (st.phase == GC_JOB_SUCCEEDED || st.phase == GC_JOB_FAILED) {
-        s->final = st;
-        s->finished = true;
-        return GC_KUBE_STOP;
-    }
-    return 0;
+    s->last = st;
+    return st.phase == GC_JOB_SUCCEEDED || st.phase == GC_JOB_FAILED ? GC_KUBE_STOP : 0;
 }
 
-int gc_watch_job_to_end(gc_kube *kube, const char *name, const char *timeout, const gc_output *o,
-                        gc_error *err)
+int job_watch_to_end(gc_kube *kube, const char *name, long timeout_seconds, const gc_events *ev,
+                     gc_job_status *final, gc_error *err)
 {
-    long seconds = 0;
-    if (timeout && gc_parse_duration("--timeout", timeout, &seconds, err))
-        return err->code;
-    watch_state s = {.kube = kube, .name = name, .o = o};
+    watch_state s = {.kube = kube, .name = name, .ev = ev};
     char *path =
         gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
     char selector[300];
     snprintf(selector, sizeof(selector), "metadata.name=%s", name);
     gc_kube_list_options opts = {.field_selector = selector};
-    int rc = gc_kube_list_watch(kube, path, &opts, (int)seconds, on_jobset_event, &s, err);
+    int rc = gc_kube_list_watch(kube, path, &opts, (int)timeout_seconds, on_jobset_event, &s, err);
     free(path);
-    if (o->tty && s.last_text[0])
-        fputc('\n', o->log);
+    gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
+    *final = s.last;
     if (rc && !strcmp(err->reason, "Timeout"))
         return gc_fail(err, GC_EXIT_RUNTIME,
-                       "timed out after %s waiting for job %s (%s); it keeps running: follow it "
+                       "timed out after %lds waiting for job %s (%s); it keeps running: follow it "
                        "with gcluster job inspect %s",
-                       timeout, name, s.last_text[0] ? s.last_text : "not seen yet", name);
+                       timeout_seconds, name, s.last_text[0] ? s.last_text : "not seen yet", name);
     if (rc)
         return rc;
     if (s.deleted)
         return gc_fail(err, GC_EXIT_RUNTIME, "job %s was deleted before it finished", name);
-    if (s.final.phase == GC_JOB_FAILED)
+    if (s.last.phase == GC_JOB_FAILED)
         return gc_fail(err, GC_EXIT_JOB_FAILED, "job %s failed: %s", name,
-                       s.final.detail[0] ? s.final.detail : "no reason given");
-    fprintf(o->out, "Job %s succeeded.\n", name);
+                       s.last.detail[0] ? s.last.detail : "no reason given");
     return 0;
 }

@@ -16,8 +16,8 @@
 
 int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
 {
-    int rc = kube_status_error(x->req, x->status, &x->body, err);
-    if (x->status == 401) {
+    int rc = kube_status_error(x->req, x->http.status, &x->http.body, err);
+    if (x->http.status == 401) {
         const kube_user *u = k->sel.user;
         size_t len = strlen(err->message);
         snprintf(err->message + len, sizeof(err->message) - len,
@@ -34,18 +34,18 @@ int kube_decode_body(const kube_exchange *x, json_t **out, gc_error *err)
 {
     if (!out)
         return 0;
-    if (!x->body.len) {
+    if (!x->http.body.len) {
         *out = json_object();
         return 0;
     }
     json_error_t jerr;
-    *out = json_loadb(x->body.data, x->body.len, 0, &jerr);
+    *out = json_loadb(x->http.body.data, x->http.body.len, 0, &jerr);
     if (*out)
         return 0;
     return gc_fail(err, GC_EXIT_RUNTIME,
                    "%s %s: the API server answered HTTP %ld with a body "
                    "that is not JSON (%s at line %d, column %d)",
-                   x->req->method, x->req->path, x->status, jerr.text, jerr.line, jerr.column);
+                   x->req->method, x->req->path, x->http.status, jerr.text, jerr.line, jerr.column);
 }
 
 static int call(gc_kube *k, const kube_request *req, json_t **out, gc_error *err)
@@ -55,7 +55,7 @@ static int call(gc_kube *k, const kube_request *req, json_t **out, gc_error *err
     kube_exchange x;
     kube_exchange_init(&x, req);
     int rc = kube_request_run(k, &x, err);
-    if (!rc && x.status >= 300)
+    if (!rc && x.http.status >= 300)
         rc = kube_http_error(k, &x, err);
     if (!rc)
         rc = kube_decode_body(&x, out, err);
@@ -115,11 +115,11 @@ static int check_created(gc_kube *k, const char *collection, const char *name, t
     time_t created = 0;
     /* creationTimestamp has whole seconds; without a Date header the clocks may differ more. */
     long slack = k->clock_known ? 2 : 120;
-    if (ts && kube_parse_time(ts, &created) && created >= sent_at - slack) {
-        fprintf(k->log,
-                "gcluster: the answer to creating \"%s\" was lost, but it exists now "
-                "(created %s): the create went through\n",
-                name, ts);
+    if (ts && gc_clock_parse_rfc3339(ts, &created) && created >= sent_at - slack) {
+        gc_notice(k->trace.events,
+                  "the answer to creating \"%s\" was lost, but it exists now (created %s): the "
+                  "create went through",
+                  name, ts);
         if (out)
             *out = obj;
         else
@@ -137,8 +137,9 @@ static int check_created(gc_kube *k, const char *collection, const char *name, t
 static bool answer_lost(const kube_exchange *x, int rc)
 {
     if (rc)
-        return x->sent;
-    return x->status == 500 || x->status == 502 || x->status == 503 || x->status == 504;
+        return x->http.sent;
+    return x->http.status == 500 || x->http.status == 502 || x->http.status == 503 ||
+           x->http.status == 504;
 }
 
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
@@ -188,10 +189,9 @@ int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, u
         }
         *err = lost;
         rc = err->code;
-        if (kube->verbose)
-            kube_trace(kube, "\"%s\" was not created; sending the create again", name);
+        kube_trace(kube, "\"%s\" was not created; sending the create again", name);
     }
-    if (!rc && x.status >= 300)
+    if (!rc && x.http.status >= 300)
         rc = kube_http_error(kube, &x, err);
     if (!rc)
         rc = kube_decode_body(&x, out, err);
@@ -248,12 +248,12 @@ int gc_kube_delete(gc_kube *kube, const char *path, const char *propagation, jso
     kube_exchange_init(&x, &req);
     int rc = kube_request_run(kube, &x, err);
     /* A 404 after a lost answer means the first attempt did the deletion. */
-    if (!rc && x.status == 404 && x.retried_after_send) {
+    if (!rc && x.http.status == 404 && x.retried_after_send) {
         if (out)
             *out = json_pack("{s:s, s:s, s:s}", "kind", "Status", "apiVersion", "v1", "status",
                              "Success");
     } else {
-        if (!rc && x.status >= 300)
+        if (!rc && x.http.status >= 300)
             rc = kube_http_error(kube, &x, err);
         if (!rc)
             rc = kube_decode_body(&x, out, err);

@@ -8,7 +8,6 @@
  */
 #include "kube/internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +17,10 @@
 static int read_pem(const char *path, const char *what, const char *owner, const char *where,
                     kube_blob *out, gc_error *err)
 {
-    if (kube_read_file(path, MAX_PEM, out))
-        return 0;
-    return gc_fail(err, GC_EXIT_USAGE, "%s: cannot read the %s %s of %s: %s", where, what, path,
-                   owner, strerror(errno));
+    int rc = kube_blob_read(path, MAX_PEM, out, err);
+    if (rc)
+        gc_error_prefix(err, "%s: the %s of %s: ", where, what, owner);
+    return rc;
 }
 
 static void copy_blob(const kube_blob *from, kube_blob *to)
@@ -98,9 +97,10 @@ static int token_from_file(gc_kube *k, gc_error *err)
 {
     const kube_user *u = k->sel.user;
     kube_blob b;
-    if (!kube_read_file(u->token_file, MAX_TOKEN_FILE, &b))
-        return gc_fail(err, GC_EXIT_USAGE, "%s: cannot read tokenFile %s of user \"%s\": %s",
-                       u->id.where, u->token_file, u->id.name, strerror(errno));
+    if (kube_blob_read(u->token_file, MAX_TOKEN_FILE, &b, err)) {
+        gc_error_prefix(err, "%s: the tokenFile of user \"%s\": ", u->id.where, u->id.name);
+        return err->code;
+    }
     /* Files usually end with a newline; client-go trims surrounding space too. */
     size_t len = b.len;
     while (len && strchr(" \t\r\n", b.data[len - 1]))
@@ -116,7 +116,7 @@ static int basic(gc_kube *k, gc_error *err)
 {
     const kube_user *u = k->sel.user;
     char *pair = gc_xasprintf("%s:%s", u->username, u->password ? u->password : "");
-    char *encoded = kube_base64_encode(pair, strlen(pair));
+    char *encoded = gc_base64_encode(pair, strlen(pair));
     k->cred.authorization = gc_xasprintf("Basic %s", encoded);
     explicit_bzero(pair, strlen(pair));
     explicit_bzero(encoded, strlen(encoded));
@@ -172,7 +172,7 @@ void kube_auth_rejected(gc_kube *k, unsigned generation)
         kube_auth_invalidate(k);
 }
 
-void kube_auth_apply(gc_kube *k, CURL *e, struct curl_slist **headers)
+void kube_auth_apply_certificate(gc_kube *k, CURL *e)
 {
     const kube_blob *cert = k->cred.cert.data ? &k->cred.cert : &k->client_cert;
     const kube_blob *key = k->cred.cert.data ? &k->cred.key : &k->client_key;
@@ -184,10 +184,9 @@ void kube_auth_apply(gc_kube *k, CURL *e, struct curl_slist **headers)
         curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);
         curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
     }
-    if (k->cred.authorization) {
-        char *h = gc_xasprintf("Authorization: %s", k->cred.authorization);
-        *headers = curl_slist_append(*headers, h);
-        explicit_bzero(h, strlen(h));
-        free(h);
-    }
+}
+
+char *kube_auth_header(const gc_kube *k)
+{
+    return k->cred.authorization ? gc_xasprintf("Authorization: %s", k->cred.authorization) : NULL;
 }

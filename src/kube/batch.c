@@ -31,7 +31,7 @@ static int finish_read(gc_kube *k, pending_read *p, gc_kube_read *r, int rc)
 {
     if (r->object) {
         kube_exchange *x = &p->get_exchange;
-        if (!rc && x->status >= 300)
+        if (!rc && x->http.status >= 300)
             rc = kube_http_error(k, x, &r->err);
         if (!rc)
             rc = kube_decode_body(x, r->object, &r->err);

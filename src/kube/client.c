@@ -5,9 +5,9 @@
  * runs when a credential is really needed.
  */
 #include "kube/internal.h"
-#include "kube/spawn.h"
 
-#include <pthread.h>
+#include "gcluster/process.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,13 +15,15 @@
 #define DEFAULT_EXEC_TIMEOUT_S    60
 #define DEFAULT_REQUEST_TIMEOUT_S 60
 
-/* libcurl's global initialisation is the library's only global state, done once per process. */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_result;
-
-static void init_curl(void)
+/* xorshift64*: plenty for jitter. */
+unsigned kube_random(gc_kube *k, unsigned bound)
 {
-    curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+    uint64_t x = k->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    k->rng = x;
+    return bound ? (unsigned)((x * 0x2545F4914F6CDD1DULL) >> 33) % bound : 0;
 }
 
 static void gcloud_hint(const gc_kube_options *opts, const char *why, gc_error *err)
@@ -38,13 +40,13 @@ static void gcloud_hint(const gc_kube_options *opts, const char *why, gc_error *
 /* No context for --cluster/--location: let gcloud write one, then read the files again. */
 static int select_with_gcloud(gc_kube *k, const gc_kube_options *opts, gc_error *err)
 {
-    char *gcloud = opts->allow_gcloud ? kube_find_program("gcloud") : NULL;
+    char *gcloud = opts->allow_gcloud ? gc_process_find_program("gcloud") : NULL;
     if (!gcloud) {
         gcloud_hint(opts, opts->allow_gcloud ? "gcloud is not on PATH" : "not done automatically",
                     err);
         return GC_EXIT_USAGE;
     }
-    int rc = kube_gcloud_get_credentials(opts, gcloud, k->log, err);
+    int rc = kube_gcloud_get_credentials(opts, gcloud, k->trace.events, err);
     free(gcloud);
     if (!rc) {
         kube_config_free(&k->cfg);
@@ -140,14 +142,12 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
         opts = &defaults;
     gc_error_clear(err);
     *out = NULL;
-    pthread_once(&curl_once, init_curl);
-    if (curl_init_result != CURLE_OK)
-        return gc_fail(err, GC_EXIT_RUNTIME, "cannot initialise libcurl: %s",
-                       curl_easy_strerror(curl_init_result));
+    int rc = gc_http_init(err);
+    if (rc)
+        return rc;
     gc_kube *k = gc_xcalloc(1, sizeof(*k));
     gc_buf_init(&k->warnings_seen);
-    k->log = opts->log ? opts->log : stderr;
-    k->verbose = opts->verbose;
+    k->trace = (gc_http_trace){.events = opts->events, .verbose = opts->verbose};
     k->exec_timeout_ms = 1000 * (opts->exec_timeout_seconds > 0 ? opts->exec_timeout_seconds
                                                                 : DEFAULT_EXEC_TIMEOUT_S);
     k->request_timeout_ms =
@@ -155,7 +155,7 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
                                                    : DEFAULT_REQUEST_TIMEOUT_S);
     k->rng = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)k;
     k->rng = k->rng ? k->rng : 1;
-    int rc = select_context(k, opts, err);
+    rc = select_context(k, opts, err);
     if (!rc) {
         const char *ns = opts->ns && opts->ns[0] ? opts->ns : k->sel.context->ns;
         k->ns = gc_xstrdup(ns && ns[0] ? ns : "default");

@@ -3,11 +3,13 @@
  * gke-gcloud-auth-plugin.
  *
  * The plugin runs by argv, with the kubeconfig's `env` entries and KUBERNETES_EXEC_INFO added
- * to its environment only. Its stdout is a credential: it is parsed and never printed, not even
- * in a parse error (jansson's messages quote the input, so only line and column are kept).
+ * to its environment only. Its stdout is a credential: it is parsed and never shown, not even
+ * in a parse error (jansson's messages quote the input, so only line and column are kept), and
+ * not at any -v level. An interactive plugin talks to the user on the terminal itself.
  */
 #include "kube/internal.h"
-#include "kube/spawn.h"
+
+#include "gcluster/process.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,7 @@ static json_t *cluster_info(const gc_kube *k)
     if (c->insecure_skip_tls_verify)
         json_object_set_new(info, "insecure-skip-tls-verify", json_true());
     if (k->ca.data) {
-        char *b64 = kube_base64_encode(k->ca.data, k->ca.len);
+        char *b64 = gc_base64_encode(k->ca.data, k->ca.len);
         json_object_set_new(info, "certificate-authority-data", json_string(b64));
         free(b64);
     }
@@ -126,7 +128,7 @@ static int parse_credential(const gc_kube *k, const gc_buf *out, kube_credential
                           err);
     else if (!json_is_object(status))
         rc = plugin_error(k, "printed an ExecCredential without status", err);
-    else if (expiry && !kube_parse_time(expiry, &cred->expiry))
+    else if (expiry && !gc_clock_parse_rfc3339(expiry, &cred->expiry))
         rc = plugin_error(k, "printed an expirationTimestamp that is not an RFC 3339 time", err);
     else if (token && token[0])
         cred->authorization = gc_xasprintf("Bearer %s", token);
@@ -142,8 +144,8 @@ static int parse_credential(const gc_kube *k, const gc_buf *out, kube_credential
     return rc;
 }
 
-static int run_plugin(gc_kube *k, const char *program, bool interactive, kube_spawn_result *r,
-                      gc_error *err)
+static int run_plugin(gc_kube *k, const char *program, bool interactive, gc_process *p,
+                      gc_process_result *r, gc_error *err)
 {
     const kube_exec_config *x = k->sel.user->exec;
     char **argv = gc_xcalloc(x->arg_count + 2, sizeof(*argv));
@@ -154,15 +156,14 @@ static int run_plugin(gc_kube *k, const char *program, bool interactive, kube_sp
     for (size_t i = 0; i < x->env_count; i++)
         env[i] = x->env[i];
     env[x->env_count] = exec_info(k, interactive);
-    kube_spawn s = {.program = program,
-                    .argv = argv,
-                    .env_add = env,
-                    .env_add_count = x->env_count + 1,
-                    .inherit_stdin = interactive,
-                    .inherit_stderr = interactive,
-                    .timeout_ms = k->exec_timeout_ms,
-                    .max_stdout = MAX_PLUGIN_OUTPUT};
-    int rc = kube_spawn_run(&s, r, err);
+    *p = (gc_process){.program = program,
+                      .argv = argv,
+                      .env_add = env,
+                      .env_add_count = x->env_count + 1,
+                      .interactive = interactive,
+                      .timeout_ms = k->exec_timeout_ms,
+                      .max_stdout = MAX_PLUGIN_OUTPUT};
+    int rc = gc_process_run(p, r, err);
     k->exec_runs++;
     free(env[x->env_count]);
     free(env);
@@ -176,27 +177,28 @@ int kube_exec_credential(gc_kube *k, kube_credential *cred, gc_error *err)
     bool interactive;
     if (decide_interactive(k, &interactive, err))
         return err->code;
-    char *program = kube_find_program(x->command);
+    char *program = gc_process_find_program(x->command);
     if (!program)
         return plugin_error(k,
                             strchr(x->command, '/') ? "does not exist or is not executable"
                                                     : "was not found on PATH",
                             err);
-    kube_spawn_result r;
-    int rc = run_plugin(k, program, interactive, &r, err);
+    gc_process p;
+    gc_process_result r;
+    int rc = run_plugin(k, program, interactive, &p, &r, err);
     /* Nothing the plugin printed is shown, not even its stderr: plugins have been known to
-     * echo tokens there, and SPEC §7 keeps all plugin output out of messages and traces. */
-    if (!rc && (r.exec_errno || r.timed_out || r.too_much_output || r.signal || r.exit_status)) {
+     * echo tokens there, so all plugin output stays out of messages and traces. */
+    if (!rc && !gc_process_succeeded(&r)) {
         char how[256];
-        kube_spawn_describe(&r, k->exec_timeout_ms, how, sizeof(how));
+        gc_process_describe(&r, &p, how, sizeof(how));
         rc = plugin_error(k, how, err);
     }
     if (!rc)
         rc = parse_credential(k, &r.out, cred, err);
-    if (!rc && k->verbose)
-        fprintf(k->log, "exec plugin %s: credential obtained%s\n", x->command,
-                cred->expiry ? "" : " (no expiry: kept for this run)");
-    kube_spawn_result_free(&r);
+    if (!rc)
+        kube_trace(k, "exec plugin %s: credential obtained%s", x->command,
+                   cred->expiry ? "" : " (no expiry: kept for this run)");
+    gc_process_result_free(&r);
     free(program);
     return rc;
 }

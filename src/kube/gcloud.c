@@ -5,16 +5,16 @@
  * from gke-gcloud-auth-plugin), so its stderr may be quoted when it fails.
  */
 #include "kube/internal.h"
-#include "kube/spawn.h"
 
-#include <stdio.h>
+#include "gcluster/process.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #define GCLOUD_TIMEOUT_MS (180 * 1000)
 
-int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud, FILE *log,
-                                gc_error *err)
+int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud,
+                                const gc_events *events, gc_error *err)
 {
     char *argv[] = {"gcloud",
                     "container",
@@ -35,30 +35,24 @@ int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud,
     gc_buf_init(&shown);
     for (char **a = argv; *a; a++)
         gc_buf_printf(&shown, "%s%s", a == argv ? "" : " ", *a);
-    fprintf(log,
-            "gcluster: no kubeconfig context for cluster %s in %s; running `%s` to add one "
-            "to %s\n",
-            opts->cluster, opts->location, shown.data, target ? target : "kubeconfig");
-    fflush(log);
+    gc_notice(events, "no kubeconfig context for cluster %s in %s; running `%s` to add one to %s",
+              opts->cluster, opts->location, shown.data, target ? target : "kubeconfig");
 
-    kube_spawn s = {.program = gcloud,
+    gc_process p = {.program = gcloud,
                     .argv = argv,
                     .env_add = env,
                     .env_add_count = env[0] ? 1 : 0,
-                    .timeout_ms = GCLOUD_TIMEOUT_MS,
-                    .max_stdout = 1 << 20};
-    kube_spawn_result r;
-    int rc = kube_spawn_run(&s, &r, err);
-    if (!rc && (r.exec_errno || r.timed_out || r.signal || r.exit_status != 0)) {
-        char how[256], tail[1200];
-        kube_spawn_describe(&r, s.timeout_ms, how, sizeof(how));
-        kube_spawn_stderr_tail(&r, tail, sizeof(tail));
+                    .timeout_ms = GCLOUD_TIMEOUT_MS};
+    gc_process_result r;
+    int rc = gc_process_run(&p, &r, err);
+    if (!rc && !gc_process_succeeded(&r)) {
+        char how[1500];
+        gc_process_explain(&r, &p, how, sizeof(how));
         rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "`%s` %s%s%s; check --cluster, --location and "
-                     "--project, or pass --context",
-                     shown.data, how, tail[0] ? ": " : "", tail);
+                     "`%s` %s; check --cluster, --location and --project, or pass --context",
+                     shown.data, how);
     }
-    kube_spawn_result_free(&r);
+    gc_process_result_free(&r);
     gc_buf_free(&shown);
     free(env[0]);
     free(target);

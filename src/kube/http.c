@@ -1,28 +1,28 @@
 /*
- * One HTTP request to the API server, on libcurl.
+ * One HTTP request to the API server, on sys/'s request layer.
  *
  * Every sequential request goes through the client's one easy handle, so its connection (and
  * TLS session) is reused, over HTTP/2 when the server offers it. Independent requests can go
  * out together (kube_request_run_all) as streams on that same connection: one round trip
- * instead of one each. Idempotent requests are
- * retried a bounded number of times with exponential backoff and jitter on 429, 5xx and
- * connection resets, honouring Retry-After; a POST is only re-sent when the server certainly
- * did not act on it (429, or it never reached the server). A 401 refreshes the credential
- * (exec plugin, token file) once. Below all this, libcurl itself re-sends a request once when
- * a reused keep-alive connection turns out to be closed before any byte of the answer (the
- * usual keep-alive race); that attempt is invisible here and not counted.
+ * instead of one each. Idempotent requests are retried a bounded number of times with
+ * exponential backoff and jitter on 429, 5xx and connection resets, honouring Retry-After; a
+ * POST is only re-sent when the server certainly did not act on it (429, or it never reached the
+ * server). A 401 refreshes the credential (exec plugin, token file) once. Below all this, libcurl
+ * itself re-sends a request once when a reused keep-alive connection turns out to be closed
+ * before any byte of the answer (the usual keep-alive race); that attempt is invisible here and
+ * not counted.
  */
 #include "kube/internal.h"
 
-#include <ctype.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define BACKOFF_BASE_MS    250
 #define BACKOFF_MAX_MS     8000
 #define RETRY_AFTER_MAX_MS 30000
 #define ERROR_BODY_MAX     (1 << 20)
+#define CONNECT_TIMEOUT_MS 15000L
 
 static void set_tls(gc_kube *k, CURL *e)
 {
@@ -42,33 +42,11 @@ static void set_tls(gc_kube *k, CURL *e)
     }
 }
 
-static void set_method(CURL *e, const kube_request *req)
-{
-    bool get = !strcmp(req->method, "GET");
-    if (get) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-        return;
-    }
-    if (!strcmp(req->method, "POST"))
-        curl_easy_setopt(e, CURLOPT_POST, 1L);
-    else
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
-    if (req->body || !strcmp(req->method, "POST")) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
-    }
-}
-
-void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_request *req,
-                         struct curl_slist **headers)
+/* What reaching this API server takes, beyond the request itself. */
+static void set_connection(gc_kube *k, CURL *e)
 {
     const kube_cluster *c = k->sel.cluster;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "gcluster/" GCLUSTER_VERSION);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 15000L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
@@ -80,137 +58,34 @@ void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_reques
     if (k->connect_to)
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, k->connect_to);
     set_tls(k, e);
-    kube_auth_apply(k, e, headers);
-    const char *accept = req->accept                                   ? req->accept
-                         : req->streaming && strstr(req->path, "/log") ? "*/*"
-                                                                       : "application/json";
-    char *h = gc_xasprintf("Accept: %s", accept);
-    *headers = curl_slist_append(*headers, h);
-    free(h);
-    if (req->content_type) {
-        h = gc_xasprintf("Content-Type: %s", req->content_type);
-        *headers = curl_slist_append(*headers, h);
-        free(h);
-    }
-    *headers = curl_slist_append(*headers, "Expect:"); /* no 100-continue round trip */
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, *headers);
-    set_method(e, req);
+    kube_auth_apply_certificate(k, e);
 }
 
-/* Header lists hold the Authorization value: wipe them before freeing. */
-static void free_headers(struct curl_slist *headers)
+static long parse_retry_after(const char *v)
 {
-    for (struct curl_slist *h = headers; h; h = h->next)
-        explicit_bzero(h->data, strlen(h->data));
-    curl_slist_free_all(headers);
-}
-
-/* State of one transfer, seen by the curl callbacks. */
-typedef struct transfer {
-    gc_kube *k;
-    kube_exchange *x;
-    CURL *e;
-    char *url; /* for traces */
-    struct curl_slist *headers;
-    long long start;
-    bool traced;
-} transfer;
-
-static bool header_is(const char *line, size_t len, const char *name, const char **value,
-                      size_t *vlen)
-{
-    size_t n = strlen(name);
-    if (len <= n || strncasecmp(line, name, n) || line[n] != ':')
-        return false;
-    const char *v = line + n + 1;
-    const char *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-        end--;
-    *value = v;
-    *vlen = (size_t)(end - v);
-    return true;
-}
-
-static long parse_retry_after(const char *v, size_t len)
-{
-    char text[64];
-    snprintf(text, sizeof(text), "%.*s", (int)(len < 63 ? len : 63), v);
     char *end;
-    long seconds = strtol(text, &end, 10);
-    if (end != text && !*end && seconds >= 0)
+    long seconds = strtol(v, &end, 10);
+    if (end != v && !*end && seconds >= 0)
         return seconds * 1000;
-    time_t when = curl_getdate(text, NULL);
+    time_t when = curl_getdate(v, NULL);
     if (when < 0)
         return -1;
     long diff = (long)(when - time(NULL));
     return diff > 0 ? diff * 1000 : 0;
 }
 
-static size_t on_header(char *line, size_t size, size_t n, void *userdata)
+/* Warning headers are shown as they arrive: a watch may run for a long time after them. */
+static void on_header(const char *name, const char *value, void *ctx)
 {
-    transfer *t = userdata;
-    kube_exchange *x = t->x;
-    size_t len = size * n;
-    const char *v;
-    size_t vlen;
-    if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
-        x->retry_after_ms = -1; /* a new response (after a 100 or a redirect) starts */
-    } else if (header_is(line, len, "Retry-After", &v, &vlen)) {
-        x->retry_after_ms = parse_retry_after(v, vlen);
-    } else if (header_is(line, len, "Date", &v, &vlen)) {
-        snprintf(x->date, sizeof(x->date), "%.*s", (int)vlen, v);
-    } else if (header_is(line, len, "Warning", &v, &vlen)) {
-        kube_notice_warning(t->k, v, vlen);
-    }
-    if (t->k->verbose >= 2)
-        kube_trace_header(t->k, line, len);
-    bool end_of_headers = len <= 2 && (line[0] == '\r' || line[0] == '\n');
-    if (end_of_headers && x->req->streaming && !t->traced) {
-        long status = 0;
-        curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &status);
-        if (status >= 200) {
-            t->traced = true;
-            kube_trace_result(t->k, t->e, x->req, t->url, status, CURLE_OK,
-                              kube_now_ms() - t->start);
-        }
-    }
-    return len;
+    kube_exchange *x = ctx;
+    if (!strcasecmp(name, "Warning"))
+        kube_notice_warning(x->k, value);
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *userdata)
+static bool on_data(const char *data, size_t len, void *ctx)
 {
-    transfer *t = userdata;
-    kube_exchange *x = t->x;
-    size_t len = size * n;
-    long status = 0;
-    curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &status);
-    if (x->on_data && status >= 200 && status < 300) {
-        if (x->on_data(data, len, x->ctx))
-            return len;
-        x->stopped = true;
-        return CURL_WRITEFUNC_ERROR;
-    }
-    size_t max = x->on_data ? ERROR_BODY_MAX : (size_t)KUBE_MAX_BODY;
-    if (x->body.len + len > max) {
-        x->too_large = true;
-        return CURL_WRITEFUNC_ERROR;
-    }
-    gc_buf_append(&x->body, data, len);
-    return len;
-}
-
-static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-                       curl_off_t ulnow)
-{
-    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-    transfer *t = userdata;
-    if (t->x->deadline_ms && kube_now_ms() >= t->x->deadline_ms) {
-        t->x->past_deadline = true;
-        return 1;
-    }
-    return 0;
+    kube_exchange *x = ctx;
+    return x->on_data(data, len, x->ctx);
 }
 
 void kube_exchange_init(kube_exchange *x, const kube_request *req)
@@ -218,68 +93,79 @@ void kube_exchange_init(kube_exchange *x, const kube_request *req)
     memset(x, 0, sizeof(*x));
     x->req = req;
     x->retry_after_ms = -1;
-    gc_buf_init(&x->body);
+    gc_http_transfer_init(&x->http);
 }
 
 void kube_exchange_free(kube_exchange *x)
 {
-    gc_buf_free(&x->body);
+    gc_http_transfer_free(&x->http);
 }
 
-static void reset_outcome(kube_exchange *x)
+void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
 {
-    gc_buf_reset(&x->body);
-    x->status = 0;
-    x->result = CURLE_OK;
-    x->curl_error[0] = '\0';
-    x->stopped = x->past_deadline = x->too_large = x->sent = false;
+    const kube_request *req = x->req;
+    x->k = k;
     x->retry_after_ms = -1;
-    x->date[0] = '\0';
     if (x->on_restart)
         x->on_restart(x->ctx);
+    const char *accept = req->accept                                   ? req->accept
+                         : req->streaming && strstr(req->path, "/log") ? "*/*"
+                                                                       : "application/json";
+    char *accept_line = gc_xasprintf("Accept: %s", accept);
+    char *auth_line = kube_auth_header(k);
+    const char *headers[] = {accept_line, auth_line, NULL};
+    char *url = kube_url(k, req);
+    char *trace_url = kube_trace_url(k, req);
+    x->body =
+        (gc_http_body){.data = req->body, .len = req->body_len, .content_type = req->content_type};
+    gc_http_request hr = {
+        .method = req->method,
+        .url = url,
+        .trace_url = trace_url,
+        .headers = headers,
+        .body = req->body ? &x->body : NULL,
+        .protocols = "https,http",
+        .streaming = req->streaming,
+        .timeout_ms = req->streaming ? 0 : k->request_timeout_ms,
+        .connect_timeout_ms = CONNECT_TIMEOUT_MS,
+        .stall_seconds = x->stall_seconds,
+        .deadline_ms = x->deadline_ms,
+        .on_data = x->on_data ? on_data : NULL,
+        .on_header = on_header,
+        .ctx = x,
+        .body_max = x->on_data ? ERROR_BODY_MAX : (size_t)KUBE_MAX_BODY,
+        .trace = &k->trace,
+    };
+    gc_http_start(&x->http, e, &hr);
+    set_connection(k, e);
+    x->credential = k->credential_generation;
+    k->request_count++;
+    free(url);
+    free(trace_url);
+    free(accept_line);
+    if (auth_line) {
+        explicit_bzero(auth_line, strlen(auth_line));
+        free(auth_line);
+    }
 }
 
 /* Learns the server's clock from its Date header (create checks compare server times). */
 static void note_server_clock(gc_kube *k, const kube_exchange *x)
 {
-    time_t server = x->date[0] ? curl_getdate(x->date, NULL) : -1;
+    const char *date = gc_http_header(&x->http, "Date");
+    time_t server = date ? curl_getdate(date, NULL) : -1;
     if (server > 0) {
         k->clock_offset_s = (long long)(server - time(NULL));
         k->clock_known = true;
     }
 }
 
-static bool connect_phase_failure(CURLcode rc)
+void kube_exchange_end(gc_kube *k, kube_exchange *x, CURLcode result)
 {
-    switch (rc) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static void finish_exchange(transfer *t, CURLcode rc)
-{
-    kube_exchange *x = t->x;
-    x->result = rc;
-    curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &x->status);
-    curl_off_t pretransfer = 0;
-    curl_easy_getinfo(t->e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
-    /* A request that failed before it was handed to the connection was never seen. */
-    x->sent = rc == CURLE_OK || (!connect_phase_failure(rc) && pretransfer > 0);
-    if (rc == CURLE_WRITE_ERROR && x->stopped)
-        x->result = CURLE_OK; /* the consumer had enough */
+    gc_http_finish(&x->http, result);
+    const char *retry_after = gc_http_header(&x->http, "Retry-After");
+    x->retry_after_ms = retry_after ? parse_retry_after(retry_after) : -1;
+    note_server_clock(k, x);
 }
 
 /* The easy handle for a request at the current nesting depth (see gc_kube.easy). */
@@ -310,69 +196,21 @@ static CURLSH *shared_connections(gc_kube *k)
     return k->share;
 }
 
-/* Sets up one attempt on `e`; the transfer owns what end_transfer releases. */
-static void begin_transfer(gc_kube *k, kube_exchange *x, CURL *e, transfer *t)
-{
-    const kube_request *req = x->req;
-    char *url = kube_url(k, req);
-    *t = (transfer){.k = k, .x = x, .e = e, .url = kube_trace_url(k, req), .start = kube_now_ms()};
-    curl_easy_reset(e);
-    kube_curl_configure(k, e, url, req, &t->headers);
-    x->credential = k->credential_generation;
-    free(url);
-    if (k->depth == 0)
-        curl_easy_setopt(e, CURLOPT_SHARE, shared_connections(k));
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_error);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
-    if (!req->streaming)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, k->request_timeout_ms);
-    if (x->stall_seconds > 0) {
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, x->stall_seconds);
-    }
-    if (k->verbose >= 2)
-        kube_trace_request(k, req, t->url, t->headers);
-    k->request_count++;
-}
-
-static void end_transfer(transfer *t, CURLcode result)
-{
-    gc_kube *k = t->k;
-    kube_exchange *x = t->x;
-    finish_exchange(t, result);
-    note_server_clock(k, x);
-    if (!t->traced)
-        kube_trace_result(k, t->e, x->req, t->url, x->status, x->result, kube_now_ms() - t->start);
-    if (k->verbose >= 2)
-        kube_trace_response_body(k, x->body.data, x->body.len);
-    free_headers(t->headers);
-    curl_easy_setopt(t->e, CURLOPT_HTTPHEADER, NULL);
-    free(t->url);
-    t->headers = NULL;
-    t->url = NULL;
-}
-
 int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
 {
-    reset_outcome(x);
     int rc = kube_auth_ensure(k, err);
     if (rc)
         return rc;
     CURL *e = nesting_handle(k, err);
     if (!e)
         return err->code;
-    transfer t;
-    begin_transfer(k, x, e, &t);
+    kube_exchange_start(k, x, e);
+    if (k->depth == 0)
+        curl_easy_setopt(e, CURLOPT_SHARE, shared_connections(k));
     k->depth++;
     CURLcode result = curl_easy_perform(e);
     k->depth--;
-    end_transfer(&t, result);
+    kube_exchange_end(k, x, result);
     return 0;
 }
 
@@ -405,17 +243,18 @@ static long backoff(gc_kube *k, int attempt)
 
 long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt)
 {
-    if (attempt >= KUBE_MAX_ATTEMPTS || x->stopped || x->past_deadline || x->acted_on)
+    const gc_http_transfer *h = &x->http;
+    if (attempt >= KUBE_MAX_ATTEMPTS || h->stopped || h->past_deadline || x->acted_on)
         return -1;
     const kube_request *req = x->req;
-    if (x->result != CURLE_OK) {
-        bool resend_ok = req->idempotent || !x->sent;
-        return resend_ok && transient_transport_failure(x->result) ? backoff(k, attempt) : -1;
+    if (h->result != CURLE_OK) {
+        bool resend_ok = req->idempotent || !h->sent;
+        return resend_ok && transient_transport_failure(h->result) ? backoff(k, attempt) : -1;
     }
     /* 429 means the request was turned away before anything was done: safe for any verb. */
     bool retryable =
-        x->status == 429 || (req->idempotent && (x->status == 500 || x->status == 502 ||
-                                                 x->status == 503 || x->status == 504));
+        h->status == 429 || (req->idempotent && (h->status == 500 || h->status == 502 ||
+                                                 h->status == 503 || h->status == 504));
     if (!retryable)
         return -1;
     if (x->retry_after_ms >= 0)
@@ -427,12 +266,18 @@ long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt)
 int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
 {
     const kube_cluster *c = k->sel.cluster;
-    const char *detail = x->curl_error[0] ? x->curl_error : curl_easy_strerror(x->result);
+    const gc_http_transfer *h = &x->http;
+    const char *detail = h->error[0] ? h->error : curl_easy_strerror(h->result);
+    /* URLs as traces show them: a password in the server or proxy URL stays out of messages. */
+    char *server = gc_http_redact_url(c->server);
+    char *proxy = c->proxy_url ? gc_http_redact_url(c->proxy_url) : NULL;
     char where[768];
     snprintf(where, sizeof(where), "the API server %s (cluster \"%s\" of context \"%s\"%s%s)",
-             c->server, c->id.name, k->sel.context->id.name, c->proxy_url ? ", through proxy " : "",
-             c->proxy_url ? c->proxy_url : "");
-    switch (x->result) {
+             server, c->id.name, k->sel.context->id.name, proxy ? ", through proxy " : "",
+             proxy ? proxy : "");
+    free(server);
+    free(proxy);
+    switch (h->result) {
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
@@ -460,10 +305,10 @@ int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err
     default:
         break;
     }
-    if (x->past_deadline)
+    if (h->past_deadline)
         return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: gave up waiting for %s", x->req->method,
                        x->req->path, where);
-    if (x->too_large)
+    if (h->too_large)
         return gc_fail(err, GC_EXIT_RUNTIME,
                        "%s %s: the answer of %s is larger than %ld MiB; "
                        "list it in pages",
@@ -484,24 +329,23 @@ static int run_with_retries(gc_kube *k, kube_exchange *x, bool attempted, gc_err
                 return rc;
         }
         attempted = false;
-        if (x->result == CURLE_OK && x->status == 401 && !refreshed && kube_auth_refreshable(k)) {
+        const gc_http_transfer *h = &x->http;
+        if (h->result == CURLE_OK && h->status == 401 && !refreshed && kube_auth_refreshable(k)) {
             refreshed = true;
             kube_auth_rejected(k, x->credential);
-            if (k->verbose)
-                kube_trace(k, "401 Unauthorized: getting a fresh credential and retrying");
+            kube_trace(k, "401 Unauthorized: getting a fresh credential and retrying");
             continue;
         }
         long delay = kube_retry_delay(k, x, attempt);
         if (delay < 0)
             break;
-        if (k->verbose)
-            kube_trace(k, "retrying in %ld ms (attempt %d of %d)", delay, attempt + 1,
-                       KUBE_MAX_ATTEMPTS);
-        kube_sleep_ms(delay);
+        kube_trace(k, "retrying in %ld ms (attempt %d of %d)", delay, attempt + 1,
+                   KUBE_MAX_ATTEMPTS);
+        gc_clock_sleep_ms(delay);
         x->retried_after_send =
-            x->retried_after_send || (x->sent && x->result != CURLE_OK) || x->status >= 500;
+            x->retried_after_send || (h->sent && h->result != CURLE_OK) || h->status >= 500;
     }
-    return x->result == CURLE_OK ? 0 : kube_transport_error(k, x, err);
+    return x->http.result == CURLE_OK ? 0 : kube_transport_error(k, x, err);
 }
 
 int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err)
@@ -516,20 +360,22 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
 {
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    transfer *transfers = gc_xcalloc(n, sizeof(*transfers));
+    CURL **handles = gc_xcalloc(n, sizeof(*handles));
+    bool *done = gc_xcalloc(n, sizeof(*done));
     for (size_t i = 0; i < n; i++) {
         kube_exchange *x = batch[i].x;
         x->retried_after_send = false;
-        reset_outcome(x);
-        CURL *e = curl_easy_init();
-        if (!e) {
-            x->result = CURLE_OUT_OF_MEMORY; /* reported like any failed transfer */
+        handles[i] = curl_easy_init();
+        if (!handles[i]) {
+            x->http.result = CURLE_OUT_OF_MEMORY; /* reported like any failed transfer */
+            done[i] = true;
             continue;
         }
-        begin_transfer(k, x, e, &transfers[i]);
-        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
-        curl_easy_setopt(e, CURLOPT_PRIVATE, &transfers[i]);
-        curl_multi_add_handle(multi, e);
+        kube_exchange_start(k, x, handles[i]);
+        curl_easy_setopt(handles[i], CURLOPT_SHARE, shared_connections(k));
+        curl_easy_setopt(handles[i], CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(handles[i], CURLOPT_PRIVATE, (void *)&batch[i]);
+        curl_multi_add_handle(multi, handles[i]);
     }
     k->depth++; /* requests made from the batch's callbacks use the nesting handles */
     for (int running = 1; running;) {
@@ -537,24 +383,27 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(multi, &left))) {
-            transfer *t = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-            if (msg->msg == CURLMSG_DONE && t)
-                end_transfer(t, msg->data.result);
+            kube_batch_entry *entry = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&entry);
+            if (msg->msg == CURLMSG_DONE && entry) {
+                kube_exchange_end(k, entry->x, msg->data.result);
+                done[entry - batch] = true;
+            }
         }
         if (running)
             curl_multi_poll(multi, NULL, 0, 1000, NULL);
     }
     k->depth--;
     for (size_t i = 0; i < n; i++) {
-        if (!transfers[i].e)
+        if (!handles[i])
             continue;
-        if (transfers[i].url) /* never reported done: cannot happen unless libcurl fails */
-            end_transfer(&transfers[i], CURLE_RECV_ERROR);
-        curl_multi_remove_handle(multi, transfers[i].e);
-        curl_easy_cleanup(transfers[i].e);
+        if (!done[i]) /* never reported done: cannot happen unless libcurl fails */
+            kube_exchange_end(k, batch[i].x, CURLE_RECV_ERROR);
+        curl_multi_remove_handle(multi, handles[i]);
+        curl_easy_cleanup(handles[i]);
     }
-    free(transfers);
+    free(done);
+    free(handles);
     curl_multi_cleanup(multi);
 }
 

@@ -1,12 +1,13 @@
 /*
  * The parts of the kube client shared between its files (private to kube/).
  *
- *   kubeconfig.c  files → kube_config        select.c  which context (SPEC §2)
+ *   kubeconfig.c  files → kube_config        select.c  which context
  *   gcloud.c      get-credentials fallback   auth.c    tokens, certificates, credential cache
- *   exec.c        exec credential plugins    spawn.c   fork/exec with bounds
- *   http.c        one request: curl setup, retries         trace.c   -v output, redaction
+ *   exec.c        exec credential plugins    client.c  opening a client, retry jitter
+ *   http.c        one request on sys/'s layer: endpoint, credentials, retries
+ *   trace.c       -v lines and server warnings, through the client's gc_events
  *   status.c      Status bodies → messages   api.c     the verbs
- *   path.c        REST paths and URLs        clock.c   time, RFC 3339, jitter
+ *   path.c        REST paths and URLs        blob.c    certificate and key bytes
  *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
  *   batch.c       independent reads sent together
  */
@@ -14,8 +15,10 @@
 #define GCLUSTER_KUBE_INTERNAL_H
 
 #include "gcluster/buf.h"
+#include "gcluster/http.h"
 #include "gcluster/json_scan.h"
 #include "gcluster/kube.h"
+#include "gcluster/sys.h"
 #include "kube/kubeconfig.h"
 
 #include <curl/curl.h>
@@ -39,8 +42,7 @@ struct gc_kube {
     kube_config cfg;
     kube_selection sel;
     char *ns;
-    FILE *log;
-    int verbose;
+    gc_http_trace trace; /* where traces, notices and warnings go, and how much is traced */
     int exec_timeout_ms;
     long request_timeout_ms;
 
@@ -68,12 +70,9 @@ struct gc_kube {
     bool clock_known;
 };
 
-/* time */
-long long kube_now_ms(void);
-void kube_sleep_ms(long long ms);
+/* client.c: a random number below `bound` from the client's own generator, for jitter (the
+ * library keeps no global state and never touches rand()). */
 unsigned kube_random(gc_kube *k, unsigned bound);
-/* Parses an RFC 3339 timestamp ("2024-05-01T12:00:00Z", "...05.5+02:00"). */
-bool kube_parse_time(const char *s, time_t *out);
 
 /* auth.c */
 int kube_auth_init(gc_kube *k, gc_error *err);
@@ -84,13 +83,16 @@ void kube_auth_invalidate(gc_kube *k);
  * unless a newer one was obtained meanwhile (requests that were in flight together must not
  * each run the exec plugin again). */
 void kube_auth_rejected(gc_kube *k, unsigned generation);
-void kube_auth_apply(gc_kube *k, CURL *e, struct curl_slist **headers);
+/* The "Authorization: ..." header line of the current credential, or NULL (wipe and free it). */
+char *kube_auth_header(const gc_kube *k);
+/* The client certificate and key for TLS, from the credential or the kubeconfig. */
+void kube_auth_apply_certificate(gc_kube *k, CURL *e);
 void kube_credential_clear(kube_credential *c);
 /* exec.c: runs the user's exec plugin and fills `cred`. */
 int kube_exec_credential(gc_kube *k, kube_credential *cred, gc_error *err);
 /* gcloud.c: runs `gcloud container clusters get-credentials` for opts. */
-int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud, FILE *log,
-                                gc_error *err);
+int kube_gcloud_get_credentials(const gc_kube_options *opts, const char *gcloud,
+                                const gc_events *events, gc_error *err);
 
 /* http.c */
 typedef struct kube_request {
@@ -111,36 +113,34 @@ typedef bool (*kube_data_fn)(const char *data, size_t len, void *ctx);
 /* Before every attempt: a streaming consumer starts over. */
 typedef void (*kube_restart_fn)(void *ctx);
 
-/* One HTTP attempt. */
+/* One HTTP attempt: the request, and in `http` how it went (status, body, result, sent). */
 typedef struct kube_exchange {
     const kube_request *req;
-    kube_data_fn on_data;       /* NULL: collect the body in `body` */
+    kube_data_fn on_data;       /* NULL: collect the body in http.body */
     kube_restart_fn on_restart; /* may be NULL */
     void *ctx;                  /* of on_data and on_restart */
-    long long deadline_ms;      /* monotonic; 0: none beyond the request timeout */
+    long long deadline_ms;      /* gc_clock_ms() time; 0: none beyond the request timeout */
     long stall_seconds;         /* streaming: give up after this long without a byte; 0: never */
 
-    long status;
-    gc_buf body; /* the body, or for streamed requests an error body */
-    CURLcode result;
-    char curl_error[CURL_ERROR_SIZE];
-    bool stopped;            /* on_data returned false */
-    bool past_deadline;      /* ended by deadline_ms */
-    bool too_large;          /* the body exceeded KUBE_MAX_BODY */
-    bool sent;               /* the request may have reached the server */
+    gc_http_transfer http;   /* http.body: the body, or for streamed requests an error body */
+    gc_http_body body;       /* the request's body as the layer takes it */
+    gc_kube *k;              /* the client of the attempt under way (for server warnings) */
     bool retried_after_send; /* an earlier attempt may have been applied (kube_request_run) */
     bool acted_on;           /* on_data's consumer acted on part of the body (handed out list
                                 items): a new attempt would repeat that, so there is none */
     long retry_after_ms;     /* Retry-After, or -1 */
     unsigned credential;     /* generation of the credential the attempt was sent with */
-    char content_type[96];
-    char date[64];
 } kube_exchange;
 
 void kube_exchange_init(kube_exchange *x, const kube_request *req);
 void kube_exchange_free(kube_exchange *x);
+/* Sets up an attempt on `e` (the request, the endpoint's TLS and proxy, the credential), and
+ * after the transfer records how it went (Retry-After, the server's clock). Between the two the
+ * caller runs the transfer, alone or on a multi handle. */
+void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e);
+void kube_exchange_end(gc_kube *k, kube_exchange *x, CURLcode result);
 /* Runs one attempt (credentials first). Non-zero only when credentials cannot be had; how
- * the exchange went is in x->result and x->status. */
+ * the exchange went is in x->http.result and x->http.status. */
 int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err);
 
 /* A request with retries (429, 5xx and connection resets for idempotent requests, a
@@ -173,32 +173,20 @@ long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt);
 /* Fills err for a failed transfer (not reachable, TLS, timeout, ...). */
 int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err);
 
-/* Applies TLS, proxy, timeouts, method, body and headers to an easy handle. */
-void kube_curl_configure(gc_kube *k, CURL *e, const char *url, const kube_request *req,
-                         struct curl_slist **headers);
-
-/* path.c: the full URL for a request, and the URL traces show (the kubeconfig's server,
- * never a user:password@ in it). Callers free. */
+/* path.c: the full URL for a request, and the URL traces show (the kubeconfig's server rather
+ * than the tls-server-name the request goes to; the layer redacts it). Callers free. */
 char *kube_url(const gc_kube *k, const kube_request *req);
 char *kube_trace_url(const gc_kube *k, const kube_request *req);
 /* Percent-encodes for a query value or a path segment. */
 void kube_url_encode(gc_buf *out, const char *s);
 
-/* trace.c */
-void kube_trace(gc_kube *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kube_trace_result(gc_kube *k, CURL *e, const kube_request *req, const char *url, long status,
-                       CURLcode result, long long ms);
-void kube_trace_request(gc_kube *k, const kube_request *req, const char *url,
-                        const struct curl_slist *headers);
-void kube_trace_header(gc_kube *k, const char *line, size_t len);
-void kube_trace_response_body(gc_kube *k, const char *body, size_t len);
-void kube_notice_warning(gc_kube *k, const char *value, size_t len);
-/* A copy of a body with every credential-like value replaced, cut to `max` bytes. */
-char *kube_redacted_body(const char *body, size_t len, size_t max);
+/* trace.c: a -v line about what the client does (nothing without -v). */
+void kube_trace(const gc_kube *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A Warning header's value, shown once per client as a warning. */
+void kube_notice_warning(gc_kube *k, const char *value);
 
 /* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything). */
 int kube_status_error(const kube_request *req, long status, const gc_buf *body, gc_error *err);
-const char *kube_reason_phrase(long status);
 
 /* list_reader.c: one list page read as it arrives, item by item (see gc_kube_list). */
 typedef struct kube_list_reader {

@@ -10,6 +10,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/emit.h"
+#include "gcluster/sys.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -126,7 +127,8 @@ static int opt_blob(const reader *r, const json_t *obj, const char *key, const c
         return 0;
     if (!json_is_string(v))
         return wrong_type(r, obj, key, path, "a base64 string");
-    if (!kube_base64_decode(json_string_value(v), json_string_length(v), out))
+    out->data = gc_base64_decode(json_string_value(v), json_string_length(v), &out->len);
+    if (!out->data)
         return fail_at(r, obj, key, 0, "%s.%s is not valid base64", path, key);
     return 0;
 }

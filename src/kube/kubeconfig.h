@@ -116,7 +116,7 @@ const kube_user *kube_config_user(const kube_config *cfg, const char *name);
 /* "a, b and c" for messages. Caller frees. */
 char *kube_config_file_list(const kube_config *cfg);
 
-/* The outcome of cluster selection (SPEC §2). Pointers borrow from the kube_config. */
+/* The outcome of cluster selection. Pointers borrow from the kube_config. */
 typedef struct kube_selection {
     const kube_context *context;
     const kube_cluster *cluster;
@@ -134,12 +134,8 @@ int kube_select(const kube_config *cfg, const gc_kube_options *opts, kube_select
 /* Releases a blob, wiping it first: blobs hold client keys. */
 void kube_blob_free(kube_blob *b);
 
-/* Standard base64 (RFC 4648, padding optional, whitespace ignored). Returns false on bad
- * input. The result is NUL-terminated. */
-bool kube_base64_decode(const char *text, size_t len, kube_blob *out);
-char *kube_base64_encode(const void *data, size_t len);
-
-/* Reads a whole file (at most `max` bytes) into `out`; errno is kept on failure. */
-bool kube_read_file(const char *path, size_t max, kube_blob *out);
+/* Reads a whole file (at most `max` bytes) into `out`; on failure err says which file and why
+ * (see gc_file_read). */
+int kube_blob_read(const char *path, size_t max, kube_blob *out, gc_error *err);
 
 #endif

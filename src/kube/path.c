@@ -50,16 +50,9 @@ char *kube_url(const gc_kube *k, const kube_request *req)
     return url_with_base(k->base_url, req);
 }
 
-/* What a trace shows: the kubeconfig's server, without any user:password@ in it. */
 char *kube_trace_url(const gc_kube *k, const kube_request *req)
 {
-    char *url = url_with_base(k->sel.cluster->server, req);
-    char *scheme = strstr(url, "://");
-    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
-    if (at && (!slash || at < slash))
-        memmove(scheme + 3, at + 1, strlen(at + 1) + 1);
-    return url;
+    return url_with_base(k->sel.cluster->server, req);
 }
 
 /* Names are DNS subdomains in practice, but a segment is encoded anyway, so that a stray

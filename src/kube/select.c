@@ -1,5 +1,5 @@
 /*
- * Which context to use (SPEC §2): --context; else --cluster and --location (and --project)
+ * Which context to use: --context; else --cluster and --location (and --project)
  * name a GKE context "gke_<project>_<location>_<cluster>"; else current-context. Then the
  * selected context must lead to a complete cluster and a usable user.
  */

@@ -14,47 +14,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct status_name {
+/* The Kubernetes Status reason the API server gives with each code. */
+static const struct {
     long code;
-    const char *phrase;
-    const char *reason; /* the Kubernetes Status reason for this code */
-} status_name;
-
-static const status_name status_names[] = {
-    {200, "OK", ""},
-    {201, "Created", ""},
-    {202, "Accepted", ""},
-    {204, "No Content", ""},
-    {400, "Bad Request", "BadRequest"},
-    {401, "Unauthorized", "Unauthorized"},
-    {403, "Forbidden", "Forbidden"},
-    {404, "Not Found", "NotFound"},
-    {405, "Method Not Allowed", "MethodNotAllowed"},
-    {406, "Not Acceptable", "NotAcceptable"},
-    {409, "Conflict", "Conflict"},
-    {410, "Gone", "Gone"},
-    {413, "Request Entity Too Large", "RequestEntityTooLarge"},
-    {415, "Unsupported Media Type", "UnsupportedMediaType"},
-    {422, "Unprocessable Entity", "Invalid"},
-    {429, "Too Many Requests", "TooManyRequests"},
-    {500, "Internal Server Error", "InternalError"},
-    {502, "Bad Gateway", "BadGateway"},
-    {503, "Service Unavailable", "ServiceUnavailable"},
-    {504, "Gateway Timeout", "Timeout"},
+    const char *reason;
+} reasons[] = {
+    {400, "BadRequest"},
+    {401, "Unauthorized"},
+    {403, "Forbidden"},
+    {404, "NotFound"},
+    {405, "MethodNotAllowed"},
+    {406, "NotAcceptable"},
+    {409, "Conflict"},
+    {410, "Gone"},
+    {413, "RequestEntityTooLarge"},
+    {415, "UnsupportedMediaType"},
+    {422, "Invalid"},
+    {429, "TooManyRequests"},
+    {500, "InternalError"},
+    {502, "BadGateway"},
+    {503, "ServiceUnavailable"},
+    {504, "Timeout"},
 };
 
-static const status_name *lookup(long code)
+static const char *reason_of(long code)
 {
-    for (size_t i = 0; i < sizeof(status_names) / sizeof(*status_names); i++)
-        if (status_names[i].code == code)
-            return &status_names[i];
-    return NULL;
-}
-
-const char *kube_reason_phrase(long status)
-{
-    const status_name *n = lookup(status);
-    return n ? n->phrase : "";
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(*reasons); i++)
+        if (reasons[i].code == code)
+            return reasons[i].reason;
+    return "";
 }
 
 static void set_reason(gc_error *err, const char *reason)
@@ -100,10 +88,10 @@ int kube_status_error(const kube_request *req, long status, const gc_buf *body, 
 {
     json_t *doc = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
     const char *kind = json_string_value(json_object_get(doc, "kind"));
-    const status_name *name = lookup(status);
+    const char *phrase = gc_http_reason_phrase(status);
     gc_buf msg;
     gc_buf_init(&msg);
-    const char *reason = name ? name->reason : "";
+    const char *reason = reason_of(status);
     if (kind && !strcmp(kind, "Status")) {
         const char *message = json_string_value(json_object_get(doc, "message"));
         const char *r = json_string_value(json_object_get(doc, "reason"));
@@ -112,12 +100,10 @@ int kube_status_error(const kube_request *req, long status, const gc_buf *body, 
         if (message && message[0])
             gc_buf_puts(&msg, message);
         else
-            gc_buf_printf(&msg, "%s %s: HTTP %ld %s", req->method, req->path, status,
-                          name ? name->phrase : "");
+            gc_buf_printf(&msg, "%s %s: HTTP %ld %s", req->method, req->path, status, phrase);
         append_causes(doc, &msg);
     } else {
-        gc_buf_printf(&msg, "%s %s failed: HTTP %ld %s", req->method, req->path, status,
-                      name ? name->phrase : "");
+        gc_buf_printf(&msg, "%s %s failed: HTTP %ld %s", req->method, req->path, status, phrase);
         if (body->len) {
             gc_buf_puts(&msg, ": ");
             summarise(body, &msg);

@@ -60,8 +60,8 @@ void kube_list_page_start(kube_list_page *p, const char *path, const gc_kube_lis
 int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, json_t **head, long *status,
                        gc_error *err)
 {
-    *status = p->x.status;
-    if (!rc && p->x.status >= 300)
+    *status = p->x.http.status;
+    if (!rc && p->x.http.status >= 300)
         rc = kube_http_error(k, &p->x, err);
     if (!rc)
         rc = kube_list_reader_finish(&p->reader, &p->req, err);
@@ -94,8 +94,7 @@ int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *
             restarts++;
             free(cont);
             cont = NULL;
-            if (kube->verbose)
-                kube_trace(kube, "the list's continue token expired; listing %s again", path);
+            kube_trace(kube, "the list's continue token expired; listing %s again", path);
             rc = list_page(kube, path, opts, NULL, on_item, ctx, &head, &status, err);
             continue;
         }
@@ -302,7 +301,7 @@ static long watch_timeout(watcher *w)
      * connection then costs at most that long. */
     long seconds = 300 + (long)kube_random(w->k, 300);
     if (w->deadline) {
-        long left = (long)((w->deadline - kube_now_ms()) / 1000) + 1;
+        long left = (long)((w->deadline - gc_clock_ms()) / 1000) + 1;
         if (left < seconds)
             seconds = left;
     }
@@ -366,7 +365,7 @@ static long reconnect_delay(watcher *w, const kube_exchange *x, int failures)
 {
     if (w->got_event)
         return 0;
-    if ((x->result == CURLE_COULDNT_CONNECT || x->result == CURLE_OPERATION_TIMEDOUT) &&
+    if ((x->http.result == CURLE_COULDNT_CONNECT || x->http.result == CURLE_OPERATION_TIMEDOUT) &&
         failures < KUBE_MAX_ATTEMPTS)
         return 1000L * failures;
     return kube_retry_delay(w->k, x, failures);
@@ -376,14 +375,15 @@ static long reconnect_delay(watcher *w, const kube_exchange *x, int failures)
  * `failures` counts consecutive failed connections. */
 static int after_watch(watcher *w, kube_exchange *x, int *failures, bool *refreshed)
 {
-    if (w->expired || (x->result == CURLE_OK && x->status == 410))
+    if (w->expired || (x->http.result == CURLE_OK && x->http.status == 410))
         return LIST_AGAIN;
-    if (x->result == CURLE_OK && x->status == 401 && !*refreshed && kube_auth_refreshable(w->k)) {
+    if (x->http.result == CURLE_OK && x->http.status == 401 && !*refreshed &&
+        kube_auth_refreshable(w->k)) {
         *refreshed = true;
         kube_auth_rejected(w->k, x->credential);
         return 0;
     }
-    if (x->result == CURLE_OK && x->status < 300) {
+    if (x->http.result == CURLE_OK && x->http.status < 300) {
         *failures = 0; /* the server ended the watch normally */
         *refreshed = false;
         return 0;
@@ -392,11 +392,10 @@ static int after_watch(watcher *w, kube_exchange *x, int *failures, bool *refres
     if (w->got_event)
         *failures = 0;
     if (delay < 0)
-        return x->result != CURLE_OK ? kube_transport_error(w->k, x, w->err)
-                                     : kube_http_error(w->k, x, w->err);
-    if (w->k->verbose)
-        kube_trace(w->k, "watch of %s ended early; reconnecting in %ld ms", w->path, delay);
-    kube_sleep_ms(delay);
+        return x->http.result != CURLE_OK ? kube_transport_error(w->k, x, w->err)
+                                          : kube_http_error(w->k, x, w->err);
+    kube_trace(w->k, "watch of %s ended early; reconnecting in %ld ms", w->path, delay);
+    gc_clock_sleep_ms(delay);
     return 0;
 }
 
@@ -405,11 +404,11 @@ static int watch_loop(watcher *w, int timeout_seconds)
     int failures = 0, relists = 0;
     bool refreshed = false;
     for (;;) {
-        if (w->deadline && kube_now_ms() >= w->deadline)
+        if (w->deadline && gc_clock_ms() >= w->deadline)
             return timed_out(w, timeout_seconds);
         kube_exchange x;
         int rc = watch_once(w, &x);
-        if (!rc && !w->stop && x.past_deadline)
+        if (!rc && !w->stop && x.http.past_deadline)
             rc = timed_out(w, timeout_seconds);
         if (!rc && !w->stop)
             rc = after_watch(w, &x, &failures, &refreshed);
@@ -417,9 +416,8 @@ static int watch_loop(watcher *w, int timeout_seconds)
         if (w->stop)
             return w->stop == GC_KUBE_STOP ? 0 : w->stop;
         if (rc == LIST_AGAIN) {
-            if (w->k->verbose)
-                kube_trace(w->k, "resourceVersion %s is too old; listing %s again", w->rv, w->path);
-            kube_sleep_ms(relists++ > 2 ? 1000 : 0);
+            kube_trace(w->k, "resourceVersion %s is too old; listing %s again", w->rv, w->path);
+            gc_clock_sleep_ms(relists++ > 2 ? 1000 : 0);
             rc = relist(w);
             if (!rc && w->stop)
                 return w->stop == GC_KUBE_STOP ? 0 : w->stop;
@@ -441,7 +439,7 @@ int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_optio
                  .known = json_object()};
     gc_buf_init(&w.line);
     if (timeout_seconds > 0)
-        w.deadline = kube_now_ms() + (long long)timeout_seconds * 1000;
+        w.deadline = gc_clock_ms() + (long long)timeout_seconds * 1000;
     int rc = relist(&w);
     if (!rc && w.stop)
         rc = w.stop == GC_KUBE_STOP ? 0 : w.stop;

@@ -1,13 +1,14 @@
 #include "gcluster/buf.h"
 
+#include "gcluster/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void out_of_memory(size_t size)
+_Noreturn static void out_of_memory(size_t size)
 {
-    fprintf(stderr, "gcluster: out of memory allocating %zu bytes\n", size);
-    abort();
+    gc_fatal("out of memory allocating %zu bytes", size);
 }
 
 void *gc_xmalloc(size_t size)

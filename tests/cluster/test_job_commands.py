@@ -5,6 +5,7 @@ and its fields, Kueue admission, where pods landed, what `job list` says as the 
 logs, and that cancel leaves nothing behind.
 """
 
+import json
 import re
 import subprocess
 import time
@@ -102,6 +103,9 @@ def test_headless_flow(cli):
                    what="job list to show Running 5/5")
     assert row["pathways"] == "headless"
     assert row["compute"] == "v6e-16 x1"
+    assert row["phase"] == "Running" and row["queue"] == "user-queue"
+    assert row["namespace"] == "default" and row["completed"] is None
+    assert row["uid"] == cli.kubectl_json("get", "jobset", job)["metadata"]["uid"]
 
     traced = cli.gcluster("job", "logs", job, *CLUSTER, "-v", check=0)
     assert "testenv: fake log line 1" in traced.stdout  # the proxy's log, the headless default
@@ -144,6 +148,26 @@ def test_pathways_flow(cli):
     assert "status" not in manifest
     assert "# Status:     Running 9/9" in inspect
     assert "Admitted to ClusterQueue cluster-queue" in inspect
+    report = inspect_json(cli, job)
+    assert report["phase"] == "Running" and report["status"] == "Running 9/9"
+    assert report["pathways"] == "yes" and report["compute"] == "v6e-16 x2"
+    assert report["queue"] == "user-queue" and report["finished"] is None
+    assert report["kueue"]["admitted"] is True
+    assert report["kueue"]["cluster_queue"] == "cluster-queue"
+    assert report["kueue"]["workload"] == wl["metadata"]["name"]
+    assert {ps["name"] for ps in report["kueue"]["pod_sets"]} == {"pathways-head", "worker"}
+    assert [(r["name"], r["replicas"]) for r in report["replicated_jobs"]] == \
+        [("pathways-head", 1), ("worker", 2)]
+    pods = report["pods"]
+    assert len(pods) == 9 and pods[0]["role"] == "pathways-head"
+    assert all(p["phase"] == "Running" and p["node"] for p in pods)
+    assert sorted((p["slice"], p["host"]) for p in pods[1:]) == \
+        [(s, h) for s in range(2) for h in range(4)]
+    assert node_labels(cli)[pods[0]["node"]]["cloud.google.com/gke-nodepool"] == "cpu-np"
+    assert "manifest" not in report
+    shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "yaml", "--show",
+                                        check=0).stdout)
+    assert shown["manifest"]["metadata"]["name"] == job and "status" not in shown["manifest"]
     # The JobSet, pods and events together, then the Workload: four requests, one connection.
     traced = cli.gcluster("job", "inspect", job, *CLUSTER, "-v", check=0).stderr
     requests = re.findall(r"^GET https://.*$", traced, re.M)
@@ -166,8 +190,22 @@ def test_pathways_flow(cli):
     assert "testenv: fake log line 1" in out
 
     wait_for(lambda: cli.list_json()[job]["status"] == "Succeeded", what="Succeeded in job list")
-    cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "90s", check=0)
+    done = inspect_json(cli, job)
+    assert done["phase"] == "Succeeded" and done["finished"]
+    uid = cli.kubectl_json("get", "jobset", job)["metadata"]["uid"]
+    before = len(cli.pods(job))  # the finished head pod stays until the JobSet is deleted
+    assert before >= 1
+    cancelled = json.loads(cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout",
+                                        "90s", "-o", "json", check=0).stdout)
+    assert cancelled == {"name": job, "namespace": "default", "uid": uid, "gone": True,
+                         "pods_deleted": cancelled["pods_deleted"]}
+    # Every pod the wait saw went; the JobSet controller may have removed workers before it looked.
+    assert 1 <= cancelled["pods_deleted"] <= before
     assert_gone(cli, job)
+
+
+def inspect_json(cli, job):
+    return json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "json", check=0).stdout)
 
 
 def head_running(cli, job):
@@ -186,6 +224,11 @@ def test_job_failure_is_reported_with_pod_and_exit_code(cli):
     assert "Status:     Failed" in inspect
     assert f"pod {head['metadata']['name']}: container workload-container exited with code 7" \
         in inspect
+    report = inspect_json(cli, job)
+    assert report["phase"] == "Failed" and report["finished"]
+    assert "container workload-container exited with code 7" in report["detail"]
+    head_row = report["pods"][0]
+    assert head_row["name"] == head["metadata"]["name"] and head_row["phase"] == "Failed"
 
 
 def test_await_returns_3_when_the_job_fails_and_0_when_it_succeeds(cli):
@@ -230,6 +273,13 @@ def test_queued_while_the_queue_is_full(cli):
         inspect = cli.gcluster("job", "inspect", second, *CLUSTER, check=0).stdout
         reserved = condition(cli.workload(second), "QuotaReserved")
         assert f"Not admitted: {reserved['reason']}: {reserved['message']}" in inspect
+        report = inspect_json(cli, second)
+        assert report["phase"] == "Queued" and report["pods"] == []
+        assert report["kueue"]["admitted"] is False
+        assert report["kueue"]["reason"] == reserved["reason"]
+        assert report["kueue"]["message"] == reserved["message"]
+        assert report["detail"] == f"{reserved['reason']}: {reserved['message']}"
+        assert cli.list_json()[second]["detail"] == report["detail"]
         cli.gcluster("job", "cancel", first, *CLUSTER, "--wait", "--timeout", "90s", check=0)
         wait_for(lambda: is_true(cli.workload(second) or {}, "Admitted"), what="second admitted")
     finally:
@@ -255,8 +305,6 @@ def tpu_quota_paths(cq, value):
 
 
 def json_dumps(obj):
-    import json
-
     return json.dumps(obj)
 
 

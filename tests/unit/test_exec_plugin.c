@@ -13,6 +13,7 @@
 #include "gcluster/kube.h"
 #include "kube/internal.h"
 #include "kube_test.h"
+#include "test_events.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -88,18 +89,16 @@ static char *write_config(const char *name, const char *exec)
 typedef struct run {
     gc_kube *k;
     gc_error err;
-    char *log;
-    size_t log_len;
-    FILE *log_file;
+    test_events events;
 } run;
 
 static int open_config(run *r, const char *config, int verbose, int timeout)
 {
     memset(r, 0, sizeof(*r));
-    r->log_file = open_memstream(&r->log, &r->log_len);
+    test_events_init(&r->events);
     gc_kube_options opts = {.kubeconfig = config,
                             .verbose = verbose,
-                            .log = r->log_file,
+                            .events = &r->events.events,
                             .exec_timeout_seconds = timeout};
     return gc_kube_open(&opts, &r->k, &r->err);
 }
@@ -112,8 +111,7 @@ static int ensure(run *r)
 static void finish(run *r)
 {
     gc_kube_close(r->k);
-    fclose(r->log_file);
-    free(r->log);
+    test_events_free(&r->events);
 }
 
 static void test_v1_token_and_exec_info(void **state)
@@ -248,7 +246,7 @@ static void test_expired_credential_is_refreshed(void **state)
     assert_int_equal(ensure(&r), 0);
     assert_int_equal(ensure(&r), 0);
     assert_int_equal(kube_test_count(count), 1);
-    kube_sleep_ms(3100);
+    gc_clock_sleep_ms(3100);
     assert_int_equal(ensure(&r), 0);
     assert_string_equal(r.k->cred.authorization, "Bearer tok-2");
     assert_int_equal(kube_test_count(count), 2);
@@ -321,10 +319,9 @@ static void expect_failure(run *r, const char *args, const char *hint, int timeo
     char *config = write_config("failing.yaml", exec);
     assert_int_equal(open_config(r, config, verbose, timeout), 0);
     assert_int_equal(ensure(r), GC_EXIT_RUNTIME);
-    fflush(r->log_file);
     /* Whatever happened, the plugin's stdout never shows. */
     assert_false(kube_test_contains(r->err.message, LEAK_MARKER));
-    assert_false(kube_test_contains(r->log, LEAK_MARKER));
+    assert_false(kube_test_contains(r->events.lines.data, LEAK_MARKER));
     assert_true(kube_test_contains(r->err.message, "exec plugin \"" PLUGIN "\" of user \"u\""));
     assert_null(r->k->cred.authorization);
     free(config);
@@ -340,7 +337,7 @@ static void test_failing_plugin(void **state)
                    "example.com\n",
                    0, 2);
     assert_true(kube_test_contains(r.err.message, "exited with status 7"));
-    /* Nothing the plugin printed is shown, not even stderr (SPEC §7). */
+    /* Nothing the plugin printed is shown, not even stderr: it may echo a token there. */
     assert_false(kube_test_contains(r.err.message, "plugin failed on purpose"));
     assert_true(kube_test_contains(r.err.message, "run it yourself to see its message"));
     assert_true(kube_test_contains(r.err.message, "Install the fake plugin from example.com"));
@@ -362,9 +359,7 @@ static void test_plugin_timeout(void **state)
 {
     (void)state;
     run r;
-    long long start = kube_now_ms();
     expect_failure(&r, "--mode=sleep", "", 1, 0);
-    assert_true(kube_now_ms() - start < 10000);
     assert_true(kube_test_contains(r.err.message, "did not finish within 1 s"));
     finish(&r);
 }
@@ -374,7 +369,7 @@ static void test_huge_output(void **state)
     (void)state;
     run r;
     expect_failure(&r, "--mode=huge", "", 0, 0);
-    assert_true(kube_test_contains(r.err.message, "more output than a credential can be"));
+    assert_true(kube_test_contains(r.err.message, "wrote more output than expected"));
     finish(&r);
 }
 
@@ -473,9 +468,9 @@ static void test_token_never_traced(void **state)
     run r;
     assert_int_equal(open_config(&r, config, 2, 0), 0);
     assert_int_equal(ensure(&r), 0);
-    fflush(r.log_file);
-    assert_true(kube_test_contains(r.log, "credential obtained"));
-    assert_false(kube_test_contains(r.log, "TRACE-SECRET"));
+    assert_int_equal(
+        test_events_count(&r.events, "trace: exec plugin " PLUGIN ": credential obtained"), 1);
+    assert_false(kube_test_contains(r.events.lines.data, "TRACE-SECRET"));
     finish(&r);
     free(config);
     free(exec);

@@ -13,6 +13,7 @@
 #include "gcluster/kube.h"
 #include "kube/internal.h"
 #include "kube_test.h"
+#include "test_events.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -66,9 +67,7 @@ static void script(const char *text)
 typedef struct client {
     gc_kube *k;
     gc_error err;
-    char *log;
-    size_t log_len;
-    FILE *log_file;
+    test_events events;
 } client;
 
 typedef struct setup_opts {
@@ -102,10 +101,10 @@ static void connect_client(client *c, setup_opts o)
                     o.server ? o.server : server.url, ca[0] ? "    certificate-authority: " : "",
                     ca, ca[0] ? "\n" : "", o.cluster ? o.cluster : "",
                     o.user ? o.user : "    token: " TOKEN "\n");
-    c->log_file = open_memstream(&c->log, &c->log_len);
+    test_events_init(&c->events);
     gc_kube_options opts = {.kubeconfig = path,
                             .verbose = o.verbose,
-                            .log = c->log_file,
+                            .events = &c->events.events,
                             .request_timeout_seconds = o.request_timeout};
     int rc = gc_kube_open(&opts, &c->k, &c->err);
     if (rc)
@@ -113,17 +112,16 @@ static void connect_client(client *c, setup_opts o)
     free(path);
 }
 
+/* Everything the client reported, one "<kind>: <text>" line per event. */
 static const char *log_text(client *c)
 {
-    fflush(c->log_file);
-    return c->log ? c->log : "";
+    return c->events.lines.data;
 }
 
 static void disconnect(client *c)
 {
     gc_kube_close(c->k);
-    fclose(c->log_file);
-    free(c->log);
+    test_events_free(&c->events);
 }
 
 static json_t *requests(void)
@@ -639,9 +637,8 @@ static void test_unreachable_server(void **state)
     snprintf(url, sizeof(url), "https://127.0.0.1:%d", kube_test_closed_port());
     client c;
     connect_client(&c, (setup_opts){.server = url});
-    long long start = kube_now_ms();
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), GC_EXIT_RUNTIME);
-    assert_true(kube_now_ms() - start < 3000); /* a refused connection is not retried */
+    assert_int_equal(gc_kube_request_count(c.k), 1); /* a refused connection is not retried */
     assert_true(kube_test_contains(c.err.message, "cannot reach the API server"));
     assert_true(kube_test_contains(c.err.message, url));
     assert_true(kube_test_contains(c.err.message, "context \"t\""));
@@ -654,11 +651,14 @@ static void test_unreachable_server(void **state)
 static void test_proxy_url(void **state)
 {
     (void)state;
-    char *cluster = gc_xasprintf("    proxy-url: http://127.0.0.1:%d\n", kube_test_closed_port());
+    char *cluster = gc_xasprintf("    proxy-url: http://proxy-user:proxy-pa55@127.0.0.1:%d\n",
+                                 kube_test_closed_port());
     client c;
     connect_client(&c, (setup_opts){.cluster = cluster});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), GC_EXIT_RUNTIME);
-    assert_true(kube_test_contains(c.err.message, "through proxy http://127.0.0.1:"));
+    /* The proxy is named, its password is not. */
+    assert_true(kube_test_contains(c.err.message, "through proxy http://<redacted>@127.0.0.1:"));
+    assert_false(kube_test_contains(c.err.message, "proxy-pa55"));
     disconnect(&c);
     free(cluster);
 
@@ -677,9 +677,7 @@ static void test_request_timeout(void **state)
     script("{'GET /slow': [{'chunks': [{'data': '{', 'delay': 0}], 'hold': 5}]}");
     client c;
     connect_client(&c, (setup_opts){.request_timeout = 1});
-    long long start = kube_now_ms();
     assert_int_equal(gc_kube_get(c.k, "/slow", NULL, NULL, &c.err), GC_EXIT_RUNTIME);
-    assert_true(kube_now_ms() - start < 4000);
     assert_true(kube_test_contains(c.err.message, "no answer from the API server"));
     disconnect(&c);
 }
@@ -695,17 +693,14 @@ static void test_warnings_are_surfaced(void **state)
     assert_int_equal(
         gc_kube_get(c.k, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", NULL, NULL, &c.err), 0);
     assert_true(kube_test_contains(log_text(&c),
-                                   "Warning: kueue.x-k8s.io/v1beta1 ClusterQueue is deprecated\n"));
-    assert_true(kube_test_contains(log_text(&c), "Warning: second\n"));
+                                   "warning: kueue.x-k8s.io/v1beta1 ClusterQueue is deprecated\n"));
+    assert_true(kube_test_contains(log_text(&c), "warning: second\n"));
     /* Shown once, however many answers repeat it. */
     script("{'GET /apis/kueue.x-k8s.io/v1beta1/clusterqueues': [{'headers': {'Warning': "
            "'299 - \\'second\\''}, 'json': {'items': []}}]}");
     assert_int_equal(
         gc_kube_get(c.k, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", NULL, NULL, &c.err), 0);
-    int shown = 0;
-    for (const char *p = log_text(&c); (p = strstr(p, "Warning: second")); p++)
-        shown++;
-    assert_int_equal(shown, 1);
+    assert_int_equal(test_events_count(&c.events, "warning: second"), 1);
     disconnect(&c);
 }
 

@@ -11,6 +11,7 @@
 #include "gcluster/kube.h"
 #include "kube/internal.h"
 #include "kube_test.h"
+#include "test_events.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -605,45 +606,43 @@ static void test_gcloud_fallback(void **state)
     setenv("FAKE_GCLOUD_SERVER", "https://10.9.8.7", 1);
     setenv("FAKE_GCLOUD_PROJECT", "my-proj", 1);
 
-    char *notices = NULL;
-    size_t notices_len = 0;
-    FILE *log = open_memstream(&notices, &notices_len);
+    test_events notices;
+    test_events_init(&notices);
     gc_kube_options opts = {.kubeconfig = kc,
                             .cluster = "train",
                             .location = "us-east5",
                             .allow_gcloud = true,
-                            .log = log};
+                            .events = &notices.events};
     gc_kube *k;
     gc_error err = {0};
     assert_int_equal(gc_kube_open(&opts, &k, &err), 0);
     assert_string_equal(gc_kube_context_name(k), "gke_my-proj_us-east5_train");
     assert_string_equal(gc_kube_server(k), "https://10.9.8.7");
     gc_kube_close(k);
-    fclose(log);
-    assert_true(kube_test_contains(notices, "running `gcloud container clusters get-credentials "
-                                            "train --location us-east5`"));
+    assert_int_equal(test_events_count(&notices, "notice: no kubeconfig context for cluster train "
+                                                 "in us-east5; running `gcloud container clusters "
+                                                 "get-credentials train --location us-east5`"),
+                     1);
     char *ran = kube_test_read(log_path);
     assert_true(kube_test_contains(ran, "container clusters get-credentials train --location "
                                         "us-east5\n"));
     free(ran);
-    free(notices);
+    test_events_free(&notices);
 
     /* A failing gcloud: its own message, and the flags to check. */
     setenv("FAKE_GCLOUD_FAIL", "1", 1);
-    opts.log = fopen("/dev/null", "w");
+    opts.events = NULL;
     opts.cluster = "ghost";
     opts.project = "p2";
     assert_int_equal(gc_kube_open(&opts, &k, &err), GC_EXIT_RUNTIME);
     assert_true(kube_test_contains(err.message, "exited with status 1"));
     assert_true(kube_test_contains(err.message, "ResponseError: code=404"));
     assert_true(kube_test_contains(err.message, "--project p2"));
-    fclose(opts.log);
     unsetenv("FAKE_GCLOUD_FAIL");
 
     /* Not allowed: gcloud is not run, and the message says how to do it by hand. */
     unlink(log_path);
     opts.allow_gcloud = false;
-    opts.log = NULL;
     assert_int_equal(gc_kube_open(&opts, &k, &err), GC_EXIT_USAGE);
     assert_true(kube_test_contains(err.message, "gcloud container clusters get-credentials ghost"));
     assert_null(kube_test_read(log_path));

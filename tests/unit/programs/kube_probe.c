@@ -247,9 +247,20 @@ static int run(probe *p, const char *cmd, gc_error *err)
     return finish(p, gc_fail(err, 2, "unknown command %s", cmd), NULL, err);
 }
 
+/* The client's traces, notices and warnings, one line each on stderr as the CLI shows them. */
+static void to_stderr(void *ctx, gc_event_kind kind, const char *text)
+{
+    (void)ctx;
+    const char *prefix = kind == GC_EVENT_WARNING  ? "gcluster: warning: "
+                         : kind == GC_EVENT_NOTICE ? "gcluster: "
+                                                   : "";
+    fprintf(stderr, "%s%s\n", prefix, text);
+}
+
 int main(int argc, char **argv)
 {
-    gc_kube_options opts = {.log = stderr};
+    static const gc_events events = {.emit = to_stderr};
+    gc_kube_options opts = {.events = &events};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--kubeconfig") && i + 1 < argc)

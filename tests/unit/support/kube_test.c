@@ -2,6 +2,8 @@
 #include "kube_test.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/process.h"
+#include "gcluster/sys.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -19,18 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include <setjmp.h> /* cmocka.h needs these first */
+#include <stddef.h>
+#include <stdint.h>
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
+#include <cmocka.h>
 
 char *kube_test_tmpdir(void)
 {
@@ -73,40 +68,24 @@ void kube_test_write(const char *path, const char *fmt, ...)
 
 char *kube_test_read(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     gc_buf b;
     gc_buf_init(&b);
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        gc_buf_append(&b, chunk, n);
-    fclose(f);
+    gc_error err;
+    if (gc_file_read(path, 64u << 20, &b, &err)) {
+        gc_buf_free(&b);
+        return NULL;
+    }
     return gc_buf_detach(&b);
 }
 
 char *kube_test_base64_file(const char *path)
 {
-    static const char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     char *text = kube_test_read(path);
     if (!text)
         abort();
-    const unsigned char *in = (const unsigned char *)text;
-    size_t len = strlen(text);
-    gc_buf out;
-    gc_buf_init(&out);
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < len ? in[i + 2] : 0);
-        gc_buf_putc(&out, alphabet[(v >> 18) & 63]);
-        gc_buf_putc(&out, alphabet[(v >> 12) & 63]);
-        gc_buf_putc(&out, i + 1 < len ? alphabet[(v >> 6) & 63] : '=');
-        gc_buf_putc(&out, i + 2 < len ? alphabet[v & 63] : '=');
-    }
+    char *encoded = gc_base64_encode(text, strlen(text));
     free(text);
-    return gc_buf_detach(&out);
+    return encoded;
 }
 
 int kube_test_count(const char *path)
@@ -117,23 +96,10 @@ int kube_test_count(const char *path)
     return n;
 }
 
-static pid_t spawn_quiet(char *const argv[])
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(null, 2);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    return pid;
-}
-
+/* Waits up to timeout_ms for `pid` to exit (killing it then); its exit status, or -1. */
 static int wait_bounded(pid_t pid, int timeout_ms)
 {
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = gc_clock_ms() + timeout_ms;
     int status;
     for (;;) {
         pid_t got = waitpid(pid, &status, WNOHANG);
@@ -141,19 +107,25 @@ static int wait_bounded(pid_t pid, int timeout_ms)
             return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         if (got < 0)
             return -1;
-        if (now_ms() >= deadline) {
+        if (gc_clock_ms() >= deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
         }
-        sleep_ms(10);
+        gc_clock_sleep_ms(10);
     }
 }
 
 int kube_test_run(char *const argv[], int timeout_ms)
 {
-    pid_t pid = spawn_quiet(argv);
-    return pid < 0 ? -1 : wait_bounded(pid, timeout_ms);
+    gc_process p = {.argv = argv, .timeout_ms = timeout_ms};
+    gc_process_result r;
+    gc_error err;
+    int status = -1;
+    if (!gc_process_run(&p, &r, &err) && !r.exec_errno && !r.signal && !r.timed_out)
+        status = r.exit_status;
+    gc_process_result_free(&r);
+    return status;
 }
 
 static bool openssl(char *const argv[])
@@ -280,11 +252,11 @@ bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki
     }
     free(log_path);
     s->pid = pid;
-    long long deadline = now_ms() + 20000;
+    long long deadline = gc_clock_ms() + 20000;
     char *text = NULL;
-    while (pid > 0 && !(text = kube_test_read(port_file)) && now_ms() < deadline &&
+    while (pid > 0 && !(text = kube_test_read(port_file)) && gc_clock_ms() < deadline &&
            waitpid(pid, NULL, WNOHANG) == 0)
-        sleep_ms(20);
+        gc_clock_sleep_ms(20);
     free(port_file);
     s->port = text ? atoi(text) : 0;
     free(text);
@@ -344,6 +316,17 @@ static char *control(kube_test_server *s, const char *method, const char *path, 
     return gc_buf_detach(&out);
 }
 
+void kube_test_write_kubeconfig(const char *path, const kube_test_server *s, const char *ca,
+                                const char *ns)
+{
+    kube_test_write(path,
+                    "current-context: t\n"
+                    "clusters: [{name: c, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
+                    "users: [{name: u, user: {token: tok}}]\n"
+                    "contexts: [{name: t, context: {cluster: c, user: u%s%s}}]\n",
+                    s->url, ca, ns ? ", namespace: " : "", ns ? ns : "");
+}
+
 bool kube_test_server_script(kube_test_server *s, const char *json)
 {
     char *r = control(s, "POST", "/_test/script", json);
@@ -376,6 +359,47 @@ json_t *kube_test_server_log(kube_test_server *s)
     json_t *log = r ? json_loads(r, 0, NULL) : NULL;
     free(r);
     return log ? log : json_array();
+}
+
+int kube_test_env_setup_dir(void **state)
+{
+    kube_test_env *env = calloc(1, sizeof(*env));
+    env->tmp = kube_test_tmpdir();
+    *state = env;
+    return 0;
+}
+
+int kube_test_env_setup(void **state)
+{
+    kube_test_env_setup_dir(state);
+    kube_test_env *env = *state;
+    return kube_test_make_pki(env->tmp, &env->pki) &&
+                   kube_test_server_start(&env->server, &env->pki, env->tmp)
+               ? 0
+               : -1;
+}
+
+int kube_test_env_teardown(void **state)
+{
+    kube_test_env *env = *state;
+    if (env->server.pid)
+        kube_test_server_stop(&env->server);
+    kube_test_pki_free(&env->pki);
+    kube_test_rmtree(env->tmp);
+    free(env);
+    return 0;
+}
+
+int kube_test_env_reset(void **state)
+{
+    kube_test_env *env = *state;
+    return kube_test_server_reset(&env->server) ? 0 : -1;
+}
+
+void kube_test_env_script(kube_test_env *env, const char *text)
+{
+    if (!kube_test_server_script_quoted(&env->server, text))
+        fail_msg("bad script: %s", text);
 }
 
 int kube_test_closed_port(void)

@@ -52,6 +52,10 @@ bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki
 #define kube_test_server_start(s, pki, dir)                                                        \
     kube_test_server_start_script(s, pki, dir, GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py")
 void kube_test_server_stop(kube_test_server *s);
+/* Writes a kubeconfig whose current context talks to `s` (trusting `ca`) with token "tok", in
+ * namespace `ns` (NULL: none set). */
+void kube_test_write_kubeconfig(const char *path, const kube_test_server *s, const char *ca,
+                                const char *ns);
 /* Queues answers: `json` maps "METHOD /path" to a list of answers (see test_server.py). */
 bool kube_test_server_script(kube_test_server *s, const char *json);
 /* The same, with ' written for " so scripts in C strings stay readable. */
@@ -59,6 +63,23 @@ bool kube_test_server_script_quoted(kube_test_server *s, const char *text);
 bool kube_test_server_reset(kube_test_server *s);
 /* The requests the server received, oldest first. Caller decrefs. */
 json_t *kube_test_server_log(kube_test_server *s);
+
+/* What a test group shares, as cmocka group state (each test gets it in *state):
+ * kube_test_env_setup makes a temporary directory, a PKI and a running scripted server;
+ * kube_test_env_setup_dir only the directory. kube_test_env_teardown undoes either. */
+typedef struct kube_test_env {
+    char *tmp;
+    kube_test_pki pki;
+    kube_test_server server;
+} kube_test_env;
+
+int kube_test_env_setup(void **state);
+int kube_test_env_setup_dir(void **state);
+int kube_test_env_teardown(void **state);
+/* A test's setup: the server forgets earlier scripts and requests. */
+int kube_test_env_reset(void **state);
+/* Queues answers (kube_test_server_script_quoted); a script the server refuses fails the test. */
+void kube_test_env_script(kube_test_env *env, const char *text);
 
 /* A port on 127.0.0.1 that nothing listens on (bound, then closed). */
 int kube_test_closed_port(void);

@@ -1,0 +1,43 @@
+/*
+ * sys: small plumbing every part of the library shares, each written once: a monotonic clock,
+ * RFC 3339 time stamps, base64, reading a file whole, and the edit distance used to suggest a
+ * name the user probably meant. The subprocess runner (gcluster/process.h) and the HTTP request
+ * layer (gcluster/http.h) live next to these in src/sys/.
+ */
+#ifndef GCLUSTER_SYS_H
+#define GCLUSTER_SYS_H
+
+#include "gcluster/buf.h"
+#include "gcluster/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+/* Milliseconds on the monotonic clock: for deadlines and durations, never for dates. */
+long long gc_clock_ms(void);
+/* Sleeps `ms` milliseconds (nothing when ms <= 0), resuming after signals. */
+void gc_clock_sleep_ms(long long ms);
+/* Parses an RFC 3339 time stamp ("2024-05-01T12:00:00Z", "2024-05-01T14:00:00.5+02:00") as
+ * the API server and exec plugins write them; false for anything else. */
+bool gc_clock_parse_rfc3339(const char *text, time_t *out);
+
+/* Standard base64 (RFC 4648) with padding. Caller frees. */
+char *gc_base64_encode(const void *data, size_t len);
+/* Decodes standard base64; padding is optional and whitespace is ignored. Returns the bytes,
+ * NUL-terminated (*out_len excludes the NUL), or NULL for input that is not base64. Caller
+ * frees (and wipes, when the bytes are a secret). */
+unsigned char *gc_base64_decode(const char *text, size_t len, size_t *out_len);
+
+/* Reads the file at `path` whole into `out` (appended, NUL-terminated). A file larger than `max`
+ * bytes is refused rather than read in part. On failure returns GC_EXIT_USAGE with err naming
+ * the file and the reason, and leaves errno telling why (ENOENT for a missing file, EFBIG for one
+ * too large), so that callers for which a missing file is normal can say so. Bytes read are
+ * never left behind in freed memory: the file may hold a key. */
+int gc_file_read(const char *path, size_t max, gc_buf *out, gc_error *err);
+
+/* The Levenshtein distance between two names, ignoring ASCII case: how many single-character
+ * insertions, deletions or substitutions turn one into the other. For "did you mean" hints. */
+size_t gc_text_edit_distance(const char *a, const char *b);
+
+#endif

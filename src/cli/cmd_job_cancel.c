@@ -1,0 +1,59 @@
+/*
+ * gcluster job cancel NAME [--wait [--timeout D]] [-o text|json|yaml]
+ */
+#include "cli/cli.h"
+#include "cli/render.h"
+
+#include <stdio.h>
+
+typedef struct cancel_args {
+    cli_globals g;
+    const char *name;
+    gc_cancel_request r;
+    const char *output;
+    cli_format format;
+} cancel_args;
+
+static const cli_option cancel_options[] = {
+    CLI_STRING('n', "name", cancel_args, name, "NAME", "the job (or give it as an argument)"),
+    CLI_BOOL(0, "wait", cancel_args, r.wait, "wait until every pod and the JobSet are gone"),
+    CLI_STRING(0, "timeout", cancel_args, r.timeout, "DURATION", "give up waiting after this long"),
+    CLI_STRING('o', "output", cancel_args, output, "FORMAT",
+               "text (default), json or yaml (README.md describes the fields)"),
+    CLI_END,
+};
+
+static int cancel_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    cancel_args *a = ctx;
+    gc_cancel_result result;
+    int rc = gc_job_cancel(kube, &a->r, cli_events(), &result, err);
+    if (rc)
+        return rc;
+    if (a->format == CLI_FORMAT_TEXT)
+        cli_render_cancel_text(stdout, &result);
+    else
+        rc = cli_print_document(cli_cancel_json(&result), a->format, err);
+    gc_cancel_result_free(&result);
+    return rc;
+}
+
+static int cancel_run(void *args, const cli_parsed *parsed, gc_error *err)
+{
+    cancel_args *a = args;
+    int rc = cli_job_name(a->name, parsed, "cancel", &a->r.name, err);
+    if (!rc)
+        rc = gc_job_cancel_check(&a->r, err);
+    if (!rc)
+        rc = cli_format_parse(a->output, false, &a->format, err);
+    return rc ? rc : cli_with_kube(&a->g, cancel_with, a, err);
+}
+
+const cli_command cmd_job_cancel = {
+    .name = "cancel",
+    .summary = "delete a job with its Jobs and pods (foreground deletion)",
+    .usage = "job cancel NAME [--wait [--timeout D]] [-o text|json|yaml]",
+    .options = cancel_options,
+    .args_size = sizeof(cancel_args),
+    .run = cancel_run,
+};

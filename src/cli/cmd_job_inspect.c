@@ -1,0 +1,59 @@
+/*
+ * gcluster job inspect NAME [--show] [-o text|json|yaml]
+ */
+#include "cli/cli.h"
+#include "cli/render.h"
+
+#include <stdio.h>
+
+typedef struct inspect_args {
+    cli_globals g;
+    const char *name;
+    bool show;
+    const char *output;
+    cli_format format;
+} inspect_args;
+
+static const cli_option inspect_options[] = {
+    CLI_STRING('n', "name", inspect_args, name, "NAME", "the job (or give it as an argument)"),
+    CLI_BOOL(0, "show", inspect_args, show,
+             "also print the stored manifest as YAML (status lines become comments)"),
+    CLI_STRING('o', "output", inspect_args, output, "FORMAT",
+               "text (default), json or yaml (README.md describes the fields)"),
+    CLI_END,
+};
+
+static int inspect_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    inspect_args *a = ctx;
+    gc_inspect_report report;
+    int rc = gc_job_inspect(kube, a->name, a->show, &report, err);
+    if (rc)
+        return rc;
+    if (a->format == CLI_FORMAT_TEXT)
+        rc = cli_render_inspect_text(stdout, &report, err);
+    else
+        rc = cli_print_document(cli_inspect_json(&report), a->format, err);
+    gc_inspect_report_free(&report);
+    return rc;
+}
+
+static int inspect_run(void *args, const cli_parsed *parsed, gc_error *err)
+{
+    inspect_args *a = args;
+    int rc = cli_job_name(a->name, parsed, "inspect", &a->name, err);
+    if (!rc)
+        rc = gc_job_name_check(a->name, err);
+    if (!rc)
+        rc = cli_format_parse(a->output, false, &a->format, err);
+    return rc ? rc : cli_with_kube(&a->g, inspect_with, a, err);
+}
+
+const cli_command cmd_job_inspect = {
+    .name = "inspect",
+    .summary = "status of one job: admission, replicated jobs, pods and nodes, warnings",
+    .usage = "job inspect NAME [--show] [-o text|json|yaml]",
+    .options = inspect_options,
+    .args_size = sizeof(inspect_args),
+    .run = inspect_run,
+};

@@ -1,0 +1,69 @@
+/*
+ * gcluster job list [--status S] [--name-contains T] [-A] [-o table|wide|json|yaml]
+ */
+#include "cli/cli.h"
+#include "cli/render.h"
+
+#include <stdio.h>
+
+typedef struct list_args {
+    cli_globals g;
+    gc_list_request r;
+    const char *output;
+    cli_format format;
+} list_args;
+
+static const cli_option list_options[] = {
+    CLI_STRING(0, "status", list_args, r.status, "STATUS",
+               "only jobs in this state: Queued, Admitted, Running, Succeeded, Failed, ..."),
+    CLI_STRING(0, "name-contains", list_args, r.name_contains, "TEXT",
+               "only jobs whose name contains TEXT"),
+    CLI_BOOL('A', "all-namespaces", list_args, r.all_namespaces, "jobs of every namespace"),
+    CLI_STRING('o', "output", list_args, output, "FORMAT",
+               "table (default), wide, json or yaml (README.md describes the fields)"),
+    CLI_END,
+};
+
+static int list_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    list_args *a = ctx;
+    gc_job_list_result list;
+    int rc = gc_job_list(kube, &a->r, &list, err);
+    if (rc)
+        return rc;
+    if (a->format == CLI_FORMAT_JSON || a->format == CLI_FORMAT_YAML)
+        rc = cli_print_document(cli_list_json(&list), a->format, err);
+    else if (list.count == 0)
+        fprintf(stderr, "No jobs found in %s.\n",
+                a->r.all_namespaces ? "any namespace" : gc_kube_namespace(kube));
+    else
+        cli_render_list_table(stdout, &list, a->format == CLI_FORMAT_WIDE, a->r.all_namespaces);
+    gc_job_list_result_free(&list);
+    return rc;
+}
+
+static int list_run(void *args, const cli_parsed *parsed, gc_error *err)
+{
+    list_args *a = args;
+    if (parsed->positional_count)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "job list takes no arguments; filter with --name-contains %s",
+                       parsed->positional[0]);
+    int rc = gc_job_list_check(&a->r, err);
+    if (!rc)
+        rc = cli_format_parse(a->output, true, &a->format, err);
+    if (rc)
+        return rc;
+    /* The table leaves out why queued jobs wait; the other formats say it. */
+    a->r.queue_reasons = a->format != CLI_FORMAT_TEXT;
+    return cli_with_kube(&a->g, list_with, a, err);
+}
+
+const cli_command cmd_job_list = {
+    .name = "list",
+    .summary = "table of jobs: name, status, compute, Pathways mode, age, completion",
+    .usage = "job list [--status STATUS] [--name-contains TEXT] [-A] [-o table|wide|json|yaml]",
+    .options = list_options,
+    .args_size = sizeof(list_args),
+    .run = list_run,
+};

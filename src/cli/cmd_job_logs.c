@@ -1,0 +1,95 @@
+/*
+ * gcluster job logs NAME [--role R] [--slice N] [--host N] [--container C] [--all] [-f] ...
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct logs_args {
+    cli_globals g;
+    const char *name;
+    gc_logs_request r;
+} logs_args;
+
+static const cli_option logs_options[] = {
+    CLI_STRING('n', "name", logs_args, name, "NAME", "the job (or give it as an argument)"),
+    CLI_STRING(0, "role", logs_args, r.role, "head|worker",
+               "which pods: the head (default) or the TPU workers"),
+    CLI_INT(0, "slice", logs_args, r.slice, "N", "worker slice (default 0)"),
+    CLI_INT(0, "host", logs_args, r.host, "N", "host within the slice (default 0)"),
+    CLI_STRING('c', "container", logs_args, r.container, "NAME",
+               "container (default: your program; headless: pathways-proxy)"),
+    CLI_BOOL(0, "all", logs_args, r.all, "every pod and container, lines prefixed [pod/container]"),
+    CLI_BOOL('f', "follow", logs_args, r.follow, "keep streaming until the pods end"),
+    CLI_INT(0, "tail", logs_args, r.tail, "N", "only the last N lines of each container"),
+    CLI_STRING(0, "since", logs_args, r.since, "DURATION", "only lines newer than 5m, 1h, ..."),
+    CLI_BOOL(0, "timestamps", logs_args, r.timestamps, "prefix lines with their time stamps"),
+    CLI_END,
+};
+
+static void logs_defaults(void *args)
+{
+    logs_args *a = args;
+    a->r.slice = -1;
+    a->r.host = -1;
+    a->r.tail = -1;
+}
+
+/* Lines go to stdout as they come; with --all each says where it is from. */
+typedef struct terminal_sink {
+    bool prefix;
+    int write_errno; /* why stdout stopped taking lines, or 0 */
+} terminal_sink;
+
+static int write_line(void *ctx, const gc_log_line *line)
+{
+    terminal_sink *t = ctx;
+    if (t->prefix)
+        fprintf(stdout, "[%s/%s] ", line->pod, line->container);
+    fwrite(line->text, 1, line->len, stdout);
+    fputc('\n', stdout);
+    if (!ferror(stdout))
+        return 0;
+    t->write_errno = errno ? errno : EIO;
+    return 1;
+}
+
+static void flush_lines(void *ctx)
+{
+    (void)ctx;
+    fflush(stdout);
+}
+
+static int logs_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    logs_args *a = ctx;
+    terminal_sink t = {.prefix = a->r.all};
+    gc_log_sink sink = {.line = write_line, .flush = flush_lines, .ctx = &t};
+    int rc = gc_job_logs(kube, &a->r, &sink, cli_events(), err);
+    if (!rc && (t.write_errno || fflush(stdout) != 0))
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write the logs to stdout: %s",
+                     strerror(t.write_errno ? t.write_errno : errno));
+    return rc;
+}
+
+static int logs_run(void *args, const cli_parsed *parsed, gc_error *err)
+{
+    logs_args *a = args;
+    int rc = cli_job_name(a->name, parsed, "logs", &a->r.name, err);
+    if (!rc)
+        rc = gc_job_logs_check(&a->r, err);
+    return rc ? rc : cli_with_kube(&a->g, logs_with, a, err);
+}
+
+const cli_command cmd_job_logs = {
+    .name = "logs",
+    .summary = "logs of a job (default: your program in the head pod)",
+    .usage = "job logs NAME [--role head|worker] [--slice N] [--host N] [--container C] [--all] "
+             "[-f] [--tail N] [--since D] [--timestamps]",
+    .options = logs_options,
+    .args_size = sizeof(logs_args),
+    .init_args = logs_defaults,
+    .run = logs_run,
+};

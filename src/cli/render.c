@@ -1,0 +1,74 @@
+/*
+ * Output formats shared by the commands' renderers.
+ */
+#include "cli/render.h"
+
+#include "gcluster/buf.h"
+#include "gcluster/emit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_format_parse(const char *text, bool wide, cli_format *format, gc_error *err)
+{
+    static const struct {
+        const char *name;
+        cli_format format;
+    } names[] = {
+        {"text", CLI_FORMAT_TEXT}, {"table", CLI_FORMAT_TEXT}, {"wide", CLI_FORMAT_WIDE},
+        {"json", CLI_FORMAT_JSON}, {"yaml", CLI_FORMAT_YAML},
+    };
+    *format = CLI_FORMAT_TEXT;
+    if (!text)
+        return 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+        if (strcmp(text, names[i].name) != 0 || (names[i].format == CLI_FORMAT_WIDE && !wide))
+            continue;
+        *format = names[i].format;
+        return 0;
+    }
+    return gc_fail(err, GC_EXIT_USAGE, "-o %s: use %s", text,
+                   wide ? "table, wide, json or yaml" : "text, json or yaml");
+}
+
+int cli_print_document(json_t *doc, cli_format format, gc_error *err)
+{
+    gc_buf text;
+    gc_buf_init(&text);
+    int rc = 0;
+    if (format == CLI_FORMAT_YAML)
+        rc = gc_emit_yaml(doc, &text, err);
+    else
+        gc_emit_json(doc, true, &text);
+    if (!rc && (fwrite(text.data, 1, text.len, stdout) != text.len || fflush(stdout) != 0))
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
+    gc_buf_free(&text);
+    json_decref(doc);
+    return rc;
+}
+
+json_t *cli_json_text(const char *s)
+{
+    if (!s)
+        return json_null();
+    json_t *text = json_string(s);
+    if (text)
+        return text;
+    /* Not UTF-8 (a server message cut mid-character to fit a field): keep the ASCII. */
+    char *ascii = gc_xstrdup(s);
+    for (char *c = ascii; *c; c++)
+        if ((unsigned char)*c >= 0x80)
+            *c = '?';
+    text = json_string(ascii);
+    free(ascii);
+    return text;
+}
+
+json_t *cli_json_strings(const gc_strings *list)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; i < list->count; i++)
+        json_array_append_new(array, cli_json_text(list->items[i]));
+    return array;
+}

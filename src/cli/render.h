@@ -1,0 +1,60 @@
+/*
+ * Renderers: what the commands' reports look like as text, JSON and YAML. The JSON shapes are
+ * documented in README.md ("JSON output") and stable; YAML is the same document.
+ */
+#ifndef GCLUSTER_CLI_RENDER_H
+#define GCLUSTER_CLI_RENDER_H
+
+#include "gcluster/deploy.h"
+#include "gcluster/error.h"
+#include "gcluster/job.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef enum cli_format {
+    CLI_FORMAT_TEXT, /* for people: "text", or "table" for lists */
+    CLI_FORMAT_WIDE, /* a table with more columns (job list) */
+    CLI_FORMAT_JSON,
+    CLI_FORMAT_YAML,
+} cli_format;
+
+/* Parses -o: text (or table), json and yaml, and wide where `wide` is allowed; NULL is text.
+ * GC_EXIT_USAGE names the choices. */
+int cli_format_parse(const char *text, bool wide, cli_format *format, gc_error *err);
+
+/* Writes `doc` (JSON or YAML, as `format` says) to stdout and releases it. */
+int cli_print_document(json_t *doc, cli_format format, gc_error *err);
+
+/* A JSON string (bytes that are not UTF-8 become '?'), or null for NULL. */
+json_t *cli_json_text(const char *s);
+
+/* An array of cli_json_text strings. */
+json_t *cli_json_strings(const gc_strings *list);
+
+/* `job inspect`: the summary; with a manifest, the summary as YAML comments, then the YAML. */
+int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err);
+json_t *cli_inspect_json(const gc_inspect_report *r);
+
+/* `job list`: the table (NAMESPACE first with -A; QUEUE and REASON when wide). */
+void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
+                           bool all_namespaces);
+json_t *cli_list_json(const gc_job_list_result *list);
+
+/* `job cancel`. */
+void cli_render_cancel_text(FILE *out, const gc_cancel_result *r);
+json_t *cli_cancel_json(const gc_cancel_result *r);
+
+/* `job submit`: what was created (or accepted by a server dry run) and the next commands; after
+ * --await-job-completion, how the job ended. */
+void cli_render_submit_text(FILE *out, const gc_submit_result *r);
+void cli_render_submit_final_text(FILE *out, const gc_submit_result *r);
+json_t *cli_submit_json(const gc_submit_result *r);
+
+/* `deploy`: the blueprint, the node pools, the Kueue objects (text: missing Kueue or JobSet on
+ * `log`, the rest on `out`). */
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_report *r);
+json_t *cli_deploy_json(const gc_deploy_report *r);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * `job cancel` as one sentence and as a JSON object.
+ */
+#include "cli/render.h"
+
+void cli_render_cancel_text(FILE *out, const gc_cancel_result *r)
+{
+    if (r->gone)
+        fprintf(out, "Cancelled job %s: its JobSet, Jobs and pods are gone.\n", r->name);
+    else
+        fprintf(out,
+                "Cancelled job %s: its Jobs and pods are being deleted (add --wait to wait for "
+                "them).\n",
+                r->name);
+}
+
+json_t *cli_cancel_json(const gc_cancel_result *r)
+{
+    return json_pack("{s:s, s:s, s:o, s:b, s:I}", "name", r->name, "namespace", r->ns, "uid",
+                     cli_json_text(r->uid), "gone", r->gone, "pods_deleted",
+                     (json_int_t)r->pods_deleted);
+}

@@ -1,0 +1,239 @@
+/*
+ * `job inspect` as text (one screen: overview, Kueue, replicated jobs, pods, warnings) and as a
+ * JSON document.
+ */
+#include "cli/render.h"
+
+#include "gcluster/buf.h"
+#include "gcluster/emit.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* Lines of the summary; with --show they become YAML comments above the manifest. */
+typedef struct printer {
+    FILE *out;
+    const char *prefix;
+} printer;
+
+static void line(const printer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void line(const printer *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(p->prefix, p->out);
+    vfprintf(p->out, fmt, ap);
+    fputc('\n', p->out);
+    va_end(ap);
+}
+
+static const char * or (const char *s, const char *fallback)
+{
+    return s ? s : fallback;
+}
+
+static void print_overview(const printer *p, const gc_inspect_report *r)
+{
+    char age[16];
+    gc_format_age(r->created, age, sizeof(age));
+    line(p, "Name:       %s", or (r->name, "?"));
+    line(p, "Namespace:  %s", or (r->ns, "?"));
+    line(p, "Status:     %s", r->status.text);
+    if (r->status.detail[0])
+        line(p, "            %s", r->status.detail);
+    line(p, "Compute:    %s%s%s", or (r->compute, "-"), r->topology ? ", topology " : "",
+         or (r->topology, ""));
+    line(p, "Pathways:   %s",
+         r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways));
+    line(p, "Queue:      %s", or (r->queue, "- (not queued by Kueue)"));
+    line(p, "Created:    %s (%s ago)", or (r->created, "?"), age);
+    if (r->finished)
+        line(p, "Finished:   %s", r->finished);
+    line(p, "Restarts:   %ld of at most %ld", r->restarts, r->max_restarts);
+}
+
+static void print_kueue(const printer *p, const gc_inspect_report *r)
+{
+    const gc_kueue_state *k = &r->kueue;
+    if (!k->workload) {
+        if (r->queue)
+            line(p, "Kueue:      no Workload yet (is Kueue running and managing JobSets?)");
+        return;
+    }
+    line(p, "%s", "");
+    line(p, "Kueue workload %s:", k->workload);
+    if (!k->admitted) {
+        line(p, "  Not admitted: %s%s%s", or (k->reason, "pending"), k->message ? ": " : "",
+             or (k->message, ""));
+        return;
+    }
+    line(p, "  Admitted to ClusterQueue %s; flavors per pod set:", or (k->cluster_queue, "?"));
+    for (size_t i = 0; i < k->pod_set_count; i++) {
+        const gc_pod_set_admission *ps = &k->pod_sets[i];
+        gc_buf b;
+        gc_buf_init(&b);
+        for (size_t j = 0; j < ps->flavor_count; j++)
+            gc_buf_printf(&b, "%s%s=%s", j ? ", " : "", ps->flavors[j].resource,
+                          or (ps->flavors[j].flavor, "?"));
+        line(p, "  %-14s %s", or (ps->name, "?"), b.len ? b.data : "");
+        gc_buf_free(&b);
+    }
+}
+
+static void print_replicated_jobs(const printer *p, const gc_inspect_report *r)
+{
+    line(p, "%s", "");
+    line(p, "Replicated jobs:");
+    line(p, "  %-16s %-9s %-6s %-7s %-10s %s", "NAME", "REPLICAS", "READY", "ACTIVE", "SUCCEEDED",
+         "FAILED");
+    for (size_t i = 0; i < r->replicated_job_count; i++) {
+        const gc_replicated_job_counts *j = &r->replicated_jobs[i];
+        line(p, "  %-16s %-9ld %-6ld %-7ld %-10ld %ld", or (j->name, "?"), j->replicas, j->ready,
+             j->active, j->succeeded, j->failed);
+    }
+}
+
+static void print_pods(const printer *p, const gc_inspect_report *r)
+{
+    line(p, "%s", "");
+    if (!r->pod_count) {
+        line(p, "Pods:       none yet");
+        return;
+    }
+    line(p, "Pods:");
+    line(p, "  %-14s %-6s %-5s %-10s %-9s %-26s %s", "ROLE", "SLICE", "HOST", "PHASE", "RESTARTS",
+         "NODE", "POD");
+    for (size_t i = 0; i < r->pod_count; i++) {
+        const gc_job_pod *pod = &r->pods[i];
+        char slice[24] = "-", host[24] = "-";
+        if (pod->slice >= 0)
+            snprintf(slice, sizeof(slice), "%ld", pod->slice);
+        if (pod->host >= 0)
+            snprintf(host, sizeof(host), "%ld", pod->host);
+        line(p, "  %-14s %-6s %-5s %-10s %-9ld %-26s %s", or (pod->role, "?"), slice, host,
+             or (pod->phase, "?"), pod->restarts, or (pod->node, "(unscheduled)"),
+             or (pod->name, "?"));
+    }
+}
+
+/* Each group once, with how often and the latest message cut to one line. */
+static void print_warnings(const printer *p, const gc_inspect_report *r)
+{
+    if (!r->warning_count)
+        return;
+    line(p, "%s", "");
+    line(p, "Recent warnings:");
+    for (size_t i = 0; i < r->warning_count; i++) {
+        const gc_job_warning *w = &r->warnings[i];
+        char age[16];
+        gc_format_age(w->last_seen, age, sizeof(age));
+        line(p, "  %-5s %s/%s: %s (x%ld): %.160s%s", age, w->kind, w->object, w->reason, w->count,
+             w->message, strlen(w->message) > 160 ? "..." : "");
+    }
+}
+
+int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err)
+{
+    printer p = {.out = out, .prefix = r->manifest ? "# " : ""};
+    print_overview(&p, r);
+    print_kueue(&p, r);
+    print_replicated_jobs(&p, r);
+    print_pods(&p, r);
+    print_warnings(&p, r);
+    if (!r->manifest)
+        return 0;
+    gc_buf yaml;
+    gc_buf_init(&yaml);
+    int rc = gc_emit_yaml(r->manifest, &yaml, err);
+    if (!rc)
+        fputs(yaml.data, out);
+    gc_buf_free(&yaml);
+    return rc;
+}
+
+static json_t *kueue_json(const gc_kueue_state *k)
+{
+    if (!k->workload)
+        return json_null();
+    json_t *pod_sets = json_array();
+    for (size_t i = 0; i < k->pod_set_count; i++) {
+        json_t *flavors = json_object();
+        for (size_t j = 0; j < k->pod_sets[i].flavor_count; j++)
+            json_object_set_new(flavors, k->pod_sets[i].flavors[j].resource,
+                                cli_json_text(k->pod_sets[i].flavors[j].flavor));
+        json_array_append_new(pod_sets,
+                              json_pack("{s:o, s:o}", "name", cli_json_text(k->pod_sets[i].name),
+                                        "flavors", flavors));
+    }
+    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:o}", "workload", k->workload, "admitted",
+                     k->admitted, "cluster_queue", cli_json_text(k->cluster_queue), "pod_sets",
+                     pod_sets, "reason", cli_json_text(k->reason), "message",
+                     cli_json_text(k->message));
+}
+
+static json_t *replicated_jobs_json(const gc_inspect_report *r)
+{
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < r->replicated_job_count; i++) {
+        const gc_replicated_job_counts *j = &r->replicated_jobs[i];
+        json_array_append_new(
+            jobs, json_pack("{s:o, s:I, s:I, s:I, s:I, s:I}", "name", cli_json_text(j->name),
+                            "replicas", (json_int_t)j->replicas, "ready", (json_int_t)j->ready,
+                            "active", (json_int_t)j->active, "succeeded", (json_int_t)j->succeeded,
+                            "failed", (json_int_t)j->failed));
+    }
+    return jobs;
+}
+
+static json_t *index_or_null(long index)
+{
+    return index >= 0 ? json_integer(index) : json_null();
+}
+
+static json_t *pods_json(const gc_inspect_report *r)
+{
+    json_t *pods = json_array();
+    for (size_t i = 0; i < r->pod_count; i++) {
+        const gc_job_pod *p = &r->pods[i];
+        json_array_append_new(
+            pods, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "name", cli_json_text(p->name),
+                            "role", cli_json_text(p->role), "slice", index_or_null(p->slice),
+                            "host", index_or_null(p->host), "phase", cli_json_text(p->phase),
+                            "restarts", (json_int_t)p->restarts, "node", cli_json_text(p->node)));
+    }
+    return pods;
+}
+
+static json_t *warnings_json(const gc_inspect_report *r)
+{
+    json_t *warnings = json_array();
+    for (size_t i = 0; i < r->warning_count; i++) {
+        const gc_job_warning *w = &r->warnings[i];
+        json_array_append_new(
+            warnings, json_pack("{s:s, s:s, s:s, s:I, s:o, s:s}", "kind", w->kind, "object",
+                                w->object, "reason", w->reason, "count", (json_int_t)w->count,
+                                "last_seen", cli_json_text(w->last_seen), "message", w->message));
+    }
+    return warnings;
+}
+
+json_t *cli_inspect_json(const gc_inspect_report *r)
+{
+    json_t *doc =
+        json_pack("{s:o, s:o, s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:I, s:I}", "name",
+                  cli_json_text(r->name), "namespace", cli_json_text(r->ns), "phase",
+                  gc_job_phase_name(r->status.phase), "status", r->status.text, "detail",
+                  cli_json_text(r->status.detail[0] ? r->status.detail : NULL), "compute",
+                  cli_json_text(r->compute), "topology", cli_json_text(r->topology), "pathways",
+                  gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue), "created",
+                  cli_json_text(r->created), "finished", cli_json_text(r->finished), "restarts",
+                  (json_int_t)r->restarts, "max_restarts", (json_int_t)r->max_restarts);
+    json_object_set_new(doc, "kueue", kueue_json(&r->kueue));
+    json_object_set_new(doc, "replicated_jobs", replicated_jobs_json(r));
+    json_object_set_new(doc, "pods", pods_json(r));
+    json_object_set_new(doc, "warnings", warnings_json(r));
+    if (r->manifest)
+        json_object_set(doc, "manifest", r->manifest);
+    return doc;
+}

@@ -1,0 +1,237 @@
+/*
+ * gc_job_cancel and the watch that follows a job to its end (--await-job-completion), against
+ * the scripted API server: what they return, the progress they report, and their errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gcluster/job.h"
+#include "job/watch_job.h"
+#include "job_test.h"
+
+#include <string.h>
+
+static int setup(void **state)
+{
+    (void)state;
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+}
+
+static void script_delete(void)
+{
+    json_t *js = jt_jobset("pw", 1);
+    json_object_set_new(json_object_get(js, "metadata"), "deletionTimestamp",
+                        json_string("2026-01-02T06:00:00Z"));
+    jt_answer("DELETE " JT_JOBSETS "/pw", json_pack("{s:o}", "json", js));
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    script_delete();
+    gc_cancel_request r = {.name = "pw"};
+    gc_cancel_result res;
+    gc_error err;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), 0);
+    assert_string_equal(res.name, "pw");
+    assert_string_equal(res.ns, "ns1");
+    assert_string_equal(res.uid, "uid-pw");
+    assert_false(res.gone);
+    assert_int_equal(res.pods_deleted, 0);
+    gc_cancel_result_free(&res);
+    json_t *req = jt_requests();
+    assert_int_equal(json_array_size(req), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(req, 0), "method")),
+                        "DELETE");
+    assert_string_equal(jt_param(req, 0, "propagationPolicy"), "Foreground");
+    json_decref(req);
+}
+
+static json_t *metadata(const char *name)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s}}", "kind", "PartialObjectMetadata", "apiVersion",
+                     "meta.k8s.io/v1", "metadata", "name", name, "namespace", "ns1");
+}
+
+static void test_cancel_waits_until_the_pods_are_gone(void **state)
+{
+    (void)state;
+    script_delete();
+    jt_list(JT_PODS, "PartialObjectMetadataList",
+            json_pack("[o, o]", metadata("p1"), metadata("p2")));
+    jt_watch(JT_PODS,
+             json_pack("[[s, o], [s, o]]", "DELETED", metadata("p1"), "DELETED", metadata("p2")));
+    jt_list(JT_JOBSETS, "PartialObjectMetadataList", json_pack("[o]", metadata("pw")));
+    jt_watch(JT_JOBSETS, json_pack("[[s, o]]", "DELETED", metadata("pw")));
+    gc_cancel_request r = {.name = "pw", .wait = true, .timeout = "30s"};
+    gc_cancel_result res;
+    gc_error err;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), 0);
+    assert_true(res.gone);
+    assert_int_equal(res.pods_deleted, 2);
+    assert_string_equal(jt_recorded(), "progress: cancelling pw: 2 pods left\n"
+                                       "progress: cancelling pw: 1 pod left\n"
+                                       "progress: cancelling pw: 1 JobSet left\n"
+                                       "end\n");
+    gc_cancel_result_free(&res);
+    json_t *req = jt_requests();
+    assert_int_equal(json_array_size(req), 5);
+    assert_string_equal(jt_param(req, 1, "labelSelector"), "jobset.sigs.k8s.io/jobset-name=pw");
+    assert_string_equal(jt_param(req, 3, "fieldSelector"), "metadata.name=pw");
+    json_decref(req);
+}
+
+static void test_cancel_wait_times_out(void **state)
+{
+    (void)state;
+    script_delete();
+    jt_list(JT_PODS, "PartialObjectMetadataList", json_pack("[o]", metadata("p1")));
+    jt_watch(JT_PODS, json_array());
+    gc_cancel_request r = {.name = "pw", .wait = true, .timeout = "1s"};
+    gc_cancel_result res;
+    gc_error err;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), GC_EXIT_RUNTIME);
+    assert_string_equal(err.message, "job pw is still being deleted after 1s (gcluster job "
+                                     "inspect pw shows what is left)");
+    assert_null(res.name);
+}
+
+static void test_cancel_of_a_missing_job(void **state)
+{
+    (void)state;
+    gc_cancel_request r = {.name = "nope", .wait = true};
+    gc_cancel_result res;
+    gc_error err;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(err.http_status, 404);
+    assert_string_equal(err.message,
+                        "no job named nope in namespace ns1 (gcluster job list shows the jobs)");
+    assert_null(res.name);
+    /* The DELETE, then where else a job of that name lives; nothing is waited for. */
+    assert_int_equal(jt_request_count(), 2);
+}
+
+static void test_cancel_bad_flags_send_nothing(void **state)
+{
+    (void)state;
+    gc_cancel_result res;
+    gc_error err;
+    gc_cancel_request no_wait = {.name = "pw", .timeout = "5m"};
+    assert_int_equal(gc_job_cancel(jt_kube(), &no_wait, jt_events(), &res, &err), GC_EXIT_USAGE);
+    assert_string_equal(err.message, "--timeout only applies with --wait");
+    gc_cancel_request duration = {.name = "pw", .wait = true, .timeout = "soon"};
+    assert_int_equal(gc_job_cancel_check(&duration, &err), GC_EXIT_USAGE);
+    assert_true(strstr(err.message, "--timeout") != NULL);
+    gc_cancel_request name = {.name = "PW"};
+    assert_int_equal(gc_job_cancel(jt_kube(), &name, jt_events(), &res, &err), GC_EXIT_USAGE);
+    assert_int_equal(jt_request_count(), 0);
+}
+
+/* The watch: the JobSet as listed (`listed`, NULL for none), then `changes`. */
+static void script_watch(json_t *listed, json_t *changes)
+{
+    jt_list(JT_JOBSETS, "JobSetList", listed ? json_pack("[o]", listed) : json_array());
+    jt_watch(JT_JOBSETS, changes);
+}
+
+static json_t *running_jobset(void)
+{
+    json_t *js = jt_jobset("pw", 1);
+    json_object_set_new(json_object_get(js, "status"), "replicatedJobsStatus",
+                        jt_json("[{'name': 'pathways-head', 'ready': 1}]"));
+    return js;
+}
+
+static void test_watch_to_success(void **state)
+{
+    (void)state;
+    json_t *queued = jt_jobset("pw", 1);
+    json_object_set_new(json_object_get(queued, "spec"), "suspend", json_true());
+    json_t *done = running_jobset();
+    jt_condition(done, "Completed", "AllJobsCompleted", "done");
+    script_watch(queued,
+                 json_pack("[[s, o], [s, o]]", "MODIFIED", running_jobset(), "MODIFIED", done));
+    jt_list(JT_WORKLOADS, "WorkloadList",
+            json_pack("[o]", jt_workload("pw", false, "Pending", "waiting for quota")));
+    jt_list(JT_PODS, "PodList",
+            json_pack("[o, o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-1"),
+                      jt_pod("pw", "worker", 0, 0, "Pending", NULL)));
+    gc_job_status final;
+    gc_error err;
+    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err), 0);
+    assert_int_equal(final.phase, GC_JOB_SUCCEEDED);
+    assert_string_equal(jt_recorded(), "progress: pw: Queued - Pending: waiting for quota\n"
+                                       "progress: pw: Running 1/5\n"
+                                       "progress: pw: Succeeded\n"
+                                       "end\n");
+}
+
+static void test_watch_to_failure(void **state)
+{
+    (void)state;
+    json_t *failed = running_jobset();
+    jt_condition(failed, "Failed", "FailedJobs", "jobset failed");
+    script_watch(running_jobset(), json_pack("[[s, o]]", "MODIFIED", failed));
+    jt_list(JT_PODS, "PodList",
+            json_pack("[o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-1")));
+    json_t *head = jt_pod("pw", "pathways-head", 0, 0, "Failed", "cpu-1");
+    jt_pod_exit(head, "workload-container", 3);
+    jt_list(JT_PODS, "PodList", json_pack("[o]", head));
+    gc_job_status final;
+    gc_error err;
+    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err),
+                     GC_EXIT_JOB_FAILED);
+    assert_int_equal(final.phase, GC_JOB_FAILED);
+    assert_string_equal(err.message, "job pw failed: pod pw-pathways-head-0-0-x0: container "
+                                     "workload-container exited with code 3; jobset failed");
+}
+
+static void test_watch_of_a_deleted_job(void **state)
+{
+    (void)state;
+    script_watch(NULL, json_array());
+    gc_job_status final;
+    gc_error err;
+    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err),
+                     GC_EXIT_RUNTIME);
+    assert_string_equal(err.message, "job pw was deleted before it finished");
+    assert_string_equal(final.text, "");
+}
+
+static void test_watch_times_out(void **state)
+{
+    (void)state;
+    script_watch(running_jobset(), json_array());
+    jt_list(JT_PODS, "PodList",
+            json_pack("[o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-1")));
+    gc_job_status final;
+    gc_error err;
+    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 1, jt_events(), &final, &err),
+                     GC_EXIT_RUNTIME);
+    assert_string_equal(err.message,
+                        "timed out after 1s waiting for job pw (Running 1/5); it keeps running: "
+                        "follow it with gcluster job inspect pw");
+    assert_int_equal(final.phase, GC_JOB_RUNNING);
+    assert_string_equal(jt_recorded(), "progress: pw: Running 1/5\nend\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_cancel, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_waits_until_the_pods_are_gone, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_wait_times_out, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_of_a_missing_job, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_bad_flags_send_nothing, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_watch_to_success, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_watch_to_failure, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_watch_of_a_deleted_job, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_watch_times_out, jt_open, jt_close),
+    };
+    return cmocka_run_group_tests(tests, setup, jt_stop);
+}

@@ -1,0 +1,255 @@
+/*
+ * gc_job_inspect against the scripted API server: the report it returns for running, queued,
+ * failed, finished and terminating jobs, the requests it sends, and its errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gcluster/job.h"
+#include "job_test.h"
+
+#include <string.h>
+
+static int setup(void **state)
+{
+    (void)state;
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+}
+
+/* The JobSet's pods, Warning events and Workload (NULL: Kueue has none) as inspect reads them. */
+static void script_job(json_t *jobset, json_t *pods, json_t *events, json_t *workload)
+{
+    char *path = gc_xasprintf(JT_JOBSETS "/%s", json_string_value(json_object_get(
+                                                    json_object_get(jobset, "metadata"), "name")));
+    jt_get(path, jobset);
+    free(path);
+    jt_list(JT_PODS, "PodList", pods);
+    jt_list(JT_EVENTS, "EventList", events ? events : json_array());
+    jt_list(JT_WORKLOADS, "WorkloadList", workload ? json_pack("[o]", workload) : json_array());
+}
+
+static void test_running_job(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 2);
+    json_object_set_new(json_object_get(js, "status"), "replicatedJobsStatus",
+                        jt_json("[{'name': 'pathways-head', 'ready': 1, 'active': 1},"
+                                " {'name': 'worker', 'ready': 0, 'active': 2, 'failed': 1}]"));
+    json_t *pods = json_pack("[o, o, o, o]", jt_pod("pw", "worker", 1, 3, "Pending", NULL),
+                             jt_pod("pw", "worker", 0, 1, "Running", "tpu-a-1"),
+                             jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-np-1"),
+                             jt_pod("pw", "worker", 0, 0, "Running", "tpu-a-0"));
+    json_t *events = json_pack(
+        "[o, o, o, o, o]",
+        jt_warning("Pod", "pw-worker-1-3-x13", "FailedScheduling", "0/8 nodes are available", 3),
+        jt_warning("Pod", "other-worker-0-0", "FailedScheduling", "not ours", 1),
+        jt_warning("Pod", "pwx-head", "BackOff", "not ours either: pwx is another job", 1),
+        jt_warning("Pod", "pw-worker-1-3-x13", "FailedScheduling", "0/9 nodes are available", 2),
+        jt_warning("Workload", "jobset-pw-1a2b3", "Pending", "waiting", 1));
+    script_job(js, pods, events, jt_workload("pw", true, "Admitted", "admitted"));
+
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", false, &r, &err), 0);
+    assert_int_equal(r.status.phase, GC_JOB_RUNNING);
+    assert_string_equal(r.status.text, "Running 3/9");
+    assert_string_equal(r.name, "pw");
+    assert_string_equal(r.ns, "ns1");
+    assert_string_equal(r.compute, "v6e-16 x2");
+    assert_string_equal(r.topology, "4x4");
+    assert_int_equal(r.pathways, GC_PATHWAYS_FULL);
+    assert_string_equal(r.queue, "user-queue");
+    assert_string_equal(r.created, "2026-01-02T03:04:05Z");
+    assert_null(r.finished);
+    assert_int_equal(r.max_restarts, 2);
+    assert_null(r.manifest);
+
+    assert_string_equal(r.kueue.workload, "jobset-pw-1a2b3");
+    assert_true(r.kueue.admitted);
+    assert_string_equal(r.kueue.cluster_queue, "cluster-queue");
+    assert_int_equal(r.kueue.pod_set_count, 2);
+    assert_string_equal(r.kueue.pod_sets[1].name, "worker");
+    assert_int_equal(r.kueue.pod_sets[1].flavor_count, 1);
+    assert_string_equal(r.kueue.pod_sets[1].flavors[0].resource, "google.com/tpu");
+    assert_string_equal(r.kueue.pod_sets[1].flavors[0].flavor, "tpu-flavor");
+
+    assert_int_equal(r.replicated_job_count, 2);
+    assert_string_equal(r.replicated_jobs[1].name, "worker");
+    assert_int_equal(r.replicated_jobs[1].replicas, 2);
+    assert_int_equal(r.replicated_jobs[1].active, 2);
+    assert_int_equal(r.replicated_jobs[1].failed, 1);
+    assert_int_equal(r.replicated_jobs[0].ready, 1);
+
+    /* The head first, then by slice and host. */
+    assert_int_equal(r.pod_count, 4);
+    assert_string_equal(r.pods[0].role, "pathways-head");
+    assert_string_equal(r.pods[0].node, "cpu-np-1");
+    assert_int_equal(r.pods[1].slice, 0);
+    assert_int_equal(r.pods[1].host, 0);
+    assert_int_equal(r.pods[2].host, 1);
+    assert_int_equal(r.pods[3].slice, 1);
+    assert_int_equal(r.pods[3].host, 3);
+    assert_string_equal(r.pods[3].phase, "Pending");
+    assert_null(r.pods[3].node);
+
+    /* Only this job's objects (and its Workload), one group per object and reason. */
+    assert_int_equal(r.warning_count, 2);
+    assert_string_equal(r.warnings[0].kind, "Pod");
+    assert_string_equal(r.warnings[0].object, "pw-worker-1-3-x13");
+    assert_string_equal(r.warnings[0].reason, "FailedScheduling");
+    assert_int_equal(r.warnings[0].count, 5);
+    assert_string_equal(r.warnings[0].message, "0/9 nodes are available");
+    assert_string_equal(r.warnings[1].kind, "Workload");
+    gc_inspect_report_free(&r);
+
+    /* The JobSet, pods and events together, then the Workload by the JobSet's UID. */
+    json_t *req = jt_requests();
+    assert_int_equal(json_array_size(req), 4);
+    const char *last = json_string_value(json_object_get(json_array_get(req, 3), "path"));
+    assert_string_equal(last, JT_WORKLOADS);
+    assert_string_equal(jt_param(req, 3, "labelSelector"), "kueue.x-k8s.io/job-uid=uid-pw");
+    json_decref(req);
+}
+
+static void test_queued_job_says_why(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 2);
+    json_object_set_new(json_object_get(js, "spec"), "suspend", json_true());
+    script_job(js, json_array(), NULL,
+               jt_workload("pw", false, "Pending",
+                           "couldn't assign flavors to pod set worker: insufficient unused quota "
+                           "for google.com/tpu in flavor tpu-flavor, 16 more needed"));
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", false, &r, &err), 0);
+    assert_int_equal(r.status.phase, GC_JOB_QUEUED);
+    assert_string_equal(r.status.text, "Queued");
+    assert_string_equal(r.status.detail,
+                        "Pending: couldn't assign flavors to pod set worker: insufficient unused "
+                        "quota for google.com/tpu in flavor tpu-flavor, 16 more needed");
+    assert_false(r.kueue.admitted);
+    assert_string_equal(r.kueue.reason, "Pending");
+    assert_true(strstr(r.kueue.message, "16 more needed") != NULL);
+    assert_null(r.kueue.cluster_queue);
+    assert_int_equal(r.pod_count, 0);
+    gc_inspect_report_free(&r);
+}
+
+static void test_failed_job_names_pod_container_and_exit_code(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 1);
+    jt_condition(js, "Failed", "FailedJobs", "jobset failed: job pw-pathways-head-0 failed");
+    json_t *head = jt_pod("pw", "pathways-head", 0, 0, "Failed", "cpu-np-1");
+    jt_pod_exit(head, "workload-container", 7);
+    script_job(js, json_pack("[o]", head), NULL, jt_workload("pw", true, "Admitted", "ok"));
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", false, &r, &err), 0);
+    assert_int_equal(r.status.phase, GC_JOB_FAILED);
+    assert_string_equal(r.status.detail,
+                        "pod pw-pathways-head-0-0-x0: container workload-container exited with "
+                        "code 7; jobset failed: job pw-pathways-head-0 failed");
+    assert_string_equal(r.finished, "2026-01-02T04:00:00Z");
+    assert_int_equal(r.pods[0].restarts, 1);
+    gc_inspect_report_free(&r);
+}
+
+static void test_succeeded_job_with_its_manifest(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 1);
+    jt_condition(js, "Completed", "AllJobsCompleted", "jobset completed successfully");
+    json_object_set_new(json_object_get(js, "metadata"), "managedFields",
+                        jt_json("[{'manager': 'gcluster'}]"));
+    script_job(js, json_array(), NULL, NULL);
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", true, &r, &err), 0);
+    assert_int_equal(r.status.phase, GC_JOB_SUCCEEDED);
+    assert_string_equal(r.status.text, "Succeeded");
+    assert_string_equal(r.finished, "2026-01-02T04:00:00Z");
+    assert_non_null(r.manifest);
+    assert_string_equal(json_string_value(json_object_get(r.manifest, "kind")), "JobSet");
+    assert_null(json_object_get(r.manifest, "status"));
+    assert_null(json_object_get(json_object_get(r.manifest, "metadata"), "managedFields"));
+    assert_non_null(json_object_get(json_object_get(r.manifest, "metadata"), "labels"));
+    /* No Workload: Kueue has none to show. */
+    assert_null(r.kueue.workload);
+    gc_inspect_report_free(&r);
+}
+
+/* Without Kueue (the Workload API answers 404) inspect still reports the job. */
+static void test_terminating_job_without_kueue(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 1);
+    json_object_set_new(json_object_get(js, "metadata"), "deletionTimestamp",
+                        json_string("2026-01-02T06:00:00Z"));
+    jt_get(JT_JOBSETS "/pw", js);
+    jt_list(JT_PODS, "PodList",
+            json_pack("[o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-np-1")));
+    jt_list(JT_EVENTS, "EventList", json_array());
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", false, &r, &err), 0);
+    assert_int_equal(r.status.phase, GC_JOB_TERMINATING);
+    assert_string_equal(r.status.text, "Terminating");
+    assert_null(r.kueue.workload);
+    gc_inspect_report_free(&r);
+}
+
+static void test_missing_job(void **state)
+{
+    (void)state;
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "nope", false, &r, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(err.http_status, 404);
+    assert_string_equal(err.message,
+                        "no job named nope in namespace ns1 (gcluster job list shows the jobs)");
+
+    /* When another namespace has it, the message says which. */
+    jt_list(JT_ALL_JOBSETS, "JobSetList",
+            jt_json("[{'metadata': {'name': 'nope', 'namespace': 'team-b'}}]"));
+    assert_int_equal(gc_job_inspect(jt_kube(), "nope", false, &r, &err), GC_EXIT_RUNTIME);
+    assert_string_equal(err.message, "no job named nope in namespace ns1; it exists in namespace "
+                                     "team-b: add --namespace");
+    json_t *req = jt_requests();
+    size_t n = json_array_size(req);
+    assert_string_equal(jt_param(req, n - 1, "fieldSelector"), "metadata.name=nope");
+    json_decref(req);
+}
+
+static void test_bad_name_sends_nothing(void **state)
+{
+    (void)state;
+    gc_inspect_report r;
+    gc_error err;
+    const char *bad[] = {"", "Upper", "a/b", "x?watch=1", "-dash"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        assert_int_equal(gc_job_inspect(jt_kube(), bad[i], false, &r, &err), GC_EXIT_USAGE);
+        assert_true(strstr(err.message, "is not a job name") != NULL);
+    }
+    assert_int_equal(jt_request_count(), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_running_job, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_queued_job_says_why, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_failed_job_names_pod_container_and_exit_code, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(test_succeeded_job_with_its_manifest, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_terminating_job_without_kueue, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_missing_job, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_bad_name_sends_nothing, jt_open, jt_close),
+    };
+    return cmocka_run_group_tests(tests, setup, jt_stop);
+}
