@@ -118,14 +118,12 @@ const char *job_owner_name(const json_t *object)
     return name ? name : "?";
 }
 
-void job_age(const char *timestamp, long long now, char *out, size_t size)
+/* "45s", "12m", "3h", "5d", as kubectl shows ages (whole hours as hours: "1h"). */
+static void duration_words(long long s, char *out, size_t size)
 {
-    long long then = gc_parse_timestamp(timestamp);
-    out[0] = '\0';
-    if (then < 0 || now <= 0)
-        return;
-    long long s = now > then ? now - then : 0;
-    if (s < 120)
+    if (s >= 3600 && s % 3600 == 0 && s < 2 * 86400)
+        snprintf(out, size, "%lldh", s / 3600);
+    else if (s < 120)
         snprintf(out, size, "%llds", s);
     else if (s < 2 * 3600)
         snprintf(out, size, "%lldm", s / 60);
@@ -133,6 +131,14 @@ void job_age(const char *timestamp, long long now, char *out, size_t size)
         snprintf(out, size, "%lldh", s / 3600);
     else
         snprintf(out, size, "%lldd", s / 86400);
+}
+
+void job_age(const char *timestamp, long long now, char *out, size_t size)
+{
+    long long then = gc_parse_timestamp(timestamp);
+    out[0] = '\0';
+    if (then >= 0 && now > 0)
+        duration_words(now > then ? now - then : 0, out, size);
 }
 
 double job_quantity(const json_t *value)
@@ -195,6 +201,11 @@ const char *job_role_words(const char *replicated_job)
     return replicated_job;
 }
 
+const char *job_role_s(const char *replicated_job)
+{
+    return job_same(replicated_job, GC_PATHWAYS_WORKER) ? "" : "s";
+}
+
 static void deleting(const gc_diagnose_input *in, gc_diagnosis *d)
 {
     size_t left = json_array_size(in->pods);
@@ -226,12 +237,14 @@ static void succeeded(const gc_diagnose_input *in, const gc_job_facts *f, gc_dia
                    age[0] ? " ago)" : "", restarts);
     json_int_t ttl = json_integer_value(
         json_object_get(json_object_get(in->jobset, "spec"), "ttlSecondsAfterFinished"));
-    if (ttl > 0)
+    if (ttl > 0) {
+        char after[16];
+        duration_words((long long)ttl, after, sizeof(after));
         job_diag_fix(d,
-                     "nothing to do; its output: gcluster job logs %s (the job is deleted %llds "
+                     "nothing to do; its output: gcluster job logs %s (the job is deleted %s "
                      "after it finished)",
-                     name, (long long)ttl);
-    else
+                     name, after);
+    } else
         job_diag_fix(d, "nothing to do; its output: gcluster job logs %s", name);
     job_diag_evidence(d, "JobSet %s: Completed=True (%s) at %s", name,
                       job_string(done, "reason") ? job_string(done, "reason") : "terminalState",

@@ -63,6 +63,8 @@ void job_logs_flags(const json_t *pod, const char *container, char *out, size_t 
 
 /* The job's roles in words: "the head", "the workers" (Pathways), else the replicated job. */
 const char *job_role_words(const char *replicated_job);
+/* The verb ending that agrees with those words: "" after "the workers", "s" otherwise. */
+const char *job_role_s(const char *replicated_job);
 
 /* Queued by Kueue and not admitted: fills the diagnosis. */
 void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d);

@@ -77,7 +77,7 @@ static void disruption_cause(const gc_diagnose_input *in, const json_t *pod,
     long r = job_restarts(in->jobset), max = job_max_restarts(in->jobset);
     container_state c;
     bool sigterm = job_each_container(pod, sigterm_container, NULL, &c);
-    char code[48] = "";
+    char code[160] = "";
     if (sigterm)
         snprintf(code, sizeof(code), " (container %s exited %d, SIGTERM)", c.name, SIGTERM_EXIT);
     job_diag_set(d, d->state, "Disrupted");
@@ -89,9 +89,8 @@ static void disruption_cause(const gc_diagnose_input *in, const json_t *pod,
                  r, max);
     else if (r < max || (d->state == GC_JOB_RESTARTING && r <= max))
         snprintf(tail, sizeof(tail),
-                 "the job restarts by itself (restarts so far: %ld of at most "
-                 "%ld)",
-                 r, max);
+                 "it is replaced and the job goes on (job restarts so far: %ld of at most %ld)", r,
+                 max);
     else
         snprintf(tail, sizeof(tail),
                  "no restarts are left (%ld of at most %ld): the next failure "

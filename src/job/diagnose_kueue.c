@@ -52,11 +52,18 @@ static long long workload_priority(const json_t *w)
     return (long long)json_integer_value(json_object_get(json_object_get(w, "spec"), "priority"));
 }
 
+/* The PriorityClass name: v1beta2 spec.priorityClassRef.name, v1beta1 spec.priorityClassName. */
+static const char *priority_class(const json_t *w)
+{
+    const json_t *spec = json_object_get(w, "spec");
+    const char *cls = job_string(json_object_get(spec, "priorityClassRef"), "name");
+    return cls ? cls : job_string(spec, "priorityClassName");
+}
+
 /* "high (750)", or "750", or "no priority" (0 without a class). */
 static void priority_words(const json_t *w, char *out, size_t size)
 {
-    const json_t *spec = json_object_get(w, "spec");
-    const char *cls = job_string(spec, "priorityClassName");
+    const char *cls = priority_class(w);
     long long value = workload_priority(w);
     if (cls)
         snprintf(out, size, "%s (%lld)", cls, value);
@@ -64,6 +71,16 @@ static void priority_words(const json_t *w, char *out, size_t size)
         snprintf(out, size, "%lld", value);
     else
         snprintf(out, size, "no priority");
+}
+
+/* "a --priority above high", or "a --priority (such as high)" when the other has none. */
+static void priority_fix(const json_t *other, char *out, size_t size)
+{
+    const char *cls = priority_class(other);
+    if (cls)
+        snprintf(out, size, "a --priority above %s", cls);
+    else
+        snprintf(out, size, "a --priority (such as high)");
 }
 
 static bool finished(const json_t *w)
@@ -404,6 +421,7 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
 {
     const char *cq_name = job_field(cq, NULL, "name");
     const char *role = job_role_words(s->pod_set);
+    const char *verb_s = job_role_s(s->pod_set);
     char need[32], quota[32], used[32], free_[32];
     job_format_quantity(s->need, s->resource, need, sizeof(need));
     job_format_quantity(s->quota, s->resource, quota, sizeof(quota));
@@ -412,8 +430,8 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
                         sizeof(free_));
     job_diag_set(d, GC_JOB_QUEUED, "QuotaShort");
     if (s->uncovered) {
-        job_diag_cause(d, "%s need %s %s, and cluster queue %s has no quota for %s at all", role,
-                       need, s->resource, cq_name, s->resource);
+        job_diag_cause(d, "%s need%s %s %s, and cluster queue %s has no quota for %s at all", role,
+                       verb_s, need, s->resource, cq_name, s->resource);
         job_diag_fix(d,
                      "add %s to a resource group of %s (gcluster deploy BLUEPRINT sets up "
                      "google.com/tpu, cpu and memory), or submit to another --queue",
@@ -422,9 +440,9 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
     }
     if (s->need > s->quota) {
         job_diag_cause(d,
-                       "%s need %s %s in %s; the quota of cluster queue %s is %s, less than "
+                       "%s need%s %s %s in %s; the quota of cluster queue %s is %s, less than "
                        "the job needs even when the queue is empty",
-                       role, need, s->resource, s->flavor, cq_name, quota);
+                       role, verb_s, need, s->resource, s->flavor, cq_name, quota);
         job_diag_fix(d,
                      "raise %s's %s quota for %s to at least %s (tpu_quota in the blueprint, "
                      "then gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
@@ -435,8 +453,8 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
     char users[256];
     const json_t *top;
     users_of(in, cq_name, s->flavor, s->resource, in->workload, users, sizeof(users), &top);
-    job_diag_cause(d, "%s need %s %s in %s; quota %s, %s used%s%s", role, need, s->resource,
-                   s->flavor, quota, used, users[0] ? " by " : "", users);
+    job_diag_cause(d, "%s need%s %s %s in %s; quota %s, %s used%s%s", role, verb_s, need,
+                   s->resource, s->flavor, quota, used, users[0] ? " by " : "", users);
     if (!top) {
         job_diag_fix(d, "wait: it starts when %s more %s is free in %s", need, s->resource,
                      cq_name);
@@ -446,11 +464,11 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
                                      "withinClusterQueue");
     bool can_preempt = preempt && strcmp(preempt, "Never") &&
                        workload_priority(top) >= workload_priority(in->workload);
-    job_diag_fix(d, "wait for %s to finish, or free its quota: gcluster job cancel %s%s",
-                 job_owner_name(top), job_owner_name(top),
-                 can_preempt ? "; or submit with a --priority above its, which lets the queue "
-                               "preempt it"
-                             : "");
+    char above[96];
+    priority_fix(top, above, sizeof(above));
+    job_diag_fix(d, "wait for %s to finish, or free its quota: gcluster job cancel %s%s%s%s",
+                 job_owner_name(top), job_owner_name(top), can_preempt ? "; or submit with " : "",
+                 can_preempt ? above : "", can_preempt ? ", which lets the queue preempt it" : "");
 }
 
 static void no_flavor(const gc_diagnose_input *in, const json_t *cq, const shortage *s,
@@ -469,9 +487,10 @@ static void no_flavor(const gc_diagnose_input *in, const json_t *cq, const short
     }
     job_diag_set(d, GC_JOB_QUEUED, "NoFlavor");
     job_diag_cause(d,
-                   "%s ask for nodes with %s, and no flavor of cluster queue %s is for such "
+                   "%s ask%s for nodes with %s, and no flavor of cluster queue %s is for such "
                    "nodes",
-                   job_role_words(s->pod_set), wanted[0] ? wanted : "(no node selector)", cq_name);
+                   job_role_words(s->pod_set), job_role_s(s->pod_set),
+                   wanted[0] ? wanted : "(no node selector)", cq_name);
     const char *pool = job_string(s->selector, "cloud.google.com/gke-nodepool");
     if (pool && job_same(s->pod_set, "pathways-head"))
         job_diag_fix(d,
@@ -512,7 +531,13 @@ static bool ahead_of(const json_t *other, const json_t *self)
         return po > ps;
     long long to = gc_parse_timestamp(job_field(other, NULL, "creationTimestamp"));
     long long ts = gc_parse_timestamp(job_field(self, NULL, "creationTimestamp"));
-    return to >= 0 && ts >= 0 && to < ts;
+    if (to < 0 || ts < 0)
+        return false;
+    if (to != ts)
+        return to < ts;
+    /* The same second: the one Kueue has already tried (it has a QuotaReserved condition) is
+     * ahead of one it has not looked at yet. */
+    return job_condition(other, "QuotaReserved") && !job_condition(self, "QuotaReserved");
 }
 
 /* The first pending job ahead of this one in the same cluster queue (NULL if none). */
@@ -559,19 +584,23 @@ static void waiting_behind(const gc_diagnose_input *in, const json_t *cq, const 
     char theirs[48], mine[48];
     priority_words(blocker, theirs, sizeof(theirs));
     priority_words(in->workload, mine, sizeof(mine));
+    char line[160] = "";
+    if (strict)
+        snprintf(line, sizeof(line),
+                 "; cluster queue %s is StrictFIFO, so nothing behind it "
+                 "starts",
+                 cq_name);
+    char above[96];
+    priority_fix(blocker, above, sizeof(above));
     job_diag_set(d, GC_JOB_QUEUED, "WaitingBehind");
     if (workload_priority(blocker) > workload_priority(in->workload))
         job_diag_cause(d, "waiting behind %s (priority %s, above this job's %s)%s%s", who, theirs,
-                       mine, why,
-                       strict ? "; the queue is StrictFIFO, so nothing behind it starts" : "");
+                       mine, why, line);
     else
         job_diag_cause(d, "waiting behind %s%s (queued earlier)%s%s", who,
-                       count > 1 ? " and others" : "", why,
-                       strict ? "; cluster queue is StrictFIFO, so nothing behind it starts" : "");
-    job_diag_fix(d,
-                 "wait for %s to start, cancel it (gcluster job cancel %s), or submit with a "
-                 "--priority above %s",
-                 who, who, theirs);
+                       count > 1 ? " and others" : "", why, line);
+    job_diag_fix(d, "wait for %s to start, cancel it (gcluster job cancel %s), or submit with %s",
+                 who, who, above);
     job_diag_evidence(d, "ClusterQueue %s: queueingStrategy %s", cq_name,
                       strategy ? strategy : "BestEffortFIFO");
     job_diag_evidence(d, "Workload %s (%s): pending, priority %lld, created %s",

@@ -140,13 +140,28 @@ static void count_in(pod_group *g, const json_t *pod)
     g->count++;
 }
 
-static const char *pods_words(const pod_group *g)
+/* "1 worker pod", "4 worker pods", "the head pod" into `out`. */
+static const char *pods_words(const pod_group *g, char *out, size_t size)
 {
-    if (job_same(g->role, GC_PATHWAYS_HEAD))
-        return g->count == 1 ? "the head pod" : "head pods";
-    if (job_same(g->role, GC_PATHWAYS_WORKER))
-        return g->count == 1 ? "worker pod" : "worker pods";
-    return g->count == 1 ? "pod" : "pods";
+    const char *kind = job_same(g->role, GC_PATHWAYS_HEAD)     ? "head pod"
+                       : job_same(g->role, GC_PATHWAYS_WORKER) ? "worker pod"
+                                                               : "pod";
+    if (g->count == 1 && job_same(g->role, GC_PATHWAYS_HEAD))
+        snprintf(out, size, "the head pod");
+    else
+        snprintf(out, size, "%zu %s%s", g->count, kind, g->count == 1 ? "" : "s");
+    return out;
+}
+
+/* Verb endings that agree with the pod count: "waits"/"wait", "is"/"are", "has"/"have". */
+static const char *s_(const pod_group *g)
+{
+    return g->count == 1 ? "s" : "";
+}
+
+static const char *is_(const pod_group *g)
+{
+    return g->count == 1 ? "is" : "are";
 }
 
 static bool unscheduled(const json_t *pod)
@@ -290,6 +305,54 @@ static size_t busy_nodes(const gc_diagnose_input *in, const json_t *selector,
     return busy;
 }
 
+/* The TPU slice shapes the nodes offer: "tpu-v6e-slice 4x4 (8 hosts), tpu7x 2x2x2 (2 hosts)". */
+static void tpu_shapes(const json_t *nodes, char *out, size_t size)
+{
+    json_t *hosts = json_object(); /* "accelerator topology" -> count, in first-seen order */
+    size_t i;
+    const json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        const char *accelerator = job_field(node, "labels", "cloud.google.com/gke-tpu-accelerator");
+        const char *topology = job_field(node, "labels", "cloud.google.com/gke-tpu-topology");
+        if (!accelerator || !topology)
+            continue;
+        char key[160];
+        snprintf(key, sizeof(key), "%s %s", accelerator, topology);
+        json_object_set_new(hosts, key,
+                            json_integer(json_integer_value(json_object_get(hosts, key)) + 1));
+    }
+    size_t len = 0;
+    const char *key;
+    json_t *count;
+    out[0] = '\0';
+    json_object_foreach(hosts, key, count)
+    {
+        if (len < size)
+            len += (size_t)snprintf(out + len, size - len, "%s%s (%lld host%s)", len ? ", " : "",
+                                    key, (long long)json_integer_value(count),
+                                    json_integer_value(count) == 1 ? "" : "s");
+    }
+    if (!len)
+        snprintf(out, size, "no TPU hosts");
+    json_decref(hosts);
+}
+
+/* "tpu-v6e-slice 4x4 hosts", "hosts of node pool cpu-np", else the selector itself. */
+static void hosts_words(const json_t *selector, const char *wanted, char *out, size_t size)
+{
+    const char *accelerator = job_string(selector, "cloud.google.com/gke-tpu-accelerator");
+    const char *topology = job_string(selector, "cloud.google.com/gke-tpu-topology");
+    const char *pool = job_string(selector, "cloud.google.com/gke-nodepool");
+    if (accelerator)
+        snprintf(out, size, "%s%s%s hosts", accelerator, topology ? " " : "",
+                 topology ? topology : "");
+    else if (pool)
+        snprintf(out, size, "hosts of node pool %s", pool);
+    else
+        snprintf(out, size, "nodes with %s", wanted[0] ? wanted : "no selector");
+}
+
 static void selector_words(const json_t *selector, char *out, size_t size)
 {
     size_t len = 0;
@@ -314,12 +377,13 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
     const json_t *tolerations = json_object_get(spec, "tolerations");
     const char *scheduler = job_string(job_condition(pod, "PodScheduled"), "message");
     const char *name = job_field(in->jobset, NULL, "name");
+    char pw[64];
     job_diag_set(d, d->state, "Unschedulable");
     job_diag_evidence(d, "pod %s: PodScheduled=False: %s", pod_name(pod),
                       scheduler ? scheduler : "");
     if (!in->nodes) {
         d->wants |= GC_DIAGNOSE_WANT_NODES;
-        job_diag_cause(d, "%zu %s cannot be placed on a node: %s", g->count, pods_words(g),
+        job_diag_cause(d, "%s cannot be placed on a node: %s", pods_words(g, pw, sizeof(pw)),
                        scheduler ? scheduler : "the scheduler gave no reason");
         job_diag_fix(d, "kubectl describe pod %s", pod_name(pod));
         return;
@@ -337,30 +401,33 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
         char others[200];
         values_of(in->nodes, key, others, sizeof(others));
         job_diag_cause(d,
-                       "%zu %s ask for nodes with %s=%s, and no node has it (the nodes have "
+                       "%s ask%s for nodes with %s=%s, and no node has it (the nodes have "
                        "%s)",
-                       g->count, pods_words(g), key, json_string_value(value),
+                       pods_words(g, pw, sizeof(pw)), s_(g), key, json_string_value(value),
                        others[0] ? others : "no such label");
-        if (job_same(key, "cloud.google.com/gke-nodepool") && job_same(g->role, GC_PATHWAYS_HEAD))
+        if (job_same(key, "cloud.google.com/gke-nodepool") && job_same(g->role, GC_PATHWAYS_HEAD)) {
             job_diag_fix(d,
                          "gcluster job cancel %s, then submit again with --pathways-head-np "
                          "set to one of those pools, or create the pool: gcluster deploy "
                          "BLUEPRINT --create-node-pools",
                          name);
-        else if (strstr(key, "gke-tpu") || strstr(key, "gke-accelerator"))
+        } else if (strstr(key, "gke-tpu")) {
+            char shapes[300];
+            tpu_shapes(in->nodes, shapes, sizeof(shapes));
             job_diag_fix(d,
                          "gcluster job cancel %s, then submit again with a --compute-type "
                          "(and --topology) the cluster has: %s",
-                         name, others);
-        else
+                         name, shapes);
+        } else
             job_diag_fix(d,
                          "gcluster job cancel %s, then submit again without the %s=%s node "
                          "selector, or label nodes with it (kubectl label nodes NODE %s=%s)",
                          name, key, json_string_value(value), key, json_string_value(value));
         return;
     }
-    char wanted[256];
+    char wanted[256], hosts[300];
     selector_words(selector, wanted, sizeof(wanted));
+    hosts_words(selector, wanted, hosts, sizeof(hosts));
     size_t matching = 0, cordoned = 0, tainted = 0, i;
     const json_t *node, *taint = NULL;
     json_array_foreach(in->nodes, i, node)
@@ -376,8 +443,8 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
         }
     }
     if (!matching) {
-        job_diag_cause(d, "%zu %s ask for nodes with %s, and no node has all of these", g->count,
-                       pods_words(g), wanted);
+        job_diag_cause(d, "%s ask%s for nodes with %s, and no node has all of these",
+                       pods_words(g, pw, sizeof(pw)), s_(g), wanted);
         job_diag_fix(d,
                      "gcluster job cancel %s, then submit again with a --compute-type the "
                      "cluster has",
@@ -386,9 +453,9 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
     }
     if (tainted && tainted + cordoned == matching) {
         job_diag_cause(d,
-                       "%zu %s cannot go on the %zu nodes with %s: they carry the taint "
-                       "%s%s%s:%s, which the pods do not tolerate",
-                       g->count, pods_words(g), matching, wanted, job_string(taint, "key"),
+                       "%s cannot go on the %zu %s: they carry the taint %s%s%s:%s, which the "
+                       "pods do not tolerate",
+                       pods_words(g, pw, sizeof(pw)), matching, hosts, job_string(taint, "key"),
                        job_string(taint, "value") ? "=" : "",
                        job_string(taint, "value") ? job_string(taint, "value") : "",
                        job_string(taint, "effect"));
@@ -399,8 +466,8 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
         return;
     }
     if (cordoned == matching) {
-        job_diag_cause(d, "%zu %s cannot be placed: all %zu nodes with %s are cordoned", g->count,
-                       pods_words(g), matching, wanted);
+        job_diag_cause(d, "%s cannot be placed: all %zu %s are cordoned",
+                       pods_words(g, pw, sizeof(pw)), matching, hosts);
         job_diag_fix(d, "kubectl uncordon the nodes (kubectl get nodes -l %s)", wanted);
         return;
     }
@@ -411,18 +478,22 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
         char who[200] = "";
         size_t len = 0;
         for (size_t h = 0; h < holder_count && len < sizeof(who); h++)
-            len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%s (%zu)", h ? ", " : "",
-                                    holders[h].job, holders[h].hosts);
-        job_diag_cause(d,
-                       "%zu %s wait for free hosts: %zu of the %zu hosts with %s are busy, "
-                       "held by %s",
-                       g->count, pods_words(g), busy, usable, wanted, who);
+            len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%s (%zu host%s)",
+                                    h ? ", " : "", holders[h].job, holders[h].hosts,
+                                    holders[h].hosts == 1 ? "" : "s");
+        char count[64];
+        if (busy == usable)
+            snprintf(count, sizeof(count), "all %zu", usable);
+        else
+            snprintf(count, sizeof(count), "%zu of the %zu", busy, usable);
+        job_diag_cause(d, "%s wait%s for free hosts: %s %s are busy, held by %s",
+                       pods_words(g, pw, sizeof(pw)), s_(g), count, hosts, who);
         job_diag_fix(d, "wait for %s to end, or free its hosts: gcluster job cancel %s",
                      holders[0].job, holders[0].job);
         return;
     }
-    job_diag_cause(d, "%zu %s cannot be placed on the %zu nodes with %s: %s", g->count,
-                   pods_words(g), matching, wanted, scheduler ? scheduler : "no reason given");
+    job_diag_cause(d, "%s cannot be placed on the %zu %s: %s", pods_words(g, pw, sizeof(pw)),
+                   matching, hosts, scheduler ? scheduler : "no reason given");
     job_diag_fix(d, "kubectl describe pod %s", pod_name(pod));
 }
 
@@ -454,9 +525,10 @@ bool job_diagnose_pod_problem(const gc_diagnose_input *in, gc_diagnosis *d)
         }
     }
     const char *name = job_field(in->jobset, NULL, "name");
+    char pw[64];
     if (pulls.count) {
         job_diag_set(d, d->state, "ImagePull");
-        job_diag_cause(d, "%zu %s cannot pull image %s: %s", pulls.count, pods_words(&pulls),
+        job_diag_cause(d, "%s cannot pull image %s: %s", pods_words(&pulls, pw, sizeof(pw)),
                        container_image(&pull), pull_words(pull.message));
         if (job_same(pull_words(pull.message), "access denied"))
             job_diag_fix(d,
@@ -477,12 +549,13 @@ bool job_diagnose_pod_problem(const gc_diagnose_input *in, gc_diagnosis *d)
         job_diag_set(d, d->state, "ContainerError");
         if (job_same(start.reason, "CrashLoopBackOff"))
             job_diag_cause(
-                d, "container %s of %zu %s keeps crashing (restarted %lld times)", start.name,
-                starts.count, pods_words(&starts),
+                d, "container %s of %s keeps crashing (restarted %lld times)", start.name,
+                pods_words(&starts, pw, sizeof(pw)),
                 (long long)json_integer_value(json_object_get(start.status, "restartCount")));
         else
-            job_diag_cause(d, "container %s of %zu %s cannot start: %s", start.name, starts.count,
-                           pods_words(&starts), start.message ? start.message : start.reason);
+            job_diag_cause(d, "container %s of %s cannot start: %s", start.name,
+                           pods_words(&starts, pw, sizeof(pw)),
+                           start.message ? start.message : start.reason);
         char flags[96];
         job_logs_flags(start.pod, start.name, flags, sizeof(flags));
         job_diag_fix(d,
@@ -501,8 +574,8 @@ bool job_diagnose_pod_problem(const gc_diagnose_input *in, gc_diagnosis *d)
         const json_t *gate = json_array_get(
             json_object_get(json_object_get(gates.example, "spec"), "schedulingGates"), 0);
         job_diag_set(d, d->state, "Gated");
-        job_diag_cause(d, "%zu %s are held back from scheduling by the gate %s", gates.count,
-                       pods_words(&gates), job_string(gate, "name"));
+        job_diag_cause(d, "%s %s held back from scheduling by the gate %s",
+                       pods_words(&gates, pw, sizeof(pw)), is_(&gates), job_string(gate, "name"));
         job_diag_fix(d,
                      "nothing to do while Kueue places them; if it lasts, kubectl describe "
                      "pod %s",
@@ -514,8 +587,10 @@ bool job_diagnose_pod_problem(const gc_diagnose_input *in, gc_diagnosis *d)
         job_age(job_string(job_condition(stuck.example, "PodScheduled"), "lastTransitionTime"),
                 in->now, age, sizeof(age));
         job_diag_set(d, d->state, "StuckCreating");
-        job_diag_cause(d, "%zu %s have been on their nodes for %s without starting a container",
-                       stuck.count, pods_words(&stuck), age[0] ? age : "a while");
+        job_diag_cause(d, "%s %s been on %s node%s for %s without starting a container",
+                       pods_words(&stuck, pw, sizeof(pw)), stuck.count == 1 ? "has" : "have",
+                       stuck.count == 1 ? "its" : "their", stuck.count == 1 ? "" : "s",
+                       age[0] ? age : "a while");
         job_diag_fix(d,
                      "kubectl describe pod %s shows what the node waits for (image, volumes, "
                      "network)",
@@ -547,7 +622,7 @@ static void restarts_words(const json_t *jobset, char *out, size_t size)
     if (r)
         snprintf(out, size, "restarted %ld time%s (of at most %ld)", r, r == 1 ? "" : "s", max);
     else
-        snprintf(out, size, "no restarts (at most %ld)", max);
+        snprintf(out, size, "no restarts so far (at most %ld)", max);
 }
 
 /* "head 1/1, workers 8/8" from the pods by replicated job. */
