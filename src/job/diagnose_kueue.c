@@ -60,17 +60,15 @@ static const char *priority_class(const json_t *w)
     return cls ? cls : job_string(spec, "priorityClassName");
 }
 
-/* "high (750)", or "750", or "no priority" (0 without a class). */
+/* "high (750)", or "750" without a class. */
 static void priority_words(const json_t *w, char *out, size_t size)
 {
     const char *cls = priority_class(w);
     long long value = workload_priority(w);
     if (cls)
         snprintf(out, size, "%s (%lld)", cls, value);
-    else if (value)
-        snprintf(out, size, "%lld", value);
     else
-        snprintf(out, size, "no priority");
+        snprintf(out, size, "%lld", value);
 }
 
 /* "a --priority above high", or "a --priority (such as high)" when the other has none. */

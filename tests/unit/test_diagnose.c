@@ -478,6 +478,37 @@ static void test_running_wants_nothing(void **state)
     json_decref(f.root);
 }
 
+/* A job of higher priority is ahead even when it was queued later. */
+static void test_waiting_behind_higher_priority(void **state)
+{
+    (void)state;
+    fixture f;
+    load(&f, "waiting_strict_fifo");
+    size_t i;
+    json_t *w;
+    json_array_foreach((json_t *)f.in.workloads, i, w)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(w, "metadata"), "name"));
+        if (strncmp(name, "jobset-pw-f2-", 13))
+            continue;
+        json_t *spec = json_object_get(w, "spec");
+        json_object_set_new(spec, "priority", json_integer(750));
+        json_object_set_new(spec, "priorityClassRef", json_pack("{s:s}", "name", "high"));
+        json_object_set_new(json_object_get(w, "metadata"), "creationTimestamp",
+                            json_string("2026-12-04T12:30:00Z"));
+    }
+    gc_diagnosis d;
+    gc_diagnose(&f.in, &d);
+    expect(&d, "Queued", "WaitingBehind",
+           "waiting behind pw-f2 (priority high (750), above this job's 0), which "
+           "needs 32 google.com/tpu in tpu-flavor (16 free); cluster queue fifo-cq is "
+           "StrictFIFO, so nothing behind it starts",
+           "wait for pw-f2 to start, cancel it (gcluster job cancel pw-f2), or submit with a "
+           "--priority above high");
+    json_decref(f.root);
+}
+
 /* Kueue v1beta1 names the class in spec.priorityClassName. */
 static void test_preempted_v1beta1(void **state)
 {
@@ -585,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_queued_wants_queues),
         cmocka_unit_test(test_unschedulable_wants_nodes),
         cmocka_unit_test(test_running_wants_nothing),
+        cmocka_unit_test(test_waiting_behind_higher_priority),
         cmocka_unit_test(test_preempted_v1beta1),
         cmocka_unit_test(test_preempted_without_workloads),
         cmocka_unit_test(test_jobset_only),
