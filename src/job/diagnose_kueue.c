@@ -794,8 +794,8 @@ void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
     size_t n = pod_sets_of(in->workload, sets, 8);
     shortage s;
     bool fit = fits(in, cq, sets, n, &s);
-    free_pod_sets(sets, n);
     if (!fit) {
+        /* s names resources by the pod sets' keys: report before freeing them. */
         if (s.no_flavor && !s.uncovered)
             no_flavor(in, cq, &s, d);
         else
@@ -803,8 +803,10 @@ void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
         if (s.flavor)
             job_diag_evidence(d, "ClusterQueue %s: %s %s nominalQuota %g, reserved %g", cq_name,
                               s.flavor, s.resource, s.quota, s.used);
-        return;
     }
+    free_pod_sets(sets, n);
+    if (!fit)
+        return;
     size_t count;
     const json_t *blocker = first_ahead(in, cq_name, &count);
     if (blocker) {
