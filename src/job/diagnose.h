@@ -52,9 +52,10 @@ typedef struct container_state {
     const char *reason; /* waiting or terminated reason */
     const char *message;
     int exit_code;
-    bool terminated;
 } container_state;
 
+/* A container status's termination: the current one, else the last one (it restarted). */
+const json_t *job_last_termination(const json_t *cs);
 /* The first container (init containers first) for which `match` is true. */
 bool job_each_container(const json_t *pod, bool (*match)(const json_t *cs, void *ctx), void *ctx,
                         container_state *out);

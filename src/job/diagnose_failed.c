@@ -23,9 +23,7 @@ static const char *pod_name(const json_t *pod)
 static bool failed_container(const json_t *cs, void *ctx)
 {
     (void)ctx;
-    const json_t *terminated = json_object_get(json_object_get(cs, "state"), "terminated");
-    if (!terminated)
-        terminated = json_object_get(json_object_get(cs, "lastState"), "terminated");
+    const json_t *terminated = job_last_termination(cs);
     return terminated && json_integer_value(json_object_get(terminated, "exitCode")) != 0;
 }
 
@@ -49,10 +47,8 @@ static const char *disruption_words(const char *reason)
 static bool sigterm_container(const json_t *cs, void *ctx)
 {
     (void)ctx;
-    const json_t *terminated = json_object_get(json_object_get(cs, "state"), "terminated");
-    if (!terminated)
-        terminated = json_object_get(json_object_get(cs, "lastState"), "terminated");
-    return json_integer_value(json_object_get(terminated, "exitCode")) == SIGTERM_EXIT;
+    return json_integer_value(json_object_get(job_last_termination(cs), "exitCode")) ==
+           SIGTERM_EXIT;
 }
 
 /* The disrupted pod and its condition, if any. */

@@ -38,6 +38,13 @@ void job_logs_flags(const json_t *pod, const char *container, char *out, size_t 
 
 /* ---- container states ------------------------------------------------------------------- */
 
+const json_t *job_last_termination(const json_t *cs)
+{
+    const json_t *terminated = json_object_get(json_object_get(cs, "state"), "terminated");
+    return terminated ? terminated
+                      : json_object_get(json_object_get(cs, "lastState"), "terminated");
+}
+
 bool job_each_container(const json_t *pod, bool (*match)(const json_t *cs, void *ctx), void *ctx,
                         container_state *out)
 {
@@ -51,9 +58,7 @@ bool job_each_container(const json_t *pod, bool (*match)(const json_t *cs, void 
                 continue;
             const json_t *state = json_object_get(cs, "state");
             const json_t *waiting = json_object_get(state, "waiting");
-            const json_t *terminated = json_object_get(state, "terminated");
-            if (!terminated)
-                terminated = json_object_get(json_object_get(cs, "lastState"), "terminated");
+            const json_t *terminated = job_last_termination(cs);
             const json_t *detail = waiting ? waiting : terminated;
             *out = (container_state){
                 .pod = pod,
@@ -62,7 +67,6 @@ bool job_each_container(const json_t *pod, bool (*match)(const json_t *cs, void 
                 .reason = job_string(detail, "reason"),
                 .message = job_string(detail, "message"),
                 .exit_code = (int)json_integer_value(json_object_get(terminated, "exitCode")),
-                .terminated = !waiting && terminated,
             };
             return true;
         }

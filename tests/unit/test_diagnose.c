@@ -85,256 +85,122 @@ static void diagnose(const char *name, gc_diagnosis *d)
     gc_diagnose(&f.in, d);
     json_decref(f.root);
 }
-static void test_cluster_queue_inactive_flavor(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("cluster_queue_inactive_flavor", &d);
-    expect(
-        &d, "Queued", "ClusterQueueInactive",
-        "cluster queue broken-cq is inactive: it names flavor no-such-flavor, which does not exist",
-        "create the missing flavor (gcluster deploy BLUEPRINT creates the ones it names) or take "
-        "it out of the queue: kubectl edit clusterqueue broken-cq");
-}
 
-static void test_cluster_queue_missing(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("cluster_queue_missing", &d);
-    expect(&d, "Queued", "ClusterQueueMissing",
-           "queue orphan-queue sends its jobs to cluster queue no-such-cq, which does not exist",
-           "gcluster job cancel pw-orphan, then submit it again with --queue user-queue");
-}
+/* Each captured situation diagnosed with every input: the exact state, reason, cause and fix. */
+typedef struct case_expectation {
+    const char *fixture;
+    const char *state;
+    const char *reason;
+    const char *cause;
+    const char *fix;
+} case_expectation;
 
-static void test_cluster_queue_stopped(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("cluster_queue_stopped", &d);
-    expect(&d, "Queued", "ClusterQueueInactive",
-           "cluster queue held-cq is stopped (stopPolicy Hold): it admits no job",
-           "kubectl patch clusterqueue held-cq --type=merge -p "
-           "'{\"spec\":{\"stopPolicy\":\"None\"}}'");
-}
+static const case_expectation cases[] = {
+    {"cluster_queue_inactive_flavor", "Queued", "ClusterQueueInactive",
+     "cluster queue broken-cq is inactive: it names flavor no-such-flavor, which does not exist",
+     "create the missing flavor (gcluster deploy BLUEPRINT creates the ones it names) or take "
+     "it out of the queue: kubectl edit clusterqueue broken-cq"},
+    {"image_pull", "Running", "ImagePull",
+     "4 worker pods cannot pull image "
+     "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:no-such-tag: no such image or tag",
+     "gcluster job cancel pw-pull, then submit again with --pathways-worker-image (or "
+     "--pathways-server-image) set to an image that exists"},
+    {"succeeded", "Succeeded", "Succeeded",
+     "finished successfully at 2026-12-04T12:11:53Z (3s ago)",
+     "nothing to do; its output: gcluster job logs pw-done (the job is deleted 1h after it "
+     "finished)"},
+    {"cluster_queue_missing", "Queued", "ClusterQueueMissing",
+     "queue orphan-queue sends its jobs to cluster queue no-such-cq, which does not exist",
+     "gcluster job cancel pw-orphan, then submit it again with --queue user-queue"},
+    {"cluster_queue_stopped", "Queued", "ClusterQueueInactive",
+     "cluster queue held-cq is stopped (stopPolicy Hold): it admits no job",
+     "kubectl patch clusterqueue held-cq --type=merge -p "
+     "'{\"spec\":{\"stopPolicy\":\"None\"}}'"},
+    {"disrupted", "Running", "Disrupted",
+     "worker pod pw-maint-worker-0-0-wb2j8 was stopped: its host shut down or ran short of "
+     "resources (host maintenance) (container pathways-worker exited 143, SIGTERM); it is "
+     "replaced and the job goes on (job restarts so far: 0 of at most 2)",
+     "nothing to do: host maintenance ends and the job goes on; gcluster job inspect "
+     "pw-maint follows the restart"},
+    {"failed_max_restarts", "Failed", "Failed",
+     "the head failed 2s ago: container workload-container of pod "
+     "pw-fail-pathways-head-0-0-45fhb exited with code 1; no restarts were left (0 of at "
+     "most 0)",
+     "see why: gcluster job logs pw-fail; fix it, then submit again"},
+    {"failed_pod_failure_policy", "Failed", "Failed",
+     "the head failed 3s ago: container workload-container of pod "
+     "pw-pfp-pathways-head-0-0-v9dcz exited with code 2; exit code 2 is not one of "
+     "--restart-on-exit-codes 42, so the job failed at once",
+     "see why: gcluster job logs pw-pfp; fix it, then submit again"},
+    {"failed_worker_backoff", "Failed", "Failed",
+     "the workers failed 3s ago: container pathways-worker of pod pw-wfail-worker-0-1-nlpm7 "
+     "exited with code 1; no restarts were left (0 of at most 0)",
+     "see why: gcluster job logs pw-wfail --role worker --slice 0 --host 1; fix it, then "
+     "submit again"},
+    {"head_pool_missing", "Queued", "NoFlavor",
+     "the head asks for nodes with cloud.google.com/gke-nodepool=head-np, and no flavor of "
+     "cluster queue cluster-queue is for such nodes",
+     "submit with --pathways-head-np set to a pool the queue has a flavor for, or add a "
+     "flavor for head-np: gcluster deploy BLUEPRINT --pathways-head-np head-np"},
+    {"preempted", "Queued", "Preempted",
+     "preempted 4s ago by pw-high (priority high (750), above this job's low (250)): its "
+     "pods were stopped and it waits in line again; now the workers need 32 google.com/tpu "
+     "in tpu-flavor; quota 32, 16 used by pw-high",
+     "nothing to do: it starts again from the beginning when quota frees up; submit with a "
+     "higher --priority to keep it from being preempted"},
+    {"queue_label_missing", "Suspended", "QueueLabelMissing",
+     "suspended and in no queue, so nothing will start it: it has no "
+     "kueue.x-k8s.io/queue-name label",
+     "gcluster job cancel pw-nolabel, then submit it again with --queue user-queue"},
+    {"queue_missing", "Queued", "QueueMissing",
+     "queue no-such-queue does not exist in namespace default (queues there: user-queue)",
+     "gcluster job cancel pw-nq, then submit it again with --queue user-queue"},
+    {"quota_below_slice", "Queued", "QuotaShort",
+     "the workers need 16 google.com/tpu in tpu-flavor; the quota of cluster queue small-cq "
+     "is 8, less than the job needs even when the queue is empty",
+     "raise small-cq's google.com/tpu quota for tpu-flavor to at least 16 (tpu_quota in the "
+     "blueprint, then gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
+     "--compute-type)"},
+    {"quota_short", "Queued", "QuotaShort",
+     "the workers need 16 google.com/tpu in tpu-flavor; quota 32, 32 used by pw-a",
+     "wait for pw-a to finish, or free its quota: gcluster job cancel pw-a; or submit with a "
+     "--priority (such as high), which lets the queue preempt it"},
+    {"quota_short_priority", "Queued", "QuotaShort",
+     "the workers need 16 google.com/tpu in tpu-flavor; quota 32, 32 used by pw-p2",
+     "wait for pw-p2 to finish, or free its quota: gcluster job cancel pw-p2; or submit with "
+     "a --priority above high, which lets the queue preempt it"},
+    {"running", "Running", "Running",
+     "running: 9/9 pods (head 1/1, workers 8/8); no restarts so far (at most 1)",
+     "nothing to do; follow it with gcluster job logs pw-run -f"},
+    {"running_restarted", "Running", "Running",
+     "running: 5/5 pods (head 1/1, workers 4/4); restarted 1 time (of at most 3)",
+     "nothing to do; follow it with gcluster job logs pw-again -f"},
+    {"stuck_creating", "Running", "Starting",
+     "starting: 1/5 pods running (head 1/1, workers 0/4), 5 created; no restarts so far (at "
+     "most 1)",
+     "nothing to do yet; gcluster job inspect pw-creating shows each pod"},
+    {"unschedulable_busy", "Running", "Unschedulable",
+     "1 worker pod waits for free hosts: all 8 tpu-v6e-slice 4x4 hosts are busy, held by "
+     "pw-outside (8 hosts)",
+     "wait for pw-outside to end, or free its hosts: gcluster job cancel pw-outside"},
+    {"unschedulable_selector", "Running", "Unschedulable",
+     "1 worker pod asks for nodes with cloud.google.com/gke-tpu-topology=8x8, and no node "
+     "has it (the nodes have 4x4, 2x2x2)",
+     "gcluster job cancel pw-8x8, then submit again with a --compute-type (and --topology) "
+     "the cluster has: tpu-v6e-slice 4x4 (8 hosts), tpu7x 2x2x2 (2 hosts)"},
+    {"waiting_strict_fifo", "Queued", "WaitingBehind",
+     "waiting behind pw-f2 (queued earlier), which needs 32 google.com/tpu in tpu-flavor (16 "
+     "free); cluster queue fifo-cq is StrictFIFO, so nothing behind it starts",
+     "wait for pw-f2 to start, cancel it (gcluster job cancel pw-f2), or submit with a "
+     "--priority (such as high)"},
+};
 
-static void test_disrupted(void **state)
+static void test_case(void **state)
 {
-    (void)state;
+    const case_expectation *c = *state;
     gc_diagnosis d;
-    diagnose("disrupted", &d);
-    expect(&d, "Running", "Disrupted",
-           "worker pod pw-maint-worker-0-0-wb2j8 was stopped: its host shut down or ran short of "
-           "resources (host maintenance) (container pathways-worker exited 143, SIGTERM); it is "
-           "replaced and the job goes on (job restarts so far: 0 of at most 2)",
-           "nothing to do: host maintenance ends and the job goes on; gcluster job inspect "
-           "pw-maint follows the restart");
-}
-
-static void test_failed_max_restarts(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("failed_max_restarts", &d);
-    expect(&d, "Failed", "Failed",
-           "the head failed 2s ago: container workload-container of pod "
-           "pw-fail-pathways-head-0-0-45fhb exited with code 1; no restarts were left (0 of at "
-           "most 0)",
-           "see why: gcluster job logs pw-fail; fix it, then submit again");
-}
-
-static void test_failed_pod_failure_policy(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("failed_pod_failure_policy", &d);
-    expect(&d, "Failed", "Failed",
-           "the head failed 3s ago: container workload-container of pod "
-           "pw-pfp-pathways-head-0-0-v9dcz exited with code 2; exit code 2 is not one of "
-           "--restart-on-exit-codes 42, so the job failed at once",
-           "see why: gcluster job logs pw-pfp; fix it, then submit again");
-}
-
-static void test_failed_worker_backoff(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("failed_worker_backoff", &d);
-    expect(&d, "Failed", "Failed",
-           "the workers failed 3s ago: container pathways-worker of pod pw-wfail-worker-0-1-nlpm7 "
-           "exited with code 1; no restarts were left (0 of at most 0)",
-           "see why: gcluster job logs pw-wfail --role worker --slice 0 --host 1; fix it, then "
-           "submit again");
-}
-
-static void test_head_pool_missing(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("head_pool_missing", &d);
-    expect(&d, "Queued", "NoFlavor",
-           "the head asks for nodes with cloud.google.com/gke-nodepool=head-np, and no flavor of "
-           "cluster queue cluster-queue is for such nodes",
-           "submit with --pathways-head-np set to a pool the queue has a flavor for, or add a "
-           "flavor for head-np: gcluster deploy BLUEPRINT --pathways-head-np head-np");
-}
-
-static void test_image_pull(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("image_pull", &d);
-    expect(
-        &d, "Running", "ImagePull",
-        "4 worker pods cannot pull image "
-        "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:no-such-tag: no such image or tag",
-        "gcluster job cancel pw-pull, then submit again with --pathways-worker-image (or "
-        "--pathways-server-image) set to an image that exists");
-}
-
-static void test_preempted(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("preempted", &d);
-    expect(&d, "Queued", "Preempted",
-           "preempted 4s ago by pw-high (priority high (750), above this job's low (250)): its "
-           "pods were stopped and it waits in line again; now the workers need 32 google.com/tpu "
-           "in tpu-flavor; quota 32, 16 used by pw-high",
-           "nothing to do: it starts again from the beginning when quota frees up; submit with a "
-           "higher --priority to keep it from being preempted");
-}
-
-static void test_queue_label_missing(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("queue_label_missing", &d);
-    expect(&d, "Suspended", "QueueLabelMissing",
-           "suspended and in no queue, so nothing will start it: it has no "
-           "kueue.x-k8s.io/queue-name label",
-           "gcluster job cancel pw-nolabel, then submit it again with --queue user-queue");
-}
-
-static void test_queue_missing(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("queue_missing", &d);
-    expect(&d, "Queued", "QueueMissing",
-           "queue no-such-queue does not exist in namespace default (queues there: user-queue)",
-           "gcluster job cancel pw-nq, then submit it again with --queue user-queue");
-}
-
-static void test_quota_below_slice(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("quota_below_slice", &d);
-    expect(&d, "Queued", "QuotaShort",
-           "the workers need 16 google.com/tpu in tpu-flavor; the quota of cluster queue small-cq "
-           "is 8, less than the job needs even when the queue is empty",
-           "raise small-cq's google.com/tpu quota for tpu-flavor to at least 16 (tpu_quota in the "
-           "blueprint, then gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
-           "--compute-type)");
-}
-
-static void test_quota_short(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("quota_short", &d);
-    expect(&d, "Queued", "QuotaShort",
-           "the workers need 16 google.com/tpu in tpu-flavor; quota 32, 32 used by pw-a",
-           "wait for pw-a to finish, or free its quota: gcluster job cancel pw-a; or submit with a "
-           "--priority (such as high), which lets the queue preempt it");
-}
-
-static void test_quota_short_priority(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("quota_short_priority", &d);
-    expect(&d, "Queued", "QuotaShort",
-           "the workers need 16 google.com/tpu in tpu-flavor; quota 32, 32 used by pw-p2",
-           "wait for pw-p2 to finish, or free its quota: gcluster job cancel pw-p2; or submit with "
-           "a --priority above high, which lets the queue preempt it");
-}
-
-static void test_running(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("running", &d);
-    expect(&d, "Running", "Running",
-           "running: 9/9 pods (head 1/1, workers 8/8); no restarts so far (at most 1)",
-           "nothing to do; follow it with gcluster job logs pw-run -f");
-}
-
-static void test_running_restarted(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("running_restarted", &d);
-    expect(&d, "Running", "Running",
-           "running: 5/5 pods (head 1/1, workers 4/4); restarted 1 time (of at most 3)",
-           "nothing to do; follow it with gcluster job logs pw-again -f");
-}
-
-static void test_stuck_creating(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("stuck_creating", &d);
-    expect(&d, "Running", "Starting",
-           "starting: 1/5 pods running (head 1/1, workers 0/4), 5 created; no restarts so far (at "
-           "most 1)",
-           "nothing to do yet; gcluster job inspect pw-creating shows each pod");
-}
-
-static void test_succeeded(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("succeeded", &d);
-    expect(&d, "Succeeded", "Succeeded", "finished successfully at 2026-12-04T12:11:53Z (3s ago)",
-           "nothing to do; its output: gcluster job logs pw-done (the job is deleted 1h after it "
-           "finished)");
-}
-
-static void test_unschedulable_busy(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("unschedulable_busy", &d);
-    expect(&d, "Running", "Unschedulable",
-           "1 worker pod waits for free hosts: all 8 tpu-v6e-slice 4x4 hosts are busy, held by "
-           "pw-outside (8 hosts)",
-           "wait for pw-outside to end, or free its hosts: gcluster job cancel pw-outside");
-}
-
-static void test_unschedulable_selector(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("unschedulable_selector", &d);
-    expect(&d, "Running", "Unschedulable",
-           "1 worker pod asks for nodes with cloud.google.com/gke-tpu-topology=8x8, and no node "
-           "has it (the nodes have 4x4, 2x2x2)",
-           "gcluster job cancel pw-8x8, then submit again with a --compute-type (and --topology) "
-           "the cluster has: tpu-v6e-slice 4x4 (8 hosts), tpu7x 2x2x2 (2 hosts)");
-}
-
-static void test_waiting_strict_fifo(void **state)
-{
-    (void)state;
-    gc_diagnosis d;
-    diagnose("waiting_strict_fifo", &d);
-    expect(&d, "Queued", "WaitingBehind",
-           "waiting behind pw-f2 (queued earlier), which needs 32 google.com/tpu in tpu-flavor (16 "
-           "free); cluster queue fifo-cq is StrictFIFO, so nothing behind it starts",
-           "wait for pw-f2 to start, cancel it (gcluster job cancel pw-f2), or submit with a "
-           "--priority (such as high)");
+    diagnose(c->fixture, &d);
+    expect(&d, c->state, c->reason, c->cause, c->fix);
 }
 
 /* Kueue names the head ("couldn't assign flavors to pod set pathways-head") when the workers
@@ -585,28 +451,6 @@ static void test_json_shape(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cluster_queue_inactive_flavor),
-        cmocka_unit_test(test_cluster_queue_missing),
-        cmocka_unit_test(test_cluster_queue_stopped),
-        cmocka_unit_test(test_disrupted),
-        cmocka_unit_test(test_failed_max_restarts),
-        cmocka_unit_test(test_failed_pod_failure_policy),
-        cmocka_unit_test(test_failed_worker_backoff),
-        cmocka_unit_test(test_head_pool_missing),
-        cmocka_unit_test(test_image_pull),
-        cmocka_unit_test(test_preempted),
-        cmocka_unit_test(test_queue_label_missing),
-        cmocka_unit_test(test_queue_missing),
-        cmocka_unit_test(test_quota_below_slice),
-        cmocka_unit_test(test_quota_short),
-        cmocka_unit_test(test_quota_short_priority),
-        cmocka_unit_test(test_running),
-        cmocka_unit_test(test_running_restarted),
-        cmocka_unit_test(test_stuck_creating),
-        cmocka_unit_test(test_succeeded),
-        cmocka_unit_test(test_unschedulable_busy),
-        cmocka_unit_test(test_unschedulable_selector),
-        cmocka_unit_test(test_waiting_strict_fifo),
         cmocka_unit_test(test_quota_short_is_not_kueues_wording),
         cmocka_unit_test(test_stuck_creating_later),
         cmocka_unit_test(test_failed_pod_failure_policy_without_pods),
@@ -622,5 +466,12 @@ int main(void)
         cmocka_unit_test(test_jobset_only),
         cmocka_unit_test(test_json_shape),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const size_t n = sizeof(cases) / sizeof(cases[0]);
+    struct CMUnitTest all[sizeof(cases) / sizeof(cases[0]) + sizeof(tests) / sizeof(tests[0])];
+    for (size_t i = 0; i < n; i++) {
+        all[i] = (struct CMUnitTest)cmocka_unit_test_prestate(test_case, (void *)&cases[i]);
+        all[i].name = cases[i].fixture;
+    }
+    memcpy(all + n, tests, sizeof(tests));
+    return _cmocka_run_group_tests("test_diagnose", all, sizeof(all) / sizeof(all[0]), NULL, NULL);
 }
