@@ -374,7 +374,7 @@ static void users_of(const gc_diagnose_input *in, const char *cq, const char *fl
     quota_user users[MAX_USERS + 1];
     size_t n = 0, i, j;
     const json_t *w, *ps;
-    const char *own = job_field(self, "metadata", "uid");
+    const char *own = job_field(self, NULL, "uid");
     json_array_foreach(in->workloads, i, w)
     {
         const json_t *admission = json_object_get(json_object_get(w, "status"), "admission");
@@ -414,6 +414,19 @@ static void users_of(const gc_diagnose_input *in, const char *cq, const char *fl
         snprintf(out + len, size - len, " and others");
 }
 
+/* The `gcluster deploy` blueprint variable that sets a quota of its own flavors. */
+static const char *blueprint_variable(const shortage *s)
+{
+    bool head = job_same(s->flavor, "pathways-flavor");
+    if (job_same(s->resource, "google.com/tpu"))
+        return head ? "the head flavor's TPU quota" : "tpu_quota";
+    if (job_same(s->resource, "cpu"))
+        return head ? "pathways_cpu_quota" : "tpu_flavor_cpu_quota";
+    if (job_same(s->resource, "memory"))
+        return head ? "pathways_memory_quota" : "tpu_flavor_memory_quota";
+    return "the quota";
+}
+
 static void quota_short(const gc_diagnose_input *in, const json_t *cq, const shortage *s,
                         gc_diagnosis *d)
 {
@@ -442,10 +455,10 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
                        "the job needs even when the queue is empty",
                        role, verb_s, need, s->resource, s->flavor, cq_name, quota);
         job_diag_fix(d,
-                     "raise %s's %s quota for %s to at least %s (tpu_quota in the blueprint, "
-                     "then gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
+                     "raise %s's %s quota for %s to at least %s (%s in the blueprint, then "
+                     "gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
                      "--compute-type)",
-                     cq_name, s->resource, s->flavor, need);
+                     cq_name, s->resource, s->flavor, need, blueprint_variable(s));
         return;
     }
     char users[256];
@@ -800,9 +813,13 @@ void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
             no_flavor(in, cq, &s, d);
         else
             quota_short(in, cq, &s, d);
-        if (s.flavor)
-            job_diag_evidence(d, "ClusterQueue %s: %s %s nominalQuota %g, reserved %g", cq_name,
-                              s.flavor, s.resource, s.quota, s.used);
+        if (s.flavor) {
+            char quota[32], used[32];
+            job_format_quantity(s.quota, s.resource, quota, sizeof(quota));
+            job_format_quantity(s.used, s.resource, used, sizeof(used));
+            job_diag_evidence(d, "ClusterQueue %s: %s %s nominalQuota %s, reserved %s", cq_name,
+                              s.flavor, s.resource, quota, used);
+        }
     }
     free_pod_sets(sets, n);
     if (!fit)

@@ -213,6 +213,42 @@ static void test_quota_short_is_not_kueues_wording(void **state)
     assert_true(has_evidence(&d, "couldn't assign flavors to pod set pathways-head"));
     assert_non_null(strstr(d.cause, "the workers need 16 google.com/tpu"));
     assert_null(strstr(d.cause, "pathways-head"));
+    assert_true(
+        has_evidence(&d, "ClusterQueue cluster-queue: tpu-flavor google.com/tpu nominalQuota 32, "
+                         "reserved 32"));
+}
+
+/* Memory below one slice: the amounts in the quota's own unit, the blueprint's variable. */
+static void test_quota_short_memory(void **state)
+{
+    (void)state;
+    fixture f;
+    load(&f, "quota_below_slice");
+    size_t i, j, k;
+    json_t *cq, *group, *flavor, *r;
+    json_array_foreach((json_t *)f.in.cluster_queues, i, cq)
+        json_array_foreach(json_object_get(json_object_get(cq, "spec"), "resourceGroups"), j, group)
+            json_array_foreach(json_object_get(group, "flavors"), k, flavor)
+    {
+        size_t n;
+        json_array_foreach(json_object_get(flavor, "resources"), n, r)
+        {
+            const char *res = json_string_value(json_object_get(r, "name"));
+            if (!strcmp(res, "google.com/tpu"))
+                json_object_set_new(r, "nominalQuota", json_string("64"));
+            if (!strcmp(res, "memory"))
+                json_object_set_new(r, "nominalQuota", json_string("1000Gi"));
+        }
+    }
+    gc_diagnosis d;
+    gc_diagnose(&f.in, &d);
+    expect(&d, "Queued", "QuotaShort",
+           "the workers need 1440Gi memory in tpu-flavor; the quota of cluster queue small-cq is "
+           "1000Gi, less than the job needs even when the queue is empty",
+           "raise small-cq's memory quota for tpu-flavor to at least 1440Gi "
+           "(tpu_flavor_memory_quota in the blueprint, then gcluster deploy BLUEPRINT), or submit "
+           "a smaller job (--num-slices, --compute-type)");
+    json_decref(f.root);
 }
 
 /* Without a kubelet nothing changes on those hosts: five minutes on, the pods are stuck. */
@@ -452,6 +488,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quota_short_is_not_kueues_wording),
+        cmocka_unit_test(test_quota_short_memory),
         cmocka_unit_test(test_stuck_creating_later),
         cmocka_unit_test(test_failed_pod_failure_policy_without_pods),
         cmocka_unit_test(test_failed_worker_backoff_without_pods),
