@@ -106,7 +106,7 @@ static void disruption_cause(const gc_diagnose_input *in, const json_t *pod,
     else
         job_diag_fix(d,
                      "nothing to do: host maintenance ends and the job goes on; gcluster job "
-                     "inspect %s follows the restart",
+                     "inspect %s shows the replacement",
                      name);
     if (condition)
         job_diag_evidence(d, "pod %s: DisruptionTarget=True (%s): %s", pod_name(pod),

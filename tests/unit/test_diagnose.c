@@ -121,7 +121,7 @@ static const case_expectation cases[] = {
      "resources (host maintenance) (container pathways-worker exited 143, SIGTERM); it is "
      "replaced and the job goes on (job restarts so far: 0 of at most 2)",
      "nothing to do: host maintenance ends and the job goes on; gcluster job inspect "
-     "pw-maint follows the restart"},
+     "pw-maint shows the replacement"},
     {"failed_max_restarts", "Failed", "Failed",
      "the head failed 2s ago: container workload-container of pod "
      "pw-fail-pathways-head-0-0-45fhb exited with code 1; no restarts were left (0 of at "
