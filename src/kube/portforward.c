@@ -11,8 +11,8 @@
  *
  * A side that is done sending says so with FIN (an empty DATA frame with the flag), which is the
  * TCP half-close; RST_STREAM aborts a stream. When forwarding fails the kubelet writes the
- * error text, then resets both streams; when it ends normally it sends FIN on the data stream,
- * then on the error stream. The kubelet's SPDY library ignores WINDOW_UPDATE and SETTINGS (it
+ * error text, then resets both streams; when it ends normally it sends FIN on both streams, in
+ * either order. The kubelet's SPDY library ignores WINDOW_UPDATE and SETTINGS (it
  * neither enforces nor sends flow-control windows), so none are sent; it answers PINGs, and
  * once it has said GOAWAY it silently ignores new streams, so none are opened after one.
  */
@@ -249,11 +249,6 @@ static void end_session(kube_pf *pf, const char *why)
         close_conn(pf, pf->conns[0], why);
 }
 
-static int not_open(gc_error *err, uint32_t id)
-{
-    return gc_fail(err, GC_EXIT_RUNTIME, "forwarded connection %u is not open", id);
-}
-
 int kube_pf_open(kube_pf *pf, void *user, uint32_t *conn, gc_error *err)
 {
     if (pf->state != PF_OPEN)
@@ -295,14 +290,19 @@ int kube_pf_open(kube_pf *pf, void *user, uint32_t *conn, gc_error *err)
     return 0;
 }
 
+/* The connection `id`, if the caller may still send on it. */
 static pf_conn *writable(kube_pf *pf, uint32_t id, gc_error *err)
 {
     pf_conn *c = pf->state == PF_OPEN || pf->state == PF_GOING_AWAY ? find_by_id(pf, id) : NULL;
-    if (!c)
-        not_open(err, id);
-    else if (c->local_fin)
+    if (!c) {
+        gc_fail(err, GC_EXIT_RUNTIME, "forwarded connection %u is not open", id);
+        return NULL;
+    }
+    if (c->local_fin) {
         gc_fail(err, GC_EXIT_RUNTIME, "forwarded connection %u was already shut down", id);
-    return c && !c->local_fin ? c : NULL;
+        return NULL;
+    }
+    return c;
 }
 
 int kube_pf_send(kube_pf *pf, uint32_t id, const void *data, size_t len, gc_error *err)
@@ -310,9 +310,11 @@ int kube_pf_send(kube_pf *pf, uint32_t id, const void *data, size_t len, gc_erro
     pf_conn *c = writable(pf, id, err);
     if (!c)
         return GC_EXIT_RUNTIME;
+    if (!len)
+        return 0;
     if (!c->opened)
         gc_buf_append(&c->held, data, len);
-    else if (len)
+    else
         send_data(pf, c->error_stream + 2, data, len, false);
     return 0;
 }

@@ -2,7 +2,8 @@
  * The HTTP/1.1 upgrade that turns a request for a pod's portforward subresource into a tunnel:
  * the request head, the answer head, and the checks that the answer really is the upgrade asked
  * for. The API server answers 101 only when the kubelet accepted the port-forward; anything
- * else (403, 404, a 500 from an unreachable kubelet) is an ordinary answer with a Status body.
+ * else (403, 404, a 500 from an unreachable kubelet) is an ordinary answer, usually with a
+ * Status body.
  */
 #include "kube/tunnel.h"
 

@@ -21,7 +21,7 @@
 #define DEFLATE_WINDOW_BITS 11        /* 2 KiB: holds the dictionary, costs ~10 KiB a session */
 #define DEFLATE_MEM_LEVEL   1
 
-/* The SPDY/3 header compression dictionary (draft-mbelshe-httpbis-spdy-00, section 2.6.10.1),
+/* The SPDY/3 header compression dictionary (the SPDY/3 specification, section 2.6.10.1),
  * a protocol constant both ends must share byte for byte: 65 words, each with its 32-bit length,
  * then a run of common header values. Its Adler-32 (0xe3c6a7c2) is what the zlib stream names. */
 #define W(len, word) "\0\0\0" len word
@@ -309,6 +309,23 @@ static int parse_settings(kube_spdy_codec *c, kube_spdy_frame *f, const uint8_t 
     return 0;
 }
 
+/* Whether a control frame of `type` may carry `n` bytes of payload. */
+static bool length_fits(int type, size_t n)
+{
+    switch (type) {
+    case KUBE_SPDY_SYN_STREAM:
+        return n >= 10;
+    case KUBE_SPDY_PING:
+        return n == 4;
+    case KUBE_SPDY_RST_STREAM:
+    case KUBE_SPDY_GOAWAY:
+    case KUBE_SPDY_WINDOW_UPDATE:
+        return n == 8;
+    default: /* SYN_REPLY, HEADERS, SETTINGS */
+        return n >= 4;
+    }
+}
+
 /* Parses the complete control frame in c->pending. */
 static int parse_control(kube_spdy_codec *c, kube_spdy_frame *f, gc_error *err)
 {
@@ -317,13 +334,7 @@ static int parse_control(kube_spdy_codec *c, kube_spdy_frame *f, gc_error *err)
     size_t n = c->pending.len - 8;
     f->type = h[2] << 8 | h[3];
     f->flags = h[4];
-    size_t min = f->type == KUBE_SPDY_SYN_STREAM ? 10 : 4;
-    size_t exact = f->type == KUBE_SPDY_RST_STREAM || f->type == KUBE_SPDY_GOAWAY ||
-                           f->type == KUBE_SPDY_WINDOW_UPDATE
-                       ? 8
-                   : f->type == KUBE_SPDY_PING ? 4
-                                               : 0;
-    if (n < min || (exact && n != exact))
+    if (!length_fits(f->type, n))
         return broken(err, "a control frame has the wrong length for its type");
     if (f->type != KUBE_SPDY_SETTINGS && f->type != KUBE_SPDY_PING)
         f->stream_id = get32(p) & KUBE_SPDY_MAX_STREAM_ID;

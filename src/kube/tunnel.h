@@ -262,7 +262,8 @@ void kube_pf_free(kube_pf *pf);
  * follows when the pod side accepts. Fails once the session is ending or out of stream ids. */
 int kube_pf_open(kube_pf *pf, void *user, uint32_t *conn, gc_error *err);
 /* Queues bytes for the pod side. Bytes sent before KUBE_PF_OPENED wait for it, because the
- * kubelet drops data on a stream it has not answered yet. */
+ * kubelet drops data on a stream it has not answered yet; a transport bounds them by reading
+ * the local client only once the connection is OPENED. */
 int kube_pf_send(kube_pf *pf, uint32_t conn, const void *data, size_t len, gc_error *err);
 /* Half-closes: the pod side reads EOF after the bytes sent so far. Reports CLOSED at once when
  * the pod side had finished too. */

@@ -320,6 +320,16 @@ static void pattern(uint8_t *buf, size_t len, int conn)
         buf[i] = (uint8_t)(i * 7 + (size_t)conn * 13 + i / 251);
 }
 
+/* Opens a forwarded connection and queues `text` on it. */
+static uint32_t open_and_send(tunnel *t, const char *text)
+{
+    gc_error err = {0};
+    uint32_t id;
+    assert_int_equal(kube_pf_open(t->pf, NULL, &id, &err), 0);
+    assert_int_equal(kube_pf_send(t->pf, id, text, strlen(text), &err), 0);
+    return id;
+}
+
 /* --- tests -------------------------------------------------------------------------------- */
 
 /* Many connections at once, each sending its own bytes and half-closing; the echo answers
@@ -374,10 +384,8 @@ static void bytes_sent_before_the_answer_arrive_in_order(void **state)
     tunnel_open(&t, KUBE_TUNNEL_WEBSOCKET, 29000);
     conns_in_use = 1;
     gc_error err = {0};
-    uint32_t id;
-    assert_int_equal(kube_pf_open(t.pf, NULL, &id, &err), 0);
     /* Sent before the kubelet answered: held, then delivered in order. */
-    assert_int_equal(kube_pf_send(t.pf, id, "first ", 6, &err), 0);
+    uint32_t id = open_and_send(&t, "first ");
     assert_int_equal(kube_pf_send(t.pf, id, "second", 6, &err), 0);
     assert_int_equal(kube_pf_shutdown(t.pf, id, &err), 0);
     run_until(&t, all_closed);
@@ -393,12 +401,8 @@ static void kubelet_error_text_arrives(void **state)
     tunnel t;
     tunnel_open(&t, KUBE_TUNNEL_WEBSOCKET, 1); /* nothing answers port 1 in the pod */
     conns_in_use = 2;
-    gc_error err = {0};
-    for (int i = 0; i < 2; i++) {
-        uint32_t id;
-        assert_int_equal(kube_pf_open(t.pf, NULL, &id, &err), 0);
-        assert_int_equal(kube_pf_send(t.pf, id, "hello?", 6, &err), 0);
-    }
+    for (int i = 0; i < 2; i++)
+        open_and_send(&t, "hello?");
     run_until(&t, all_closed);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(t.received[i].len, 0);
@@ -426,10 +430,7 @@ static void closing_politely_ends_the_connection(void **state)
     tunnel t;
     tunnel_open(&t, KUBE_TUNNEL_WEBSOCKET, 29000);
     conns_in_use = 1;
-    gc_error err = {0};
-    uint32_t id;
-    assert_int_equal(kube_pf_open(t.pf, NULL, &id, &err), 0);
-    assert_int_equal(kube_pf_send(t.pf, id, "x", 1, &err), 0);
+    open_and_send(&t, "x");
     kube_pf_close(t.pf);
     /* GOAWAY and the WebSocket close make the API server end the connection: it answers the
      * close (the session reports it) or just hangs up. */
