@@ -1,7 +1,7 @@
 # A thin layer over CMake/CTest and pytest so the usual commands work:
 #   make         build ./gcluster (installs the Debian packages it needs first)
 #   make test    every test tier, in order: format, unit (also under ASan/UBSan and valgrind),
-#                registry (normal and ASan/UBSan), cluster
+#                peer (normal and ASan/UBSan), cluster
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
 BUILD_DIR      ?= build
@@ -10,8 +10,8 @@ CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?=
 PYTHON         ?= python3
 
-.PHONY: all deps gcluster asan-build test-registries unit-test asan-test valgrind-test \
-        registry-test format format-check testenv cluster-test test demo bench clean
+.PHONY: all deps gcluster asan-build test-peers unit-test asan-test valgrind-test \
+        peer-test format format-check testenv cluster-test test demo bench clean
 
 all: gcluster
 
@@ -42,15 +42,17 @@ unit-test: gcluster
 asan-test: asan-build
 	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L unit
 
-# Real OCI registries on loopback for the image builder's tests (built once with Go, cached).
-test-registries:
+# Real servers the peer tier talks to on loopback, built once with Go and cached: OCI registries
+# for the image builder, and the API server's port-forward tunnel in front of the kubelet's
+# port-forward server for the tunnel client.
+test-peers:
 	tests/image/build-registry >/dev/null
+	tests/kube/build-portforward-peer >/dev/null
 
-# The registry tier (tests/registry/): image builds pushed to those registries, in the normal
-# and the ASan/UBSan build.
-registry-test: gcluster asan-build test-registries
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L registry
-	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L registry
+# The peer tier (tests/peer/), in the normal and the ASan/UBSan build.
+peer-test: gcluster asan-build test-peers
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L peer
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L peer
 
 valgrind-test: gcluster
 	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster
@@ -71,7 +73,7 @@ cluster-test: gcluster testenv
 	@scripts/install-deps --with-python
 	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster
 
-test: format-check unit-test asan-test valgrind-test registry-test cluster-test
+test: format-check unit-test asan-test valgrind-test peer-test cluster-test
 
 demo: gcluster testenv
 	scripts/demo
