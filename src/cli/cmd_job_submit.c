@@ -19,6 +19,13 @@ typedef struct submit_args {
 
 #define R(field) r.field
 
+/* gc_submit_prepare checks these itself, with messages that explain each choice. */
+static const char *const dry_run_names[] = {"server", "client", NULL};
+static const cli_values dry_runs = {.names = dry_run_names, .open = true};
+static const char *const priority_names[] = {"very-low", "low",       "medium",
+                                             "high",     "very-high", NULL};
+static const cli_values priorities = {.names = priority_names, .open = true};
+
 static const cli_option submit_options[] = {
     CLI_GROUP("Workload"),
     CLI_STRING('n', "name", submit_args, R(name), "NAME",
@@ -43,7 +50,7 @@ static const cli_option submit_options[] = {
              "verbose TPU/GPU logging in the workload (and trace API requests, like -v)"),
 
     CLI_GROUP("Compute"),
-    CLI_STRING(0, "compute-type", submit_args, R(compute_type), "TYPE",
+    CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
                "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
                "n2-standard-32, ..."),
     CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
@@ -60,7 +67,7 @@ static const cli_option submit_options[] = {
     CLI_GROUP("Scheduling"),
     CLI_STRING('q', "queue", submit_args, R(queue), "QUEUE",
                "Kueue LocalQueue (default: discovered; offline \"user-queue\")"),
-    CLI_STRING(0, "priority", submit_args, R(priority), "CLASS",
+    CLI_VALUES(0, "priority", submit_args, R(priority), "CLASS", &priorities,
                "PriorityClass: very-low, low, medium, high, very-high or your own"),
     CLI_STRING(0, "placement-policy", submit_args, R(placement_policy), "NAME",
                "GKE compact placement policy of the TPU/GPU nodes"),
@@ -88,7 +95,7 @@ static const cli_option submit_options[] = {
                "wait at most this long for completion (implies --await-job-completion)"),
     CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
                "write the manifest to FILE (or stdout) without contacting any cluster"),
-    CLI_STRING(0, "dry-run", submit_args, R(dry_run), "server|client",
+    CLI_VALUES(0, "dry-run", submit_args, R(dry_run), "server|client", &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
 
     CLI_GROUP("Pathways"),

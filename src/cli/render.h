@@ -42,4 +42,8 @@ json_t *cli_list_json(const gc_job_list_result *list);
 void cli_render_cancel_text(FILE *out, const gc_cancel_result *r);
 json_t *cli_cancel_json(const gc_cancel_result *r);
 
+/* `job wait`: one line per job ("NAME: STATUS - DETAIL"), or an array of one object per job. */
+void cli_render_wait_text(FILE *out, const gc_wait_result *r);
+json_t *cli_wait_json(const gc_wait_result *r);
+
 #endif
