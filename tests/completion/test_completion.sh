@@ -3,8 +3,9 @@
 # loaded into bash, zsh and fish, and each completes the same command lines: commands, flags,
 # flag values (compute types, -o formats, --role) and file names.
 #   tests/completion/test_completion.sh BUILD/gcluster
-# bash is driven through its completion interface (complete -p, COMP_WORDS, COMPREPLY), zsh
-# through its line editor on a pseudo-terminal (zsh_complete.zsh), fish with `complete -C`.
+# bash is driven through its completion interface (complete -p, COMP_WORDS, COMPREPLY;
+# bash_complete.sh), zsh through its line editor on a pseudo-terminal (zsh_complete.zsh), fish
+# with `complete -C`.
 # Offline: no cluster is configured, so no job names come back (the cluster tier tests those).
 set -euo pipefail
 
@@ -20,41 +21,8 @@ gcluster completion bash >"$work/gcluster.bash"
 gcluster completion zsh >"$work/fpath/_gcluster"
 gcluster completion fish >"$work/gcluster.fish"
 
-# What bash's completion function puts in COMPREPLY for a line, one per line. COMP_WORDS is
-# split as readline splits it: at blanks, and at COMP_WORDBREAKS's = and : (which become words
-# of their own).
 bash_complete() {
-    timeout 30 bash --norc --noprofile -c '
-        source "$1"
-        line=$2
-        spec=$(complete -p gcluster)
-        [[ $spec == "complete -F _gcluster gcluster" ]] || { echo "registered as: $spec" >&2; exit 1; }
-        COMP_WORDS=()
-        word=""
-        for ((i = 0; i < ${#line}; i++)); do
-            c=${line:i:1}
-            if [[ $c == " " ]]; then
-                [[ -n $word ]] && COMP_WORDS+=("$word")
-                word=""
-            elif [[ $c == "=" || $c == ":" ]]; then
-                [[ -n $word ]] && COMP_WORDS+=("$word")
-                COMP_WORDS+=("$c")
-                word=""
-            else
-                word+=$c
-            fi
-        done
-        if [[ -n $word ]]; then
-            COMP_WORDS+=("$word")
-        elif [[ $line == *" " ]]; then
-            COMP_WORDS+=("")
-        fi
-        COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-        COMP_LINE=$line
-        COMP_POINT=${#line}
-        _gcluster gcluster "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-        printf "%s\n" "${COMPREPLY[@]}"
-    ' bash "$work/gcluster.bash" "$1" | sed '/^$/d' | sort
+    timeout 30 bash --norc --noprofile "$here/bash_complete.sh" "$work/gcluster.bash" "$1" | sort
 }
 
 zsh_complete() {
