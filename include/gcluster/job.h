@@ -424,8 +424,10 @@ typedef struct gc_wait_result {
     bool timed_out;
 } gc_wait_result;
 
-/* "succeeded", "finished", "running", "admitted"; and "pending", "reached", "failed",
- * "cancelled". */
+/* The states by name, in gc_wait_for's order, NULL-terminated: "succeeded", "finished",
+ * "running", "admitted". */
+extern const char *const gc_wait_states[];
+/* A state's name; and an outcome's: "pending", "reached", "failed", "cancelled". */
 const char *gc_wait_for_name(gc_wait_for state);
 const char *gc_wait_outcome_name(gc_wait_outcome outcome);
 

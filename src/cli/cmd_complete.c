@@ -5,9 +5,9 @@
  * option tables as --help and parsing.
  *
  * Output: one candidate per line, optionally followed by a tab and a description (zsh and fish
- * show it); a line ":files" asks the shell to complete file names as well. Nothing is printed
- * on stderr and the exit status is 0, whatever the words are: completion must never disturb the
- * command line being typed.
+ * show it); a line ":files" asks the shell to complete file names as well. The exit status is 0
+ * whatever the words are, errors are not reported, and the scripts discard stderr: completion
+ * must never disturb the command line being typed.
  */
 #include "cli/cli.h"
 

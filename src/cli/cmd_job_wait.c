@@ -13,8 +13,7 @@ typedef struct wait_args {
     cli_format format;
 } wait_args;
 
-static const char *const states[] = {"succeeded", "finished", "running", "admitted", NULL};
-static const cli_values state_names = {.names = states};
+static const cli_values state_names = {.names = gc_wait_states};
 
 static const cli_option wait_options[] = {
     CLI_VALUES(0, "for", wait_args, r.state, NULL, &state_names,

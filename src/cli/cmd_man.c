@@ -94,26 +94,17 @@ static void write_options(gc_buf *b, const cli_option *options, const char *firs
     }
 }
 
-static void write_command_list(gc_buf *b, const cli_command *group, const char *prefix)
+static void write_command_entry(const cli_command *cmd, const char *path, void *ctx)
 {
-    for (const cli_command *const *c = group->subcommands; *c; c++) {
-        if ((*c)->hidden)
-            continue;
-        char path[128];
-        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", (*c)->name);
-        if ((*c)->subcommands) {
-            write_command_list(b, *c, path);
-            continue;
-        }
-        char page[160];
-        page_name(path, page, sizeof(page));
-        gc_buf_puts(b, ".TP\n");
-        roff_line(b, ".B ", path);
-        roff_text(b, (*c)->summary);
-        gc_buf_puts(b, " (");
-        roff_text(b, page);
-        gc_buf_puts(b, "(1))\n");
-    }
+    gc_buf *b = ctx;
+    char page[160];
+    page_name(path, page, sizeof(page));
+    gc_buf_puts(b, ".TP\n");
+    roff_line(b, ".B ", path);
+    roff_text(b, cmd->summary);
+    gc_buf_puts(b, " (");
+    roff_text(b, page);
+    gc_buf_puts(b, "(1))\n");
 }
 
 static void write_see_also(gc_buf *b, const cli_command *cmd, const char *path)
@@ -173,7 +164,7 @@ static void write_page(gc_buf *b, const cli_command *cmd, const char *path)
     }
     if (cmd->subcommands) {
         gc_buf_puts(b, ".SH COMMANDS\n");
-        write_command_list(b, cmd, path);
+        cli_for_each_command(cmd, path, write_command_entry, b);
     }
     gc_buf_puts(b, ".SH OPTIONS\n");
     write_options(b, cmd->options, NULL);

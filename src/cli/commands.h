@@ -47,6 +47,12 @@ extern const cli_command cmd_man;
  * the root; `used` receives how many words were command names. */
 const cli_command *cli_command_find(const char *const *words, size_t count, size_t *used);
 
+/* Calls `fn` for every command (not group) below `group` that is not hidden, in table order,
+ * with its command words ("job config set"); `prefix` holds the words of `group`. */
+void cli_for_each_command(const cli_command *group, const char *prefix,
+                          void (*fn)(const cli_command *cmd, const char *path, void *ctx),
+                          void *ctx);
+
 /* Writes `gcluster --help` (or a command's) as the terminal shows it. */
 void cli_print_help(FILE *out, const cli_command *cmd, const char *path);
 

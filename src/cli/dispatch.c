@@ -48,22 +48,29 @@ const cli_command cli_root = {
     .subcommands = root_commands,
 };
 
-static void print_command_list(FILE *out, const cli_command *group, const char *prefix)
+void cli_for_each_command(const cli_command *group, const char *prefix,
+                          void (*fn)(const cli_command *cmd, const char *path, void *ctx),
+                          void *ctx)
 {
     for (const cli_command *const *c = group->subcommands; *c; c++) {
         if ((*c)->hidden)
             continue;
         char path[128];
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", (*c)->name);
-        if ((*c)->subcommands) {
-            print_command_list(out, *c, path);
-            continue;
-        }
-        if (strlen(path) > 22)
-            fprintf(out, "  %s\n  %22s  %s\n", path, "", (*c)->summary);
+        if ((*c)->subcommands)
+            cli_for_each_command(*c, path, fn, ctx);
         else
-            fprintf(out, "  %-22s  %s\n", path, (*c)->summary);
+            fn(*c, path, ctx);
     }
+}
+
+static void print_command_line(const cli_command *cmd, const char *path, void *ctx)
+{
+    FILE *out = ctx;
+    if (strlen(path) > 22)
+        fprintf(out, "  %s\n  %22s  %s\n", path, "", cmd->summary);
+    else
+        fprintf(out, "  %-22s  %s\n", path, cmd->summary);
 }
 
 void cli_print_help(FILE *out, const cli_command *cmd, const char *path)
@@ -74,7 +81,7 @@ void cli_print_help(FILE *out, const cli_command *cmd, const char *path)
         fprintf(out, "\n%s\n", cmd->description);
     if (cmd->subcommands) {
         fprintf(out, "\nCommands:\n");
-        print_command_list(out, cmd, path);
+        cli_for_each_command(cmd, path, print_command_line, out);
     }
     if (cmd->options && cmd->options[0].kind != CLI_OPT_END) {
         if (cmd->options[0].kind != CLI_OPT_GROUP)

@@ -23,11 +23,11 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const state_names[] = {"succeeded", "finished", "running", "admitted"};
+const char *const gc_wait_states[] = {"succeeded", "finished", "running", "admitted", NULL};
 
 const char *gc_wait_for_name(gc_wait_for state)
 {
-    return state_names[state];
+    return gc_wait_states[state];
 }
 
 const char *gc_wait_outcome_name(gc_wait_outcome outcome)
@@ -51,11 +51,10 @@ static int parse_request(const gc_wait_request *r, gc_wait_for *state, long *tim
                                r->names[i]);
     }
     if (r->state) {
-        size_t n = sizeof(state_names) / sizeof(*state_names);
         size_t i = 0;
-        while (i < n && strcasecmp(r->state, state_names[i]) != 0)
+        while (gc_wait_states[i] && strcasecmp(r->state, gc_wait_states[i]) != 0)
             i++;
-        if (i == n)
+        if (!gc_wait_states[i])
             return gc_fail(err, GC_EXIT_USAGE,
                            "--for %s: use succeeded, finished, running or admitted", r->state);
         *state = (gc_wait_for)i;

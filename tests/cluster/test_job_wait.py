@@ -10,23 +10,11 @@ import select
 import subprocess
 import time
 
-import pytest
-
 from conftest import wait_for
-from gcluster_cli import CLUSTER, GCLUSTER, Cli, submit_pathways
+from gcluster_cli import CLUSTER, GCLUSTER, submit_pathways
+from test_job_commands import cli  # noqa: F401 - the fixture: its submitted jobs are deleted after
 
 WAIT_LIMIT = 180  # seconds any waiter of these tests is given before the test fails
-
-
-@pytest.fixture
-def cli(testenv, tmp_path):
-    """A client for one test; the JobSets it submitted are deleted afterwards."""
-    cli = Cli(testenv.kubeconfig, tmp_path)
-    yield cli
-    for job in cli.submitted:
-        cli.delete_job(job)
-    wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
-             what="the test's pods to be gone")
 
 
 def submit(cli, job):
