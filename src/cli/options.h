@@ -35,7 +35,9 @@ typedef void (*cli_value_fn)(void *ctx, const char *value);
  */
 typedef struct cli_values {
     const char *const *names; /* NULL-terminated, or NULL */
-    bool open;                /* `names` are the usual values; others are accepted too */
+    /* `names` are the usual values, not the only ones: cli_parse lets others through (to
+     * gc_submit_prepare, say, which explains each choice in its own message). */
+    bool open;
     /* A set computed from other tables (the catalog's compute types), for completion. */
     void (*generate)(cli_value_fn add, void *ctx);
     bool job_names; /* the jobs of the selected cluster (completion asks it) */

@@ -14,8 +14,12 @@
 #include "job_test.h"
 #include "run_cli.h"
 
+#include <poll.h>
+#include <pty.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int setup(void **state)
 {
@@ -330,6 +334,64 @@ static void test_cli_output_and_exit_status(void **state)
     cli_result_free(&res);
 }
 
+/* Everything `gcluster ARGS` writes to a terminal (stdout and stderr), read until it exits. */
+static char *run_on_terminal(const char *const *args)
+{
+    char *argv[16] = {GCLUSTER_CLI};
+    for (size_t i = 0; args[i] && i < 14; i++)
+        argv[i + 1] = (char *)args[i];
+    char *kubeconfig = gc_xasprintf("KUBECONFIG=%s", jt_kubeconfig());
+    char *envp[] = {kubeconfig, "HOME=/nonexistent-home-for-tests", "TERM=xterm", NULL};
+    int terminal;
+    struct winsize size = {.ws_row = 24, .ws_col = 100};
+    pid_t pid = forkpty(&terminal, NULL, NULL, &size);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execve(GCLUSTER_CLI, argv, envp);
+        _exit(127);
+    }
+    free(kubeconfig);
+    gc_buf shown;
+    gc_buf_init(&shown);
+    /* At most a minute; the reads end when the program has exited and the terminal closes. */
+    for (int waited_ms = 0; waited_ms < 60000;) {
+        struct pollfd p = {.fd = terminal, .events = POLLIN};
+        int ready = poll(&p, 1, 500);
+        waited_ms += ready == 0 ? 500 : 0;
+        if (ready == 0)
+            continue;
+        char chunk[4096];
+        ssize_t n = read(terminal, chunk, sizeof(chunk));
+        if (n <= 0)
+            break;
+        gc_buf_append(&shown, chunk, (size_t)n);
+    }
+    close(terminal);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return gc_buf_detach(&shown);
+}
+
+/* On a terminal each job has its own progress line, and the block is redrawn in place. */
+static void test_cli_progress_lines_on_a_terminal(void **state)
+{
+    (void)state;
+    script_watch(json_pack("[o, o]", jobset("a", "Completed"), queued("b")),
+                 json_pack("[[s, o]]", "MODIFIED", jobset("b", "Completed")));
+    jt_list(JT_WORKLOADS, "WorkloadList",
+            json_pack("[o]", jt_workload("b", false, "Pending", "waiting for quota")));
+    char *shown = run_on_terminal((const char *const[]){"job", "wait", "a", "b", NULL});
+    /* Both lines at once, then the cursor back up one line, the lines cleared and redrawn. */
+    const char *block = strstr(shown, "a: Succeeded\r\nb: Queued - Pending: waiting for quota");
+    if (!block)
+        fail_msg("no progress block in:\n%s", shown);
+    assert_non_null(strstr(block, "\r\033[K\033[A\r\033[Ka: Succeeded\r\nb: Succeeded"));
+    /* Then the result on stdout. */
+    assert_non_null(strstr(block, "\r\na: Succeeded\r\nb: Succeeded\r\n"));
+    free(shown);
+}
+
 static void test_cli_bad_flags(void **state)
 {
     (void)state;
@@ -365,6 +427,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_jobset_without_the_label, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_bad_requests_send_nothing, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cli_output_and_exit_status, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cli_progress_lines_on_a_terminal, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cli_bad_flags, jt_open, jt_close),
     };
     return cmocka_run_group_tests(tests, setup, jt_stop);
