@@ -53,7 +53,9 @@ static const cli_option *find_short(const cli_option *table, char name)
 const cli_option *cli_find_option(const cli_option *options, const char *name, size_t len,
                                   char short_name)
 {
-    const cli_option *o = name ? find_long(options, name, len) : find_short(options, short_name);
+    const cli_option *o = !options ? NULL
+                          : name   ? find_long(options, name, len)
+                                   : find_short(options, short_name);
     if (!o)
         o = name ? find_long(cli_global_options, name, len)
                  : find_short(cli_global_options, short_name);

@@ -151,8 +151,9 @@ int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_
  * "VALUE"; "" for options that take no value. */
 const char *cli_option_arg(const cli_option *o, char *buf, size_t size);
 
-/* The option of `options`, else of the global options, named --`name` (its first `len` bytes)
- * or, when name is NULL, -`short_name`; NULL when there is none. */
+/* The option of `options` (may be NULL: a group has none), else of the global options, named
+ * --`name` (its first `len` bytes) or, when name is NULL, -`short_name`; NULL when there is
+ * none. */
 const cli_option *cli_find_option(const cli_option *options, const char *name, size_t len,
                                   char short_name);
 
