@@ -19,12 +19,9 @@ typedef struct submit_args {
 
 #define R(field) r.field
 
-/* gc_submit_prepare checks these itself, with messages that explain each choice. */
+/* gc_submit_prepare checks it itself, with a message that explains each choice. */
 static const char *const dry_run_names[] = {"server", "client", NULL};
 static const cli_values dry_runs = {.names = dry_run_names, .open = true};
-static const char *const priority_names[] = {"very-low", "low",       "medium",
-                                             "high",     "very-high", NULL};
-static const cli_values priorities = {.names = priority_names, .open = true};
 
 static const cli_option submit_options[] = {
     CLI_GROUP("Workload"),
@@ -67,7 +64,7 @@ static const cli_option submit_options[] = {
     CLI_GROUP("Scheduling"),
     CLI_STRING('q', "queue", submit_args, R(queue), "QUEUE",
                "Kueue LocalQueue (default: discovered; offline \"user-queue\")"),
-    CLI_VALUES(0, "priority", submit_args, R(priority), "CLASS", &priorities,
+    CLI_STRING(0, "priority", submit_args, R(priority), "CLASS",
                "PriorityClass: very-low, low, medium, high, very-high or your own"),
     CLI_STRING(0, "placement-policy", submit_args, R(placement_policy), "NAME",
                "GKE compact placement policy of the TPU/GPU nodes"),
@@ -95,7 +92,7 @@ static const cli_option submit_options[] = {
                "wait at most this long for completion (implies --await-job-completion)"),
     CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
                "write the manifest to FILE (or stdout) without contacting any cluster"),
-    CLI_VALUES(0, "dry-run", submit_args, R(dry_run), "server|client", &dry_runs,
+    CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
 
     CLI_GROUP("Pathways"),

@@ -69,13 +69,6 @@ static void write_option(gc_buf *b, const cli_option *o)
     gc_buf_putc(b, '\n');
     roff_text(b, o->help);
     gc_buf_putc(b, '\n');
-    if (o->values && o->values->names && o->values->open) {
-        char names[512];
-        cli_values_join(o->values, NULL, names, sizeof(names));
-        gc_buf_puts(b, "Known values: ");
-        roff_text(b, names);
-        gc_buf_puts(b, ".\n");
-    }
 }
 
 static void write_options(gc_buf *b, const cli_option *options, const char *first_heading)

@@ -108,7 +108,6 @@ static void test_flag_values(void **state)
     assert_completes("head\nworker\n", "job", "logs", "pw", "--role", "");
     assert_completes("server\nclient\n", "job", "submit", "--dry-run", "");
     assert_completes("succeeded\nfinished\nrunning\nadmitted\n", "job", "wait", "--for", "");
-    assert_completes("very-low\nvery-high\n", "job", "submit", "--priority", "very");
     assert_completes("Queued\nAdmitted\nRunning\nRestarting\nSucceeded\nFailed\nSuspended\n"
                      "Terminating\nPending\n",
                      "job", "list", "--status", "");
