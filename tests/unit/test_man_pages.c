@@ -173,27 +173,37 @@ static void every_command_has_a_page_with_every_flag(void **state)
         free(c.paths[i]);
 }
 
+/* The page `name` (gcluster-job-logs.1) contains every one of `texts` and, when `absent` is not
+ * NULL, not that. */
+static void assert_page_has(const char *name, const char *const *texts, const char *absent)
+{
+    char *file = gc_xasprintf(MAN_DIR "/%s", name);
+    gc_buf page;
+    gc_buf_init(&page);
+    assert_int_equal(read_file(file, &page), 0);
+    for (const char *const *t = texts; *t; t++)
+        if (!strstr(page.data, *t))
+            fail_msg("%s lacks %s", name, *t);
+    if (absent && strstr(page.data, absent))
+        fail_msg("%s has %s", name, absent);
+    gc_buf_free(&page);
+    free(file);
+}
+
 /* A page shows a closed set of values where its flag takes one, and the compute-type forms. */
 static void pages_carry_values_and_notes(void **state)
 {
     (void)state;
-    gc_buf page;
-    gc_buf_init(&page);
-    assert_int_equal(read_file(MAN_DIR "/gcluster-job-logs.1", &page), 0);
-    assert_non_null(strstr(page.data, "\\fB\\-\\-role\\fR \\fIhead|worker\\fR"));
-    gc_buf_free(&page);
-    gc_buf_init(&page);
-    assert_int_equal(read_file(MAN_DIR "/gcluster-job-submit.1", &page), 0);
-    assert_non_null(strstr(page.data, ".SH NOTES"));
-    assert_non_null(strstr(page.data, "\\fB\\-\\-dry\\-run\\fR \\fIserver|client\\fR"));
-    assert_non_null(strstr(page.data, "ct6e\\-standard\\-{1t,4t,8t}"));
-    gc_buf_free(&page);
-    gc_buf_init(&page);
-    assert_int_equal(read_file(MAN_DIR "/gcluster.1", &page), 0);
-    assert_non_null(strstr(page.data, ".B job wait\n"));
-    assert_non_null(strstr(page.data, "gcluster\\-job\\-wait(1)"));
-    assert_null(strstr(page.data, "__complete"));
-    gc_buf_free(&page);
+    assert_page_has("gcluster-job-logs.1",
+                    (const char *const[]){"\\fB\\-\\-role\\fR \\fIhead|worker\\fR", NULL}, NULL);
+    assert_page_has("gcluster-job-submit.1",
+                    (const char *const[]){".SH NOTES",
+                                          "\\fB\\-\\-dry\\-run\\fR \\fIserver|client\\fR",
+                                          "ct6e\\-standard\\-{1t,4t,8t}", NULL},
+                    NULL);
+    assert_page_has("gcluster.1",
+                    (const char *const[]){".B job wait\n", "gcluster\\-job\\-wait(1)", NULL},
+                    "__complete");
 }
 
 /* groff reads every page without a warning (-ww: all of them). */
