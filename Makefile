@@ -4,14 +4,18 @@
 #                peer (normal and ASan/UBSan), cluster
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
+#   make install install the binary, man pages and shell completions (PREFIX, DESTDIR)
+#   make package build the Debian package (build/package/gcluster_VERSION_ARCH.deb)
 BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?=
 PYTHON         ?= python3
+PREFIX         ?= /usr/local
 
 .PHONY: all deps gcluster asan-build test-peers unit-test asan-test valgrind-test \
-        peer-test format format-check testenv cluster-test test demo bench clean
+        peer-test format format-check testenv cluster-test test demo bench clean install package \
+        install-test
 
 all: gcluster
 
@@ -73,7 +77,19 @@ cluster-test: gcluster testenv
 	@scripts/install-deps --with-python
 	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster
 
-test: format-check unit-test asan-test valgrind-test peer-test cluster-test
+# DESTDIR (from the command line or the environment) is honoured by cmake --install.
+install: gcluster
+	cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+package: gcluster
+	cmake --build $(BUILD_DIR) --target package
+
+# make install into a staging directory, the .deb's contents and Depends, and the .deb installed
+# on this machine with dpkg (then removed); needs root or sudo.
+install-test: gcluster
+	scripts/test-install $(BUILD_DIR)
+
+test: format-check unit-test asan-test valgrind-test peer-test install-test cluster-test
 
 demo: gcluster testenv
 	scripts/demo
