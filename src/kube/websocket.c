@@ -101,7 +101,8 @@ static bool is_control(int opcode)
 static size_t header_size(const uint8_t *head)
 {
     size_t len7 = head[1] & 0x7f;
-    return 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + (head[1] & 0x80 ? 4 : 0);
+    size_t extended = len7 == 126 ? 2u : len7 == 127 ? 8u : 0u;
+    return 2 + extended + (head[1] & 0x80 ? 4u : 0u);
 }
 
 static int broken(gc_error *err, const char *what)

@@ -151,7 +151,7 @@ static void unwrap_ws(harness *h, const uint8_t *p, size_t len)
             at += 2;
         } else if (n == 127) {
             n = 0;
-            for (int i = 0; i < 8; i++)
+            for (size_t i = 0; i < 8; i++)
                 n = n << 8 | p[at + i];
             at += 8;
         }
@@ -851,7 +851,7 @@ static void mutated_streams_never_crash(void **state)
             size_t at = fuzz_next((unsigned)input.len);
             switch (fuzz_next(4)) {
             case 0: /* flip a byte */
-                input.data[at] = (char)(input.data[at] ^ (1 + fuzz_next(255)));
+                input.data[at] = (char)((unsigned char)input.data[at] ^ (1u + fuzz_next(255)));
                 break;
             case 1: /* drop a byte */
                 memmove(input.data + at, input.data + at + 1, input.len - at - 1);
