@@ -1,18 +1,22 @@
 # A thin layer over CMake/CTest and pytest so the usual commands work:
 #   make         build ./gcluster (installs the Debian packages it needs first)
-#   make test    every test tier: unit (also under ASan/UBSan and valgrind), format, cluster,
-#                then the fault tier (a TCP fault proxy and API server restarts; see
-#                tests/cluster/fault)
+#   make test    every test tier, in order: format, unit (also under ASan/UBSan and valgrind),
+#                peer (normal and ASan/UBSan), cluster, fault (a TCP fault proxy and API server
+#                restarts; see tests/cluster/fault)
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
+#   make install install the binary, man pages and shell completions (PREFIX, DESTDIR)
+#   make package build the Debian package (build/package/gcluster_VERSION_ARCH.deb)
 BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?=
 PYTHON         ?= python3
+PREFIX         ?= /usr/local
 
-.PHONY: all deps gcluster test-registries unit-test asan-test valgrind-test format format-check \
-        testenv cluster-test fault-test test demo bench clean
+.PHONY: all deps gcluster asan-build test-peers unit-test asan-test valgrind-test \
+        peer-test format format-check testenv cluster-test fault-test test demo bench clean \
+        install package install-test
 
 all: gcluster
 
@@ -29,17 +33,31 @@ gcluster: deps $(BUILD_DIR)/build.ninja
 $(ASAN_BUILD_DIR)/build.ninja: | deps
 	cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGCLUSTER_SANITIZE=ON $(CMAKE_FLAGS)
 
-# Real OCI registries on loopback for the image builder's tests (built once, cached).
-test-registries:
-	tests/image/build-registry >/dev/null
-
-unit-test: gcluster test-registries
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit
-
-asan-test: $(ASAN_BUILD_DIR)/build.ninja test-registries
+asan-build: $(ASAN_BUILD_DIR)/build.ninja
 	cmake --build $(ASAN_BUILD_DIR)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -L unit
+
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+# The unit tier (tests/unit/): pure C against loopback servers written in C and Python; it needs
+# no Go, so it runs on a machine that only has the Debian packages. (--no-tests=error: a tier
+# whose label matches no test fails instead of passing empty.)
+unit-test: gcluster
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L unit
+
+asan-test: asan-build
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L unit
+
+# Real servers the peer tier talks to on loopback, built once with Go and cached: OCI registries
+# for the image builder, and the API server's port-forward tunnel in front of the kubelet's
+# port-forward server for the tunnel client.
+test-peers:
+	tests/image/build-registry >/dev/null
+	tests/kube/build-portforward-peer >/dev/null
+
+# The peer tier (tests/peer/), in the normal and the ASan/UBSan build.
+peer-test: gcluster asan-build test-peers
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L peer
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L peer
 
 valgrind-test: gcluster
 	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster
@@ -48,7 +66,9 @@ format: deps
 	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 
 format-check: deps
-	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+	@files=$$(git ls-files '*.c' '*.h'); \
+	clang-format --dry-run --Werror $$files && \
+	echo "format-check: $$(echo $$files | wc -w) C files formatted as .clang-format says"
 
 # The local control plane's binaries (built once, cached under ~/.cache/gcluster-testenv).
 testenv:
@@ -64,7 +84,20 @@ fault-test: gcluster testenv
 	@scripts/install-deps --with-python
 	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster/fault
 
-test: format-check unit-test asan-test valgrind-test cluster-test fault-test
+# DESTDIR (from the command line or the environment) is honoured by cmake --install.
+install: gcluster
+	cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+package: gcluster
+	cmake --build $(BUILD_DIR) --target package
+
+# make install into a staging directory, the .deb's contents and Depends, and the .deb installed
+# on this machine with dpkg (then removed); needs root or sudo.
+install-test: gcluster
+	scripts/test-install $(BUILD_DIR)
+
+test: format-check unit-test asan-test valgrind-test peer-test install-test cluster-test \
+      fault-test
 
 demo: gcluster testenv
 	scripts/demo

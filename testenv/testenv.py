@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""Starts and stops the local GKE-shaped control plane (`testenv/up`, `testenv/down`).
+"""Starts and stops the local GKE-shaped control plane (`testenv/up`, `testenv/down`) and puts
+it on a profile (`testenv/profile`: Kueue configuration and head node pool).
 
 Everything runs as plain processes on 127.0.0.1 with ports picked at start: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake kubelets for the node pools
 of nodepools.yaml), the JobSet controller and the Kueue manager, whose webhooks are served with
 certificates from a CA made at start. All state (pids, logs, certificates, kubeconfig) lives in
 one directory, ${GCLUSTER_TESTENV_DIR:-~/.cache/gcluster-testenv/run}; `down` stops every
-process that refers to it and removes it. See README.md.
+process that refers to it and removes it. JobSet and Kueue are the default releases or the older
+ones of versions.env. See README.md.
 """
 
+import argparse
 import base64
 import fcntl
+import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
 import ssl
+import string
 import subprocess
 import sys
 import time
@@ -380,18 +386,19 @@ def load_all(yaml, path):
 
 
 def crds(yaml, upstream, kueue_webhook, ca_bundle):
-    """JobSet's and Kueue's CRDs from the module cache; the Kueue CRDs that upstream's
-    kustomization gives a conversion webhook (v1beta1 <-> v1beta2) get it, pointed at Kueue."""
+    """JobSet's and Kueue's CRDs from the module cache (upstream: project -> its directory);
+    the Kueue CRDs that upstream's kustomization gives a conversion webhook (v1beta1 <->
+    v1beta2) get it, pointed at Kueue. A Kueue that serves only v1beta1 enables none."""
     objects = []
-    for f in sorted((upstream / "jobset" / "crd").glob("*.yaml")):
+    for f in sorted((upstream["jobset"] / "crd").glob("*.yaml")):
         objects += load_all(yaml, f)
-    kustomization = yaml.safe_load((upstream / "kueue" / "crd-kustomization.yaml").read_text())
+    kustomization = yaml.safe_load((upstream["kueue"] / "crd-kustomization.yaml").read_text())
     converted = set()
     for patch in kustomization.get("patches") or []:
         name = Path(patch.get("path", "")).name
         if name.startswith("webhook_in_") and name.endswith(".yaml"):
             converted.add(f"{name[len('webhook_in_'):-len('.yaml')]}.kueue.x-k8s.io")
-    for f in sorted((upstream / "kueue" / "crd").glob("*.yaml")):
+    for f in sorted((upstream["kueue"] / "crd").glob("*.yaml")):
         for crd in load_all(yaml, f):
             if crd["metadata"]["name"] in converted:
                 crd["spec"]["conversion"] = {
@@ -403,12 +410,23 @@ def crds(yaml, upstream, kueue_webhook, ca_bundle):
     return objects
 
 
+def kueue_api_of(crd):
+    """v1beta2 when Kueue's ClusterQueue CRD serves it (Kueue v0.15 and later), else v1beta1."""
+    served = {v["name"] for v in crd["spec"]["versions"] if v.get("served")}
+    return "v1beta2" if "v1beta2" in served else "v1beta1"
+
+
+def served_kueue_api(yaml, kueue_upstream):
+    """The Kueue API version of a release, from its ClusterQueue CRD."""
+    return kueue_api_of(load_all(yaml, kueue_upstream / "crd" / "kueue.x-k8s.io_clusterqueues.yaml")[0])
+
+
 def webhook_configurations(yaml, upstream, urls, ca_bundle):
     """Both projects name their configurations mutating-/validating-webhook-configuration and
     point them at an in-cluster Service; here they get a project prefix and a loopback URL."""
     objects = []
     for project in ("jobset", "kueue"):
-        for doc in load_all(yaml, upstream / project / "webhook.yaml"):
+        for doc in load_all(yaml, upstream[project] / "webhook.yaml"):
             hooks = []
             for hook in doc.get("webhooks") or []:
                 groups = {g for rule in hook.get("rules") or [] for g in rule.get("apiGroups", [])}
@@ -521,8 +539,202 @@ PROBE_JOBSET = {
         "template": {"spec": {"restartPolicy": "Never",
                               "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
 }
-PROBE_FLAVOR = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                "metadata": {"name": "testenv-webhook-probe"}, "spec": {}}
+PROBE_FLAVOR = {"kind": "ResourceFlavor", "metadata": {"name": "testenv-webhook-probe"}, "spec": {}}
+
+
+# ---------------------------------------------------------------------------------------------
+# Profiles: the Kueue configuration and the head node pool a test runs on (README.md)
+
+PROFILES = HERE / "profiles"
+KUEUE_PROFILES = ("unified", "xpk", "toolkit-split", "none")
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+DEFAULT_PROFILE = {"kueue": "unified", "head_pool": "cpu-np", "accelerator": "tpu-v6e-slice"}
+NO_HEAD_POOL = "none"
+# The pool the CPU nodes are put in when a profile has no head pool: GKE's default node pool,
+# which nothing takes for a Pathways head pool.
+DEFAULT_POOL = "default-pool"
+# How xpk names a TPU type after one slice: chips for v5e and v6e, TensorCores (two per chip)
+# for the others.
+XPK_DEVICE_TYPES = {"tpu-v6e-slice": ("v6e", 1), "tpu-v5-lite-podslice": ("v5litepod", 1),
+                    "tpu-v5p-slice": ("v5p", 2), "tpu-v4-podslice": ("v4", 2),
+                    "tpu7x": ("tpu7x", 2)}
+PROFILE_ANNOTATION = "testenv.gcluster.dev/profile"
+PROBE_LABEL = "testenv.gcluster.dev/scheduler-probe"
+# What a profile replaces, whoever made it (a profile, `gcluster deploy`, a test): every Kueue
+# object a Pathways setup uses and the PriorityClasses (the system ones are left alone).
+REPLACED = ["resourceflavors.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io",
+            "localqueues.kueue.x-k8s.io", "admissionchecks.kueue.x-k8s.io",
+            "provisioningrequestconfigs.kueue.x-k8s.io", "priorityclasses.scheduling.k8s.io"]
+MEMORY_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def gibibytes(quantity):
+    """A node's memory capacity (as nodepools.yaml writes it: a number with a binary suffix)."""
+    for unit, factor in MEMORY_UNITS.items():
+        if quantity.endswith(unit):
+            return int(quantity[:-len(unit)]) * factor // 2**30
+    return int(quantity) // 2**30
+
+
+def profile_variables(nodes, profile):
+    """What the profile files' ${...} stand for, from the nodes of the running cluster."""
+    accelerator = profile["accelerator"]
+    labels = [n["metadata"]["labels"] for n in nodes]
+    tpu = [n for n in nodes if n["metadata"]["labels"].get(ACCELERATOR_LABEL) == accelerator]
+    if not tpu:
+        have = sorted({lab[ACCELERATOR_LABEL] for lab in labels if ACCELERATOR_LABEL in lab})
+        raise Failure(f"no node has {ACCELERATOR_LABEL}={accelerator}; this cluster has "
+                      f"{', '.join(have) or 'no TPU nodes'}")
+    if accelerator not in XPK_DEVICE_TYPES:
+        raise Failure(f"accelerator {accelerator} has no xpk device type here; known: "
+                      f"{', '.join(XPK_DEVICE_TYPES)}")
+    topologies = {n["metadata"]["labels"][TOPOLOGY_LABEL] for n in tpu}
+    if len(topologies) != 1:
+        raise Failure(f"the {accelerator} nodes have several topologies ({sorted(topologies)}); "
+                      "a profile's TPU flavor selects one")
+    pools = {n["metadata"]["labels"][NODEPOOL_LABEL] for n in tpu}
+    chips = sum(int(n["status"]["capacity"]["google.com/tpu"]) for n in tpu)
+    family, cores_per_chip = XPK_DEVICE_TYPES[accelerator]
+    cpu_nodes = [n for n in nodes if ACCELERATOR_LABEL not in n["metadata"]["labels"]]
+    head_pool = profile["head_pool"]
+    return {
+        "head_pool": "cpu-np" if head_pool == NO_HEAD_POOL else head_pool,
+        "accelerator": accelerator,
+        "topology": topologies.pop(),
+        "num_slices": len(pools),
+        "device_type": f"{family}-{chips // len(pools) * cores_per_chip}",
+        "tpu_chips": chips,
+        "tpu_cpu": sum(int(n["status"]["capacity"]["cpu"]) for n in tpu),
+        "tpu_memory": f"{sum(gibibytes(n['status']['capacity']['memory']) for n in tpu)}Gi",
+        "head_cpu": sum(int(n["status"]["capacity"]["cpu"]) for n in cpu_nodes),
+        "head_memory":
+            f"{sum(gibibytes(n['status']['capacity']['memory']) for n in cpu_nodes)}Gi",
+    }
+
+
+def render_profile(yaml, kueue, variables, kueue_api):
+    """The objects of a Kueue profile. A v1beta2 file is sent as v1beta1 to a Kueue that serves
+    only v1beta1: the fields the profiles use (flavors, queues, quotas) are the same in both."""
+    if kueue == "none":
+        return []
+    text = string.Template((PROFILES / f"kueue-{kueue}.yaml").read_text()).substitute(variables)
+    objects = [d for d in yaml.safe_load_all(text) if d]
+    for obj in objects:
+        if obj["apiVersion"] == "kueue.x-k8s.io/v1beta2" and kueue_api == "v1beta1":
+            obj["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+    return objects
+
+
+def identity(obj):
+    meta = obj["metadata"]
+    return obj["kind"], meta.get("namespace", ""), meta["name"]
+
+
+def replace_kueue_objects(kubectl, objects, stamp, launcher=None):
+    """Deletes every Kueue object and PriorityClass that is not the profile's, as applied with
+    this stamp, then creates the profile's and waits until its queues are Active."""
+    existing = [o for o in kubectl.json("get", ",".join(REPLACED), "--all-namespaces")["items"]
+                if not (o["kind"] == "PriorityClass" and o["metadata"]["name"].startswith("system-"))]
+    current = {identity(o) for o in existing
+               if (o["metadata"].get("annotations") or {}).get(PROFILE_ANNOTATION) == stamp}
+    if current == {identity(o) for o in objects} and len(existing) == len(objects):
+        log(f"Kueue profile {stamp.split('/')[0]} is already in effect")
+        return
+    if existing:
+        kubectl.run("delete", "--wait=false", "--ignore-not-found", "-f", "-",
+                    input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+                        {"apiVersion": o["apiVersion"], "kind": o["kind"],
+                         "metadata": {k: v for k, v in o["metadata"].items()
+                                      if k in ("name", "namespace")}} for o in existing]}))
+
+        def all_gone():
+            left = [identity(o) for o in kubectl.json(
+                "get", ",".join(REPLACED), "--all-namespaces")["items"]
+                if identity(o) in {identity(e) for e in existing}]
+            if left:
+                raise RuntimeError(f"still there: {left}; a ClusterQueue or ResourceFlavor stays "
+                                   "while a workload holds quota in it (delete the jobs first)")
+            return True
+
+        wait_for(f"{len(existing)} Kueue objects and PriorityClasses to be deleted", all_gone,
+                 60, launcher, "kueue")
+    if not objects:
+        log("no Kueue configuration")
+        return
+    kubectl.apply(objects, f"Kueue profile {stamp.split('/')[0]}")
+    for kind in ("ClusterQueue", "LocalQueue"):
+        for obj in (o for o in objects if o["kind"] == kind):
+            meta = obj["metadata"]
+            name = f"{kind.lower()}s.{obj['apiVersion'].split('/')[1]}.kueue.x-k8s.io"
+            scope = ["-n", meta["namespace"]] if meta.get("namespace") else []
+
+            def active(name=name, meta=meta, scope=scope):
+                got = kubectl.json("get", name, meta["name"], *scope)
+                return any(c["type"] == "Active" and c["status"] == "True"
+                           for c in got.get("status", {}).get("conditions", []))
+
+            wait_for(f"{kind} {meta['name']} to be Active", active, 60, launcher, "kueue")
+    log(f"Kueue profile {stamp.split('/')[0]} is in effect")
+
+
+def relabel_head_pool(kubectl, nodes, head_pool, launcher=None):
+    """Moves the CPU nodes into the node pool `head_pool` (DEFAULT_POOL for none) by their
+    cloud.google.com/gke-nodepool label, then waits until the scheduler places a pod on each of
+    them by the new label, so the next pod scheduled sees the new pool."""
+    target = DEFAULT_POOL if head_pool == NO_HEAD_POOL else head_pool
+    moved = [n["metadata"]["name"] for n in nodes
+             if ACCELERATOR_LABEL not in n["metadata"]["labels"]
+             and n["metadata"]["labels"].get(NODEPOOL_LABEL) != target]
+    if not moved:
+        return
+    kubectl.run("label", "--overwrite", "nodes", *moved, f"{NODEPOOL_LABEL}={target}")
+    probes = [{"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"testenv-scheduler-probe-{i}", "namespace": "default",
+                            "labels": {PROBE_LABEL: "true"}},
+               "spec": {"nodeSelector": {"kubernetes.io/hostname": node, NODEPOOL_LABEL: target},
+                        "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                        "automountServiceAccountToken": False,
+                        "containers": [{"name": "probe", "image": "testenv/scheduler-probe"}]}}
+              for i, node in enumerate(moved)]
+    kubectl.run("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": probes}))
+    try:
+        def all_bound():
+            pods = kubectl.json("get", "pods", "-n", "default", "-l", PROBE_LABEL)["items"]
+            unbound = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")]
+            if unbound or len(pods) != len(probes):
+                raise RuntimeError(f"not placed yet: {unbound}")
+            return True
+
+        wait_for(f"the scheduler to place a pod on each node of pool {target}", all_bound, 60,
+                 launcher, "kube-scheduler")
+    finally:
+        kubectl.run("delete", "pods", "-n", "default", "-l", PROBE_LABEL, "--wait=true",
+                    "--timeout=60s", check=False)
+    log(f"{len(moved)} CPU node(s) moved to node pool {target}")
+
+
+def apply_profile(kubectl, yaml, profile, launcher=None):
+    """Puts a running environment on a profile (kueue, head_pool, accelerator; README.md) and
+    waits until it is in effect. What is already in effect is left alone."""
+    if profile["kueue"] not in KUEUE_PROFILES:
+        raise Failure(f"unknown Kueue profile {profile['kueue']!r}; choose one of "
+                      f"{', '.join(KUEUE_PROFILES)}")
+    head_pool = profile["head_pool"]
+    if not re.fullmatch(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", head_pool):
+        raise Failure(f"head pool {head_pool!r} is not a node pool name (lower-case letters, "
+                      f"digits and '-', at most 40) nor {NO_HEAD_POOL!r}")
+    nodes = kubectl.json("get", "nodes")["items"]
+    kueue_api = kueue_api_of(kubectl.json("get", "crd", "clusterqueues.kueue.x-k8s.io"))
+    objects = render_profile(yaml, profile["kueue"], profile_variables(nodes, profile), kueue_api)
+    digest = hashlib.sha256(json.dumps(objects, sort_keys=True).encode()).hexdigest()[:12]
+    stamp = f"{profile['kueue']}/{digest}"
+    for obj in objects:
+        obj["metadata"].setdefault("annotations", {})[PROFILE_ANNOTATION] = stamp
+    replace_kueue_objects(kubectl, objects, stamp, launcher)
+    relabel_head_pool(kubectl, nodes, head_pool, launcher)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,20 +742,25 @@ PROBE_FLAVOR = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor"
 
 
 def run_build():
-    """testenv/build, its progress shown on stderr; returns the binary directory."""
+    """testenv/build, its progress shown on stderr. Returns the default binary directory and
+    {(component, version): directory} of the older releases it built."""
     proc = subprocess.Popen([str(HERE / "build")], stdout=subprocess.PIPE, text=True)
     last = ""
+    releases = {}
     for line in proc.stdout:
         line = line.rstrip("\n")
         if line:
             last = line
-        if not line.startswith("TESTENV_BIN="):
+        if line.startswith("TESTENV_RELEASE="):
+            component, version, directory = line.split("=", 1)[1].split(" ", 2)
+            releases[(component, version)] = Path(directory)
+        elif not line.startswith("TESTENV_BIN="):
             print(line, file=sys.stderr, flush=True)
     if proc.wait() != 0:
         raise Failure(f"testenv/build failed (exit {proc.returncode})")
     if not last.startswith("TESTENV_BIN="):
         raise Failure(f"testenv/build did not print TESTENV_BIN=... (last line: {last!r})")
-    return Path(last.split("=", 1)[1])
+    return Path(last.split("=", 1)[1]), releases
 
 
 def read_pins():
@@ -555,13 +772,33 @@ def read_pins():
     return pins
 
 
+# The JobSet and Kueue releases `up` can start: the default pin or the older one (versions.env).
+RELEASE_CHOICES = {
+    "jobset": ("GCLUSTER_TESTENV_JOBSET_VERSION", "JOBSET_VERSION", "OLD_JOBSET_VERSION"),
+    "kueue": ("GCLUSTER_TESTENV_KUEUE_VERSION", "KUEUE_VERSION", "OLD_KUEUE_VERSION"),
+}
+
+
 def settings():
     """The choices that make one running environment differ from another."""
     pools = os.environ.get("GCLUSTER_TESTENV_NODEPOOLS") or str(HERE / "nodepools.yaml")
+    # "minimal" is the name the unified profile had before there were others.
     kueue = os.environ.get("GCLUSTER_TESTENV_KUEUE") or "minimal"
-    if kueue not in ("minimal", "none"):
-        raise Failure(f"GCLUSTER_TESTENV_KUEUE must be 'minimal' or 'none', not {kueue!r}")
+    if kueue != "minimal" and kueue not in KUEUE_PROFILES:
+        raise Failure(f"GCLUSTER_TESTENV_KUEUE must be one of {', '.join(KUEUE_PROFILES)} "
+                      f"(or minimal, the same as unified), not {kueue!r}")
     wanted = {"nodepools": str(Path(pools).resolve()), "kueue": kueue}
+    # An older release is recorded only when chosen, so environments started before the choice
+    # existed still count as healthy.
+    pins = read_pins()
+    for component, (variable, default_key, old_key) in RELEASE_CHOICES.items():
+        version = os.environ.get(variable) or pins[default_key]
+        if version not in (pins[default_key], pins[old_key]):
+            raise Failure(f"{variable} must be {pins[default_key]} (the default) or "
+                          f"{pins[old_key]} (the older release), the {component} versions pinned "
+                          f"in versions.env; not {version!r}")
+        if version != pins[default_key]:
+            wanted[f"{component}_version"] = version
     # Opt-in: GCLUSTER_TESTENV_FAKE_LOG=<file in CRI log format> makes kwok serve that file as
     # every container's log instead of fake-logs/container.log (the benchmarks stream megabytes).
     # The key is absent by default, so environments started without it still count as healthy.
@@ -601,11 +838,25 @@ class ControlPlane:
     PORTS = ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok",
              "jobset_webhook", "jobset_health", "kueue_webhook", "kueue_health"]
 
-    def __init__(self, root, wanted, bin_dir):
+    def __init__(self, root, wanted, build):
+        bin_dir, releases = build
         self.root, self.wanted, self.bin_dir = root, wanted, bin_dir
-        self.upstream = bin_dir.parent / "upstream"
         self.yaml = yaml_module()
         self.pins = read_pins()
+        # Each project's binary and upstream YAML: the default build, or an older release's.
+        self.bin_dirs = {}
+        self.upstream = {p: bin_dir.parent / "upstream" / p for p in ("jobset", "kueue")}
+        self.versions = {"jobset": self.pins["JOBSET_VERSION"], "kueue": self.pins["KUEUE_VERSION"]}
+        for project in ("jobset", "kueue"):
+            version = wanted.get(f"{project}_version")
+            if version:
+                directory = releases.get((project, version))
+                if directory is None:
+                    raise Failure(f"testenv/build did not build {project} {version}")
+                self.bin_dirs[project] = directory / "bin"
+                self.upstream[project] = directory / "upstream" / project
+                self.versions[project] = version
+        self.kueue_api = served_kueue_api(self.yaml, self.upstream["kueue"])
         self.certs, self.config = root / "certs", root / "config"
         self.kubeconfig = root / "kubeconfig"
         self.ports = dict(zip(self.PORTS, free_ports(len(self.PORTS))))
@@ -619,7 +870,7 @@ class ControlPlane:
         self.nodes = node_objects(self.yaml, wanted["nodepools"], self.pins["KUBERNETES_VERSION"])
 
     def bin(self, name):
-        return str(self.bin_dir / name)
+        return str(self.bin_dirs.get(name, self.bin_dir) / name)
 
     def wait(self, what, probe, timeout, component, interval=0.25):
         return wait_for(what, probe, timeout, self.launcher, component, interval)
@@ -649,8 +900,9 @@ class ControlPlane:
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['jobset_health']}"},
             "clientConnection": {"qps": 200, "burst": 400}}))
+        # Kueue's configuration API moved to v1beta2 together with its object API.
         (config / "kueue.yaml").write_text(json.dumps({
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "apiVersion": f"config.kueue.x-k8s.io/{self.kueue_api}", "kind": "Configuration",
             "namespace": "kueue-system",
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
@@ -784,7 +1036,8 @@ class ControlPlane:
         def webhooks_answer():
             # A server-side dry run passes through the JobSet and the Kueue webhooks for
             # JobSets and Kueue's webhooks for its own objects, and stores nothing.
-            for probe, component in ((PROBE_JOBSET, "jobset"), (PROBE_FLAVOR, "kueue")):
+            flavor = {**PROBE_FLAVOR, "apiVersion": f"kueue.x-k8s.io/{self.kueue_api}"}
+            for probe, component in ((PROBE_JOBSET, "jobset"), (flavor, "kueue")):
                 proc = self.kubectl.run("create", "--dry-run=server", "-o", "name", "-f", "-",
                                         input=json.dumps(probe), check=False)
                 if proc.returncode != 0:
@@ -810,20 +1063,17 @@ class ControlPlane:
             "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
             60, "kube-controller-manager")
 
-    def apply_kueue_minimal(self):
-        self.kubectl.apply(load_all(self.yaml, HERE / "kueue-minimal.yaml"), "kueue-minimal.yaml")
-
-        def queue_active():
-            cq = self.kubectl.json("get", "clusterqueues.v1beta2.kueue.x-k8s.io", "cluster-queue")
-            return any(c["type"] == "Active" and c["status"] == "True"
-                       for c in cq.get("status", {}).get("conditions", []))
-
-        self.wait("ClusterQueue cluster-queue to be Active", queue_active, 60, "kueue")
-        log("Kueue ClusterQueue cluster-queue is Active (LocalQueue default/user-queue)")
+    def apply_profile(self):
+        kueue = "unified" if self.wanted["kueue"] == "minimal" else self.wanted["kueue"]
+        apply_profile(self.kubectl, self.yaml, {**DEFAULT_PROFILE, "kueue": kueue},
+                      self.launcher)
 
     def save_state(self, startup_seconds):
+        versions = {**self.pins, "JOBSET_VERSION": self.versions["jobset"],
+                    "KUEUE_VERSION": self.versions["kueue"]}
         state = {"settings": self.wanted, "ports": self.ports, "bin": str(self.bin_dir),
-                 "kubeconfig": str(self.kubeconfig), "versions": self.pins,
+                 "bin_dirs": {k: str(v) for k, v in self.bin_dirs.items()},
+                 "kubeconfig": str(self.kubeconfig), "versions": versions,
                  "pids": {name: proc.pid for name, proc in self.launcher.procs.items()},
                  "argv": self.launcher.argv, "startup_seconds": startup_seconds}
         (self.root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
@@ -844,12 +1094,14 @@ def start(root, wanted):
     plane.start_controllers()
     plane.register_webhooks()
     plane.wait_nodes_ready()
-    if wanted["kueue"] == "minimal":
-        plane.apply_kueue_minimal()
+    if wanted["kueue"] != "none":
+        plane.apply_profile()
     startup = round(time.monotonic() - t_built, 1)
     plane.save_state(startup)
     log(f"ready in {time.monotonic() - t0:.1f}s ({startup}s after the build): "
-        f"{len(plane.nodes)} nodes, API server {plane.api}, context {CONTEXT}, state in {root}")
+        f"{len(plane.nodes)} nodes, JobSet {plane.versions['jobset']}, Kueue "
+        f"{plane.versions['kueue']} ({plane.kueue_api}), API server {plane.api}, context {CONTEXT}, "
+        f"state in {root}")
 
 
 def tail(path, lines=40):
@@ -958,19 +1210,52 @@ def apiserver(action):
     return 0
 
 
+def profile(args):
+    kubeconfig = Path(args.kubeconfig or state_dir() / "kubeconfig")
+    if not kubeconfig.is_file():
+        log(f"error: {kubeconfig} does not exist; start the environment with testenv/up "
+            "(or name its kubeconfig with --kubeconfig)")
+        return 1
+    try:
+        apply_profile(Kubectl(kubeconfig), yaml_module(), {
+            "kueue": args.kueue, "head_pool": args.head_pool, "accelerator": args.accelerator})
+    except Failure as e:
+        log(f"error: {e}")
+        return 1
+    return 0
+
+
 def main(argv):
     # SIGTERM (e.g. a CI time-out) during `up` must still tear down what was started.
     def interrupted(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupted)
-    commands = {"up": up, "down": down}
-    if len(argv) == 3 and argv[1] == "apiserver" and argv[2] in ("stop", "kill", "start"):
-        return apiserver(argv[2])
-    if len(argv) != 2 or argv[1] not in commands:
-        print(f"usage: {argv[0]} up|down|apiserver stop|kill|start", file=sys.stderr)
-        return 2
-    return commands[argv[1]]()
+    parser = argparse.ArgumentParser(prog="testenv.py", description="The local control plane "
+                                     "of the cluster tests (testenv/README.md).")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("up", help="start (or reuse) the environment")
+    commands.add_parser("down", help="stop the environment and remove its state")
+    p = commands.add_parser("profile", help="put the running environment on a profile: Kueue "
+                            "configuration and head node pool")
+    p.add_argument("kueue", choices=KUEUE_PROFILES, help="the Kueue configuration")
+    p.add_argument("--head-pool", default=DEFAULT_PROFILE["head_pool"], metavar="NAME",
+                   help=f"node pool of the CPU nodes (default {DEFAULT_PROFILE['head_pool']}); "
+                        f"{NO_HEAD_POOL}: no head pool (they go to {DEFAULT_POOL})")
+    p.add_argument("--accelerator", default=DEFAULT_PROFILE["accelerator"], metavar="LABEL",
+                   help="the TPU accelerator the Kueue configuration is made for (default "
+                        f"{DEFAULT_PROFILE['accelerator']})")
+    p.add_argument("--kubeconfig", help="the environment's kubeconfig (default: the one in "
+                   "the state directory, as testenv/up prints it)")
+    a = commands.add_parser("apiserver", help="stop (SIGTERM), kill (SIGKILL) or start again "
+                            "the running environment's kube-apiserver, keeping its state")
+    a.add_argument("action", choices=("stop", "kill", "start"))
+    args = parser.parse_args(argv[1:])
+    if args.command == "profile":
+        return profile(args)
+    if args.command == "apiserver":
+        return apiserver(args.action)
+    return {"up": up, "down": down}[args.command]()
 
 
 if __name__ == "__main__":

@@ -1,19 +1,23 @@
 /*
- * deploy: from a Cluster Toolkit blueprint to a Pathways-ready cluster (SPEC §6).
+ * deploy: from a Cluster Toolkit blueprint to a Pathways-ready cluster.
  *
  * Three steps, each usable alone (the tests drive them one by one):
  *   1. gc_blueprint_load: the YAML file, $(vars.NAME) expanded, the modules that matter read
  *      into a gc_blueprint (the cluster, its node pools, the Kueue settings); every other module
  *      is kept by name so it can be listed as not handled.
  *   2. gc_kueue_objects: the Kueue configuration as objects (built in, or the user's template).
- *   3. gc_deploy_run: against a cluster, the node pools it lacks (and the gcloud commands that
- *      create them) and a server-side apply of the objects, or with --plan only what would change.
+ *   3. gc_deploy: against a cluster, the node pools it lacks (and the gcloud commands that
+ *      create them) and a server-side apply of the objects, or with --plan only what would change;
+ *      what it found and did comes back as a gc_deploy_report.
  */
 #ifndef GCLUSTER_DEPLOY_H
 #define GCLUSTER_DEPLOY_H
 
+#include "gcluster/buf.h"
 #include "gcluster/error.h"
-#include "gcluster/job.h"
+#include "gcluster/events.h"
+#include "gcluster/kube.h"
+#include "gcluster/manifest.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -115,10 +119,76 @@ typedef struct gc_deploy_request {
     const char *location;
 } gc_deploy_request;
 
-/* The command against a cluster: node pools first (reported, created with create_node_pools),
- * then the Kueue objects by server-side apply, each reported created, configured or unchanged
- * (with plan: what would happen, and nothing is changed). */
-int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r, const gc_output *o,
-              gc_error *err);
+/* A component deploy needs on the cluster but does not install itself. */
+typedef struct gc_deploy_missing {
+    char *name;            /* "Kueue", "JobSet" */
+    char *install_command; /* the kubectl command that installs it */
+} gc_deploy_missing;
+
+/* One node pool the cluster needs. */
+typedef struct gc_deploy_pool {
+    char *name;
+    char *machine_type;
+    char *size;           /* "tpu-v6e-slice 4x4, 4 hosts", "3 nodes", "autoscaling 0-100" */
+    long nodes;           /* the nodes the cluster has in it; -1 when the pool is missing */
+    char *create_command; /* missing: the gcloud command that creates it, as one shell line */
+    bool created;         /* missing, and that command ran and succeeded (--create-node-pools) */
+    char *output;         /* what the command printed when it ran (stderr, then stdout) */
+} gc_deploy_pool;
+
+typedef enum gc_apply_outcome {
+    GC_APPLY_CREATED,
+    GC_APPLY_CONFIGURED,
+    GC_APPLY_UNCHANGED,
+} gc_apply_outcome;
+
+/* One object of the Kueue configuration, applied (with plan: dry-run applied). */
+typedef struct gc_deploy_object {
+    char *api_version;
+    char *kind;
+    char *name;
+    char *ns;    /* NULL for cluster-scoped kinds */
+    char *label; /* kubectl's name for it: "clusterqueue.kueue.x-k8s.io/cluster-queue" */
+    gc_apply_outcome outcome; /* with plan: what applying it would do */
+    /* A ClusterQueue really applied: whether Kueue made it Active within a few seconds, and
+     * the reason and message of its Active condition. */
+    bool queue_checked;
+    bool queue_active;
+    char *queue_reason;
+    char *queue_message;
+} gc_deploy_object;
+
+/* What deploy found and did, as far as it got. Strings are owned by the report. */
+typedef struct gc_deploy_report {
+    bool started;    /* the blueprint summary below is filled */
+    char *blueprint; /* blueprint_name */
+    char *cluster;   /* where the gcloud commands point */
+    char *project;
+    char *location;
+    bool pathways;
+    char *head_pool;          /* with pathways */
+    gc_module_ref *unhandled; /* the blueprint's modules deploy does not act on */
+    size_t unhandled_count;
+    gc_deploy_missing *missing; /* Kueue or JobSet, when the blueprint installs them */
+    size_t missing_count;
+    bool pools_listed; /* the cluster's node pools were read: `pools` is complete */
+    gc_deploy_pool *pools;
+    size_t pool_count;
+    bool plan;                 /* --plan: nothing was changed */
+    bool create_node_pools;    /* the missing pools' commands were run */
+    char *kueue_api;           /* "kueue.x-k8s.io/v1beta2" once applying began, else NULL */
+    gc_deploy_object *objects; /* in apply order, as far as applying got */
+    size_t object_count;
+    gc_strings warnings; /* also reported on the events as they came */
+} gc_deploy_report;
+
+/* The command against a cluster: the prerequisites, the node pools, the Kueue objects by
+ * server-side apply (with plan: what would happen, and nothing is changed), then the missing
+ * pools (created with create_node_pools). `report` says what was found and done, also after a
+ * failure; free it with gc_deploy_report_free in every case. Warnings and notices (the gcloud
+ * commands as they run) go to `ev`. */
+int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
+              const gc_events *ev, gc_deploy_report *report, gc_error *err);
+void gc_deploy_report_free(gc_deploy_report *report);
 
 #endif

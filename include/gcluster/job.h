@@ -1,9 +1,12 @@
 /*
  * job: the workload commands, joining the catalog, the manifest builders and the kube client.
  *
- * A submit starts from a gc_submit_request (what the user typed, as strings), which
- * gc_submit_prepare() validates completely (SPEC §3: every check that needs no cluster) and
- * resolves into a gc_workload. Nothing is sent to a cluster before that succeeds.
+ * A submit is a pipeline of types. The flags fill a gc_submit_request (what the user typed);
+ * gc_submit_prepare() validates it completely without a cluster and resolves it, every value
+ * parsed once, into a gc_submit_plan (the workload, what to do with it, how long to wait).
+ * Nothing is sent to a cluster before that succeeds. gc_submit_live() then refines the plan
+ * once by the cluster's facts (its LocalQueues, node pools and TPU nodes), creates the JobSet
+ * and returns a gc_submit_result; gc_submit_await() follows the job to its end.
  */
 #ifndef GCLUSTER_JOB_H
 #define GCLUSTER_JOB_H
@@ -22,7 +25,7 @@
 
 #define GC_REQUEST_LIST_MAX 64
 
-/* `job submit` flags, as typed (SPEC §3; Google's gcluster names and short forms). */
+/* `job submit` flags, as typed (Google's gcluster names and short forms). */
 typedef struct gc_submit_request {
     const char *name;
     const char *image;
@@ -82,15 +85,54 @@ typedef struct gc_submit_request {
 /* Google's defaults for the numeric and duration flags. */
 void gc_submit_request_defaults(gc_submit_request *r);
 
-/* The image build --base-image/--build-context ask for (platform defaulted to linux/amd64); the
- * caller frees build->repository. Only valid after gc_submit_prepare succeeded. */
-int gc_submit_image_build(const gc_submit_request *r, gc_image_build *build, gc_error *err);
+/* What a submit does with its workload. */
+typedef enum gc_submit_mode {
+    GC_SUBMIT_CREATE,         /* create the JobSet */
+    GC_SUBMIT_SERVER_DRY_RUN, /* --dry-run=server: the cluster validates it, nothing is stored */
+    GC_SUBMIT_OFFLINE,        /* --dry-run-out, --dry-run=client: the manifest, no cluster */
+} gc_submit_mode;
 
-/* Validates the request and resolves it into `w` (which the caller frees with
- * gc_workload_free). `cluster` describes the cluster's TPU nodes, or is NULL offline.
- * Returns GC_EXIT_USAGE with one clear message on bad input. */
-int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *cluster, gc_workload *w,
-                      gc_error *err);
+/* The compute flags, kept for the one thing only the cluster can finish: resolving the compute
+ * type against the TPU nodes it really has. */
+typedef struct gc_submit_compute {
+    const char *type;     /* --compute-type */
+    const char *topology; /* --topology, or NULL */
+    long num_nodes;
+    bool num_nodes_set;
+    bool numa_affinity; /* --cpu-affinity numa */
+    bool disable_parallel_containers;
+    /* The slice shape is for the cluster's nodes to tell (bare tpu7x, a machine type without
+     * --topology): workload.compute is unset until gc_submit_refine. */
+    bool pending;
+} gc_submit_compute;
+
+/* A request validated and resolved. Nothing after gc_submit_prepare reads the request; the plan
+ * borrows its strings, which must outlive it. */
+typedef struct gc_submit_plan {
+    gc_workload workload; /* the JobSet to create */
+    gc_submit_mode mode;
+    const char *output_path; /* offline: the file to write, "-" for stdout */
+    bool await_completion;   /* follow the job to its end (--await-job-completion, --timeout) */
+    long timeout_seconds;    /* of that wait; 0: none */
+    /* --base-image with --build-context: workload.image is the reference this build produces
+     * (named by content), built and pushed before the JobSet is created. */
+    bool build_image;
+    gc_image_build image_build; /* its repository is owned by the plan */
+    gc_submit_compute compute;
+} gc_submit_plan;
+
+/* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after
+ * a failure). Returns GC_EXIT_USAGE with one clear message on bad input. Offline, a compute type
+ * whose slice shape only the cluster's nodes can tell is an error; otherwise it is left pending
+ * for gc_submit_refine. */
+int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *plan, gc_error *err);
+void gc_submit_plan_free(gc_submit_plan *plan);
+
+/* Resolves the compute type once more, against the cluster's TPU and GPU nodes, when the offline
+ * answer was pending or assumed a TPU host type; when that changes the answer, everything that
+ * follows from it (hosts per slice, the Pathways instance type, the checks that depend on it) is
+ * derived again. Otherwise the plan stays as it is. */
+int gc_submit_refine(gc_submit_plan *plan, const gc_cluster_shapes *cluster, gc_error *err);
 
 /* Parses "90s", "5m", "1h", "1h30m", "2h0m5s" or plain seconds ("3600"). */
 int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_error *err);
@@ -101,27 +143,9 @@ bool gc_is_dns1035_label(const char *s);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
  * discovered, then the JobSet. Byte-for-byte stable for a given request. */
-int gc_submit_render_offline(const gc_submit_request *r, const gc_workload *w, gc_buf *out,
-                             gc_error *err);
-
-/* Where command output goes: `out` for results, `log` for warnings and progress (stderr). */
-typedef struct gc_output {
-    FILE *out;
-    FILE *log;
-    bool tty;                /* `log` is a terminal: progress may redraw one line */
-    const gc_events *events; /* notices, warnings and traces of the clients a command uses */
-} gc_output;
+int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *err);
 
 typedef struct gc_kube gc_kube;
-
-/* Every check of a request that needs no cluster; a compute type whose topology only the
- * cluster's nodes can tell (bare tpu7x, a machine type) passes. Call it before connecting. */
-int gc_submit_check(const gc_submit_request *r, gc_error *err);
-
-/* `job submit` against a cluster: the pre-flight checks of SPEC §3, creation (or a server-side
- * dry run), and with --await-job-completion a watch until the job finishes (GC_EXIT_JOB_FAILED
- * if it fails). */
-int gc_submit_live(gc_kube *kube, const gc_submit_request *r, const gc_output *o, gc_error *err);
 
 /* One job's state, derived from its JobSet, its Kueue Workload and its pods. */
 typedef enum gc_job_phase {
@@ -225,6 +249,11 @@ int gc_job_list_check(const gc_list_request *r, gc_error *err);
 /* Lists the JobSets of the client's namespace (or every namespace) as rows. */
 int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out, gc_error *err);
 void gc_job_list_result_free(gc_job_list_result *result);
+
+/* Calls `on_name` with the name of every job (JobSet) in the client's namespace that starts with
+ * `prefix`, for shell completion: one list of object metadata only. */
+int gc_job_names(gc_kube *kube, const char *prefix, void (*on_name)(void *ctx, const char *name),
+                 void *ctx, gc_error *err);
 
 /* `job inspect`: everything about one job. */
 
@@ -382,6 +411,103 @@ int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err);
 int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
                   gc_cancel_result *out, gc_error *err);
 void gc_cancel_result_free(gc_cancel_result *result);
+
+/* A command the user may run next, with a short note on what it is for (or NULL). */
+typedef struct gc_next_step {
+    char *command;
+    char *note;
+} gc_next_step;
+
+/* What a live submit did. Strings are owned by the result. */
+typedef struct gc_submit_result {
+    char *name;
+    char *ns;
+    char *queue;   /* the LocalQueue it was queued on */
+    char *compute; /* the compute type's canonical name: "v6e-16" */
+    int num_slices;
+    gc_pathways_mode pathways;
+    char *head_pool;     /* Pathways: the node pool of the head pod; else NULL */
+    char *image;         /* the user's image (built and pushed with --base-image); NULL headless */
+    bool dry_run;        /* --dry-run=server: the cluster accepted it and stored nothing */
+    gc_strings warnings; /* what the checks found, also reported on the events as they came */
+    gc_next_step *next;  /* what to run next (none after a dry run) */
+    size_t next_count;
+    bool awaited;        /* gc_submit_await ran: `final` says how the job ended */
+    gc_job_status final; /* the last state seen (all zero when the job was never seen) */
+} gc_submit_result;
+
+/* `job submit` against a cluster, for a plan that is not offline. One round trip gathers the
+ * cluster's facts (LocalQueues, ClusterQueues, node labels and the PriorityClass); the plan is
+ * refined by them and checked: errors (GC_EXIT_USAGE, nothing created) for what could never run
+ * (no such queue or PriorityClass, no head pool), warnings on `ev` for what may wait or needs a
+ * fix (capacity, quota). With --base-image the image is pushed; then the JobSet is POSTed once
+ * with fieldValidation=Strict (and dryRun=All for a server dry run). `result` holds what was
+ * done; free it with gc_submit_result_free in every case. */
+int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
+                   gc_submit_result *result, gc_error *err);
+
+/* After gc_submit_live created the job, when plan->await_completion: watches it (progress on
+ * `ev`) until it finishes (0), fails (GC_EXIT_JOB_FAILED) or plan->timeout_seconds pass
+ * (GC_EXIT_RUNTIME); result->final says how it ended. */
+int gc_submit_await(gc_kube *kube, const gc_submit_plan *plan, const gc_events *ev,
+                    gc_submit_result *result, gc_error *err);
+
+void gc_submit_result_free(gc_submit_result *result);
+
+/* `job wait`: several jobs followed at once until each reaches a state. */
+typedef enum gc_wait_for {
+    GC_WAIT_FOR_SUCCEEDED, /* every job succeeded; ends at the first one that cannot */
+    GC_WAIT_FOR_FINISHED,  /* every job ended, successfully or not */
+    GC_WAIT_FOR_RUNNING,   /* every pod of every job running (a job that succeeded has run) */
+    GC_WAIT_FOR_ADMITTED,  /* every job admitted by Kueue (or never queued through it) */
+} gc_wait_for;
+
+typedef struct gc_wait_request {
+    const char *const *names;
+    size_t count;
+    const char *state;   /* "succeeded" (NULL), "finished", "running" or "admitted" */
+    const char *timeout; /* a duration, or NULL for no limit */
+} gc_wait_request;
+
+typedef enum gc_wait_outcome {
+    GC_WAIT_PENDING,   /* not there (yet): the time ran out, or another job ended the wait */
+    GC_WAIT_REACHED,   /* in the state asked for */
+    GC_WAIT_FAILED,    /* the job failed (with --for finished: it ended, but failed) */
+    GC_WAIT_CANCELLED, /* deleted while waited on */
+} gc_wait_outcome;
+
+typedef struct gc_wait_job {
+    char *name;
+    gc_wait_outcome outcome;
+    gc_job_status status; /* the last one seen */
+} gc_wait_job;
+
+typedef struct gc_wait_result {
+    char *ns;
+    gc_wait_for state;
+    gc_wait_job *jobs; /* in the order of the request */
+    size_t count;
+    bool timed_out;
+} gc_wait_result;
+
+/* The states by name, in gc_wait_for's order, NULL-terminated: "succeeded", "finished",
+ * "running", "admitted". */
+extern const char *const gc_wait_states[];
+/* A state's name; and an outcome's: "pending", "reached", "failed", "cancelled". */
+const char *gc_wait_for_name(gc_wait_for state);
+const char *gc_wait_outcome_name(gc_wait_outcome outcome);
+
+/* Every check of the request (names, state, duration): GC_EXIT_USAGE before anything is sent. */
+int gc_job_wait_check(const gc_wait_request *r, gc_error *err);
+/* Watches the jobs' JobSets (one watch for all of them) until every job is in the state, and
+ * reports each job's status as one progress line per job (lines separated by '\n'). Returns 0
+ * when all got there; GC_EXIT_JOB_FAILED when a job failed or was cancelled, since it can then
+ * never get there (the message names it and says why); GC_EXIT_RUNTIME when the time ran out
+ * (err->reason "Timeout"), a job does not exist, or the API failed. `out` holds every job's
+ * outcome whatever is returned, except for GC_EXIT_USAGE (then it is empty). */
+int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc_wait_result *out,
+                gc_error *err);
+void gc_wait_result_free(gc_wait_result *result);
 
 /* "45s", "12m", "3h", "5d" since an RFC 3339 time stamp ("?" if unparsable). */
 void gc_format_age(const char *timestamp, char *out, size_t size);

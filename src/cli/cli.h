@@ -1,6 +1,5 @@
 /*
- * What the command files share: stored defaults, opening the cluster, output helpers and the
- * submit paths.
+ * What the command files share: stored defaults, opening the cluster and output helpers.
  */
 #ifndef GCLUSTER_CLI_CLI_H
 #define GCLUSTER_CLI_CLI_H
@@ -34,15 +33,6 @@ int cli_job_name(const char *flag_value, const cli_parsed *parsed, const char *c
 /* Where the library's warnings, notices, traces and progress go: stderr, progress redrawn on
  * one line when stderr is a terminal and left out when it is not. */
 const gc_events *cli_events(void);
-
-/* stdout for results, stderr for progress (redrawn when it is a terminal). */
-gc_output cli_output(void);
-
-/* `job submit` without a cluster: validate, then write the manifest to `path` ("-": stdout). */
-int cli_submit_offline(const gc_submit_request *r, const char *path, gc_error *err);
-
-/* `job submit` against the cluster. */
-int cli_submit_live(const cli_globals *g, const gc_submit_request *r, gc_error *err);
 
 /* Writes `data` to `path` atomically (a temporary file renamed into place); "-" is stdout. */
 int cli_write_output(const char *path, const char *data, size_t len, gc_error *err);

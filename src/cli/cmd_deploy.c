@@ -1,8 +1,9 @@
 /*
  * gcluster deploy BLUEPRINT: read the blueprint, then either write its Kubernetes objects
- * (--dry-run-out) or bring the cluster it names up to it (deploy/).
+ * (--dry-run-out) or bring the cluster it names up to it (deploy/) and write the report.
  */
 #include "cli/cli.h"
+#include "cli/render.h"
 #include "gcluster/deploy.h"
 #include "gcluster/emit.h"
 
@@ -18,6 +19,7 @@ typedef struct deploy_args {
     cli_list vars;
     const char *head_pool;
     const char *dry_run_out;
+    const char *output;
     bool plan;
     bool create_node_pools;
 } deploy_args;
@@ -34,6 +36,8 @@ static const cli_option deploy_options[] = {
              "run the gcloud commands that create the missing node pools"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
                "write the Kueue objects as YAML and stop (no cluster needed)"),
+    CLI_STRING('o', "output", deploy_args, output, "text|json|yaml",
+               "the report as JSON or YAML (with --dry-run-out: the objects' format)"),
     CLI_END,
 };
 
@@ -77,34 +81,71 @@ static size_t split_vars(const cli_list *list, char **storage, const char **out)
     return n;
 }
 
+/* The objects without a cluster: YAML documents, or with -o json one JSON List. */
 static int write_objects(const gc_blueprint *bp, const char *head_pool, const char *path,
-                         gc_error *err)
+                         cli_format format, gc_error *err)
 {
     json_t *objects;
-    gc_buf warnings, yaml;
+    gc_buf warnings, text;
     gc_buf_init(&warnings);
-    gc_buf_init(&yaml);
+    gc_buf_init(&text);
     int rc = gc_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
-    if (warnings.len)
-        fprintf(stderr, "gcluster: warning: %s", warnings.data);
-    if (!rc) {
+    for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save))
+        gc_warn(cli_events(), "%s", line);
+    if (!rc && format == CLI_FORMAT_JSON) {
+        json_t *list =
+            json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", objects);
+        gc_emit_json(list, true, &text);
+        json_decref(list);
+    } else if (!rc) {
         size_t count = json_array_size(objects);
         const json_t **docs = gc_xcalloc(count ? count : 1, sizeof(*docs));
         for (size_t i = 0; i < count; i++)
             docs[i] = json_array_get(objects, i);
-        rc = gc_emit_yaml_documents(docs, count, &yaml, err);
+        rc = gc_emit_yaml_documents(docs, count, &text, err);
         free(docs);
-        json_decref(objects);
     }
+    json_decref(objects);
     if (!rc)
-        rc = cli_write_output(path, yaml.data, yaml.len, err);
+        rc = cli_write_output(path, text.data, text.len, err);
     gc_buf_free(&warnings);
-    gc_buf_free(&yaml);
+    gc_buf_free(&text);
+    return rc;
+}
+
+typedef struct live_deploy {
+    const deploy_args *a;
+    const gc_blueprint *bp;
+    cli_format format;
+} live_deploy;
+
+/* The report is written also after a failure: what was found and done until then is true. */
+static int deploy_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    const live_deploy *d = ctx;
+    gc_deploy_request r = {.head_pool = d->a->head_pool,
+                           .plan = d->a->plan,
+                           .create_node_pools = d->a->create_node_pools,
+                           .project = d->a->g.project,
+                           .cluster = d->a->g.cluster,
+                           .location = d->a->g.location};
+    gc_deploy_report report;
+    int rc = gc_deploy(kube, d->bp, &r, cli_events(), &report, err);
+    if (d->format == CLI_FORMAT_TEXT) {
+        cli_render_deploy_text(stdout, stderr, &report);
+    } else if (report.started) {
+        gc_error print_err = {0};
+        if (cli_print_document(cli_deploy_json(&report), d->format, &print_err) && !rc)
+            rc = gc_fail(err, print_err.code, "%s", print_err.message);
+    }
+    gc_deploy_report_free(&report);
     return rc;
 }
 
 /* Without --cluster or --context, the cluster is the one the blueprint deploys. */
-static int open_target(deploy_args *a, const gc_blueprint *bp, gc_kube **kube, gc_error *err)
+static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_format format,
+                             gc_error *err)
 {
     cli_globals g = a->g;
     if (!g.cluster && !g.context) {
@@ -112,7 +153,7 @@ static int open_target(deploy_args *a, const gc_blueprint *bp, gc_kube **kube, g
         g.location = g.location ? g.location : bp->region;
         g.project = g.project ? g.project : bp->project;
     }
-    return cli_open_kube(&g, kube, err);
+    return cli_with_kube(&g, deploy_with, &(live_deploy){.a = a, .bp = bp, .format = format}, err);
 }
 
 static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
@@ -131,34 +172,23 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
     if (a->plan && a->create_node_pools)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--plan changes nothing, so it cannot be combined with --create-node-pools");
+    cli_format format;
+    int rc = cli_format_parse(a->output, false, &format, err);
+    if (rc)
+        return rc;
     char *storage[CLI_LIST_MAX] = {NULL};
     const char *vars[MAX_VARS];
     size_t var_count = split_vars(&a->vars, storage, vars);
     gc_blueprint bp;
-    int rc = gc_blueprint_load(parsed->positional[0], vars, var_count, &bp, err);
+    rc = gc_blueprint_load(parsed->positional[0], vars, var_count, &bp, err);
     for (size_t i = 0; i < a->vars.count; i++)
         free(storage[i]);
     if (rc)
         return rc;
-    if (a->dry_run_out) {
-        rc = write_objects(&bp, a->head_pool, a->dry_run_out, err);
-    } else {
-        gc_kube *kube;
-        rc = open_target(a, &bp, &kube, err);
-        if (!rc) {
-            gc_deploy_request r = {.head_pool = a->head_pool,
-                                   .plan = a->plan,
-                                   .create_node_pools = a->create_node_pools,
-                                   .project = a->g.project,
-                                   .cluster = a->g.cluster,
-                                   .location = a->g.location};
-            gc_output o = cli_output();
-            rc = gc_deploy(kube, &bp, &r, &o, err);
-            if (a->g.verbose)
-                fprintf(stderr, "gcluster: %u API requests\n", gc_kube_request_count(kube));
-            gc_kube_close(kube);
-        }
-    }
+    if (a->dry_run_out)
+        rc = write_objects(&bp, a->head_pool, a->dry_run_out, format, err);
+    else
+        rc = deploy_to_cluster(a, &bp, format, err);
     gc_blueprint_free(&bp);
     return rc;
 }
@@ -179,6 +209,7 @@ const cli_command cmd_deploy = {
         "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"
         "--context says otherwise. Running it again changes nothing.",
     .options = deploy_options,
+    .operands = &cli_paths,
     .args_size = sizeof(deploy_args),
     .run = deploy_run,
 };

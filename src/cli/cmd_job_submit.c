@@ -1,9 +1,12 @@
 /*
  * gcluster job submit: flags (Google's gcluster names and short forms, plus --queue, --topology,
- * --priority, --dry-run-out and --dry-run=server), then job/ does the work.
+ * --priority, --dry-run-out, --dry-run=server and --output), then job/ plans the submit and, unless
+ * it is offline, carries it out against the cluster; this file writes what came of it.
  */
 #include "cli/cli.h"
+#include "cli/render.h"
 
+#include "gcluster/emit.h"
 #include "gcluster/job.h"
 
 #include <stdio.h>
@@ -15,9 +18,14 @@ typedef struct submit_args {
     cli_list mounts;
     cli_list node_constraints;
     cli_list exit_codes;
+    const char *output;
 } submit_args;
 
 #define R(field) r.field
+
+/* gc_submit_prepare checks it itself, with a message that explains each choice. */
+static const char *const dry_run_names[] = {"server", "client", NULL};
+static const cli_values dry_runs = {.names = dry_run_names, .open = true};
 
 static const cli_option submit_options[] = {
     CLI_GROUP("Workload"),
@@ -43,7 +51,7 @@ static const cli_option submit_options[] = {
              "verbose TPU/GPU logging in the workload (and trace API requests, like -v)"),
 
     CLI_GROUP("Compute"),
-    CLI_STRING(0, "compute-type", submit_args, R(compute_type), "TYPE",
+    CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
                "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
                "n2-standard-32, ..."),
     CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
@@ -88,8 +96,10 @@ static const cli_option submit_options[] = {
                "wait at most this long for completion (implies --await-job-completion)"),
     CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
                "write the manifest to FILE (or stdout) without contacting any cluster"),
-    CLI_STRING(0, "dry-run", submit_args, R(dry_run), "server|client",
+    CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
+    CLI_STRING(0, "output", submit_args, output, "text|json|yaml",
+               "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),
 
     CLI_GROUP("Pathways"),
     CLI_BOOL(0, "pathways", submit_args, R(pathways),
@@ -135,6 +145,72 @@ static void copy_list(const cli_list *from, const char **to, size_t *count)
     *count = from->count;
 }
 
+/* --output; -o stays --dry-run-out, as in Google's gcluster. */
+static int parse_output(const char *text, cli_format *format, gc_error *err)
+{
+    if (cli_format_parse(text, false, format, err) == 0)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "--output %s: use text, json or yaml (-o is --dry-run-out, as in Google's "
+                   "gcluster)",
+                   text);
+}
+
+/* The manifest without a cluster: YAML headed by what was defaulted, or the JobSet as JSON. */
+static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_error *err)
+{
+    gc_buf text;
+    gc_buf_init(&text);
+    int rc = 0;
+    if (format == CLI_FORMAT_JSON) {
+        json_t *jobset = gc_workload_jobset(&plan->workload);
+        gc_emit_json(jobset, true, &text);
+        json_decref(jobset);
+    } else {
+        rc = gc_submit_render_offline(plan, &text, err);
+    }
+    if (!rc)
+        rc = cli_write_output(plan->output_path, text.data, text.len, err);
+    const gc_workload *w = &plan->workload;
+    if (!rc && strcmp(plan->output_path, "-") != 0)
+        fprintf(stderr, "Wrote the %sJobSet \"%s\" to %s.\n",
+                w->pathways ? (w->headless ? "headless Pathways " : "Pathways ") : "", w->name,
+                plan->output_path);
+    gc_buf_free(&text);
+    return rc;
+}
+
+typedef struct live_submit {
+    gc_submit_plan *plan;
+    cli_format format;
+} live_submit;
+
+/* Text is written as soon as each part is known (the job is created long before an awaited one
+ * ends); JSON and YAML are one document at the end. */
+static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    live_submit *s = ctx;
+    const gc_events *ev = cli_events();
+    gc_submit_result result;
+    int rc = gc_submit_live(kube, s->plan, ev, &result, err);
+    bool created = rc == 0;
+    if (created && s->format == CLI_FORMAT_TEXT) {
+        cli_render_submit_text(stdout, &result);
+        fflush(stdout);
+    }
+    if (created && s->plan->await_completion)
+        rc = gc_submit_await(kube, s->plan, ev, &result, err);
+    if (created && s->format == CLI_FORMAT_TEXT) {
+        cli_render_submit_final_text(stdout, &result);
+    } else if (created) {
+        gc_error print_err = {0};
+        if (cli_print_document(cli_submit_json(&result), s->format, &print_err) && !rc)
+            rc = gc_fail(err, print_err.code, "%s", print_err.message);
+    }
+    gc_submit_result_free(&result);
+    return rc;
+}
+
 static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
 {
     submit_args *a = opaque;
@@ -142,6 +218,10 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "job submit takes no arguments (got \"%s\"); did you mean --name %s?",
                        parsed->positional[0], parsed->positional[0]);
+    cli_format format;
+    int rc = parse_output(a->output, &format, err);
+    if (rc)
+        return rc;
     gc_submit_request *r = &a->r;
     copy_list(&a->mounts, r->mounts, &r->mount_count);
     copy_list(&a->node_constraints, r->node_constraints, &r->node_constraint_count);
@@ -153,9 +233,16 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     r->project = a->g.project;
     r->location = a->g.location;
 
-    if (r->dry_run_out || (r->dry_run && !strcmp(r->dry_run, "client")))
-        return cli_submit_offline(r, r->dry_run_out ? r->dry_run_out : "-", err);
-    return cli_submit_live(&a->g, r, err);
+    /* Bad input is reported before anything (credentials included) is touched. */
+    gc_submit_plan plan;
+    rc = gc_submit_prepare(r, &plan, err);
+    if (!rc && plan.mode == GC_SUBMIT_OFFLINE)
+        rc = write_manifest(&plan, format, err);
+    else if (!rc)
+        rc =
+            cli_with_kube(&a->g, submit_with, &(live_submit){.plan = &plan, .format = format}, err);
+    gc_submit_plan_free(&plan);
+    return rc;
 }
 
 const cli_command cmd_job_submit = {
@@ -165,7 +252,8 @@ const cli_command cmd_job_submit = {
              "--pathways-headless) [flags]",
     .description =
         "Pathways: add --pathways --pathways-gcs-location gs://BUCKET/PREFIX. With "
-        "--dry-run-out FILE the manifest\nis written without contacting any cluster.\n"
+        "--dry-run-out FILE the manifest\nis written without contacting any cluster; --output "
+        "json writes it (or what was submitted) as JSON.\n"
         "Exit codes: 0 created (or succeeded), 1 API or runtime failure, 2 bad input (nothing "
         "sent),\n3 the job failed (--await-job-completion).",
     .options = submit_options,

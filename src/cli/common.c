@@ -6,6 +6,7 @@
 #include "gcluster/buf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +39,10 @@ static int write_all(FILE *f, const char *data, size_t len)
     return fwrite(data, 1, len, f) == len && fflush(f) == 0 ? 0 : -1;
 }
 
-int cli_write_output(const char *path, const char *data, size_t len, gc_error *err)
+/* Writes to a temporary file beside `path` and renames it into place, so a reader never sees
+ * half a manifest and a failed write leaves the old file as it was. */
+static int write_atomically(const char *path, const char *data, size_t len, gc_error *err)
 {
-    if (!strcmp(path, "-"))
-        return write_all(stdout, data, len) == 0
-                   ? 0
-                   : gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
-    struct stat st;
-    size_t n = strlen(path);
-    if (n == 0 || path[n - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "--dry-run-out \"%s\" is a directory; give a file path such as %s%sjob.yaml",
-                       path, path, n && path[n - 1] == '/' ? "" : "/");
     char *tmp = gc_xasprintf("%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
@@ -67,21 +60,37 @@ int cli_write_output(const char *path, const char *data, size_t len, gc_error *e
     return rc;
 }
 
-int cli_submit_offline(const gc_submit_request *r, const char *path, gc_error *err)
+/* A device, a pipe or a socket (/dev/null, /dev/stdout, a FIFO) is written in place: renaming a
+ * file over it would replace the device node itself. */
+static int write_in_place(const char *path, const char *data, size_t len, gc_error *err)
 {
-    gc_workload w;
-    int rc = gc_submit_prepare(r, NULL, &w, err);
-    if (rc)
-        return rc;
-    gc_buf yaml;
-    gc_buf_init(&yaml);
-    rc = gc_submit_render_offline(r, &w, &yaml, err);
-    if (!rc)
-        rc = cli_write_output(path, yaml.data, yaml.len, err);
-    if (!rc && strcmp(path, "-") != 0)
-        fprintf(stderr, "Wrote the %s JobSet \"%s\" to %s.\n",
-                w.pathways ? (w.headless ? "headless Pathways" : "Pathways") : "", w.name, path);
-    gc_buf_free(&yaml);
-    gc_workload_free(&w);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return gc_fail(err, GC_EXIT_USAGE, "cannot write %s: %s", path, strerror(errno));
+    int failed = write_all(f, data, len);
+    if (fclose(f) != 0)
+        failed = -1;
+    return failed ? gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", path, strerror(errno)) : 0;
+}
+
+int cli_write_output(const char *path, const char *data, size_t len, gc_error *err)
+{
+    if (!strcmp(path, "-"))
+        return write_all(stdout, data, len) == 0
+                   ? 0
+                   : gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
+    struct stat st;
+    size_t n = strlen(path);
+    bool exists = stat(path, &st) == 0;
+    if (n == 0 || path[n - 1] == '/' || (exists && S_ISDIR(st.st_mode)))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--dry-run-out \"%s\" is a directory; give a file path such as %s%sjob.yaml",
+                       path, path, n && path[n - 1] == '/' ? "" : "/");
+    if (exists && !S_ISREG(st.st_mode))
+        return write_in_place(path, data, len, err);
+    /* A symbolic link keeps pointing where it did: the file it names is replaced. */
+    char *target = exists ? realpath(path, NULL) : NULL;
+    int rc = write_atomically(target ? target : path, data, len, err);
+    free(target);
     return rc;
 }

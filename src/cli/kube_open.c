@@ -4,7 +4,6 @@
 #include "cli/cli.h"
 
 #include <stdio.h>
-#include <unistd.h>
 
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
 {
@@ -37,11 +36,4 @@ int cli_with_kube(cli_globals *g, cli_kube_fn fn, void *ctx, gc_error *err)
         gc_notice(cli_events(), "%u API requests", gc_kube_request_count(kube));
     gc_kube_close(kube);
     return rc;
-}
-
-gc_output cli_output(void)
-{
-    gc_output o = {
-        .out = stdout, .log = stderr, .tty = isatty(fileno(stderr)) != 0, .events = cli_events()};
-    return o;
 }

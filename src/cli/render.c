@@ -64,3 +64,11 @@ json_t *cli_json_text(const char *s)
     free(ascii);
     return text;
 }
+
+json_t *cli_json_strings(const gc_strings *list)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; i < list->count; i++)
+        json_array_append_new(array, cli_json_text(list->items[i]));
+    return array;
+}

@@ -1,10 +1,11 @@
 /*
- * Renderers: what the job commands' reports look like as text, JSON and YAML. The JSON shapes
- * are documented in README.md ("JSON output") and stable; YAML is the same document.
+ * Renderers: what the commands' reports look like as text, JSON and YAML. The JSON shapes are
+ * documented in README.md ("JSON output") and stable; YAML is the same document.
  */
 #ifndef GCLUSTER_CLI_RENDER_H
 #define GCLUSTER_CLI_RENDER_H
 
+#include "gcluster/deploy.h"
 #include "gcluster/error.h"
 #include "gcluster/job.h"
 
@@ -29,6 +30,9 @@ int cli_print_document(json_t *doc, cli_format format, gc_error *err);
 /* A JSON string (bytes that are not UTF-8 become '?'), or null for NULL. */
 json_t *cli_json_text(const char *s);
 
+/* An array of cli_json_text strings. */
+json_t *cli_json_strings(const gc_strings *list);
+
 /* `job inspect`: the summary; with a manifest, the summary as YAML comments, then the YAML. */
 int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err);
 json_t *cli_inspect_json(const gc_inspect_report *r);
@@ -41,5 +45,20 @@ json_t *cli_list_json(const gc_job_list_result *list);
 /* `job cancel`. */
 void cli_render_cancel_text(FILE *out, const gc_cancel_result *r);
 json_t *cli_cancel_json(const gc_cancel_result *r);
+
+/* `job submit`: what was created (or accepted by a server dry run) and the next commands; after
+ * --await-job-completion, how the job ended. */
+void cli_render_submit_text(FILE *out, const gc_submit_result *r);
+void cli_render_submit_final_text(FILE *out, const gc_submit_result *r);
+json_t *cli_submit_json(const gc_submit_result *r);
+
+/* `deploy`: the blueprint, the node pools, the Kueue objects (text: missing Kueue or JobSet on
+ * `log`, the rest on `out`). */
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_report *r);
+json_t *cli_deploy_json(const gc_deploy_report *r);
+
+/* `job wait`: one line per job ("NAME: STATUS - DETAIL"), or an array of one object per job. */
+void cli_render_wait_text(FILE *out, const gc_wait_result *r);
+json_t *cli_wait_json(const gc_wait_result *r);
 
 #endif

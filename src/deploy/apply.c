@@ -4,7 +4,8 @@
  * managers own are only taken over where ours differ), and the gcloud commands for missing pools.
  *
  * Resource names and scopes come from API discovery, not a table, so a user template may hold
- * any kind the cluster serves.
+ * any kind the cluster serves. Nothing here prints: what was found and done goes into the
+ * gc_deploy_report, warnings and notices to the caller's gc_events as well.
  */
 #include "gcluster/deploy.h"
 
@@ -58,34 +59,57 @@ typedef struct target {
     const char *project, *cluster, *location, *zone;
 } target;
 
-/* Prints the pools and which the cluster has; returns the missing ones (free the array). */
-static int report_pools(gc_kube *kube, const gc_pool_spec *pools, size_t count, const gc_output *o,
-                        const gc_pool_spec ***missing, size_t *missing_count, gc_error *err)
+/* One run of the command: where its outcome goes. */
+typedef struct deploy_run {
+    gc_kube *kube;
+    const gc_events *ev;
+    gc_deploy_report *report;
+} deploy_run;
+
+static char *dup_or_null(const char *s)
+{
+    return s ? gc_xstrdup(s) : NULL;
+}
+
+/* A warning goes to the caller now and stays in the report. */
+static void warn(deploy_run *d, const char *text)
+{
+    gc_strings_push(&d->report->warnings, text);
+    gc_warn(d->ev, "%s", text);
+}
+
+/* Which of the pools the cluster has (from its nodes' pool labels), and for each missing one the
+ * gcloud command that creates it. */
+static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, const target *t,
+                      gc_error *err)
 {
     json_t *counts = json_object();
     gc_kube_list_options opts = {
         .label_selector = LABEL_NODEPOOL, .accept = GC_KUBE_ACCEPT_METADATA, .page_size = 500};
-    int rc = gc_kube_list(kube, "/api/v1/nodes", &opts, count_node, counts, NULL, err);
+    int rc = gc_kube_list(d->kube, "/api/v1/nodes", &opts, count_node, counts, NULL, err);
     if (rc) {
         json_decref(counts);
         gc_error_prefix(err, "listing the cluster's nodes to find its node pools: ");
         return rc;
     }
-    *missing = gc_xcalloc(count ? count : 1, sizeof(**missing));
-    *missing_count = 0;
-    fprintf(o->out, "Node pools:\n");
+    gc_deploy_report *report = d->report;
+    report->pools = gc_xcalloc(count ? count : 1, sizeof(*report->pools));
     for (size_t i = 0; i < count; i++) {
+        gc_deploy_pool *p = &report->pools[report->pool_count++];
         char size[96];
         describe_size(&pools[i], size, sizeof(size));
-        json_int_t nodes = json_integer_value(json_object_get(counts, pools[i].name));
-        char state[48];
-        snprintf(state, sizeof(state), "present, %lld node%s", (long long)nodes,
-                 nodes == 1 ? "" : "s");
-        fprintf(o->out, "  %-20s %-20s %-34s %s\n", pools[i].name, pools[i].machine_type, size,
-                json_object_get(counts, pools[i].name) ? state : "missing");
-        if (!json_object_get(counts, pools[i].name))
-            (*missing)[(*missing_count)++] = &pools[i];
+        const json_t *nodes = json_object_get(counts, pools[i].name);
+        p->name = gc_xstrdup(pools[i].name);
+        p->machine_type = gc_xstrdup(pools[i].machine_type);
+        p->size = gc_xstrdup(size);
+        p->nodes = nodes ? (long)json_integer_value(nodes) : -1;
+        if (nodes)
+            continue;
+        char **argv = gc_pool_create_argv(&pools[i], t->project, t->cluster, t->location, t->zone);
+        p->create_command = gc_argv_shell_line(argv);
+        gc_argv_free(argv);
     }
+    report->pools_listed = true;
     json_decref(counts);
     return 0;
 }
@@ -120,38 +144,26 @@ static int run_gcloud(char **argv, gc_buf *output, gc_error *err)
     return rc;
 }
 
-static int handle_missing_pools(const gc_pool_spec *const *missing, size_t count, const target *t,
-                                const gc_deploy_request *r, const gc_output *o, gc_error *err)
+/* --create-node-pools: the missing pools' gcloud commands, one after the other. */
+static int create_missing_pools(deploy_run *d, const gc_pool_spec *pools, const target *t,
+                                gc_error *err)
 {
-    if (!count)
-        return 0;
-    bool run = r->create_node_pools && !r->plan;
-    fprintf(o->out, "\n%s node pool%s missing; %s:\n", count == 1 ? "One" : "Some",
-            count == 1 ? " is" : "s are", run ? "creating" : "create with");
-    for (size_t i = 0; i < count; i++) {
-        char **argv = gc_pool_create_argv(missing[i], t->project, t->cluster, t->location, t->zone);
-        int rc = 0;
-        if (run) {
-            char *line = gc_argv_shell_line(argv);
-            fprintf(o->log, "$ %s\n", line);
-            fflush(o->log);
-            free(line);
-            gc_buf output;
-            gc_buf_init(&output);
-            rc = run_gcloud(argv, &output, err);
-            fputs(output.data, o->log);
-            gc_buf_free(&output);
-        } else {
-            char *line = gc_argv_shell_line(argv);
-            fprintf(o->out, "  %s\n", line);
-            free(line);
-        }
+    gc_deploy_report *report = d->report;
+    for (size_t i = 0; i < report->pool_count; i++) {
+        gc_deploy_pool *p = &report->pools[i];
+        if (p->nodes >= 0)
+            continue;
+        gc_notice(d->ev, "running %s", p->create_command);
+        char **argv = gc_pool_create_argv(&pools[i], t->project, t->cluster, t->location, t->zone);
+        gc_buf output;
+        gc_buf_init(&output);
+        int rc = run_gcloud(argv, &output, err);
+        p->output = gc_buf_detach(&output);
         gc_argv_free(argv);
         if (rc)
             return rc;
+        p->created = true;
     }
-    if (!run)
-        fprintf(o->out, "(or run gcluster deploy again with --create-node-pools)\n");
     return 0;
 }
 
@@ -264,32 +276,30 @@ static json_t *comparable(const json_t *obj)
     return copy;
 }
 
-static int apply_one(gc_kube *kube, json_t *obj, const object_ref *ref, bool plan,
-                     const gc_output *o, gc_error *err)
+/* Applies one object and records whether it was created, changed or left as it was. */
+static int apply_one(deploy_run *d, json_t *obj, const object_ref *ref, bool plan,
+                     gc_deploy_object *out, gc_error *err)
 {
     json_t *before = NULL, *after = NULL;
-    int rc = gc_kube_get(kube, ref->path, NULL, &before, err);
+    int rc = gc_kube_get(d->kube, ref->path, NULL, &before, err);
     if (rc && err->http_status != 404)
         return rc;
     gc_error_clear(err);
-    rc = gc_kube_apply(kube, ref->path, obj, FIELD_MANAGER,
+    rc = gc_kube_apply(d->kube, ref->path, obj, FIELD_MANAGER,
                        GC_KUBE_FORCE | GC_KUBE_STRICT | (plan ? GC_KUBE_DRY_RUN : 0), &after, err);
     if (rc) {
         json_decref(before);
         gc_error_prefix(err, "applying %s: ", ref->label);
         return rc;
     }
-    const char *outcome;
     if (!before) {
-        outcome = plan ? "would be created" : "created";
+        out->outcome = GC_APPLY_CREATED;
     } else {
         json_t *a = comparable(before), *b = comparable(after);
-        bool same = json_equal(a, b);
+        out->outcome = json_equal(a, b) ? GC_APPLY_UNCHANGED : GC_APPLY_CONFIGURED;
         json_decref(a);
         json_decref(b);
-        outcome = same ? "unchanged" : plan ? "would be configured" : "configured";
     }
-    fprintf(o->out, "  %s %s\n", ref->label, outcome);
     json_decref(before);
     json_decref(after);
     return 0;
@@ -302,17 +312,22 @@ static void sleep_ms(long ms)
         ;
 }
 
-/* Waits briefly for Kueue to accept a ClusterQueue, and says what it decided. */
-static int report_queue_state(gc_kube *kube, const object_ref *ref, const gc_output *o,
-                              gc_error *err)
+/* Waits briefly for Kueue to accept a ClusterQueue, and records what it decided. */
+static int check_queue_state(deploy_run *d, const object_ref *ref, gc_deploy_object *out,
+                             gc_error *err)
 {
     const char *reason = "Pending", *message = "Kueue has not looked at it yet";
     json_t *cq = NULL;
-    for (int attempt = 0; attempt < ACTIVE_WAIT_ATTEMPTS; attempt++) {
+    gc_progress(d->ev, "waiting for Kueue to make %s Active", ref->label);
+    for (int attempt = 0; attempt < ACTIVE_WAIT_ATTEMPTS && !out->queue_active; attempt++) {
+        if (attempt)
+            sleep_ms(250);
         json_decref(cq);
-        int rc = gc_kube_get(kube, ref->path, NULL, &cq, err);
-        if (rc)
+        int rc = gc_kube_get(d->kube, ref->path, NULL, &cq, err);
+        if (rc) {
+            gc_event(d->ev, GC_EVENT_PROGRESS_END, "%s", "");
             return rc;
+        }
         size_t i;
         json_t *c;
         json_array_foreach(json_object_get(json_object_get(cq, "status"), "conditions"), i, c)
@@ -321,24 +336,50 @@ static int report_queue_state(gc_kube *kube, const object_ref *ref, const gc_out
                 continue;
             reason = json_string_value(json_object_get(c, "reason"));
             message = json_string_value(json_object_get(c, "message"));
-            if (json_is_string(json_object_get(c, "status")) &&
-                !strcmp(json_string_value(json_object_get(c, "status")), "True")) {
-                fprintf(o->out, "  %s is Active\n", ref->label);
-                json_decref(cq);
-                return 0;
-            }
+            out->queue_active = json_is_string(json_object_get(c, "status")) &&
+                                !strcmp(json_string_value(json_object_get(c, "status")), "True");
         }
-        sleep_ms(250);
     }
-    fprintf(o->log, "gcluster: warning: %s is not Active (%s: %s)\n", ref->label,
-            reason ? reason : "", message ? message : "");
+    gc_event(d->ev, GC_EVENT_PROGRESS_END, "%s", "");
+    out->queue_checked = true;
+    out->queue_reason = dup_or_null(reason);
+    out->queue_message = dup_or_null(message);
+    if (!out->queue_active) {
+        char *text = gc_xasprintf("%s is not Active (%s: %s)", ref->label, reason ? reason : "",
+                                  message ? message : "");
+        warn(d, text);
+        free(text);
+    }
     json_decref(cq);
     return 0;
 }
 
-static int apply_objects(gc_kube *kube, json_t *objects, bool plan, const gc_output *o,
-                         gc_error *err)
+static void object_free(gc_deploy_object *o)
 {
+    free(o->api_version);
+    free(o->kind);
+    free(o->name);
+    free(o->ns);
+    free(o->label);
+    free(o->queue_reason);
+    free(o->queue_message);
+    memset(o, 0, sizeof(*o));
+}
+
+static void describe_object(const json_t *obj, const object_ref *ref, gc_deploy_object *out)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    out->api_version = gc_xstrdup(json_string_value(json_object_get(obj, "apiVersion")));
+    out->kind = gc_xstrdup(json_string_value(json_object_get(obj, "kind")));
+    out->name = dup_or_null(json_string_value(json_object_get(meta, "name")));
+    out->ns = dup_or_null(json_string_value(json_object_get(meta, "namespace")));
+    out->label = gc_xstrdup(ref->label);
+}
+
+static int apply_objects(deploy_run *d, json_t *objects, bool plan, gc_error *err)
+{
+    gc_deploy_report *report = d->report;
+    report->objects = gc_xcalloc(json_array_size(objects), sizeof(*report->objects));
     json_t *cache = json_object();
     size_t i;
     json_t *obj;
@@ -346,12 +387,19 @@ static int apply_objects(gc_kube *kube, json_t *objects, bool plan, const gc_out
     json_array_foreach(objects, i, obj)
     {
         object_ref ref = {0};
-        rc = locate(kube, cache, obj, &ref, err);
+        rc = locate(d->kube, cache, obj, &ref, err);
+        gc_deploy_object *out = &report->objects[report->object_count];
+        if (!rc) {
+            describe_object(obj, &ref, out);
+            rc = apply_one(d, obj, &ref, plan, out, err);
+        }
+        /* An object is reported once it was applied; its error says what became of the rest. */
         if (!rc)
-            rc = apply_one(kube, obj, &ref, plan, o, err);
-        if (!rc && !plan &&
-            !strcmp(json_string_value(json_object_get(obj, "kind")), "ClusterQueue"))
-            rc = report_queue_state(kube, &ref, o, err);
+            report->object_count++;
+        else
+            object_free(out);
+        if (!rc && !plan && !strcmp(out->kind, "ClusterQueue"))
+            rc = check_queue_state(d, &ref, out, err);
         free(ref.path);
         if (rc)
             break;
@@ -362,90 +410,136 @@ static int apply_objects(gc_kube *kube, json_t *objects, bool plan, const gc_out
 
 /* The whole command */
 
-static void print_summary(const gc_blueprint *bp, const target *t, const char *head_pool,
-                          const gc_output *o)
+static void summarize(const gc_blueprint *bp, const target *t, const char *head_pool,
+                      gc_deploy_report *report)
 {
-    fprintf(o->out, "Blueprint %s: cluster %s (project %s, location %s)", bp->name,
-            t->cluster ? t->cluster : "?", t->project ? t->project : "?",
-            t->location ? t->location : "?");
-    if (bp->pathways)
-        fprintf(o->out, ", Pathways enabled (head pool %s)", head_pool);
-    fprintf(o->out, "\n");
+    report->started = true;
+    report->blueprint = dup_or_null(bp->name);
+    report->cluster = dup_or_null(t->cluster);
+    report->project = dup_or_null(t->project);
+    report->location = dup_or_null(t->location);
+    report->pathways = bp->pathways;
+    report->head_pool = bp->pathways ? gc_xstrdup(head_pool) : NULL;
+    report->unhandled =
+        gc_xcalloc(bp->unhandled_count ? bp->unhandled_count : 1, sizeof(*report->unhandled));
     for (size_t i = 0; i < bp->unhandled_count; i++)
-        fprintf(o->out, "  not handled by gcluster deploy: module %s (%s)\n", bp->unhandled[i].id,
-                bp->unhandled[i].source);
+        report->unhandled[report->unhandled_count++] = (gc_module_ref){
+            .id = dup_or_null(bp->unhandled[i].id), .source = dup_or_null(bp->unhandled[i].source)};
+}
+
+static void add_missing(gc_deploy_report *report, const char *name, const char *url,
+                        const char *version)
+{
+    report->missing =
+        gc_xrealloc(report->missing, (report->missing_count + 1) * sizeof(*report->missing));
+    report->missing[report->missing_count++] = (gc_deploy_missing){
+        .name = gc_xstrdup(name),
+        .install_command =
+            gc_xasprintf("kubectl apply --server-side -f %s/%s/manifests.yaml", url, version),
+    };
 }
 
 /* Kueue (and JobSet) must already run on the cluster; say how to install what is missing. */
-static int check_prerequisites(gc_kube *kube, const gc_blueprint *bp, char kueue_api[16],
-                               const gc_output *o, bool *missing, gc_error *err)
+static int check_prerequisites(deploy_run *d, const gc_blueprint *bp, char kueue_api[16],
+                               gc_error *err)
 {
     char jobset_api[16];
-    int rc = group_version(kube, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
+    int rc = group_version(d->kube, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
     if (!rc && bp->jobset_install)
-        rc =
-            group_version(kube, "jobset.x-k8s.io", "v1alpha2", jobset_api, sizeof(jobset_api), err);
+        rc = group_version(d->kube, "jobset.x-k8s.io", "v1alpha2", jobset_api, sizeof(jobset_api),
+                           err);
     if (rc)
         return rc;
-    if (bp->kueue_install && !kueue_api[0]) {
-        fprintf(o->log,
-                "gcluster: Kueue is not installed on this cluster; install it with\n"
-                "  kubectl apply --server-side -f %s/%s/manifests.yaml\n"
-                "then run gcluster deploy again\n",
-                KUEUE_INSTALL_URL, bp->kueue_version ? bp->kueue_version : KUEUE_DEFAULT);
-        *missing = true;
-    }
-    if (bp->jobset_install && !jobset_api[0]) {
-        fprintf(o->log,
-                "gcluster: JobSet is not installed on this cluster; install it with\n"
-                "  kubectl apply --server-side -f %s/%s/manifests.yaml\n",
-                JOBSET_INSTALL_URL, JOBSET_DEFAULT);
-        *missing = true;
-    }
+    if (bp->kueue_install && !kueue_api[0])
+        add_missing(d->report, "Kueue", KUEUE_INSTALL_URL,
+                    bp->kueue_version ? bp->kueue_version : KUEUE_DEFAULT);
+    if (bp->jobset_install && !jobset_api[0])
+        add_missing(d->report, "JobSet", JOBSET_INSTALL_URL, JOBSET_DEFAULT);
     return 0;
 }
 
-int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r, const gc_output *o,
-              gc_error *err)
+/* The Kueue configuration's objects, with the builder's warnings (one per line). */
+static int kueue_objects(deploy_run *d, const gc_blueprint *bp, const char *head_pool,
+                         const char *kueue_api, json_t **objects, gc_error *err)
 {
+    gc_buf warnings;
+    gc_buf_init(&warnings);
+    int rc = gc_kueue_objects(bp, head_pool, kueue_api, objects, &warnings, err);
+    for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save))
+        warn(d, line);
+    gc_buf_free(&warnings);
+    return rc;
+}
+
+int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
+              const gc_events *ev, gc_deploy_report *report, gc_error *err)
+{
+    memset(report, 0, sizeof(*report));
+    deploy_run d = {.kube = kube, .ev = ev, .report = report};
     const char *head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
     target t = {.project = r->project ? r->project : bp->project,
                 .cluster = r->cluster ? r->cluster : bp->cluster,
                 .location = r->location ? r->location : bp->region,
                 .zone = bp->zone};
-    print_summary(bp, &t, head_pool, o);
+    summarize(bp, &t, head_pool, report);
+    report->plan = r->plan;
+    report->create_node_pools = r->create_node_pools && !r->plan;
 
     char kueue_api[16] = "";
-    bool missing_prerequisite = false;
-    int rc = check_prerequisites(kube, bp, kueue_api, o, &missing_prerequisite, err);
+    int rc = check_prerequisites(&d, bp, kueue_api, err);
     json_t *objects = NULL;
-    gc_buf warnings;
-    gc_buf_init(&warnings);
     if (!rc)
-        rc = gc_kueue_objects(bp, head_pool, kueue_api[0] ? kueue_api : "v1beta2", &objects,
-                              &warnings, err);
-    if (warnings.len)
-        fprintf(o->log, "gcluster: warning: %s", warnings.data);
-    gc_buf_free(&warnings);
-
-    size_t pool_count, missing_count = 0;
+        rc = kueue_objects(&d, bp, head_pool, kueue_api[0] ? kueue_api : "v1beta2", &objects, err);
+    size_t pool_count;
     gc_pool_spec *pools = gc_blueprint_all_pools(bp, head_pool, &pool_count);
-    const gc_pool_spec **missing = NULL;
     if (!rc)
-        rc = report_pools(kube, pools, pool_count, o, &missing, &missing_count, err);
+        rc = list_pools(&d, pools, pool_count, &t, err);
     if (!rc && json_array_size(objects) && kueue_api[0]) {
-        fprintf(o->out, "Kueue configuration (kueue.x-k8s.io/%s)%s:\n", kueue_api,
-                r->plan ? ", plan only" : "");
-        rc = apply_objects(kube, objects, r->plan, o, err);
+        report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", kueue_api);
+        rc = apply_objects(&d, objects, r->plan, err);
     }
-    if (!rc)
-        rc = handle_missing_pools(missing, missing_count, &t, r, o, err);
-    if (!rc && missing_prerequisite)
+    if (!rc && report->create_node_pools)
+        rc = create_missing_pools(&d, pools, &t, err);
+    if (!rc && report->missing_count)
         rc = gc_fail(err, GC_EXIT_RUNTIME,
                      "the cluster lacks Kueue or JobSet (install commands above); the Kueue "
                      "configuration was not applied");
-    free(missing);
     free(pools);
     json_decref(objects);
     return rc;
+}
+
+void gc_deploy_report_free(gc_deploy_report *report)
+{
+    free(report->blueprint);
+    free(report->cluster);
+    free(report->project);
+    free(report->location);
+    free(report->head_pool);
+    for (size_t i = 0; i < report->unhandled_count; i++) {
+        free(report->unhandled[i].id);
+        free(report->unhandled[i].source);
+    }
+    free(report->unhandled);
+    for (size_t i = 0; i < report->missing_count; i++) {
+        free(report->missing[i].name);
+        free(report->missing[i].install_command);
+    }
+    free(report->missing);
+    for (size_t i = 0; i < report->pool_count; i++) {
+        gc_deploy_pool *p = &report->pools[i];
+        free(p->name);
+        free(p->machine_type);
+        free(p->size);
+        free(p->create_command);
+        free(p->output);
+    }
+    free(report->pools);
+    free(report->kueue_api);
+    for (size_t i = 0; i < report->object_count; i++)
+        object_free(&report->objects[i]);
+    free(report->objects);
+    gc_strings_free(&report->warnings);
+    memset(report, 0, sizeof(*report));
 }

@@ -85,7 +85,8 @@ static char *queue_names(const cluster_facts *f)
     return gc_buf_detach(&b);
 }
 
-/* SPEC §3: --queue must exist; else the only LocalQueue; else user-queue; else an error. */
+/* --queue must exist; else the only LocalQueue of the namespace; else user-queue; else an
+ * error that lists them. */
 static int choose_queue(const char *requested, const char *ns, cluster_facts *f, gc_error *err)
 {
     size_t count = json_array_size(f->local_queues);
@@ -220,8 +221,8 @@ static void add_read(first_round *round, char *path, const gc_kube_list_options 
 
 /* Everything that does not depend on another answer goes out at once: the namespace's
  * LocalQueues, the nodes' labels, the ClusterQueues and, with --priority, the PriorityClass. */
-static void send_first_round(gc_kube *kube, const gc_submit_request *r, const char *ns,
-                             cluster_facts *f, first_round *round)
+static void send_first_round(gc_kube *kube, const char *priority, const char *ns, cluster_facts *f,
+                             first_round *round)
 {
     memset(round, 0, sizeof(*round));
     round->local_queues = json_array();
@@ -232,8 +233,8 @@ static void send_first_round(gc_kube *kube, const gc_submit_request *r, const ch
     add_read(round, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), &node_list_options, on_node, f);
     add_read(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", NULL, "clusterqueues", NULL), NULL,
              collect_item, round->cluster_queues);
-    if (r->priority) {
-        round->priority_selector = gc_xasprintf("metadata.name=%s", r->priority);
+    if (priority) {
+        round->priority_selector = gc_xasprintf("metadata.name=%s", priority);
         round->priority_options.field_selector = round->priority_selector;
         add_read(round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
                  &round->priority_options, collect_item, round->priority_classes);
@@ -293,24 +294,24 @@ static int find_priority_class(gc_kube *kube, const char *priority, const first_
     return 0;
 }
 
-int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f, gc_error *err)
+int job_cluster_facts_gather(gc_kube *kube, const gc_workload *w, cluster_facts *f, gc_error *err)
 {
     memset(f, 0, sizeof(*f));
     const char *ns = gc_kube_namespace(kube);
     first_round round;
-    send_first_round(kube, r, ns, f, &round);
+    send_first_round(kube, w->priority, ns, f, &round);
     int rc = take_first_round(kube, ns, &round, f, err);
     if (!rc && f->kueue_version)
-        rc = choose_queue(r->queue, ns, f, err);
+        rc = choose_queue(w->queue_defaulted ? NULL : w->queue, ns, f, err);
     if (!rc && f->kueue_version)
         rc = find_cluster_queue(kube, &round, f, err);
-    if (!rc && r->priority)
-        rc = find_priority_class(kube, r->priority, &round, f, err);
+    if (!rc && w->priority)
+        rc = find_priority_class(kube, w->priority, &round, f, err);
     first_round_free(&round);
     return rc;
 }
 
-void cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster_shapes *shapes)
+void job_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster_shapes *shapes)
 {
     for (size_t i = 0; i < f->shape_count; i++) {
         out[i].machine_type = f->shapes[i].machine_type;
@@ -323,7 +324,7 @@ void cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster
     shapes->count = f->shape_count;
 }
 
-int cluster_facts_pool_nodes(const cluster_facts *f, const char *pool)
+int job_cluster_facts_pool_nodes(const cluster_facts *f, const char *pool)
 {
     int n = 0;
     for (size_t i = 0; i < f->shape_count; i++)
@@ -332,7 +333,7 @@ int cluster_facts_pool_nodes(const cluster_facts *f, const char *pool)
     return n;
 }
 
-void cluster_facts_free(cluster_facts *f)
+void job_cluster_facts_free(cluster_facts *f)
 {
     json_decref(f->local_queues);
     json_decref(f->cluster_queue_object);

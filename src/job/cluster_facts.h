@@ -1,5 +1,7 @@
 /*
- * The cluster facts `job submit` checks against (SPEC §3, "When connected"). Internal to job/.
+ * The cluster facts a connected `job submit` checks its plan against and refines it by: the
+ * LocalQueue to use and its ClusterQueue, the nodes' shapes and pools, the PriorityClass.
+ * Internal to job/.
  */
 #ifndef GCLUSTER_JOB_CLUSTER_FACTS_H
 #define GCLUSTER_JOB_CLUSTER_FACTS_H
@@ -29,11 +31,13 @@ typedef struct cluster_facts {
     bool priority_found;
 } cluster_facts;
 
-int cluster_facts_gather(gc_kube *kube, const gc_submit_request *r, cluster_facts *f,
-                         gc_error *err);
+/* One round trip (two with a Kueue older than v1beta2) for everything about `w`: its queue
+ * (w->queue unless defaulted, else the one the namespace offers) and its PriorityClass. */
+int job_cluster_facts_gather(gc_kube *kube, const gc_workload *w, cluster_facts *f, gc_error *err);
 /* The node shapes as the catalog wants them (`out` must hold f->shape_count entries). */
-void cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out, gc_cluster_shapes *shapes);
-int cluster_facts_pool_nodes(const cluster_facts *f, const char *pool);
-void cluster_facts_free(cluster_facts *f);
+void job_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out,
+                              gc_cluster_shapes *shapes);
+int job_cluster_facts_pool_nodes(const cluster_facts *f, const char *pool);
+void job_cluster_facts_free(cluster_facts *f);
 
 #endif

@@ -23,7 +23,7 @@ bool gc_is_dns1035_label(const char *s)
     return s[n - 1] != '-';
 }
 
-bool is_dns1123_subdomain(const char *s)
+bool job_is_dns1123_subdomain(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > 253)
@@ -37,7 +37,7 @@ bool is_dns1123_subdomain(const char *s)
 }
 
 /* A label value: at most 63 of [A-Za-z0-9-_.], starting and ending alphanumeric, or empty. */
-bool is_label_value(const char *s)
+bool job_is_label_value(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0)
@@ -51,16 +51,16 @@ bool is_label_value(const char *s)
 }
 
 /* A label key: an optional DNS subdomain prefix and '/', then a name like a label value. */
-bool is_label_key(const char *s)
+bool job_is_label_key(const char *s)
 {
     const char *slash = strrchr(s, '/');
     const char *name = slash ? slash + 1 : s;
-    if (!*name || !is_label_value(name))
+    if (!*name || !job_is_label_value(name))
         return false;
     if (!slash)
         return true;
     char *prefix = gc_xstrndup(s, (size_t)(slash - s));
-    bool ok = is_dns1123_subdomain(prefix);
+    bool ok = job_is_dns1123_subdomain(prefix);
     free(prefix);
     return ok;
 }
@@ -110,7 +110,7 @@ int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_erro
     return 0;
 }
 
-void split_words(const char *text, gc_strings *out)
+void job_split_words(const char *text, gc_strings *out)
 {
     const char *p = text ? text : "";
     while (*p) {
@@ -128,7 +128,7 @@ void split_words(const char *text, gc_strings *out)
     }
 }
 
-void split_commas(const char *text, gc_strings *out)
+void job_split_commas(const char *text, gc_strings *out)
 {
     const char *p = text ? text : "";
     while (*p) {
@@ -150,7 +150,7 @@ void split_commas(const char *text, gc_strings *out)
     }
 }
 
-int parse_exit_code(const char *text, long *code, gc_error *err)
+int job_parse_exit_code(const char *text, long *code, gc_error *err)
 {
     char *end;
     errno = 0;
@@ -168,7 +168,7 @@ int parse_exit_code(const char *text, long *code, gc_error *err)
 
 /* gs://BUCKET[/PREFIX] with a bucket name of 3-63 characters of a-z 0-9 - _ . that starts and
  * ends with a letter or digit. */
-int validate_gcs_location(const char *flag, const char *location, gc_error *err)
+int job_validate_gcs_location(const char *flag, const char *location, gc_error *err)
 {
     if (strncmp(location, "gs://", 5) != 0)
         return gc_fail(err, GC_EXIT_USAGE,
@@ -242,7 +242,7 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
             free(m->source_dir);
             m->source_dir = dir;
         }
-        return validate_gcs_location("--mount", source, err);
+        return job_validate_gcs_location("--mount", source, err);
     }
     if (!strncmp(source, "filestore://", 12)) {
         m->kind = GC_MOUNT_NFS;
@@ -262,14 +262,14 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
     }
     if (strstr(source, "://"))
         return mount_error(spec, "unsupported scheme", err);
-    if (!is_dns1123_subdomain(source))
+    if (!job_is_dns1123_subdomain(source))
         return mount_error(spec, "not a valid PersistentVolumeClaim name", err);
     m->kind = GC_MOUNT_PVC;
     m->source = gc_xstrdup(source);
     return 0;
 }
 
-int parse_mount(const char *spec, gc_mount *m, gc_error *err)
+int job_parse_mount(const char *spec, gc_mount *m, gc_error *err)
 {
     memset(m, 0, sizeof(*m));
     char *source = NULL;
@@ -280,7 +280,7 @@ int parse_mount(const char *spec, gc_mount *m, gc_error *err)
     return rc;
 }
 
-int parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err)
+int job_parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err)
 {
     memset(term, 0, sizeof(*term));
     const char *eq = strchr(spec, '=');
@@ -290,14 +290,14 @@ int parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err)
                        "several values",
                        spec);
     term->key = gc_xstrndup(spec, (size_t)(eq - spec));
-    if (!is_label_key(term->key))
+    if (!job_is_label_key(term->key))
         return gc_fail(err, GC_EXIT_USAGE, "--node-constraint: \"%s\" is not a valid label key",
                        term->key);
     const char *p = eq + 1;
     for (;;) {
         size_t n = strcspn(p, "|");
         char *value = gc_xstrndup(p, n);
-        bool ok = n > 0 && is_label_value(value);
+        bool ok = n > 0 && job_is_label_value(value);
         if (ok)
             gc_strings_push(&term->values, value);
         free(value);

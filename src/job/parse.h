@@ -10,18 +10,18 @@
 
 #include <stdbool.h>
 
-bool is_dns1123_subdomain(const char *s);
-bool is_label_value(const char *s);
-bool is_label_key(const char *s);
+bool job_is_dns1123_subdomain(const char *s);
+bool job_is_label_value(const char *s);
+bool job_is_label_key(const char *s);
 
 /* Whitespace-separated words; runs of spaces never produce empty words. */
-void split_words(const char *text, gc_strings *out);
+void job_split_words(const char *text, gc_strings *out);
 /* Comma-separated items, trimmed; empty items are dropped. */
-void split_commas(const char *text, gc_strings *out);
+void job_split_commas(const char *text, gc_strings *out);
 
-int parse_exit_code(const char *text, long *code, gc_error *err);
-int validate_gcs_location(const char *flag, const char *location, gc_error *err);
-int parse_mount(const char *spec, gc_mount *mount, gc_error *err);
-int parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err);
+int job_parse_exit_code(const char *text, long *code, gc_error *err);
+int job_validate_gcs_location(const char *flag, const char *location, gc_error *err);
+int job_parse_mount(const char *spec, gc_mount *mount, gc_error *err);
+int job_parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * `job submit`, step one: every check that needs no cluster (SPEC §3), then the resolved
- * gc_workload the manifest builders take. Each failure is one message that names the flag and
- * says how to fix it; the order of the checks is the order a user fixes things in (what to run,
- * on what, where, how).
+ * `job submit`, step one: every check that needs no cluster, then the plan: the resolved
+ * gc_workload the manifest builders take, and what to do with it. Each failure is one message
+ * that names the flag and says how to fix it; the order of the checks is the order a user fixes
+ * things in (what to run, on what, where, how). Each flag's value is parsed here and only here.
  */
 #include "gcluster/job.h"
 
@@ -102,7 +102,7 @@ static int check_pathways_flags(const gc_submit_request *r, gc_error *err)
                        "--pathways-gcs-location is required with --pathways: a gs://BUCKET/PREFIX "
                        "where Pathways keeps temporary files and compiled programs (a bucket in "
                        "the cluster's region)");
-    int rc = validate_gcs_location("--pathways-gcs-location", r->pathways_gcs_location, err);
+    int rc = job_validate_gcs_location("--pathways-gcs-location", r->pathways_gcs_location, err);
     if (rc)
         return rc;
     if (r->pathways_elastic_slices < 0 || r->pathways_elastic_slices > r->num_slices)
@@ -116,7 +116,7 @@ static int check_pathways_flags(const gc_submit_request *r, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--pathways-max-slice-restarts only applies to elastic jobs: add "
                        "--pathways-elastic-slices N (N > 0) or drop it");
-    if (r->pathways_head_np && !is_label_value(r->pathways_head_np))
+    if (r->pathways_head_np && !job_is_label_value(r->pathways_head_np))
         return gc_fail(err, GC_EXIT_USAGE, "--pathways-head-np \"%s\" is not a node pool name",
                        r->pathways_head_np);
     return 0;
@@ -204,44 +204,98 @@ static int check_counts(const gc_submit_request *r, gc_error *err)
     return 0;
 }
 
-static int resolve_compute(const gc_submit_request *r, const gc_cluster_shapes *cluster,
-                           gc_workload *w, gc_error *err)
+/* Everything that follows from the resolved compute type: the checks that depend on it, hosts
+ * per slice and the container layout. Runs offline, and once more when the cluster's nodes
+ * resolve the compute type differently. */
+static int derive_compute(gc_submit_plan *p, const gc_compute *c, gc_error *err)
+{
+    gc_workload *w = &p->workload;
+    const gc_submit_compute *flags = &p->compute;
+    bool tpu = c->kind == GC_ACCEL_TPU;
+    if (w->pathways && !tpu)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--pathways needs a TPU compute type: \"%s\" is a %s machine, and Pathways "
+                       "runs on Cloud TPU slices (e.g. v6e-16, tpu7x-16)",
+                       flags->type, c->kind == GC_ACCEL_GPU ? "GPU" : "CPU");
+    if (tpu && flags->num_nodes_set)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--num-nodes cannot be used with TPU compute types: the hosts per slice "
+                       "follow from the topology (%s is %d host%s); use --num-slices for more "
+                       "slices",
+                       c->display, c->vms_per_slice, c->vms_per_slice == 1 ? "" : "s");
+    if (flags->numa_affinity && !tpu)
+        return gc_fail(err, GC_EXIT_USAGE, "--cpu-affinity numa applies to TPU compute types only");
+    w->compute = *c;
+    w->nodes_per_slice = tpu ? c->vms_per_slice : (int)flags->num_nodes;
+    w->numa_affinity = flags->numa_affinity;
+    w->parallel_containers = !w->pathways && !flags->disable_parallel_containers && tpu &&
+                             c->family && !strcmp(c->family->name, "tpu7x") &&
+                             c->chips_per_vm % 2 == 0;
+    return 0;
+}
+
+/* Offline resolution. A connected submit may leave to the cluster's nodes what only they can
+ * tell (the slice shape of a bare tpu7x or a machine type); everything else is final here. */
+static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
     if (!r->compute_type || !*r->compute_type)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--compute-type is required: a TPU slice (v6e-16, tpu7x-16, v5p-8, "
                        "ct6e-standard-4t), a GPU (l4-1, h100-80gb-8) or a CPU machine type "
                        "(n2-standard-32)");
-    int rc = gc_catalog_resolve(r->compute_type, r->topology, cluster, &w->compute, err);
-    if (rc)
-        return rc;
-    bool tpu = w->compute.kind == GC_ACCEL_TPU;
-    if (r->pathways && !tpu)
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "--pathways needs a TPU compute type: \"%s\" is a %s machine, and Pathways "
-                       "runs on Cloud TPU slices (e.g. v6e-16, tpu7x-16)",
-                       r->compute_type, w->compute.kind == GC_ACCEL_GPU ? "GPU" : "CPU");
-    if (tpu && r->num_nodes_set)
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "--num-nodes cannot be used with TPU compute types: the hosts per slice "
-                       "follow from the topology (%s is %d host%s); use --num-slices for more "
-                       "slices",
-                       w->compute.display, w->compute.vms_per_slice,
-                       w->compute.vms_per_slice == 1 ? "" : "s");
-    w->num_slices = (int)r->num_slices;
-    w->nodes_per_slice = tpu ? w->compute.vms_per_slice : (int)r->num_nodes;
-    return 0;
+    p->compute = (gc_submit_compute){
+        .type = r->compute_type,
+        .topology = r->topology,
+        .num_nodes = r->num_nodes,
+        .num_nodes_set = r->num_nodes_set,
+        .numa_affinity = r->cpu_affinity && !strcmp(r->cpu_affinity, "numa"),
+        .disable_parallel_containers = r->disable_parallel_containers,
+    };
+    p->workload.num_slices = (int)r->num_slices;
+    p->workload.pathways = r->pathways;
+    gc_compute c;
+    int rc = gc_catalog_resolve(r->compute_type, r->topology, NULL, &c, err);
+    if (rc && p->mode != GC_SUBMIT_OFFLINE && !strcmp(err->reason, GC_REASON_TOPOLOGY_REQUIRED)) {
+        gc_error_clear(err);
+        p->compute.pending = true;
+        return 0;
+    }
+    return rc ? rc : derive_compute(p, &c, err);
 }
 
-static int fill_durations(const gc_submit_request *r, gc_workload *w, gc_error *err)
+/* The machine and the slice shape determine everything else a compute type resolves to. */
+static bool same_compute(const gc_compute *a, const gc_compute *b)
 {
+    return a->kind == b->kind && !strcmp(a->machine_type, b->machine_type) &&
+           !strcmp(a->accelerator, b->accelerator) && !strcmp(a->topology, b->topology);
+}
+
+int gc_submit_refine(gc_submit_plan *p, const gc_cluster_shapes *cluster, gc_error *err)
+{
+    const gc_compute *offline = &p->workload.compute;
+    if (!p->compute.pending && !(offline->kind == GC_ACCEL_TPU && offline->machine_assumed))
+        return 0;
+    gc_compute c;
+    int rc = gc_catalog_resolve(p->compute.type, p->compute.topology, cluster, &c, err);
+    if (rc)
+        return rc;
+    if (!p->compute.pending && same_compute(&c, offline))
+        return 0;
+    rc = derive_compute(p, &c, err);
+    if (!rc)
+        p->compute.pending = false;
+    return rc;
+}
+
+static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
+{
+    gc_workload *w = &p->workload;
     int rc =
         gc_parse_duration("--gke-ttl-after-finished", r->ttl_after_finished, &w->ttl_seconds, err);
     if (!rc)
         rc = gc_parse_duration("--grace-period", r->grace_period, &w->grace_seconds, err);
-    long timeout;
     if (!rc && r->timeout)
-        rc = gc_parse_duration("--timeout", r->timeout, &timeout, err);
+        rc = gc_parse_duration("--timeout", r->timeout, &p->timeout_seconds, err);
     return rc;
 }
 
@@ -249,11 +303,11 @@ static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err
 {
     gc_strings specs = {0};
     for (size_t i = 0; i < r->mount_count; i++)
-        split_commas(r->mounts[i], &specs);
+        job_split_commas(r->mounts[i], &specs);
     int rc = 0;
     w->mounts = gc_xcalloc(specs.count, sizeof(*w->mounts));
     for (size_t i = 0; !rc && i < specs.count; i++) {
-        rc = parse_mount(specs.items[i], &w->mounts[i], err);
+        rc = job_parse_mount(specs.items[i], &w->mounts[i], err);
         w->mount_count = i + 1;
         for (size_t j = 0; !rc && j < i; j++)
             if (!strcmp(w->mounts[j].target, w->mounts[i].target))
@@ -277,18 +331,18 @@ static int fill_node_constraints(const gc_submit_request *r, gc_workload *w, gc_
 {
     gc_strings specs = {0};
     for (size_t i = 0; i < r->node_constraint_count; i++)
-        split_commas(r->node_constraints[i], &specs);
+        job_split_commas(r->node_constraints[i], &specs);
     int rc = 0;
     for (size_t i = 0; !rc && i < specs.count; i++) {
         gc_node_term term;
-        rc = parse_node_constraint(specs.items[i], &term, err);
+        rc = job_parse_node_constraint(specs.items[i], &term, err);
         w->node_terms =
             gc_xrealloc(w->node_terms, (w->node_term_count + 1) * sizeof(*w->node_terms));
         w->node_terms[w->node_term_count++] = term;
     }
     gc_strings_free(&specs);
     if (!rc && r->placement_policy) {
-        if (!is_label_value(r->placement_policy))
+        if (!job_is_label_value(r->placement_policy))
             return gc_fail(err, GC_EXIT_USAGE, "--placement-policy \"%s\" is not a valid name",
                            r->placement_policy);
         add_node_term(w, "cloud.google.com/gke-placement-group", r->placement_policy);
@@ -347,12 +401,12 @@ static int fill_exit_codes(const gc_submit_request *r, gc_workload *w, gc_error 
 {
     gc_strings items = {0};
     for (size_t i = 0; i < r->restart_on_exit_code_count; i++)
-        split_commas(r->restart_on_exit_codes[i], &items);
+        job_split_commas(r->restart_on_exit_codes[i], &items);
     int rc = 0;
     w->restart_exit_codes = gc_xcalloc(items.count, sizeof(long));
     for (size_t i = 0; !rc && i < items.count; i++) {
         long code;
-        rc = parse_exit_code(items.items[i], &code, err);
+        rc = job_parse_exit_code(items.items[i], &code, err);
         bool seen = false;
         for (size_t j = 0; !rc && j < w->restart_exit_code_count; j++)
             seen |= w->restart_exit_codes[j] == code;
@@ -365,7 +419,7 @@ static int fill_exit_codes(const gc_submit_request *r, gc_workload *w, gc_error 
 
 static int check_object_name(const char *flag, const char *value, gc_error *err)
 {
-    if (value && !is_dns1123_subdomain(value))
+    if (value && !job_is_dns1123_subdomain(value))
         return gc_fail(err, GC_EXIT_USAGE,
                        "%s \"%s\" is not a valid Kubernetes object name (lower-case letters, "
                        "digits, '-' and '.')",
@@ -396,7 +450,7 @@ static int fill_identity(const gc_submit_request *r, gc_workload *w, gc_error *e
     w->queue_defaulted = r->queue == NULL;
     if (r->service_account)
         w->service_account = gc_xstrdup(r->service_account);
-    split_commas(r->image_pull_secret, &w->pull_secrets);
+    job_split_commas(r->image_pull_secret, &w->pull_secrets);
     for (size_t i = 0; i < w->pull_secrets.count; i++) {
         rc = check_object_name("--image-pull-secret", w->pull_secrets.items[i], err);
         if (rc)
@@ -414,22 +468,19 @@ static int fill_options(const gc_submit_request *r, gc_workload *w, gc_error *er
 {
     w->restarts = (int)r->restarts;
     w->verbose = r->verbose;
-    if (r->cpu_affinity) {
-        if (strcmp(r->cpu_affinity, "numa") != 0)
-            return gc_fail(err, GC_EXIT_USAGE,
-                           "--cpu-affinity \"%s\" is not supported; the one choice is \"numa\" "
-                           "(Guaranteed QoS so GKE's CPU and topology managers pin the TPU "
-                           "containers to one NUMA node)",
-                           r->cpu_affinity);
-        if (w->compute.kind != GC_ACCEL_TPU)
-            return gc_fail(err, GC_EXIT_USAGE,
-                           "--cpu-affinity numa applies to TPU compute types only");
-        w->numa_affinity = true;
-    }
-    w->parallel_containers = !r->pathways && !r->disable_parallel_containers &&
-                             w->compute.kind == GC_ACCEL_TPU && w->compute.family &&
-                             !strcmp(w->compute.family->name, "tpu7x") &&
-                             w->compute.chips_per_vm % 2 == 0;
+    if (r->cpu_affinity && strcmp(r->cpu_affinity, "numa") != 0)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--cpu-affinity \"%s\" is not supported; the one choice is \"numa\" "
+                       "(Guaranteed QoS so GKE's CPU and topology managers pin the TPU "
+                       "containers to one NUMA node)",
+                       r->cpu_affinity);
+    return 0;
+}
+
+/* What to do with the workload: write it, let the cluster validate it, or create it (and wait
+ * for it). */
+static int choose_mode(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
+{
     if (r->dry_run && strcmp(r->dry_run, "server") != 0 && strcmp(r->dry_run, "client") != 0)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--dry-run must be server (validate with the cluster, create nothing) or "
@@ -443,12 +494,18 @@ static int fill_options(const gc_submit_request *r, gc_workload *w, gc_error *er
         return gc_fail(err, GC_EXIT_USAGE,
                        "--await-job-completion/--timeout cannot be combined with a dry run: "
                        "nothing is created to wait for");
+    if (r->dry_run_out || (r->dry_run && !strcmp(r->dry_run, "client"))) {
+        p->mode = GC_SUBMIT_OFFLINE;
+        p->output_path = r->dry_run_out ? r->dry_run_out : "-";
+    } else {
+        p->mode = r->dry_run ? GC_SUBMIT_SERVER_DRY_RUN : GC_SUBMIT_CREATE;
+    }
+    p->await_completion = r->await_completion || r->timeout;
     return 0;
 }
 
 static void fill_pathways(const gc_submit_request *r, gc_workload *w)
 {
-    w->pathways = r->pathways;
     if (!r->pathways)
         return;
     w->headless = r->pathways_headless;
@@ -465,39 +522,32 @@ static void fill_pathways(const gc_submit_request *r, gc_workload *w)
         w->sidecar_image = gc_xstrdup(r->pathways_sidecar_image);
     w->elastic_slices = (int)r->pathways_elastic_slices;
     w->max_slice_restarts = (int)r->pathways_max_slice_restarts;
-    split_words(r->pathways_proxy_args, &w->proxy_args);
-    split_words(r->pathways_server_args, &w->server_args);
-    split_words(r->pathways_worker_args, &w->worker_args);
-}
-
-int gc_submit_image_build(const gc_submit_request *r, gc_image_build *build, gc_error *err)
-{
-    memset(build, 0, sizeof(*build));
-    char *repository = NULL;
-    int rc = gc_image_repository(r->project, r->location, &repository, err);
-    if (rc)
-        return rc;
-    build->base_image = r->base_image;
-    build->context_dir = r->build_context;
-    build->platform = r->platform ? r->platform : "linux/amd64";
-    build->repository = repository;
-    return 0;
+    job_split_words(r->pathways_proxy_args, &w->proxy_args);
+    job_split_words(r->pathways_server_args, &w->server_args);
+    job_split_words(r->pathways_worker_args, &w->worker_args);
 }
 
 /* A build names its image from the context's content, so the manifest can carry the exact
  * reference before (or without) anything being pushed. */
-static int planned_image(const gc_submit_request *r, char **image, gc_error *err)
+static int plan_image_build(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
-    gc_image_build build;
-    int rc = gc_submit_image_build(r, &build, err);
-    if (!rc)
-        rc = gc_image_plan(&build, image, err);
-    free((char *)build.repository);
-    return rc;
+    char *repository = NULL;
+    int rc = gc_image_repository(r->project, r->location, &repository, err);
+    if (rc)
+        return rc;
+    p->build_image = true;
+    p->image_build = (gc_image_build){
+        .base_image = r->base_image,
+        .context_dir = r->build_context,
+        .platform = r->platform ? r->platform : "linux/amd64",
+        .repository = repository,
+    };
+    return gc_image_plan(&p->image_build, &p->workload.image, err);
 }
 
-static int fill_workload_source(const gc_submit_request *r, gc_workload *w, gc_error *err)
+static int fill_workload_source(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
+    gc_workload *w = &p->workload;
     if (r->pathways && r->pathways_headless)
         return 0;
     w->command = gc_xstrdup(r->command);
@@ -505,13 +555,13 @@ static int fill_workload_source(const gc_submit_request *r, gc_workload *w, gc_e
         w->image = gc_xstrdup(r->image);
         return 0;
     }
-    return planned_image(r, &w->image, err);
+    return plan_image_build(r, p, err);
 }
 
-int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *cluster, gc_workload *w,
-                      gc_error *err)
+int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
-    memset(w, 0, sizeof(*w));
+    memset(p, 0, sizeof(*p));
+    gc_workload *w = &p->workload;
     int rc = check_name(r, err);
     if (!rc)
         rc = check_counts(r, err);
@@ -520,9 +570,11 @@ int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *clust
     if (!rc)
         rc = check_workload_source(r, err);
     if (!rc)
-        rc = resolve_compute(r, cluster, w, err);
+        rc = choose_mode(r, p, err);
     if (!rc)
-        rc = fill_durations(r, w, err);
+        rc = resolve_compute(r, p, err);
+    if (!rc)
+        rc = fill_durations(r, p, err);
     if (!rc)
         rc = fill_mounts(r, w, err);
     if (!rc)
@@ -540,8 +592,13 @@ int gc_submit_prepare(const gc_submit_request *r, const gc_cluster_shapes *clust
     if (!rc)
         fill_pathways(r, w);
     if (!rc)
-        rc = fill_workload_source(r, w, err);
-    if (rc)
-        gc_workload_free(w);
+        rc = fill_workload_source(r, p, err);
     return rc;
+}
+
+void gc_submit_plan_free(gc_submit_plan *p)
+{
+    gc_workload_free(&p->workload);
+    free((char *)p->image_build.repository);
+    memset(p, 0, sizeof(*p));
 }

@@ -9,12 +9,20 @@ not stop each other's control plane. Instead:
   GCLUSTER_TESTENV_KEEP=1          keep the environment after the session; without
                                    GCLUSTER_TESTENV_DIR it is then the default one of `testenv/up`,
                                    which the next session reuses.
+
+Profiles (testenv/README.md): every test that uses the environment runs on the default profile
+(Kueue "unified", head pool cpu-np, made for tpu-v6e-slice) unless it is marked, e.g.
+  @pytest.mark.testenv_profile("xpk", head_pool="pathways-np", accelerator="tpu7x")
+A test can also switch in its body with testenv.use_profile(...). `another_testenv(...)` starts
+a second environment for the session, e.g. with the older JobSet and Kueue releases.
 Every helper talks to 127.0.0.1 only, and every wait is bounded.
 """
 
+import contextlib
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +40,8 @@ FAKE_LOG_LINES = [
     "testenv: fake log end",
 ]
 UP_TIMEOUT = 3600  # a cold build of the control plane takes ~10-15 min on 2 cores
+# The profile testenv/up puts an environment on: (Kueue profile, head pool, accelerator).
+DEFAULT_PROFILE = ("unified", "cpu-np", "tpu-v6e-slice")
 
 
 def wait_for(predicate, timeout=60, interval=0.5, what=None):
@@ -61,6 +71,24 @@ class TestEnv:
     def __init__(self, kubeconfig):
         self.kubeconfig = Path(kubeconfig)
         self.context = CONTEXT
+        self.profile = DEFAULT_PROFILE
+
+    def use_profile(self, kueue=DEFAULT_PROFILE[0], head_pool=DEFAULT_PROFILE[1],
+                    accelerator=DEFAULT_PROFILE[2], force=False):
+        """Puts the environment on a profile (testenv/profile) and waits until it is in effect.
+        Nothing is sent when this session already put it there, unless force=True (for a test
+        that changed the Kueue objects or node labels itself)."""
+        wanted = (kueue, head_pool, accelerator)
+        if wanted == self.profile and not force:
+            return
+        proc = subprocess.run(
+            [sys.executable, str(TESTENV / "testenv.py"), "profile", kueue, "--head-pool",
+             head_pool, "--accelerator", accelerator, "--kubeconfig", str(self.kubeconfig)],
+            capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            self.profile = None  # half applied: the next use applies it again
+            pytest.fail(f"testenv profile {' '.join(wanted)} failed:\n{proc.stderr}")
+        self.profile = wanted
 
     def env(self):
         env = dict(os.environ)
@@ -97,28 +125,30 @@ CACHE = Path(os.environ.get("GCLUSTER_TESTENV_CACHE") or Path.home() / ".cache" 
 SESSION_PREFIX = "pytest-"
 
 
-def _run_testenv(command, state_dir, timeout):
+def _run_testenv(command, state_dir, timeout, settings=None):
     env = dict(os.environ)
     if state_dir:
         env["GCLUSTER_TESTENV_DIR"] = str(state_dir)
+    env.update(settings or {})
     return subprocess.run([str(TESTENV / command)], stdout=subprocess.PIPE, text=True,
                           timeout=timeout, env=env)
 
 
 def _stop_abandoned_sessions():
-    """Environments of pytest sessions that died without their teardown (e.g. SIGKILL)."""
+    """Environments of pytest sessions that died without their teardown (e.g. SIGKILL); a
+    session's state directories are pytest-<pid> and pytest-<pid>-<name>."""
     for state_dir in CACHE.glob(f"{SESSION_PREFIX}*"):
-        pid = state_dir.name[len(SESSION_PREFIX):]
+        pid = state_dir.name[len(SESSION_PREFIX):].split("-")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             _run_testenv("down", state_dir, 120)
     for lock in CACHE.glob(f".{SESSION_PREFIX}*.lock"):
-        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
+        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")].split("-")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             lock.unlink(missing_ok=True)
 
 
-def _start(state_dir):
-    proc = _run_testenv("up", state_dir, UP_TIMEOUT)
+def _start(state_dir, settings=None):
+    proc = _run_testenv("up", state_dir, UP_TIMEOUT, settings)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("KUBECONFIG="):
         pytest.fail(f"testenv/up failed (exit {proc.returncode}); its log is above")
@@ -142,3 +172,48 @@ def testenv():
     finally:
         if not keep:
             _run_testenv("down", state_dir, 120)
+
+
+def older_releases():
+    """The settings that start an environment on the older JobSet and Kueue releases pinned in
+    testenv/versions.env, and how to name them ("JobSet v0.8.0, Kueue v0.14.0")."""
+    pins = {}
+    for line in (TESTENV / "versions.env").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.startswith("#"):
+            pins[key.strip()] = value.strip()
+    jobset, kueue = pins["OLD_JOBSET_VERSION"], pins["OLD_KUEUE_VERSION"]
+    return ({"GCLUSTER_TESTENV_JOBSET_VERSION": jobset, "GCLUSTER_TESTENV_KUEUE_VERSION": kueue},
+            f"JobSet {jobset}, Kueue {kueue}")
+
+
+@contextlib.contextmanager
+def another_testenv(name, **settings):
+    """A second environment for this session, started with GCLUSTER_TESTENV_* settings (e.g.
+    GCLUSTER_TESTENV_JOBSET_VERSION=<the older release>) in its own state directory and stopped
+    when the block ends. Skips when KUBECONFIG_TESTENV names the only environment to use."""
+    if os.environ.get("KUBECONFIG_TESTENV"):
+        pytest.skip("KUBECONFIG_TESTENV names the one environment to use; this test starts "
+                    f"its own ({', '.join(f'{k}={v}' for k, v in settings.items())})")
+    state_dir = CACHE / f"{SESSION_PREFIX}{os.getpid()}-{name}"
+    kubeconfig = _start(state_dir, settings)
+    try:
+        yield TestEnv(kubeconfig)
+    finally:
+        _run_testenv("down", state_dir, 120)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "testenv_profile(kueue, head_pool='cpu-np', accelerator='tpu-v6e-slice'): "
+        "run the test on that testenv profile (testenv/README.md, \"Profiles\")")
+
+
+@pytest.fixture(autouse=True)
+def _testenv_profile(request):
+    """Every test that uses the environment runs on the profile its testenv_profile marker
+    names, else on the default one (so a profile never leaks into the next test)."""
+    if "testenv" in request.fixturenames:
+        marker = request.node.get_closest_marker("testenv_profile")
+        request.getfixturevalue("testenv").use_profile(
+            *(marker.args if marker else ()), **(marker.kwargs if marker else {}))

@@ -1,4 +1,4 @@
-"""`gcluster deploy` against the local control plane (SPEC §6).
+"""`gcluster deploy` against the local control plane.
 
 The module starts from a cluster without any Kueue configuration (the minimal one testenv/up
 applies is removed), lets deploy create it from the example blueprint, and checks that the real
@@ -13,7 +13,7 @@ import stat
 import pytest
 import yaml
 
-from conftest import REPO, TESTENV, wait_for
+from conftest import REPO, wait_for
 from gcluster_cli import CLUSTER, Cli, is_true, submit_pathways
 
 BLUEPRINT = str(REPO / "examples" / "gke-tpu-v6e-pathways.yaml")
@@ -53,14 +53,12 @@ def deploy(cli, *args, check=0, env=None):
 
 @pytest.fixture(scope="module")
 def cluster(testenv, tmp_path_factory):
+    testenv.use_profile()
     cli = Cli(testenv.kubeconfig, tmp_path_factory.mktemp("deploy-home"))
     remove_kueue_config(cli)
     yield cli
     remove_kueue_config(cli)
-    cli.kubectl("apply", "--server-side", "--force-conflicts",
-                "--field-manager=gcluster-testenv", "-f", str(TESTENV / "kueue-minimal.yaml"))
-    wait_for(lambda: is_true(cli.kubectl_json("get", "clusterqueue", "cluster-queue"), "Active"),
-             what="testenv's ClusterQueue to be Active again")
+    testenv.use_profile(force=True)
 
 
 @pytest.fixture

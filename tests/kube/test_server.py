@@ -8,7 +8,11 @@ bodies, streamed chunks, dropped connections) and reads back what the client rea
 
 Control endpoints (never recorded):
     POST /_test/script  {"GET /api/v1/...": [answer, ...], ...}   queue answers per method+path
-    GET  /_test/log     every recorded request, oldest first
+    GET  /_test/log     every recorded request, oldest first, with what the server saw:
+                        in_flight  requests it was answering when this one arrived (itself
+                                   included): more than 1 means the client sent them together
+                        ended_by   for a streamed answer: "server" (it ran to its end) or
+                                   "client" (the client hung up first, e.g. during a hold)
     POST /_test/reset   forget scripts and the log
 
 An answer is a JSON object:
@@ -24,6 +28,7 @@ Unscripted requests get a 404 Status.
 import argparse
 import json
 import os
+import select
 import socket
 import ssl
 import struct
@@ -40,6 +45,7 @@ class State:
         self.scripts = {}
         self.log = []
         self.connections = 0
+        self.in_flight = 0
 
 
 STATE = State()
@@ -138,16 +144,22 @@ class Handler(BaseHTTPRequestHandler):
             return self.control(url.path, body)
         query = parse_qs(url.query, keep_blank_values=True)
         with STATE.lock:
-            STATE.log.append({
+            STATE.in_flight += 1
+            self.entry = {
                 "method": self.command, "path": url.path, "query": url.query,
                 "params": {k: v[0] for k, v in query.items()},
                 "headers": {k.lower(): v for k, v in self.headers.items()},
                 "body": body, "connection": self.conn_id, "client_cn": self.client_cn(),
-                "time": time.monotonic(),
-            })
-        answer = take_answer(self.command + " " + url.path, query,
-                             self.headers.get("Authorization"))
-        self.answer(answer)
+                "time": time.monotonic(), "in_flight": STATE.in_flight,
+            }
+            STATE.log.append(self.entry)
+        try:
+            answer = take_answer(self.command + " " + url.path, query,
+                                 self.headers.get("Authorization"))
+            self.answer(answer)
+        finally:
+            with STATE.lock:
+                STATE.in_flight -= 1
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
 
@@ -183,6 +195,17 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def client_left(self, seconds):
+        """Waits up to `seconds` for the client to hang up. While an answer streams, an HTTP/1.1
+        client sends nothing on its connection, so the socket turning readable (a TLS
+        close_notify, or the end of the stream) means it is gone."""
+        ready, _, _ = select.select([self.connection], [], [], seconds)
+        return bool(ready)
+
+    def ended_by(self, who):
+        with STATE.lock:
+            self.entry["ended_by"] = who
+
     def stream(self, a):
         try:
             for chunk in a["chunks"]:
@@ -190,7 +213,11 @@ class Handler(BaseHTTPRequestHandler):
                 data = chunk["data"].encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
-            time.sleep(a.get("hold", 0))
+            if self.client_left(a.get("hold", 0)):
+                self.ended_by("client")
+                self.close_connection = True
+                return
+            self.ended_by("server")
             if a.get("abort"):
                 self.close_connection = True
                 self.connection.close()
@@ -198,6 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:
+            self.ended_by("client")
             self.close_connection = True
 
 

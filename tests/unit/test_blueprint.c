@@ -1,5 +1,5 @@
 /*
- * Blueprint reading (SPEC §6): the example blueprints, $(vars.X) expansion and --vars, the
+ * Blueprint reading: the example blueprints, $(vars.X) expansion and --vars, the
  * node pools they ask for, the gcloud commands for them, and located errors for bad input.
  */
 #include <setjmp.h>

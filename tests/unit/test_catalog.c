@@ -1,5 +1,5 @@
 /*
- * The accelerator catalog (SPEC §5): a sweep over every TPU host type and every shape it serves,
+ * The accelerator catalog: a sweep over every TPU host type and every shape it serves,
  * every shorthand form, every rejection rule with its message, resolution against a synthetic
  * cluster, and the GPU and CPU entries. Expected values are written out here, independently of
  * the tables they check.
@@ -92,7 +92,7 @@ static void test_families(void **state)
     }
 }
 
-/* Every TPU host type, as SPEC §5 and the Pathways references describe it. */
+/* Every TPU host type, as Cloud TPU and the Pathways references describe it. */
 static const struct host_fact {
     const char *machine;
     const char *family;

@@ -1,7 +1,8 @@
 /*
  * deploy against clusters testenv cannot imitate (the cluster tier covers the ordinary case):
  * one without Kueue or JobSet, and one whose Kueue serves only v1beta1. A scripted loopback
- * server answers; the test reads what deploy printed and which requests it sent.
+ * server answers; the test reads the report deploy returned, the events it sent and the
+ * requests it made.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,10 +14,12 @@
 #include "gcluster/deploy.h"
 #include "gcluster/kube.h"
 #include "kube_test.h"
+#include "run_cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define BLUEPRINT GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml"
 
@@ -64,16 +67,26 @@ static void script(const char *text)
 typedef struct outcome {
     int rc;
     gc_error err;
-    char *out, *log;
-    size_t out_len, log_len;
+    gc_deploy_report report;
+    gc_buf events; /* one line per event: "<kind> <text>" */
 } outcome;
+
+static void record_event(void *ctx, gc_event_kind kind, const char *text)
+{
+    gc_buf_printf(ctx, "%d %s\n", (int)kind, text);
+}
+
+static char *write_kubeconfig(void)
+{
+    char *path = gc_xasprintf("%s/kubeconfig", tmp);
+    kube_test_write_kubeconfig(path, &server, pki.ca, NULL);
+    return path;
+}
 
 static void run_deploy(outcome *o, const gc_deploy_request *r)
 {
     memset(o, 0, sizeof(*o));
-    char path[512];
-    snprintf(path, sizeof(path), "%s/kubeconfig", tmp);
-    kube_test_write_kubeconfig(path, &server, pki.ca, NULL);
+    char *path = write_kubeconfig();
     gc_blueprint bp;
     if (gc_blueprint_load(BLUEPRINT, NULL, 0, &bp, &o->err))
         fail_msg("%s", o->err.message);
@@ -81,20 +94,27 @@ static void run_deploy(outcome *o, const gc_deploy_request *r)
     gc_kube_options opts = {.kubeconfig = path};
     if (gc_kube_open(&opts, &kube, &o->err))
         fail_msg("%s", o->err.message);
-    FILE *out = open_memstream(&o->out, &o->out_len);
-    FILE *log = open_memstream(&o->log, &o->log_len);
-    gc_output output = {.out = out, .log = log};
-    o->rc = gc_deploy(kube, &bp, r, &output, &o->err);
-    fclose(out);
-    fclose(log);
+    free(path);
+    gc_buf_init(&o->events);
+    gc_events events = {.emit = record_event, .ctx = &o->events};
+    o->rc = gc_deploy(kube, &bp, r, &events, &o->report, &o->err);
     gc_kube_close(kube);
     gc_blueprint_free(&bp);
 }
 
 static void outcome_free(outcome *o)
 {
-    free(o->out);
-    free(o->log);
+    gc_deploy_report_free(&o->report);
+    gc_buf_free(&o->events);
+}
+
+static const gc_deploy_pool *find_pool(const gc_deploy_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->pool_count; i++)
+        if (!strcmp(r->pools[i].name, name))
+            return &r->pools[i];
+    fail_msg("no pool %s in the report", name);
+    return NULL;
 }
 
 /* How many requests had this method (and a path starting with `prefix`). */
@@ -123,15 +143,30 @@ static void cluster_without_kueue_or_jobset(void **state)
     run_deploy(&o, &r);
     assert_int_equal(o.rc, GC_EXIT_RUNTIME);
     assert_non_null(strstr(o.err.message, "lacks Kueue or JobSet"));
-    assert_non_null(strstr(o.log,
-                           "Kueue is not installed on this cluster; install it with\n"
-                           "  kubectl apply --server-side -f https://github.com/"
-                           "kubernetes-sigs/kueue/releases/download/v0.17.1/manifests.yaml"));
-    assert_non_null(strstr(o.log, "JobSet is not installed"));
+    const gc_deploy_report *rep = &o.report;
+    assert_true(rep->started);
+    assert_string_equal(rep->cluster, "c");
+    assert_string_equal(rep->location, "us-east5");
+    assert_string_equal(rep->head_pool, "cpu-np");
+    assert_int_equal(rep->missing_count, 2);
+    assert_string_equal(rep->missing[0].name, "Kueue");
+    assert_string_equal(rep->missing[0].install_command,
+                        "kubectl apply --server-side -f https://github.com/"
+                        "kubernetes-sigs/kueue/releases/download/v0.17.1/manifests.yaml");
+    assert_string_equal(rep->missing[1].name, "JobSet");
     /* The node-pool report still says what is missing and how to create it. */
-    assert_non_null(strstr(o.out, "present, 2 nodes"));
-    assert_non_null(strstr(o.out, "gcloud container node-pools create tpu-v6e-np-0 "
-                                  "--project=my-project --cluster=c --location=us-east5"));
+    assert_true(rep->pools_listed);
+    assert_int_equal(find_pool(rep, "cpu-np")->nodes, 2);
+    const gc_deploy_pool *tpu = find_pool(rep, "tpu-v6e-np-0");
+    assert_int_equal(tpu->nodes, -1);
+    assert_false(tpu->created);
+    assert_non_null(strstr(tpu->create_command, "gcloud container node-pools create tpu-v6e-np-0 "
+                                                "--project=my-project --cluster=c "
+                                                "--location=us-east5"));
+    assert_null(find_pool(rep, "cpu-np")->create_command);
+    /* Nothing was applied, and nothing was said to be. */
+    assert_null(rep->kueue_api);
+    assert_int_equal(rep->object_count, 0);
     assert_int_equal(count_requests("PATCH", "/"), 0);
     outcome_free(&o);
 }
@@ -152,7 +187,12 @@ static void kueue_serving_only_v1beta1(void **state)
     run_deploy(&o, &r);
     /* The first object is a v1beta1 ResourceFlavor; its dry-run apply is unscripted (404). */
     assert_int_not_equal(o.rc, 0);
-    assert_non_null(strstr(o.out, "Kueue configuration (kueue.x-k8s.io/v1beta1), plan only"));
+    assert_true(o.report.plan);
+    assert_string_equal(o.report.kueue_api, "kueue.x-k8s.io/v1beta1");
+    /* The object that failed is reported by the error, not as applied. */
+    assert_int_equal(o.report.object_count, 0);
+    assert_non_null(
+        strstr(o.err.message, "applying resourceflavor.kueue.x-k8s.io/pathways-flavor"));
     json_t *log = kube_test_server_log(&server);
     const json_t *patch = NULL, *req;
     size_t i;
@@ -173,11 +213,337 @@ static void kueue_serving_only_v1beta1(void **state)
     outcome_free(&o);
 }
 
+/* A cluster with Kueue and JobSet, the head pool and one of the two TPU pools. tpu-flavor is
+ * already there as deploy would write it; everything else is new, and Kueue makes the
+ * ClusterQueue Active at once. */
+static void serve_cluster_with_kueue(void)
+{
+    json_t *script = json_object();
+    json_t *nodes = json_array();
+    static const char *const node_pools[] = {"cpu-np",       "cpu-np",       "tpu-v6e-np-0",
+                                             "tpu-v6e-np-0", "tpu-v6e-np-0", "tpu-v6e-np-0"};
+    for (size_t i = 0; i < sizeof(node_pools) / sizeof(*node_pools); i++)
+        json_array_append_new(nodes, json_pack("{s:{s:{s:s}}}", "metadata", "labels",
+                                               "cloud.google.com/gke-nodepool", node_pools[i]));
+    json_object_set_new(
+        script, "GET /api/v1/nodes",
+        json_pack("[{s:{s:s, s:{}, s:o}}]", "json", "kind", "List", "metadata", "items", nodes));
+    json_object_set_new(script, "GET /apis/kueue.x-k8s.io",
+                        json_pack("[{s:{s:[{s:s}]}}]", "json", "versions", "version", "v1beta2"));
+    json_object_set_new(script, "GET /apis/jobset.x-k8s.io",
+                        json_pack("[{s:{s:[{s:s}]}}]", "json", "versions", "version", "v1alpha2"));
+    json_object_set_new(script, "GET /apis/kueue.x-k8s.io/v1beta2",
+                        json_pack("[{s:{s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, {s:s, s:s, s:b}]}}]",
+                                  "json", "resources", "name", "resourceflavors", "kind",
+                                  "ResourceFlavor", "namespaced", 0, "name", "clusterqueues",
+                                  "kind", "ClusterQueue", "namespaced", 0, "name", "localqueues",
+                                  "kind", "LocalQueue", "namespaced", 1));
+    json_object_set_new(script, "GET /apis/scheduling.k8s.io/v1",
+                        json_pack("[{s:{s:[{s:s, s:s, s:b}]}}]", "json", "resources", "name",
+                                  "priorityclasses", "kind", "PriorityClass", "namespaced", 0));
+    static const char *const objects[] = {
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/pathways-flavor",
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/tpu-flavor",
+        "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue",
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues/user-queue",
+        "/apis/scheduling.k8s.io/v1/priorityclasses/very-low",
+        "/apis/scheduling.k8s.io/v1/priorityclasses/low",
+        "/apis/scheduling.k8s.io/v1/priorityclasses/medium",
+        "/apis/scheduling.k8s.io/v1/priorityclasses/high",
+        "/apis/scheduling.k8s.io/v1/priorityclasses/very-high",
+    };
+    for (size_t i = 0; i < sizeof(objects) / sizeof(*objects); i++) {
+        const char *name = strrchr(objects[i], '/') + 1;
+        json_t *applied = json_pack("{s:{s:s}}", "metadata", "name", name);
+        char key[256];
+        snprintf(key, sizeof(key), "PATCH %s", objects[i]);
+        json_object_set_new(script, key, json_pack("[{s:O}]", "json", applied));
+        snprintf(key, sizeof(key), "GET %s", objects[i]);
+        if (!strcmp(name, "tpu-flavor"))
+            json_object_set_new(script, key, json_pack("[{s:O}]", "json", applied));
+        else if (!strcmp(name, "cluster-queue"))
+            json_object_set_new(script, key,
+                                json_pack("[{s:i}, {s:{s:{s:[{s:s, s:s, s:s}]}}}]", "status", 404,
+                                          "json", "status", "conditions", "type", "Active",
+                                          "status", "True", "reason", "Ready"));
+        json_decref(applied);
+    }
+    char *text = json_dumps(script, JSON_COMPACT);
+    if (!kube_test_server_script(&server, text))
+        fail_msg("bad script: %s", text);
+    free(text);
+    json_decref(script);
+}
+
+static void deploy_reports_each_object_and_the_queue_state(void **state)
+{
+    (void)state;
+    serve_cluster_with_kueue();
+    outcome o;
+    gc_deploy_request r = {0};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    const gc_deploy_report *rep = &o.report;
+    assert_string_equal(rep->blueprint, "gke-tpu-v6e-pathways");
+    assert_true(rep->pathways);
+    assert_int_equal(rep->missing_count, 0);
+    assert_string_equal(rep->kueue_api, "kueue.x-k8s.io/v1beta2");
+    assert_int_equal(rep->object_count, 9);
+    for (size_t i = 0; i < rep->object_count; i++) {
+        const gc_deploy_object *obj = &rep->objects[i];
+        bool existing = !strcmp(obj->name, "tpu-flavor");
+        assert_int_equal(obj->outcome, existing ? GC_APPLY_UNCHANGED : GC_APPLY_CREATED);
+        bool queue = !strcmp(obj->kind, "ClusterQueue");
+        assert_int_equal(obj->queue_checked, queue);
+        assert_int_equal(obj->queue_active, queue);
+    }
+    assert_string_equal(rep->objects[3].label, "localqueue.kueue.x-k8s.io/user-queue");
+    assert_string_equal(rep->objects[3].ns, "default");
+    assert_null(rep->objects[0].ns);
+    assert_int_equal(find_pool(rep, "cpu-np")->nodes, 2);
+    assert_int_equal(find_pool(rep, "tpu-v6e-np-0")->nodes, 4);
+    assert_int_equal(find_pool(rep, "tpu-v6e-np-1")->nodes, -1);
+    assert_non_null(find_pool(rep, "tpu-v6e-np-1")->create_command);
+    assert_int_equal(rep->warnings.count, 0);
+    assert_int_equal(count_requests("PATCH", "/"), 9);
+    outcome_free(&o);
+}
+
+static void plan_changes_nothing_and_says_what_would(void **state)
+{
+    (void)state;
+    serve_cluster_with_kueue();
+    outcome o;
+    gc_deploy_request r = {.plan = true};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_true(o.report.plan);
+    assert_int_equal(o.report.object_count, 9);
+    assert_false(o.report.objects[2].queue_checked); /* a plan does not wait for Kueue */
+    json_t *log = kube_test_server_log(&server);
+    size_t i;
+    const json_t *req;
+    json_array_foreach(log, i, req)
+    {
+        if (!strcmp(json_string_value(json_object_get(req, "method")), "PATCH"))
+            assert_non_null(strstr(json_string_value(json_object_get(req, "query")), "dryRun=All"));
+    }
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A gcloud on PATH that records its arguments, says what it does on stderr, its exit code on
+ * stdout, and exits with `code`. */
+static char *install_fake_gcloud(int code, char **record)
+{
+    char *dir = gc_xasprintf("%s/bin-%d", tmp, code);
+    mkdir(dir, 0755);
+    *record = gc_xasprintf("%s/calls", dir);
+    char *script = gc_xasprintf("%s/gcloud", dir);
+    kube_test_write(script,
+                    "#!/bin/sh\necho \"$@\" >> '%s'\necho \"Creating node pool $4...\" >&2\n"
+                    "echo \"exit %d\"\nexit %d\n",
+                    *record, code, code);
+    chmod(script, 0755);
+    free(script);
+    char *old_path = gc_xstrdup(getenv("PATH"));
+    char *path = gc_xasprintf("%s:%s", dir, old_path);
+    setenv("PATH", path, 1);
+    free(path);
+    free(dir);
+    return old_path;
+}
+
+static void create_node_pools_runs_gcloud_for_the_missing_ones(void **state)
+{
+    (void)state;
+    serve_cluster_with_kueue();
+    char *record;
+    char *old_path = install_fake_gcloud(0, &record);
+    outcome o;
+    gc_deploy_request r = {.create_node_pools = true, .cluster = "c", .location = "us-east5"};
+    run_deploy(&o, &r);
+    setenv("PATH", old_path, 1);
+    assert_int_equal(o.rc, 0);
+    assert_true(o.report.create_node_pools);
+    assert_true(find_pool(&o.report, "tpu-v6e-np-1")->created);
+    assert_false(find_pool(&o.report, "tpu-v6e-np-0")->created);
+    char *calls = kube_test_read(record);
+    assert_non_null(calls);
+    char *want = gc_xasprintf("%s\n", strstr(find_pool(&o.report, "tpu-v6e-np-1")->create_command,
+                                             "container node-pools create tpu-v6e-np-1"));
+    assert_string_equal(calls, want);
+    free(want);
+    assert_non_null(strstr(o.events.data, "running gcloud container node-pools create "
+                                          "tpu-v6e-np-1"));
+    /* What gcloud printed is in the report, stderr first. */
+    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
+                        "Creating node pool tpu-v6e-np-1...\nexit 0\n");
+    assert_null(find_pool(&o.report, "tpu-v6e-np-0")->output);
+    free(calls);
+    outcome_free(&o);
+
+    assert_true(kube_test_server_reset(&server));
+    serve_cluster_with_kueue();
+    free(record);
+    free(old_path);
+    old_path = install_fake_gcloud(7, &record);
+    run_deploy(&o, &r);
+    setenv("PATH", old_path, 1);
+    assert_int_equal(o.rc, GC_EXIT_RUNTIME);
+    assert_non_null(strstr(o.err.message, "gcloud failed (exit status 7) creating node pool "
+                                          "tpu-v6e-np-1"));
+    assert_false(find_pool(&o.report, "tpu-v6e-np-1")->created);
+    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
+                        "Creating node pool tpu-v6e-np-1...\nexit 7\n");
+    outcome_free(&o);
+    free(record);
+    free(old_path);
+}
+
+static void run_deploy_cli(cli_result *res, const char *const *extra)
+{
+    char *kubeconfig = write_kubeconfig();
+    const char *argv[16] = {"deploy", BLUEPRINT, "--kubeconfig", kubeconfig, "--context", "t"};
+    size_t n = 6;
+    for (size_t i = 0; extra[i]; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    char *home = gc_xasprintf("HOME=%s", tmp);
+    const char *env[] = {home, NULL};
+    run_cli(res, argv, env);
+    free(home);
+    free(kubeconfig);
+}
+
+static void text_report_is_as_before(void **state)
+{
+    (void)state;
+    serve_cluster_with_kueue();
+    cli_result res;
+    run_deploy_cli(&res, (const char *[]){NULL});
+    assert_int_equal(res.exit_code, 0);
+    static const char *const lines[] = {
+        "Blueprint gke-tpu-v6e-pathways: cluster gke-tpu-v6e (project my-project, location "
+        "us-east5), Pathways enabled (head pool cpu-np)\n",
+        "Node pools:\n  cpu-np               n4-standard-64       autoscaling 0-100                "
+        "  "
+        "present, 2 nodes\n",
+        "Kueue configuration (kueue.x-k8s.io/v1beta2):\n"
+        "  resourceflavor.kueue.x-k8s.io/pathways-flavor created\n"
+        "  resourceflavor.kueue.x-k8s.io/tpu-flavor unchanged\n"
+        "  clusterqueue.kueue.x-k8s.io/cluster-queue created\n"
+        "  clusterqueue.kueue.x-k8s.io/cluster-queue is Active\n",
+        "\nOne node pool is missing; create with:\n  gcloud container node-pools create "
+        "tpu-v6e-np-1 ",
+        "(or run gcluster deploy again with --create-node-pools)\n",
+    };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
+        if (!strstr(res.out.data, lines[i]))
+            fail_msg("no \"%s\" in:\n%s", lines[i], res.out.data);
+    cli_result_free(&res);
+}
+
+static void json_report_follows_the_documented_schema(void **state)
+{
+    (void)state;
+    serve_cluster_with_kueue();
+    cli_result res;
+    run_deploy_cli(&res, (const char *[]){"-o", "json", NULL});
+    assert_int_equal(res.exit_code, 0);
+    json_error_t error;
+    json_t *doc = json_loads(res.out.data, 0, &error);
+    if (!doc)
+        fail_msg("not JSON (%s): %s", error.text, res.out.data);
+    assert_int_equal(json_object_size(doc), 14); /* nothing undocumented */
+    assert_string_equal(json_string_value(json_object_get(doc, "blueprint")),
+                        "gke-tpu-v6e-pathways");
+    assert_string_equal(json_string_value(json_object_get(doc, "cluster")), "gke-tpu-v6e");
+    assert_string_equal(json_string_value(json_object_get(doc, "project")), "my-project");
+    assert_string_equal(json_string_value(json_object_get(doc, "location")), "us-east5");
+    assert_true(json_is_true(json_object_get(doc, "pathways")));
+    assert_string_equal(json_string_value(json_object_get(doc, "head_pool")), "cpu-np");
+    const json_t *unhandled = json_array_get(json_object_get(doc, "unhandled_modules"), 0);
+    assert_string_equal(json_string_value(json_object_get(unhandled, "source")),
+                        "modules/network/vpc");
+    assert_int_equal(json_array_size(json_object_get(doc, "missing_prerequisites")), 0);
+    assert_true(json_is_false(json_object_get(doc, "plan")));
+    assert_true(json_is_false(json_object_get(doc, "create_node_pools")));
+    const json_t *pools = json_object_get(doc, "node_pools");
+    assert_int_equal(json_array_size(pools), 3);
+    const json_t *head = json_array_get(pools, 0), *missing = json_array_get(pools, 2);
+    assert_string_equal(json_string_value(json_object_get(head, "name")), "cpu-np");
+    assert_string_equal(json_string_value(json_object_get(head, "machine_type")), "n4-standard-64");
+    assert_string_equal(json_string_value(json_object_get(head, "size")), "autoscaling 0-100");
+    assert_true(json_is_true(json_object_get(head, "present")));
+    assert_int_equal(json_integer_value(json_object_get(head, "nodes")), 2);
+    assert_true(json_is_null(json_object_get(head, "create_command")));
+    assert_true(json_is_false(json_object_get(missing, "present")));
+    assert_true(json_is_null(json_object_get(missing, "nodes")));
+    assert_non_null(strstr(json_string_value(json_object_get(missing, "create_command")),
+                           "gcloud container node-pools create tpu-v6e-np-1"));
+    assert_true(json_is_false(json_object_get(missing, "created")));
+    assert_true(json_is_null(json_object_get(missing, "output"))); /* not run */
+    assert_int_equal(json_object_size(missing), 8);
+    assert_string_equal(json_string_value(json_object_get(doc, "kueue_api")),
+                        "kueue.x-k8s.io/v1beta2");
+    const json_t *objects = json_object_get(doc, "kueue_objects");
+    assert_int_equal(json_array_size(objects), 9);
+    const json_t *cq = json_array_get(objects, 2), *lq = json_array_get(objects, 3);
+    assert_string_equal(json_string_value(json_object_get(cq, "api_version")),
+                        "kueue.x-k8s.io/v1beta2");
+    assert_string_equal(json_string_value(json_object_get(cq, "kind")), "ClusterQueue");
+    assert_string_equal(json_string_value(json_object_get(cq, "name")), "cluster-queue");
+    assert_true(json_is_null(json_object_get(cq, "namespace")));
+    assert_string_equal(json_string_value(json_object_get(cq, "label")),
+                        "clusterqueue.kueue.x-k8s.io/cluster-queue");
+    assert_string_equal(json_string_value(json_object_get(cq, "outcome")), "created");
+    const json_t *queue_state = json_object_get(cq, "cluster_queue_state");
+    assert_true(json_is_true(json_object_get(queue_state, "active")));
+    assert_string_equal(json_string_value(json_object_get(queue_state, "reason")), "Ready");
+    assert_string_equal(json_string_value(json_object_get(lq, "namespace")), "default");
+    assert_true(json_is_null(json_object_get(lq, "cluster_queue_state")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(objects, 1), "outcome")),
+                        "unchanged");
+    assert_int_equal(json_array_size(json_object_get(doc, "warnings")), 0);
+    json_decref(doc);
+    cli_result_free(&res);
+}
+
+/* A failed deploy still reports what it found, and exits with the error. */
+static void json_report_of_a_failed_deploy(void **state)
+{
+    (void)state;
+    script("{" NODES "}");
+    cli_result res;
+    run_deploy_cli(&res, (const char *[]){"--output", "json", NULL});
+    assert_int_equal(res.exit_code, GC_EXIT_RUNTIME);
+    json_t *doc = json_loads(res.out.data, 0, NULL);
+    assert_non_null(doc);
+    const json_t *missing = json_object_get(doc, "missing_prerequisites");
+    assert_int_equal(json_array_size(missing), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(missing, 0), "name")),
+                        "Kueue");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_array_get(missing, 1), "install_command")),
+               "kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/"));
+    assert_true(json_is_null(json_object_get(doc, "kueue_api")));
+    assert_non_null(strstr(res.err.data, "lacks Kueue or JobSet"));
+    json_decref(doc);
+    cli_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(cluster_without_kueue_or_jobset, reset),
         cmocka_unit_test_setup(kueue_serving_only_v1beta1, reset),
+        cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, reset),
+        cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, reset),
+        cmocka_unit_test_setup(create_node_pools_runs_gcloud_for_the_missing_ones, reset),
+        cmocka_unit_test_setup(text_report_is_as_before, reset),
+        cmocka_unit_test_setup(json_report_follows_the_documented_schema, reset),
+        cmocka_unit_test_setup(json_report_of_a_failed_deploy, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,7 +15,9 @@
 #include "kube_test.h"
 #include "test_events.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,13 +357,28 @@ static void test_garbage_output(void **state)
     finish(&r);
 }
 
+/* A plugin that hangs is stopped at the time limit: killed (it never got to finish on its own),
+ * and reaped (when the call returns, no process or zombie is left). */
 static void test_plugin_timeout(void **state)
 {
     (void)state;
+    char *pid_path = path_in_tmp("sleeping.pid");
+    char *args = gc_xasprintf("--mode=sleep, --pid-file=%s", pid_path);
     run r;
-    expect_failure(&r, "--mode=sleep", "", 1, 0);
+    expect_failure(&r, args, "", 1, 0);
     assert_true(kube_test_contains(r.err.message, "did not finish within 1 s"));
+    char *pid_text = kube_test_read(pid_path);
+    assert_non_null(pid_text);
+    pid_t pid = (pid_t)atoi(pid_text);
+    assert_true(pid > 0);
+    assert_false(kube_test_contains(pid_text, "finished"));
+    errno = 0;
+    assert_int_equal(kill(pid, 0), -1);
+    assert_int_equal(errno, ESRCH);
     finish(&r);
+    free(pid_text);
+    free(args);
+    free(pid_path);
 }
 
 static void test_huge_output(void **state)

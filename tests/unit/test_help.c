@@ -87,7 +87,7 @@ static void submit_help_lists_every_flag_of_googles_gcluster(void **state)
     cli_result r;
     const char *args[] = {"job", "submit", "--help", NULL};
     run(&r, args, 0);
-    /* reference/gcluster-job.md §1.3.1, in order, plus ours (SPEC §3). */
+    /* Google's gcluster `job submit` flags in its order, then ours. */
     static const char *const flags[] = {"image",
                                         "base-image",
                                         "build-context",

@@ -6,6 +6,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/image.h"
+#include "kube_test.h"
 #include "tar_reader.h"
 
 #include <ftw.h>
@@ -43,33 +44,16 @@ static void remove_tree(char *dir)
     free(dir);
 }
 
-static void put(const char *dir, const char *rel, const char *text, mode_t mode)
-{
-    char path[8192];
-    snprintf(path, sizeof(path), "%s/%s", dir, rel);
-    /* Create the parents on the way. */
-    for (char *p = strchr(path + strlen(dir) + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        mkdir(path, 0755);
-        *p = '/';
-    }
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    chmod(path, mode);
-}
-
 /* A context with a bit of everything. */
 static char *sample_context(void)
 {
     char *dir = make_dir();
-    put(dir, "train.py", "print('hello')\n", 0644);
-    put(dir, "run.sh", "#!/bin/sh\nexec python train.py\n", 0755);
-    put(dir, "src/model/layers.py", "LAYERS = 4\n", 0600);
-    put(dir, ".git/HEAD", "ref: refs/heads/main\n", 0644);
-    put(dir, "debug.log", "noise\n", 0644);
-    put(dir, "src/__pycache__/layers.cpython-311.pyc", "bytecode", 0644);
+    kube_test_put(dir, "train.py", "print('hello')\n", 0644);
+    kube_test_put(dir, "run.sh", "#!/bin/sh\nexec python train.py\n", 0755);
+    kube_test_put(dir, "src/model/layers.py", "LAYERS = 4\n", 0600);
+    kube_test_put(dir, ".git/HEAD", "ref: refs/heads/main\n", 0644);
+    kube_test_put(dir, "debug.log", "noise\n", 0644);
+    kube_test_put(dir, "src/__pycache__/layers.cpython-311.pyc", "bytecode", 0644);
     char link[8192];
     snprintf(link, sizeof(link), "%s/current", dir);
     assert_int_equal(symlink("src/model", link), 0);
@@ -217,7 +201,7 @@ static void long_names_and_link_targets_use_pax(void **state)
         strcat(rel, "a-rather-long-directory-name/");
     strcat(rel, "file-with-a-long-name.txt");
     assert_true(strlen(rel) > 100);
-    put(dir, rel, "deep\n", 0644);
+    kube_test_put(dir, rel, "deep\n", 0644);
     char link[8192];
     snprintf(link, sizeof(link), "%s/shortcut", dir);
     assert_int_equal(symlink(rel, link), 0);
@@ -239,11 +223,11 @@ static void an_exception_reaches_into_an_ignored_directory(void **state)
 {
     (void)state;
     char *dir = make_dir();
-    put(dir, ".dockerignore", "data\n!data/labels.csv\n", 0644);
-    put(dir, "data/big.bin", "xxxx", 0644);
-    put(dir, "data/labels.csv", "a,b\n", 0644);
-    put(dir, "cache/blob", "zzz", 0644);
-    put(dir, "keep.py", "pass\n", 0644);
+    kube_test_put(dir, ".dockerignore", "data\n!data/labels.csv\n", 0644);
+    kube_test_put(dir, "data/big.bin", "xxxx", 0644);
+    kube_test_put(dir, "data/labels.csv", "a,b\n", 0644);
+    kube_test_put(dir, "cache/blob", "zzz", 0644);
+    kube_test_put(dir, "keep.py", "pass\n", 0644);
     gc_layer layer;
     build(dir, &layer);
     tar_archive a;
@@ -320,7 +304,7 @@ static void the_tag_follows_the_content_not_the_clock(void **state)
     char *other_platform = plan(dir, "python:3.11-slim", "linux/arm64");
     assert_string_not_equal(first, other_platform);
 
-    put(dir, "train.py", "print('changed')\n", 0644);
+    kube_test_put(dir, "train.py", "print('changed')\n", 0644);
     char *changed = plan(dir, "python:3.11-slim", "linux/amd64");
     assert_string_not_equal(first, changed);
 

@@ -1,5 +1,5 @@
 /*
- * One status per job (SPEC §2) from the JobSet, its Kueue Workload and its pods, including the
+ * One status per job from the JobSet, its Kueue Workload and its pods, including the
  * moment after Kueue resumes a job when JobSet's Suspended condition still trails spec.suspend.
  */
 #include <setjmp.h>

@@ -287,15 +287,22 @@ static void test_list_page_cut_off(void **state)
     gc_buf_free(&s.names);
 }
 
-static double arrival(json_t *log, const char *path)
+/* How many requests the server was answering when the first one for `path` arrived. */
+static json_int_t in_flight(json_t *log, const char *path)
 {
     for (size_t i = 0; i < json_array_size(log); i++) {
         const json_t *r = json_array_get(log, i);
         if (!strcmp(json_string_value(json_object_get(r, "path")), path))
-            return json_real_value(json_object_get(r, "time"));
+            return json_integer_value(json_object_get(r, "in_flight"));
     }
     fail_msg("no request for %s", path);
     return 0;
+}
+
+/* Who ended the streamed answer to request `i`: "client" or "server". */
+static const char *ended_by(json_t *log, size_t i)
+{
+    return json_string_value(json_object_get(json_array_get(log, i), "ended_by"));
 }
 
 #define SECRETS  "/api/v1/namespaces/ns1/secrets"
@@ -348,10 +355,10 @@ static void test_lists_sent_together(void **state)
 
     json_t *log = kube_test_server_log(&server);
     assert_int_equal(json_array_size(log), 7);
-    double first = arrival(log, PATH);
-    assert_true(arrival(log, SECRETS) - first < 1.0);
-    assert_true(arrival(log, SERVICES) - first < 1.0);
-    assert_true(arrival(log, SERVICES "/web") - first < 1.0);
+    /* Each arrived while the first answer (held back for 2 s) was still being sent. */
+    assert_true(in_flight(log, SECRETS) >= 2);
+    assert_true(in_flight(log, SERVICES) >= 2);
+    assert_true(in_flight(log, SERVICES "/web") >= 2);
     json_decref(log);
     json_decref(web);
     gc_buf_free(&configmaps.names);
@@ -501,6 +508,12 @@ static void test_watch_times_out(void **state)
         fail_msg("%s\n%s", err.message, notices.lines.data);
     assert_true(kube_test_contains(err.message, "gave up after 1 s"));
     assert_string_equal(s.names.data, "SYNCED, ADDED x");
+    /* The time limit ended the watch the server held open (the client hung up), and no second
+     * watch was started. */
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 2);
+    assert_string_equal(ended_by(log, 1), "client");
+    json_decref(log);
     gc_buf_free(&s.names);
 }
 
@@ -673,8 +686,13 @@ static void test_logs_stop_when_caller_says_so(void **state)
     l.stop_after_polls = 2;
     gc_error err;
     assert_int_equal(gc_kube_logs(kube, &source, 1, &opts, on_line, keep_going, &l, &err), 0);
-    assert_int_equal(l.polls, 2); /* ended by the second "no", not by the server */
     assert_string_equal(l.text[0].data, "only line|");
+    /* It ended at the first "stop", hanging up on the stream the server held for 30 s. */
+    assert_int_equal(l.polls, 2);
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), 1);
+    assert_string_equal(ended_by(log, 0), "client");
+    json_decref(log);
     lines_free(&l);
 }
 

@@ -1,5 +1,5 @@
 /*
- * The Kueue configuration deploy applies (SPEC §6): the built-in objects with default and
+ * The Kueue configuration deploy applies: the built-in objects with default and
  * overridden quotas, the head pool override, user templates and their errors and warnings.
  */
 #include <setjmp.h>

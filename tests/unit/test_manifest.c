@@ -1,6 +1,6 @@
 /*
- * The Pathways and ordinary JobSets, checked field by field against SPEC §4 on the parsed YAML
- * output (so the emitter is part of every check), plus the round-trip property: any --command
+ * The Pathways and ordinary JobSets, checked field by field on the parsed YAML output
+ * (so the emitter is part of every check), plus the round-trip property: any --command
  * comes back byte for byte.
  */
 #include "gcluster/emit.h"
@@ -33,14 +33,14 @@ static gc_submit_request pathways_request(void)
 /* Builds, emits and parses back the JobSet for `r`. */
 static json_t *render(const gc_submit_request *r)
 {
-    gc_workload w;
+    gc_submit_plan plan;
     gc_error err = {0};
-    if (gc_submit_prepare(r, NULL, &w, &err) != 0)
+    if (gc_submit_prepare(r, &plan, &err) != 0)
         fail_msg("prepare failed: %s", err.message);
     gc_buf yaml;
     gc_buf_init(&yaml);
-    assert_int_equal(gc_submit_render_offline(r, &w, &yaml, &err), 0);
-    gc_workload_free(&w);
+    assert_int_equal(gc_submit_render_offline(&plan, &yaml, &err), 0);
+    gc_submit_plan_free(&plan);
     gc_yaml_doc doc;
     if (gc_yaml_load(yaml.data, yaml.len, "manifest", &doc, &err) != 0)
         fail_msg("not YAML: %s\n%s", err.message, yaml.data);
@@ -417,13 +417,14 @@ static void pathways_name_limit_is_22(void **state)
     (void)state;
     gc_submit_request r = pathways_request();
     r.name = "abcdefghijklmnopqrstuv"; /* 22: 2 x 22 + 19 = 63 */
-    gc_workload w;
+    gc_submit_plan plan;
     gc_error err = {0};
-    assert_int_equal(gc_submit_prepare(&r, NULL, &w, &err), 0);
+    assert_int_equal(gc_submit_prepare(&r, &plan, &err), 0);
     assert_int_equal(gc_pathways_coordinator_length(strlen(r.name)), 63);
-    gc_workload_free(&w);
+    gc_submit_plan_free(&plan);
     r.name = "abcdefghijklmnopqrstuvw";
-    assert_int_equal(gc_submit_prepare(&r, NULL, &w, &err), GC_EXIT_USAGE);
+    assert_int_equal(gc_submit_prepare(&r, &plan, &err), GC_EXIT_USAGE);
+    gc_submit_plan_free(&plan);
 }
 
 int main(void)

@@ -1,13 +1,16 @@
 /*
  * `gcluster job submit --dry-run-out -` end to end through the real binary: golden manifests
- * for the shapes that matter, and every validation error of SPEC §3 with its message and exit
- * code 2. Set GCLUSTER_UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate change.
+ * for the shapes that matter (one case each, named golden/<file>), and every validation error
+ * with its message and exit code 2. Set GCLUSTER_UPDATE_GOLDEN=1 to rewrite the golden files
+ * after a deliberate change.
  */
 #include "gcluster/emit.h"
 #include "run_cli.h"
 
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +137,13 @@ static const golden_case goldens[] = {
       "python preprocess.py", "--image", IMAGE, NULL}},
 };
 
-static void assert_golden(const golden_case *c)
+#define GOLDEN_COUNT (sizeof(goldens) / sizeof(*goldens))
+
+/* One cmocka case per golden (its state is the golden_case), so that one changed manifest does
+ * not hide the others. */
+static void golden_manifest(void **state)
 {
+    const golden_case *c = *state;
     cli_result r;
     run_submit(&r, c->args);
     if (r.exit_code != 0)
@@ -159,7 +167,7 @@ static void assert_golden(const golden_case *c)
     gc_buf_init(&want);
     if (read_file(path, &want) != 0)
         fail_msg("%s: missing golden file %s (run with GCLUSTER_UPDATE_GOLDEN=1)", c->name, path);
-    if (strcmp(want.data, r.out.data) != 0)
+    if (want.len != r.out.len || memcmp(want.data, r.out.data, want.len) != 0)
         fail_msg("%s: output differs from %s; run `diff` against it, and if the change is "
                  "intended, regenerate with GCLUSTER_UPDATE_GOLDEN=1\n--- got ---\n%s",
                  c->name, path, r.out.data);
@@ -167,11 +175,29 @@ static void assert_golden(const golden_case *c)
     cli_result_free(&r);
 }
 
-static void golden_manifests(void **state)
+/* A golden file without a case is never compared: it would go stale unnoticed. */
+static void every_golden_file_has_a_case(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(goldens) / sizeof(*goldens); i++)
-        assert_golden(&goldens[i]);
+    DIR *dir = opendir(GCLUSTER_SOURCE_DIR "/tests/golden");
+    assert_non_null(dir);
+    size_t files = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+            continue;
+        files++;
+        bool found = false;
+        for (size_t i = 0; i < GOLDEN_COUNT && !found; i++)
+            found =
+                strlen(goldens[i].name) == len - 5 && !strncmp(goldens[i].name, e->d_name, len - 5);
+        if (!found)
+            fail_msg("tests/golden/%s has no case in test_submit_cli.c: add one or delete it",
+                     e->d_name);
+    }
+    closedir(dir);
+    assert_int_equal(files, GOLDEN_COUNT);
 }
 
 static void output_is_byte_stable(void **state)
@@ -360,11 +386,17 @@ static void durations_in_every_form_are_accepted(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(golden_manifests),
+    static char names[GOLDEN_COUNT][80];
+    struct CMUnitTest tests[GOLDEN_COUNT + 4] = {
+        cmocka_unit_test(every_golden_file_has_a_case),
         cmocka_unit_test(output_is_byte_stable),
         cmocka_unit_test(every_validation_error_exits_2_with_its_message),
         cmocka_unit_test(durations_in_every_form_are_accepted),
     };
+    for (size_t i = 0; i < GOLDEN_COUNT; i++) {
+        snprintf(names[i], sizeof(names[i]), "golden/%s", goldens[i].name);
+        tests[4 + i] = (struct CMUnitTest){
+            .name = names[i], .test_func = golden_manifest, .initial_state = (void *)&goldens[i]};
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
  *   --count-file=PATH  --token-prefix=STR  --expires-in=SECONDS (omitted: no expiry)
  *   --expect-api-version=V  --expect-interactive=true|false  --dump=PATH
  *   --cert-file=PATH --key-file=PATH   (for --mode=cert)
+ *   --pid-file=PATH    write the plugin's process id there first, and "finished" when it ends
+ *                      on its own (so a test can tell it was stopped)
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -24,7 +26,7 @@ extern char **environ;
 
 typedef struct options {
     const char *mode, *count_file, *prefix, *expect_version, *expect_interactive, *dump;
-    const char *cert_file, *key_file;
+    const char *cert_file, *key_file, *pid_file;
     long expires_in;
     bool expires;
 } options;
@@ -58,6 +60,8 @@ static void parse(int argc, char **argv, options *o)
             o->cert_file = v;
         else if ((v = flag(argv[i], "--key-file")))
             o->key_file = v;
+        else if ((v = flag(argv[i], "--pid-file")))
+            o->pid_file = v;
     }
 }
 
@@ -203,11 +207,21 @@ int main(int argc, char **argv)
 {
     options o;
     parse(argc, argv, &o);
+    FILE *pid_file = o.pid_file ? fopen(o.pid_file, "w") : NULL;
+    if (pid_file) {
+        fprintf(pid_file, "%d\n", (int)getpid());
+        fclose(pid_file);
+    }
     int count = count_run(o.count_file);
     json_t *info = NULL;
     int rc = check_info(&o, &info);
     if (!rc)
         rc = run(&o, info, count, argc, argv);
     json_decref(info);
+    pid_file = o.pid_file ? fopen(o.pid_file, "a") : NULL;
+    if (pid_file) {
+        fputs("finished\n", pid_file);
+        fclose(pid_file);
+    }
     return rc;
 }

@@ -172,6 +172,7 @@ static int cmd_watch(probe *p, gc_error *err)
 typedef struct logs_state {
     time_t until;
     int lines;
+    bool stopped; /* keep_going said stop: the streams ended because the caller asked */
 } logs_state;
 
 static int on_line(size_t index, const char *line, size_t len, void *ctx)
@@ -185,7 +186,8 @@ static int on_line(size_t index, const char *line, size_t len, void *ctx)
 static bool keep_going(void *ctx)
 {
     logs_state *l = ctx;
-    return !l->until || time(NULL) < l->until;
+    l->stopped = l->until && time(NULL) >= l->until;
+    return !l->stopped;
 }
 
 static int cmd_logs(probe *p, gc_error *err)
@@ -213,7 +215,8 @@ static int cmd_logs(probe *p, gc_error *err)
     int rc = gc_kube_logs(p->kube, sources, n, &opts, on_line, keep_going, &l, err);
     for (size_t i = 0; i < n; i++)
         free(copies[i]);
-    return finish(p, rc, json_pack("{s:i}", "lines", l.lines), err);
+    return finish(p, rc, json_pack("{s:i, s:b}", "lines", l.lines, "stopped_by_caller", l.stopped),
+                  err);
 }
 
 static int run(probe *p, const char *cmd, gc_error *err)

@@ -66,6 +66,22 @@ void kube_test_write(const char *path, const char *fmt, ...)
     fclose(f);
 }
 
+void kube_test_put(const char *dir, const char *rel, const char *text, mode_t mode)
+{
+    char path[8192];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    for (char *p = strchr(path + strlen(dir) + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+    kube_test_write(path, "%s", text);
+    if (chmod(path, mode) != 0) {
+        fprintf(stderr, "cannot chmod %s: %s\n", path, strerror(errno));
+        abort();
+    }
+}
+
 char *kube_test_read(const char *path)
 {
     gc_buf b;

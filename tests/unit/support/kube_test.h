@@ -16,6 +16,8 @@ char *kube_test_tmpdir(void);
 void kube_test_rmtree(char *dir);
 
 void kube_test_write(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes `text` to dir/rel with permissions `mode`, making the directories on the way. */
+void kube_test_put(const char *dir, const char *rel, const char *text, mode_t mode);
 /* The whole file, NUL-terminated, or NULL. Caller frees. */
 char *kube_test_read(const char *path);
 /* A file's content in base64, for *-data fields. Caller frees. */

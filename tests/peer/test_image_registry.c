@@ -19,6 +19,7 @@
 #include "gcluster/process.h"
 #include "gcluster/sys.h"
 #include "image/credentials.h"
+#include "kube_test.h"
 #include "tar_reader.h"
 #include "test_events.h"
 
@@ -331,21 +332,6 @@ static long status_of(const char *method, const char *host, const char *path)
 
 /* --- seeding the base images ----------------------------------------------------------- */
 
-static void put_file(const char *dir, const char *rel, const char *text)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, rel);
-    for (char *p = strchr(path + strlen(dir) + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        mkdir(path, 0755);
-        *p = '/';
-    }
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *temp_dir(void)
 {
     char tmpl[] = "/tmp/gcluster-registry-test-XXXXXX";
@@ -368,7 +354,7 @@ static void seed_base_layer(const char *host, const char *repo, const char *rele
                             char digest[GC_DIGEST_LEN], char diff_id[GC_DIGEST_LEN])
 {
     char *dir = temp_dir();
-    put_file(dir, "etc/base-release", release);
+    kube_test_put(dir, "etc/base-release", release, 0644);
     gc_layer layer;
     gc_error err = {0};
     assert_int_equal(gc_layer_build(dir, true, NULL, &layer, &err), 0);
@@ -468,7 +454,7 @@ static char *reference_config(const char *storage)
                               "storage:\n  filesystem:\n    rootdirectory: %s/data\n"
                               "http:\n  addr: 127.0.0.1:0\n",
                               storage);
-    put_file(storage, "config.yml", text);
+    kube_test_put(storage, "config.yml", text, 0644);
     free(text);
     return gc_xasprintf("%s/config.yml", storage);
 }
@@ -495,11 +481,11 @@ static int setup(void **state)
     seed_base_images(f, f->reference.host);
 
     f->context = temp_dir();
-    put_file(f->context, "train.py", "print('training')\n");
-    put_file(f->context, "conf/model.yaml", "layers: 4\n");
-    put_file(f->context, ".git/HEAD", "ref: refs/heads/main\n");
-    put_file(f->context, "scratch.ckpt", "big\n");
-    put_file(f->context, ".dockerignore", "*.ckpt\n");
+    kube_test_put(f->context, "train.py", "print('training')\n", 0644);
+    kube_test_put(f->context, "conf/model.yaml", "layers: 4\n", 0644);
+    kube_test_put(f->context, ".git/HEAD", "ref: refs/heads/main\n", 0644);
+    kube_test_put(f->context, "scratch.ckpt", "big\n", 0644);
+    kube_test_put(f->context, ".dockerignore", "*.ckpt\n", 0644);
     char link[4096];
     snprintf(link, sizeof(link), "%s/config", f->context);
     assert_int_equal(symlink("conf/model.yaml", link), 0);
@@ -824,7 +810,7 @@ static char *docker_config_dir(const fixture *f, bool with_credentials)
     char *text = with_credentials
                      ? gc_xasprintf("{\"auths\":{\"%s\":{\"auth\":\"%s\"}}}", f->auth.host, encoded)
                      : gc_xstrdup("{\"auths\":{}}");
-    put_file(dir, "config.json", text);
+    kube_test_put(dir, "config.json", text, 0644);
     free(text);
     free(encoded);
     free(pair);

@@ -1,0 +1,176 @@
+/*
+ * `deploy`'s report as text and as the JSON document README.md describes.
+ */
+#include "cli/render.h"
+
+#include <string.h>
+
+static const char *or_unknown(const char *s)
+{
+    return s ? s : "?";
+}
+
+static const char *outcome_name(gc_apply_outcome outcome)
+{
+    static const char *const names[] = {"created", "configured", "unchanged"};
+    return names[outcome];
+}
+
+static void render_summary(FILE *out, FILE *log, const gc_deploy_report *r)
+{
+    fprintf(out, "Blueprint %s: cluster %s (project %s, location %s)", or_unknown(r->blueprint),
+            or_unknown(r->cluster), or_unknown(r->project), or_unknown(r->location));
+    if (r->pathways)
+        fprintf(out, ", Pathways enabled (head pool %s)", r->head_pool);
+    fprintf(out, "\n");
+    for (size_t i = 0; i < r->unhandled_count; i++)
+        fprintf(out, "  not handled by gcluster deploy: module %s (%s)\n",
+                or_unknown(r->unhandled[i].id), or_unknown(r->unhandled[i].source));
+    fflush(out);
+    for (size_t i = 0; i < r->missing_count; i++)
+        fprintf(log, "gcluster: %s is not installed on this cluster; install it with\n  %s\n",
+                r->missing[i].name, r->missing[i].install_command);
+    if (r->missing_count)
+        fprintf(log, "then run gcluster deploy again\n");
+    fflush(log);
+}
+
+static void render_pools(FILE *out, const gc_deploy_report *r)
+{
+    fprintf(out, "Node pools:\n");
+    for (size_t i = 0; i < r->pool_count; i++) {
+        const gc_deploy_pool *p = &r->pools[i];
+        char state[48] = "missing";
+        if (p->nodes >= 0)
+            snprintf(state, sizeof(state), "present, %ld node%s", p->nodes,
+                     p->nodes == 1 ? "" : "s");
+        fprintf(out, "  %-20s %-20s %-34s %s\n", p->name, p->machine_type, p->size, state);
+    }
+}
+
+static void render_objects(FILE *out, const gc_deploy_report *r)
+{
+    fprintf(out, "Kueue configuration (%s)%s:\n", r->kueue_api, r->plan ? ", plan only" : "");
+    for (size_t i = 0; i < r->object_count; i++) {
+        const gc_deploy_object *o = &r->objects[i];
+        bool would = r->plan && o->outcome != GC_APPLY_UNCHANGED;
+        fprintf(out, "  %s %s%s\n", o->label, would ? "would be " : "", outcome_name(o->outcome));
+        if (o->queue_checked && o->queue_active)
+            fprintf(out, "  %s is Active\n", o->label);
+    }
+}
+
+/* What a command printed, indented under it. */
+static void render_output(FILE *out, const char *output)
+{
+    for (const char *line = output; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        fprintf(out, "    %.*s\n", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+}
+
+static void render_missing_pools(FILE *out, const gc_deploy_report *r)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < r->pool_count; i++)
+        count += r->pools[i].nodes < 0;
+    if (!count)
+        return;
+    fprintf(out, "\n%s node pool%s missing; %s:\n", count == 1 ? "One" : "Some",
+            count == 1 ? " is" : "s are", r->create_node_pools ? "creating" : "create with");
+    for (size_t i = 0; i < r->pool_count; i++) {
+        if (r->pools[i].nodes >= 0)
+            continue;
+        fprintf(out, "  %s\n", r->pools[i].create_command);
+        render_output(out, r->pools[i].output);
+    }
+    if (!r->create_node_pools)
+        fprintf(out, "(or run gcluster deploy again with --create-node-pools)\n");
+}
+
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_report *r)
+{
+    if (!r->started)
+        return;
+    render_summary(out, log, r);
+    if (r->pools_listed)
+        render_pools(out, r);
+    if (r->kueue_api)
+        render_objects(out, r);
+    if (r->pools_listed)
+        render_missing_pools(out, r);
+}
+
+static json_t *unhandled_json(const gc_deploy_report *r)
+{
+    json_t *modules = json_array();
+    for (size_t i = 0; i < r->unhandled_count; i++)
+        json_array_append_new(modules,
+                              json_pack("{s:o, s:o}", "id", cli_json_text(r->unhandled[i].id),
+                                        "source", cli_json_text(r->unhandled[i].source)));
+    return modules;
+}
+
+static json_t *missing_json(const gc_deploy_report *r)
+{
+    json_t *missing = json_array();
+    for (size_t i = 0; i < r->missing_count; i++)
+        json_array_append_new(missing, json_pack("{s:s, s:s}", "name", r->missing[i].name,
+                                                 "install_command", r->missing[i].install_command));
+    return missing;
+}
+
+static json_t *pools_json(const gc_deploy_report *r)
+{
+    if (!r->pools_listed)
+        return json_null();
+    json_t *pools = json_array();
+    for (size_t i = 0; i < r->pool_count; i++) {
+        const gc_deploy_pool *p = &r->pools[i];
+        json_array_append_new(pools,
+                              json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:b, s:o}", "name", p->name,
+                                        "machine_type", p->machine_type, "size", p->size, "present",
+                                        p->nodes >= 0, "nodes",
+                                        p->nodes >= 0 ? json_integer(p->nodes) : json_null(),
+                                        "create_command", cli_json_text(p->create_command),
+                                        "created", p->created, "output", cli_json_text(p->output)));
+    }
+    return pools;
+}
+
+static json_t *queue_state_json(const gc_deploy_object *o)
+{
+    if (!o->queue_checked)
+        return json_null();
+    return json_pack("{s:b, s:o, s:o}", "active", o->queue_active, "reason",
+                     cli_json_text(o->queue_reason), "message", cli_json_text(o->queue_message));
+}
+
+static json_t *objects_json(const gc_deploy_report *r)
+{
+    json_t *objects = json_array();
+    for (size_t i = 0; i < r->object_count; i++) {
+        const gc_deploy_object *o = &r->objects[i];
+        json_array_append_new(
+            objects,
+            json_pack("{s:o, s:o, s:o, s:o, s:o, s:s, s:o}", "api_version",
+                      cli_json_text(o->api_version), "kind", cli_json_text(o->kind), "name",
+                      cli_json_text(o->name), "namespace", cli_json_text(o->ns), "label",
+                      cli_json_text(o->label), "outcome", outcome_name(o->outcome),
+                      "cluster_queue_state", queue_state_json(o)));
+    }
+    return objects;
+}
+
+json_t *cli_deploy_json(const gc_deploy_report *r)
+{
+    return json_pack("{s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o}",
+                     "blueprint", cli_json_text(r->blueprint), "cluster", cli_json_text(r->cluster),
+                     "project", cli_json_text(r->project), "location", cli_json_text(r->location),
+                     "pathways", r->pathways, "head_pool", cli_json_text(r->head_pool),
+                     "unhandled_modules", unhandled_json(r), "missing_prerequisites",
+                     missing_json(r), "plan", r->plan, "create_node_pools", r->create_node_pools,
+                     "node_pools", pools_json(r), "kueue_api", cli_json_text(r->kueue_api),
+                     "kueue_objects", objects_json(r), "warnings", cli_json_strings(&r->warnings));
+}

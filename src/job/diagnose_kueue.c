@@ -1,0 +1,934 @@
+/*
+ * Why Kueue has not admitted a job (or took it back): its queue, the queue's cluster queue,
+ * the quota per flavor and who uses it, and the jobs ahead of it in line.
+ *
+ * Quota is worked out here from the job's pod sets and the cluster queue's quotas and usage,
+ * not read from Kueue's message: Kueue reports on the pod set it tried last, which for a
+ * Pathways job below one slice of quota is the head ("couldn't assign flavors to pod set
+ * pathways-head") although the workers are what do not fit.
+ */
+#include "job/diagnose.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_USERS 3
+
+static const json_t *find_named(const json_t *list, const char *ns, const char *name)
+{
+    size_t i;
+    const json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        const char *n = job_field(item, NULL, "name");
+        const char *item_ns = job_field(item, NULL, "namespace");
+        if (n && name && !strcmp(n, name) && (!ns || (item_ns && !strcmp(item_ns, ns))))
+            return item;
+    }
+    return NULL;
+}
+
+static const char *queue_name(const gc_diagnose_input *in)
+{
+    const char *q = job_field(in->jobset, "labels", "kueue.x-k8s.io/queue-name");
+    return q ? q : job_string(json_object_get(in->workload, "spec"), "queueName");
+}
+
+/* The cluster queue a Workload is (or would be) in. */
+static const char *workload_cluster_queue(const gc_diagnose_input *in, const json_t *w)
+{
+    const char *admitted =
+        job_string(json_object_get(json_object_get(w, "status"), "admission"), "clusterQueue");
+    if (admitted)
+        return admitted;
+    const json_t *lq = find_named(in->local_queues, job_field(w, NULL, "namespace"),
+                                  job_string(json_object_get(w, "spec"), "queueName"));
+    return job_string(json_object_get(lq, "spec"), "clusterQueue");
+}
+
+static long long workload_priority(const json_t *w)
+{
+    return (long long)json_integer_value(json_object_get(json_object_get(w, "spec"), "priority"));
+}
+
+/* The PriorityClass name: v1beta2 spec.priorityClassRef.name, v1beta1 spec.priorityClassName. */
+static const char *priority_class(const json_t *w)
+{
+    const json_t *spec = json_object_get(w, "spec");
+    const char *cls = job_string(json_object_get(spec, "priorityClassRef"), "name");
+    return cls ? cls : job_string(spec, "priorityClassName");
+}
+
+/* "high (750)", or "750" without a class. */
+static void priority_words(const json_t *w, char *out, size_t size)
+{
+    const char *cls = priority_class(w);
+    long long value = workload_priority(w);
+    if (cls)
+        snprintf(out, size, "%s (%lld)", cls, value);
+    else
+        snprintf(out, size, "%lld", value);
+}
+
+/* "a --priority above high", or "a --priority (such as high)" when the other has none. */
+static void priority_fix(const json_t *other, char *out, size_t size)
+{
+    const char *cls = priority_class(other);
+    if (cls)
+        snprintf(out, size, "a --priority above %s", cls);
+    else
+        snprintf(out, size, "a --priority (such as high)");
+}
+
+static bool finished(const json_t *w)
+{
+    return job_condition_true(w, "Finished");
+}
+
+/* ---- the pod sets' requests ------------------------------------------------------------- */
+
+typedef struct pod_set {
+    const char *name;
+    const json_t *selector; /* the pod template's nodeSelector */
+    json_t *requests;       /* resource -> total over the pod set (JSON real) */
+} pod_set;
+
+static void add_request(json_t *requests, const char *resource, double amount)
+{
+    double had = json_real_value(json_object_get(requests, resource));
+    json_object_set_new(requests, resource, json_real(had + amount));
+}
+
+/* One pod's requests, as Kueue counts them: a limit stands in for a missing request; native
+ * sidecars run alongside the containers; an ordinary init container only needs its own
+ * requests while it runs. */
+static void pod_requests(const json_t *pod_spec, json_t *out)
+{
+    json_t *init_peak = json_object();
+    size_t i;
+    const json_t *c;
+    const char *lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < 2; l++) {
+        json_array_foreach(json_object_get(pod_spec, lists[l]), i, c)
+        {
+            const json_t *resources = json_object_get(c, "resources");
+            const json_t *requests = json_object_get(resources, "requests");
+            const json_t *limits = json_object_get(resources, "limits");
+            bool sidecar = l == 1 && job_same(job_string(c, "restartPolicy"), "Always");
+            json_t *both = json_object();
+            json_object_update(both, (json_t *)limits);
+            json_object_update(both, (json_t *)requests);
+            const char *resource;
+            json_t *value;
+            json_object_foreach(both, resource, value)
+            {
+                double amount = job_quantity(value);
+                if (amount < 0)
+                    continue;
+                if (l == 0 || sidecar)
+                    add_request(out, resource, amount);
+                else if (amount > json_real_value(json_object_get(init_peak, resource)))
+                    json_object_set_new(init_peak, resource, json_real(amount));
+            }
+            json_decref(both);
+        }
+    }
+    const char *resource;
+    json_t *value;
+    json_object_foreach(init_peak, resource, value)
+    {
+        if (json_real_value(value) > json_real_value(json_object_get(out, resource)))
+            json_object_set(out, resource, value);
+    }
+    json_decref(init_peak);
+}
+
+static size_t pod_sets_of(const json_t *workload, pod_set *sets, size_t max)
+{
+    const json_t *spec_sets = json_object_get(json_object_get(workload, "spec"), "podSets");
+    const json_t *totals = json_object_get(json_object_get(workload, "status"), "resourceRequests");
+    size_t n = 0, i;
+    const json_t *ps;
+    json_array_foreach(spec_sets, i, ps)
+    {
+        if (n == max)
+            break;
+        pod_set *s = &sets[n++];
+        s->name = job_string(ps, "name");
+        const json_t *pod_spec = json_object_get(json_object_get(ps, "template"), "spec");
+        s->selector = json_object_get(pod_spec, "nodeSelector");
+        s->requests = json_object();
+        /* Kueue's own totals when it wrote them; the same sum from the template otherwise. */
+        const json_t *total = NULL;
+        size_t j;
+        const json_t *t;
+        json_array_foreach(totals, j, t) if (job_same(job_string(t, "name"), s->name)) total =
+            json_object_get(t, "resources");
+        if (total) {
+            const char *resource;
+            const json_t *value;
+            json_object_foreach((json_t *)total, resource, value)
+                add_request(s->requests, resource, job_quantity(value));
+            continue;
+        }
+        json_t *one = json_object();
+        pod_requests(pod_spec, one);
+        json_int_t count = json_integer_value(json_object_get(ps, "count"));
+        const char *resource;
+        json_t *value;
+        json_object_foreach(one, resource, value) add_request(
+            s->requests, resource, json_real_value(value) * (double)(count ? count : 1));
+        json_decref(one);
+    }
+    return n;
+}
+
+static void free_pod_sets(pod_set *sets, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        json_decref(sets[i].requests);
+}
+
+/* ---- quota ------------------------------------------------------------------------------ */
+
+static double flavor_amount(const json_t *list, const char *flavor, const char *resource,
+                            const char *field)
+{
+    size_t i, j;
+    const json_t *f, *r;
+    json_array_foreach(list, i, f)
+    {
+        if (!job_same(job_string(f, "name"), flavor))
+            continue;
+        json_array_foreach(
+            json_object_get(f, "resources"), j,
+            r) if (job_same(job_string(r, "name"),
+                            resource)) return job_quantity(json_object_get(r, field));
+    }
+    return 0;
+}
+
+static double used_in(const json_t *cq, const char *flavor, const char *resource)
+{
+    const json_t *status = json_object_get(cq, "status");
+    const json_t *reserved = json_object_get(status, "flavorsReservation");
+    if (!reserved)
+        reserved = json_object_get(status, "flavorsUsage");
+    double used = flavor_amount(reserved, flavor, resource, "total");
+    return used > 0 ? used : 0;
+}
+
+static bool covers(const json_t *group, const char *resource)
+{
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(group, "coveredResources"), i,
+                       r) if (job_same(json_string_value(r), resource)) return true;
+    return false;
+}
+
+/* Kueue's rule: a flavor suits a pod set unless the pod set selects, on a label key that some
+ * flavor of the group sets, a value this flavor does not set. */
+static bool flavor_suits(const gc_diagnose_input *in, const json_t *group, const char *flavor,
+                         const json_t *selector)
+{
+    const json_t *mine = json_object_get(
+        json_object_get(find_named(in->flavors, NULL, flavor), "spec"), "nodeLabels");
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(group, "flavors"), i, f)
+    {
+        const json_t *labels = json_object_get(
+            json_object_get(find_named(in->flavors, NULL, job_string(f, "name")), "spec"),
+            "nodeLabels");
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)labels, key, value)
+        {
+            const char *wanted = job_string(selector, key);
+            (void)value;
+            if (wanted && !job_same(job_string(mine, key), wanted))
+                return false;
+        }
+    }
+    return true;
+}
+
+typedef struct shortage {
+    const char *pod_set;
+    const char *flavor;
+    const char *resource;
+    double need, quota, used;
+    bool no_flavor;         /* no flavor of the queue suits the pod set's nodes */
+    const json_t *selector; /* of that pod set */
+    const char *uncovered;  /* a resource no group of the queue covers */
+} shortage;
+
+/* Places the pod sets in flavors the way Kueue does (first suitable flavor with room, pod set
+ * by pod set, each taking from what the previous ones left). False with `s` filled when one
+ * does not fit. */
+static bool fits(const gc_diagnose_input *in, const json_t *cq, pod_set *sets, size_t n,
+                 shortage *s)
+{
+    json_t *planned = json_object(); /* "flavor/resource" -> taken by earlier pod sets */
+    bool ok = true;
+    const json_t *groups = json_object_get(json_object_get(cq, "spec"), "resourceGroups");
+    for (size_t p = 0; p < n && ok; p++) {
+        const char *resource;
+        json_t *amount;
+        json_object_foreach(sets[p].requests, resource, amount)
+        {
+            bool covered = false;
+            size_t g;
+            const json_t *group;
+            json_array_foreach(groups, g, group) covered = covered || covers(group, resource);
+            if (!covered && json_real_value(amount) > 0) {
+                *s = (shortage){.pod_set = sets[p].name,
+                                .resource = resource,
+                                .need = json_real_value(amount),
+                                .uncovered = resource};
+                ok = false;
+                break;
+            }
+        }
+        size_t g;
+        const json_t *group;
+        json_array_foreach(groups, g, group)
+        {
+            if (!ok)
+                break;
+            bool wanted = false;
+            json_object_foreach(sets[p].requests, resource, amount) wanted =
+                wanted || (covers(group, resource) && json_real_value(amount) > 0);
+            if (!wanted)
+                continue;
+            shortage first = {
+                .pod_set = sets[p].name, .no_flavor = true, .selector = sets[p].selector};
+            const char *chosen = NULL;
+            size_t f;
+            const json_t *flavor;
+            json_array_foreach(json_object_get(group, "flavors"), f, flavor)
+            {
+                const char *fname = job_string(flavor, "name");
+                if (!flavor_suits(in, group, fname, sets[p].selector))
+                    continue;
+                bool room = true;
+                json_object_foreach(sets[p].requests, resource, amount)
+                {
+                    if (!covers(group, resource) || json_real_value(amount) <= 0)
+                        continue;
+                    char key[320];
+                    snprintf(key, sizeof(key), "%s/%s", fname, resource);
+                    double quota = flavor_amount(json_object_get(group, "flavors"), fname, resource,
+                                                 "nominalQuota");
+                    double used = used_in(cq, fname, resource) +
+                                  json_real_value(json_object_get(planned, key));
+                    if (json_real_value(amount) > quota - used) {
+                        if (first.no_flavor)
+                            first = (shortage){.pod_set = sets[p].name,
+                                               .flavor = fname,
+                                               .resource = resource,
+                                               .need = json_real_value(amount),
+                                               .quota = quota,
+                                               .used = used_in(cq, fname, resource),
+                                               .selector = sets[p].selector};
+                        room = false;
+                        break;
+                    }
+                }
+                if (room) {
+                    chosen = fname;
+                    break;
+                }
+            }
+            if (!chosen) {
+                *s = first;
+                ok = false;
+                break;
+            }
+            json_object_foreach(sets[p].requests, resource, amount)
+            {
+                if (!covers(group, resource))
+                    continue;
+                char key[320];
+                snprintf(key, sizeof(key), "%s/%s", chosen, resource);
+                add_request(planned, key, json_real_value(amount));
+            }
+        }
+    }
+    json_decref(planned);
+    return ok;
+}
+
+typedef struct quota_user {
+    const json_t *w;
+    double amount;
+} quota_user;
+
+/* Who holds quota of one flavor and resource in a cluster queue: "pw-a (16), pw-c (16)". */
+static void users_of(const gc_diagnose_input *in, const char *cq, const char *flavor,
+                     const char *resource, const json_t *self, char *out, size_t size,
+                     const json_t **top)
+{
+    quota_user users[MAX_USERS + 1];
+    size_t n = 0, i, j;
+    const json_t *w, *ps;
+    const char *own = job_field(self, NULL, "uid");
+    json_array_foreach(in->workloads, i, w)
+    {
+        const json_t *admission = json_object_get(json_object_get(w, "status"), "admission");
+        if (!job_same(job_string(admission, "clusterQueue"), cq) || finished(w) ||
+            !job_condition_true(w, "QuotaReserved") || job_same(job_field(w, NULL, "uid"), own))
+            continue;
+        double amount = 0;
+        json_array_foreach(json_object_get(admission, "podSetAssignments"), j, ps)
+        {
+            if (job_same(job_string(json_object_get(ps, "flavors"), resource), flavor))
+                amount +=
+                    job_quantity(json_object_get(json_object_get(ps, "resourceUsage"), resource));
+        }
+        if (amount <= 0)
+            continue;
+        size_t at = n < MAX_USERS + 1 ? n++ : MAX_USERS;
+        users[at].w = w;
+        users[at].amount = amount;
+        for (size_t k = at; k > 0 && users[k].amount > users[k - 1].amount; k--) {
+            quota_user t = users[k];
+            users[k] = users[k - 1];
+            users[k - 1] = t;
+        }
+    }
+    out[0] = '\0';
+    *top = n ? users[0].w : NULL;
+    size_t len = 0;
+    for (size_t k = 0; k < n && k < MAX_USERS && len < size; k++) {
+        char amount[32];
+        job_format_quantity(users[k].amount, resource, amount, sizeof(amount));
+        len += (size_t)snprintf(out + len, size - len, "%s%s", k ? ", " : "",
+                                job_owner_name(users[k].w));
+        if (n > 1 && len < size)
+            len += (size_t)snprintf(out + len, size - len, " (%s)", amount);
+    }
+    if (n > MAX_USERS && len < size)
+        snprintf(out + len, size - len, " and others");
+}
+
+/* The `gcluster deploy` blueprint variable that sets a quota of its own flavors. */
+static const char *blueprint_variable(const shortage *s)
+{
+    bool head = job_same(s->flavor, "pathways-flavor");
+    if (job_same(s->resource, "google.com/tpu"))
+        return head ? "the head flavor's TPU quota" : "tpu_quota";
+    if (job_same(s->resource, "cpu"))
+        return head ? "pathways_cpu_quota" : "tpu_flavor_cpu_quota";
+    if (job_same(s->resource, "memory"))
+        return head ? "pathways_memory_quota" : "tpu_flavor_memory_quota";
+    return "the quota";
+}
+
+static void quota_short(const gc_diagnose_input *in, const json_t *cq, const shortage *s,
+                        gc_diagnosis *d)
+{
+    const char *cq_name = job_field(cq, NULL, "name");
+    const char *role = job_role_words(s->pod_set);
+    const char *verb_s = job_role_s(s->pod_set);
+    char need[32], quota[32], used[32], free_[32];
+    job_format_quantity(s->need, s->resource, need, sizeof(need));
+    job_format_quantity(s->quota, s->resource, quota, sizeof(quota));
+    job_format_quantity(s->used, s->resource, used, sizeof(used));
+    job_format_quantity(s->quota - s->used > 0 ? s->quota - s->used : 0, s->resource, free_,
+                        sizeof(free_));
+    job_diag_set(d, GC_JOB_QUEUED, "QuotaShort");
+    if (s->uncovered) {
+        job_diag_cause(d, "%s need%s %s %s, and cluster queue %s has no quota for %s at all", role,
+                       verb_s, need, s->resource, cq_name, s->resource);
+        job_diag_fix(d,
+                     "add %s to a resource group of %s (gcluster deploy BLUEPRINT sets up "
+                     "google.com/tpu, cpu and memory), or submit to another --queue",
+                     s->resource, cq_name);
+        return;
+    }
+    if (s->need > s->quota) {
+        job_diag_cause(d,
+                       "%s need%s %s %s in %s; the quota of cluster queue %s is %s, less than "
+                       "the job needs even when the queue is empty",
+                       role, verb_s, need, s->resource, s->flavor, cq_name, quota);
+        job_diag_fix(d,
+                     "raise %s's %s quota for %s to at least %s (%s in the blueprint, then "
+                     "gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
+                     "--compute-type)",
+                     cq_name, s->resource, s->flavor, need, blueprint_variable(s));
+        return;
+    }
+    char users[256];
+    const json_t *top;
+    users_of(in, cq_name, s->flavor, s->resource, in->workload, users, sizeof(users), &top);
+    job_diag_cause(d, "%s need%s %s %s in %s; quota %s, %s used%s%s", role, verb_s, need,
+                   s->resource, s->flavor, quota, used, users[0] ? " by " : "", users);
+    if (!top) {
+        job_diag_fix(d, "wait: it starts when %s more %s is free in %s", need, s->resource,
+                     cq_name);
+        return;
+    }
+    const char *preempt = job_string(json_object_get(json_object_get(cq, "spec"), "preemption"),
+                                     "withinClusterQueue");
+    bool can_preempt = preempt && strcmp(preempt, "Never") &&
+                       workload_priority(top) >= workload_priority(in->workload);
+    char above[96];
+    priority_fix(top, above, sizeof(above));
+    job_diag_fix(d, "wait for %s to finish, or free its quota: gcluster job cancel %s%s%s%s",
+                 job_owner_name(top), job_owner_name(top), can_preempt ? "; or submit with " : "",
+                 can_preempt ? above : "", can_preempt ? ", which lets the queue preempt it" : "");
+}
+
+static void no_flavor(const gc_diagnose_input *in, const json_t *cq, const shortage *s,
+                      gc_diagnosis *d)
+{
+    const char *cq_name = job_field(cq, NULL, "name");
+    char wanted[256] = "";
+    size_t len = 0;
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)s->selector, key, value)
+    {
+        if (len < sizeof(wanted))
+            len += (size_t)snprintf(wanted + len, sizeof(wanted) - len, "%s%s=%s", len ? ", " : "",
+                                    key, json_string_value(value));
+    }
+    job_diag_set(d, GC_JOB_QUEUED, "NoFlavor");
+    job_diag_cause(d,
+                   "%s ask%s for nodes with %s, and no flavor of cluster queue %s is for such "
+                   "nodes",
+                   job_role_words(s->pod_set), job_role_s(s->pod_set),
+                   wanted[0] ? wanted : "(no node selector)", cq_name);
+    const char *pool = job_string(s->selector, "cloud.google.com/gke-nodepool");
+    if (pool && job_same(s->pod_set, "pathways-head"))
+        job_diag_fix(d,
+                     "submit with --pathways-head-np set to a pool the queue has a flavor for, "
+                     "or add a flavor for %s: gcluster deploy BLUEPRINT --pathways-head-np %s",
+                     pool, pool);
+    else
+        job_diag_fix(d,
+                     "submit with a --compute-type the queue has a flavor for (kubectl get "
+                     "clusterqueue %s -o yaml lists them), or add one with gcluster deploy "
+                     "BLUEPRINT",
+                     cq_name);
+    size_t i;
+    const json_t *g;
+    json_array_foreach(json_object_get(json_object_get(cq, "spec"), "resourceGroups"), i, g)
+    {
+        size_t j;
+        const json_t *f;
+        json_array_foreach(json_object_get(g, "flavors"), j, f)
+        {
+            const char *fname = job_string(f, "name");
+            char *labels = json_dumps(
+                json_object_get(json_object_get(find_named(in->flavors, NULL, fname), "spec"),
+                                "nodeLabels"),
+                JSON_COMPACT | JSON_SORT_KEYS);
+            job_diag_evidence(d, "ResourceFlavor %s: nodeLabels %s", fname, labels ? labels : "{}");
+            free(labels);
+        }
+    }
+}
+
+/* ---- the line of jobs ahead ------------------------------------------------------------- */
+
+static bool ahead_of(const json_t *other, const json_t *self)
+{
+    long long po = workload_priority(other), ps = workload_priority(self);
+    if (po != ps)
+        return po > ps;
+    long long to = gc_parse_timestamp(job_field(other, NULL, "creationTimestamp"));
+    long long ts = gc_parse_timestamp(job_field(self, NULL, "creationTimestamp"));
+    if (to < 0 || ts < 0)
+        return false;
+    if (to != ts)
+        return to < ts;
+    /* The same second: the one Kueue has already tried (it has a QuotaReserved condition) is
+     * ahead of one it has not looked at yet. */
+    return job_condition(other, "QuotaReserved") && !job_condition(self, "QuotaReserved");
+}
+
+/* The first pending job ahead of this one in the same cluster queue (NULL if none). */
+static const json_t *first_ahead(const gc_diagnose_input *in, const char *cq, size_t *count)
+{
+    const json_t *first = NULL;
+    size_t i;
+    const json_t *w;
+    *count = 0;
+    json_array_foreach(in->workloads, i, w)
+    {
+        if (job_same(job_field(w, NULL, "uid"), job_field(in->workload, NULL, "uid")) ||
+            finished(w) || job_condition_true(w, "QuotaReserved") ||
+            json_is_false(json_object_get(json_object_get(w, "spec"), "active")) ||
+            !job_same(workload_cluster_queue(in, w), cq) || !ahead_of(w, in->workload))
+            continue;
+        (*count)++;
+        if (!first || ahead_of(w, first))
+            first = w;
+    }
+    return first;
+}
+
+static void waiting_behind(const gc_diagnose_input *in, const json_t *cq, const json_t *blocker,
+                           size_t count, gc_diagnosis *d)
+{
+    const char *cq_name = job_field(cq, NULL, "name");
+    const char *strategy = job_string(json_object_get(cq, "spec"), "queueingStrategy");
+    bool strict = job_same(strategy, "StrictFIFO");
+    const char *who = job_owner_name(blocker);
+    char why[400] = "";
+    pod_set sets[8];
+    size_t n = pod_sets_of(blocker, sets, 8);
+    shortage s;
+    if (n && !fits(in, cq, sets, n, &s) && s.flavor) {
+        char need[32], free_[32];
+        job_format_quantity(s.need, s.resource, need, sizeof(need));
+        job_format_quantity(s.quota - s.used > 0 ? s.quota - s.used : 0, s.resource, free_,
+                            sizeof(free_));
+        snprintf(why, sizeof(why), ", which needs %s %s in %s (%s free)", need, s.resource,
+                 s.flavor, free_);
+    }
+    free_pod_sets(sets, n);
+    char theirs[48], mine[48];
+    priority_words(blocker, theirs, sizeof(theirs));
+    priority_words(in->workload, mine, sizeof(mine));
+    char line[160] = "";
+    if (strict)
+        snprintf(line, sizeof(line),
+                 "; cluster queue %s is StrictFIFO, so nothing behind it "
+                 "starts",
+                 cq_name);
+    char above[96];
+    priority_fix(blocker, above, sizeof(above));
+    job_diag_set(d, GC_JOB_QUEUED, "WaitingBehind");
+    if (workload_priority(blocker) > workload_priority(in->workload))
+        job_diag_cause(d, "waiting behind %s (priority %s, above this job's %s)%s%s", who, theirs,
+                       mine, why, line);
+    else
+        job_diag_cause(d, "waiting behind %s%s (queued earlier)%s%s", who,
+                       count > 1 ? " and others" : "", why, line);
+    job_diag_fix(d, "wait for %s to start, cancel it (gcluster job cancel %s), or submit with %s",
+                 who, who, above);
+    job_diag_evidence(d, "ClusterQueue %s: queueingStrategy %s", cq_name,
+                      strategy ? strategy : "BestEffortFIFO");
+    job_diag_evidence(d, "Workload %s (%s): pending, priority %lld, created %s",
+                      job_field(blocker, NULL, "name"), who, workload_priority(blocker),
+                      job_field(blocker, NULL, "creationTimestamp"));
+}
+
+/* ---- queues ----------------------------------------------------------------------------- */
+
+/* "user-queue", or the first other queue of the namespace whose cluster queue exists. */
+static const char *other_queue(const gc_diagnose_input *in, const char *ns, const char *not_this)
+{
+    const char *best = NULL;
+    size_t i;
+    const json_t *lq;
+    json_array_foreach(in->local_queues, i, lq)
+    {
+        const char *name = job_field(lq, NULL, "name");
+        if (!job_same(job_field(lq, NULL, "namespace"), ns) || job_same(name, not_this) ||
+            !find_named(in->cluster_queues, NULL,
+                        job_string(json_object_get(lq, "spec"), "clusterQueue")))
+            continue;
+        if (!best || job_same(name, "user-queue"))
+            best = name;
+    }
+    return best;
+}
+
+static void list_queues(const gc_diagnose_input *in, const char *ns, char *out, size_t size)
+{
+    size_t len = 0, i;
+    const json_t *lq;
+    out[0] = '\0';
+    json_array_foreach(in->local_queues, i, lq)
+    {
+        if (job_same(job_field(lq, NULL, "namespace"), ns) && len < size)
+            len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ", " : "",
+                                    job_field(lq, NULL, "name"));
+    }
+}
+
+static void resubmit_fix(const gc_diagnose_input *in, const char *ns, const char *queue,
+                         const char *otherwise, gc_diagnosis *d)
+{
+    const char *name = job_field(in->jobset, NULL, "name");
+    const char *other = other_queue(in, ns, queue);
+    if (other)
+        job_diag_fix(d, "gcluster job cancel %s, then submit it again with --queue %s", name,
+                     other);
+    else
+        job_diag_fix(d, "%s", otherwise);
+}
+
+static void cluster_queue_inactive(const gc_diagnose_input *in, const json_t *cq, gc_diagnosis *d)
+{
+    const char *cq_name = job_field(cq, NULL, "name");
+    const json_t *active = job_condition(cq, "Active");
+    const char *why = job_string(active, "reason");
+    job_diag_set(d, GC_JOB_QUEUED, "ClusterQueueInactive");
+    job_diag_evidence(d, "ClusterQueue %s: Active=False (%s): %s", cq_name, why ? why : "?",
+                      job_string(active, "message") ? job_string(active, "message") : "");
+    if (job_same(why, "Stopped")) {
+        const char *policy = job_string(json_object_get(cq, "spec"), "stopPolicy");
+        job_diag_cause(d, "cluster queue %s is stopped (stopPolicy %s): it admits no job", cq_name,
+                       policy ? policy : "Hold");
+        job_diag_fix(d,
+                     "kubectl patch clusterqueue %s --type=merge -p "
+                     "'{\"spec\":{\"stopPolicy\":\"None\"}}'",
+                     cq_name);
+        return;
+    }
+    if (job_same(why, "FlavorNotFound")) {
+        char missing[256] = "";
+        size_t len = 0, i, j;
+        const json_t *g, *f;
+        json_array_foreach(json_object_get(json_object_get(cq, "spec"), "resourceGroups"), i, g)
+            json_array_foreach(json_object_get(g, "flavors"), j, f)
+        {
+            const char *fname = job_string(f, "name");
+            if (in->flavors && !find_named(in->flavors, NULL, fname) && len < sizeof(missing))
+                len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s",
+                                        len ? ", " : "", fname);
+        }
+        job_diag_cause(d,
+                       "cluster queue %s is inactive: it names flavor %s, which does not "
+                       "exist",
+                       cq_name, missing[0] ? missing : "(see its status)");
+        job_diag_fix(d,
+                     "create the missing flavor (gcluster deploy BLUEPRINT creates the ones it "
+                     "names) or take it out of the queue: kubectl edit clusterqueue %s",
+                     cq_name);
+        return;
+    }
+    job_diag_cause(d, "cluster queue %s is inactive: %s", cq_name,
+                   job_string(active, "message") ? job_string(active, "message") : "no reason");
+    job_diag_fix(d, "kubectl describe clusterqueue %s shows what it lacks", cq_name);
+}
+
+static void kueue_says(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    const json_t *c = job_condition(in->workload, "QuotaReserved");
+    if (c)
+        job_diag_evidence(d, "Workload %s: QuotaReserved=%s (%s): %s",
+                          job_field(in->workload, NULL, "name"), job_string(c, "status"),
+                          job_string(c, "reason") ? job_string(c, "reason") : "",
+                          job_string(c, "message") ? job_string(c, "message") : "");
+}
+
+static void no_workload(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    char age[16];
+    job_age(job_field(in->jobset, NULL, "creationTimestamp"), in->now, age, sizeof(age));
+    job_diag_set(d, GC_JOB_QUEUED, "NoWorkload");
+    job_diag_cause(d, "queued on %s, but Kueue has not picked it up%s%s%s", queue_name(in),
+                   age[0] ? " (submitted " : "", age, age[0] ? " ago)" : "");
+    job_diag_fix(d, "check that Kueue runs and manages JobSets: kubectl get pods -n kueue-system "
+                    "(its configuration must list jobset.x-k8s.io/jobset under "
+                    "integrations.frameworks)");
+    job_diag_evidence(d, "no Workload with label kueue.x-k8s.io/job-uid=%s",
+                      job_field(in->jobset, NULL, "uid"));
+}
+
+/* What is known from Kueue's own words while the queues are not read yet. */
+static void pending_by_message(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    const json_t *c = job_condition(in->workload, "QuotaReserved");
+    const char *message = job_string(c, "message");
+    job_diag_set(d, GC_JOB_QUEUED, "Pending");
+    job_diag_cause(d, "waiting for Kueue to admit it%s%s", message ? ": " : "",
+                   message ? message : "");
+}
+
+void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    if (!in->workload) {
+        no_workload(in, d);
+        return;
+    }
+    kueue_says(in, d);
+    if (!in->queues_read) {
+        d->wants |= GC_DIAGNOSE_WANT_QUEUES;
+        pending_by_message(in, d);
+        return;
+    }
+    const char *ns = job_field(in->jobset, NULL, "namespace");
+    const char *queue = queue_name(in);
+    const json_t *lq = find_named(in->local_queues, ns, queue);
+    if (!lq) {
+        char queues[256];
+        list_queues(in, ns, queues, sizeof(queues));
+        job_diag_set(d, GC_JOB_QUEUED, "QueueMissing");
+        job_diag_cause(d, "queue %s does not exist in namespace %s (queues there: %s)", queue, ns,
+                       queues[0] ? queues : "none");
+        resubmit_fix(in, ns, queue,
+                     "create the queues with gcluster deploy BLUEPRINT (it makes user-queue), "
+                     "then submit again with --queue user-queue",
+                     d);
+        job_diag_evidence(d, "no LocalQueue %s/%s", ns, queue);
+        return;
+    }
+    const char *lq_stop = job_string(json_object_get(lq, "spec"), "stopPolicy");
+    if (lq_stop && strcmp(lq_stop, "None")) {
+        job_diag_set(d, GC_JOB_QUEUED, "QueueStopped");
+        job_diag_cause(d, "queue %s is stopped (stopPolicy %s): it admits no job", queue, lq_stop);
+        job_diag_fix(d,
+                     "kubectl patch localqueue %s -n %s --type=merge -p "
+                     "'{\"spec\":{\"stopPolicy\":\"None\"}}'",
+                     queue, ns);
+        return;
+    }
+    const char *cq_name = job_string(json_object_get(lq, "spec"), "clusterQueue");
+    const json_t *cq = find_named(in->cluster_queues, NULL, cq_name);
+    if (!cq) {
+        job_diag_set(d, GC_JOB_QUEUED, "ClusterQueueMissing");
+        job_diag_cause(d, "queue %s sends its jobs to cluster queue %s, which does not exist",
+                       queue, cq_name ? cq_name : "(none)");
+        char otherwise[300];
+        snprintf(otherwise, sizeof(otherwise),
+                 "create cluster queue %s (gcluster deploy BLUEPRINT creates cluster-queue), or "
+                 "point queue %s at an existing one",
+                 cq_name ? cq_name : "", queue);
+        resubmit_fix(in, ns, queue, otherwise, d);
+        job_diag_evidence(d, "LocalQueue %s/%s: spec.clusterQueue %s; no such ClusterQueue", ns,
+                          queue, cq_name ? cq_name : "");
+        return;
+    }
+    const json_t *active = job_condition(cq, "Active");
+    if (active && !job_condition_true(cq, "Active")) {
+        cluster_queue_inactive(in, cq, d);
+        return;
+    }
+    pod_set sets[8];
+    size_t n = pod_sets_of(in->workload, sets, 8);
+    shortage s;
+    bool fit = fits(in, cq, sets, n, &s);
+    if (!fit) {
+        /* s names resources by the pod sets' keys: report before freeing them. */
+        if (s.no_flavor && !s.uncovered)
+            no_flavor(in, cq, &s, d);
+        else
+            quota_short(in, cq, &s, d);
+        if (s.flavor) {
+            char quota[32], used[32];
+            job_format_quantity(s.quota, s.resource, quota, sizeof(quota));
+            job_format_quantity(s.used, s.resource, used, sizeof(used));
+            job_diag_evidence(d, "ClusterQueue %s: %s %s nominalQuota %s, reserved %s", cq_name,
+                              s.flavor, s.resource, quota, used);
+        }
+    }
+    free_pod_sets(sets, n);
+    if (!fit)
+        return;
+    size_t count;
+    const json_t *blocker = first_ahead(in, cq_name, &count);
+    if (blocker) {
+        waiting_behind(in, cq, blocker, count, d);
+        return;
+    }
+    if (job_condition_true(in->workload, "QuotaReserved")) {
+        const json_t *admitted = job_condition(in->workload, "Admitted");
+        job_diag_set(d, GC_JOB_QUEUED, "AdmissionChecks");
+        job_diag_cause(d, "quota reserved in %s; waiting for its admission checks%s%s", cq_name,
+                       job_string(admitted, "message") ? ": " : "",
+                       job_string(admitted, "message") ? job_string(admitted, "message") : "");
+        job_diag_fix(d, "kubectl get workload %s -o yaml shows the checks' state",
+                     job_field(in->workload, NULL, "name"));
+        return;
+    }
+    pending_by_message(in, d);
+}
+
+/* ---- eviction --------------------------------------------------------------------------- */
+
+/* The Workload whose UID Kueue names in a preemption message ("... (UID: 5b80..., JobUID: ...)").
+ */
+static const json_t *preemptor(const gc_diagnose_input *in, const char *message)
+{
+    const char *at = message ? strstr(message, "UID: ") : NULL;
+    if (!at)
+        return NULL;
+    at += 5;
+    size_t len = strcspn(at, ",) ");
+    size_t i;
+    const json_t *w;
+    json_array_foreach(in->workloads, i, w)
+    {
+        const char *uid = job_field(w, NULL, "uid");
+        if (uid && strlen(uid) == len && !strncmp(uid, at, len))
+            return w;
+    }
+    return NULL;
+}
+
+bool job_diagnose_evicted(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    const json_t *evicted = job_condition(in->workload, "Evicted");
+    if (!evicted || !job_condition_true(in->workload, "Evicted"))
+        return false;
+    const char *reason = job_string(evicted, "reason");
+    const char *message = job_string(evicted, "message");
+    char age[16];
+    job_age(job_string(evicted, "lastTransitionTime"), in->now, age, sizeof(age));
+    char when[32] = "";
+    if (age[0])
+        snprintf(when, sizeof(when), " %s ago", age);
+
+    /* What it waits for now, in the words of the queue diagnosis. */
+    gc_diagnosis now;
+    memset(&now, 0, sizeof(now));
+    job_diagnose_queued(in, &now);
+    d->wants |= now.wants;
+    char then[GC_DIAGNOSIS_LINE];
+    snprintf(then, sizeof(then), "%s", now.cause);
+
+    job_diag_evidence(d, "Workload %s: Evicted=True (%s): %s",
+                      job_field(in->workload, NULL, "name"), reason ? reason : "",
+                      message ? message : "");
+    if (job_same(reason, "Preempted")) {
+        const json_t *by = preemptor(in, message);
+        char theirs[48], mine[48];
+        priority_words(in->workload, mine, sizeof(mine));
+        job_diag_set(d, GC_JOB_QUEUED, "Preempted");
+        if (by) {
+            priority_words(by, theirs, sizeof(theirs));
+            job_diag_cause(d,
+                           "preempted%s by %s (priority %s, above this job's %s): its pods "
+                           "were stopped and it waits in line again; now %s",
+                           when, job_owner_name(by), theirs, mine, then);
+        } else {
+            if (!in->workloads)
+                d->wants |= GC_DIAGNOSE_WANT_QUEUES;
+            job_diag_cause(d,
+                           "preempted%s by a job of higher priority: its pods were stopped "
+                           "and it waits in line again; now %s",
+                           when, then);
+        }
+        job_diag_fix(d, "nothing to do: it starts again from the beginning when quota frees up; "
+                        "submit with a higher --priority to keep it from being preempted");
+        return true;
+    }
+    job_diag_set(d, GC_JOB_QUEUED, "Evicted");
+    if (job_same(reason, "PodsReadyTimeout"))
+        job_diag_cause(d, "stopped by Kueue%s: its pods were not all ready in time; now %s", when,
+                       then);
+    else if (job_same(reason, "ClusterQueueStopped") || job_same(reason, "LocalQueueStopped"))
+        job_diag_cause(d, "stopped by Kueue%s: its queue was stopped; now %s", when, then);
+    else
+        job_diag_cause(d, "stopped by Kueue%s (%s: %s); now %s", when, reason ? reason : "?",
+                       message ? message : "", then);
+    const json_t *requeue =
+        json_object_get(json_object_get(in->workload, "status"), "requeueState");
+    if (requeue)
+        job_diag_evidence(d, "Workload %s: requeueState count %lld, requeueAt %s",
+                          job_field(in->workload, NULL, "name"),
+                          (long long)json_integer_value(json_object_get(requeue, "count")),
+                          job_string(requeue, "requeueAt") ? job_string(requeue, "requeueAt")
+                                                           : "-");
+    snprintf(d->fix, sizeof(d->fix), "%s", now.fix);
+    return true;
+}
