@@ -98,6 +98,21 @@ static void assert_submit_refused(const char *const *extra, const char *flag, co
 
 #define RUN "--command", "python train.py", "--image", IMAGE
 
+/* One flag with one bad value, and what the message must say. */
+typedef struct flag_case {
+    const char *flag;
+    const char *value;
+    const char *phrase;
+} flag_case;
+
+/* Each case added to a valid Pathways submit (a repeated --image replaces the first). */
+static void refuse_each(const flag_case *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        assert_submit_refused((const char *[]){RUN, cases[i].flag, cases[i].value, NULL},
+                              cases[i].flag, cases[i].phrase);
+}
+
 /* The offline manifest for a Pathways submit plus `extra`: exit 0 expected. */
 static void offline_manifest(cli_result *res, const char *const *extra)
 {
@@ -126,26 +141,20 @@ static void offline_manifest(cli_result *res, const char *const *extra)
 static void invalid_utf8_in_any_string_flag_is_refused(void **state)
 {
     (void)state;
-    static const struct {
-        const char *args[6];
-        const char *flag;
-    } cases[] = {
+    static const flag_case cases[] = {
         /* jansson refused the string and the builder dropped the user's container (exit 0) */
-        {{"--command", "echo \xff", "--image", IMAGE}, "--command"},
-        {{"--command", "echo \xc0\xaf", "--image", IMAGE}, "--command"},     /* overlong '/' */
-        {{"--command", "echo \xed\xa0\x80", "--image", IMAGE}, "--command"}, /* a surrogate */
-        {{"--command", "echo \xe2\x82", "--image", IMAGE}, "--command"},     /* cut short */
-        {{RUN, "--pathways-proxy-args", "--flag=\xfe"}, "--pathways-proxy-args"},
-        {{RUN, "--pathways-worker-args", "--flag=\x80"}, "--pathways-worker-args"},
-        {{RUN, "--mount", "/data\xff:/data"}, "--mount"},
-        {{RUN, "--node-constraint", "zone=\xff"}, "--node-constraint"},
+        {"--command", "echo \xff", "--command is not valid UTF-8"},
+        {"--command", "echo \xc0\xaf", "--command is not valid UTF-8"},         /* overlong '/' */
+        {"--command", "echo \xed\xa0\x80", "--command is not valid UTF-8"},     /* a surrogate */
+        {"--command", "echo \xe2\x82", "--command is not valid UTF-8"},         /* cut short */
+        {"--command", "echo \xf4\x90\x80\x80", "--command is not valid UTF-8"}, /* > U+10FFFF */
+        {"--pathways-proxy-args", "--flag=\xfe", "--pathways-proxy-args is not valid UTF-8"},
+        {"--pathways-worker-args", "--flag=\x80", "--pathways-worker-args is not valid UTF-8"},
+        {"--mount", "/data\xff:/data", "--mount is not valid UTF-8"},
+        {"--node-constraint", "zone=\xff", "--node-constraint is not valid UTF-8"},
+        {"--env", "A=\xff", "--env is not valid UTF-8"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        const char *extra[8] = {NULL};
-        for (size_t j = 0; j < 6 && cases[i].args[j]; j++)
-            extra[j] = cases[i].args[j];
-        assert_submit_refused(extra, cases[i].flag, "not valid UTF-8");
-    }
+    refuse_each(cases, sizeof(cases) / sizeof(*cases));
 }
 
 /* The message says where the bad byte is, and never prints it. */
@@ -177,11 +186,7 @@ static void valid_utf8_reaches_the_manifest_byte_for_byte(void **state)
 static void image_references_follow_the_reference_grammar(void **state)
 {
     (void)state;
-    static const struct {
-        const char *flag;
-        const char *value;
-        const char *phrase;
-    } cases[] = {
+    static const flag_case cases[] = {
         {"--image", "my image:1", "lower-case letters, digits"},
         {"--image", "us-docker.pkg.dev/My-Project/repo/img:1", "lower-case"},
         {"--image", "us-docker.pkg.dev/p/r/img:", "tag"},
@@ -196,17 +201,7 @@ static void image_references_follow_the_reference_grammar(void **state)
         {"--pathways-proxy-server-image", "proxy:bad tag", "tag"},
         {"--pathways-colocated-python-sidecar-image", "a/B/c", "lower-case"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        bool is_image = !strcmp(cases[i].flag, "--image");
-        const char *extra[] = {"--command",
-                               "python train.py",
-                               "--image",
-                               is_image ? cases[i].value : IMAGE,
-                               is_image ? NULL : cases[i].flag,
-                               cases[i].value,
-                               NULL};
-        assert_submit_refused(extra, cases[i].flag, cases[i].phrase);
-    }
+    refuse_each(cases, sizeof(cases) / sizeof(*cases));
 }
 
 static void valid_image_references_are_kept_as_written(void **state)
@@ -302,27 +297,18 @@ static void elastic_slices_must_leave_a_slice_running(void **state)
 static void env_names_are_what_the_api_server_accepts(void **state)
 {
     (void)state;
-    static const struct {
-        const char *flag;
-        const char *spec;
-        const char *phrase;
-    } cases[] = {
+    static const flag_case cases[] = {
         {"--env", "1ABC=x", "\"1ABC\" is not a valid environment variable name"},
         {"--env", "A B=s3cret", "\"A B\" is not a valid environment variable name"},
         {"--env", "..A=x", "not starting with a digit or \"..\""},
         {"--env", "=x", "\"\" is not a valid environment variable name"},
         {"--env", "NOVALUE", "use KEY=VALUE"},
         {"--pathways-worker-env", "X:Y=1", "\"X:Y\" is not a valid environment variable name"},
-        {"--pathways-proxy-env", "A=1", NULL},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        bool duplicate = !cases[i].phrase;
-        const char *extra[] = {RUN,   cases[i].flag, cases[i].spec, duplicate ? "--env" : NULL,
-                               "A=2", NULL};
-        assert_submit_refused(extra, cases[i].flag,
-                              duplicate ? "--env and --pathways-proxy-env both set A"
-                                        : cases[i].phrase);
-    }
+    refuse_each(cases, sizeof(cases) / sizeof(*cases));
+    assert_submit_refused(
+        (const char *[]){RUN, "--pathways-proxy-env", "A=1", "--env", "A=2", NULL},
+        "--pathways-proxy-env", "--env and --pathways-proxy-env both set A");
     /* A value is never printed: it may be a token. */
     cli_result res;
     gcluster_argv(&res, (const char *[]){"job", "submit", "--name", "pw", "--compute-type",
