@@ -209,6 +209,7 @@ const cli_command cmd_deploy = {
         "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"
         "--context says otherwise. Running it again changes nothing.",
     .options = deploy_options,
+    .operands = &cli_paths,
     .args_size = sizeof(deploy_args),
     .run = deploy_run,
 };

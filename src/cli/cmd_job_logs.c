@@ -15,9 +15,13 @@ typedef struct logs_args {
     bool host_given;
 } logs_args;
 
+static const char *const role_names[] = {"head", "worker", NULL};
+static const cli_values roles = {.names = role_names};
+
 static const cli_option logs_options[] = {
-    CLI_STRING('n', "name", logs_args, name, "NAME", "the job (or give it as an argument)"),
-    CLI_STRING(0, "role", logs_args, r.role, "head|worker",
+    CLI_VALUES('n', "name", logs_args, name, "NAME", &cli_job_names,
+               "the job (or give it as an argument)"),
+    CLI_VALUES(0, "role", logs_args, r.role, NULL, &roles,
                "which pods: the head (default) or the TPU workers"),
     CLI_INT_SEEN(0, "slice", logs_args, r.slice, slice_given, "N", "worker slice (default 0)"),
     CLI_INT_SEEN(0, "host", logs_args, r.host, host_given, "N",
@@ -118,4 +122,5 @@ const cli_command cmd_job_logs = {
     .args_size = sizeof(logs_args),
     .init_args = logs_defaults,
     .run = logs_run,
+    .operands = &cli_job_names,
 };

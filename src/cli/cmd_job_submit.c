@@ -28,6 +28,10 @@ typedef struct submit_args {
 
 #define R(field) r.field
 
+/* gc_submit_prepare checks it itself, with a message that explains each choice. */
+static const char *const dry_run_names[] = {"server", "client", NULL};
+static const cli_values dry_runs = {.names = dry_run_names, .open = true};
+
 static const cli_option submit_options[] = {
     CLI_GROUP("Workload"),
     CLI_STRING('n', "name", submit_args, R(name), "NAME",
@@ -57,7 +61,7 @@ static const cli_option submit_options[] = {
              "verbose TPU/GPU logging in the workload (and trace API requests, like -v)"),
 
     CLI_GROUP("Compute"),
-    CLI_STRING(0, "compute-type", submit_args, R(compute_type), "TYPE",
+    CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
                "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
                "n2-standard-32, ..."),
     CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
@@ -102,7 +106,7 @@ static const cli_option submit_options[] = {
                "wait at most this long for completion (implies --await-job-completion)"),
     CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
                "write the manifest to FILE (or stdout) without contacting any cluster"),
-    CLI_STRING(0, "dry-run", submit_args, R(dry_run), "server|client",
+    CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
     CLI_STRING(0, "output", submit_args, output, "text|json|yaml",
                "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),

@@ -334,7 +334,7 @@ int gc_template_render(const char *text, size_t len, const json_t *vars, const c
                            "%s:%d:%d: template directives (%%{ ... }) are not supported; only "
                            "${name} substitution is (write %%%%{ for a literal %%{)",
                            label, line, column);
-        size_t name_len = close ? (size_t)(close - text - i - 2) : 0;
+        size_t name_len = close ? (size_t)(close - text) - i - 2 : 0;
         char name[128];
         if (!close || !name_len || name_len >= sizeof(name))
             return gc_fail(err, GC_EXIT_USAGE,
