@@ -71,9 +71,9 @@ json_t *set_identity(json_t *pod_spec, const gc_workload *w);
  * pod_spec (NULL as jset does). */
 json_t *set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
 
-/* podFailurePolicy for --restart-on-exit-codes (when it lists codes). Only valid with
- * restartPolicy Never.
- * `container` (may be NULL for every container) is the one whose exit code counts. */
+/* podFailurePolicy for --restart-on-exit-codes, for callers that have codes to list. Only
+ * valid with restartPolicy Never. `container` (may be NULL for every container) is the one
+ * whose exit code counts. */
 json_t *pod_failure_policy(const gc_workload *w, const char *container);
 
 /* The exclusive-topology annotation on a Job template: one pod (or one slice) per `key`. */
