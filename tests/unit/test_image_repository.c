@@ -100,7 +100,8 @@ static void bad_references_say_what_is_wrong(void **state)
          "64 lower-case hex digits"},
         {"x@1sha:0123456789abcdef0123456789abcdef", "ALGORITHM:HEX"},
         {"x@sha+:0123456789abcdef0123456789abcdef", "ALGORITHM:HEX"},
-        {"x:" "a123456789a123456789a123456789a123456789a123456789a123456789a123456789a123456789"
+        {"x:"
+         "a123456789a123456789a123456789a123456789a123456789a123456789a123456789a123456789"
          "a123456789a123456789a123456789a123456789a123456789",
          "invalid tag"},
     };
