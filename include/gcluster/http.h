@@ -63,6 +63,10 @@ typedef void (*gc_http_header_fn)(const char *name, const char *value, void *ctx
 typedef struct gc_http_trace {
     const gc_events *events;
     int verbose; /* 0: nothing; 1: a line per request; 2: headers and bodies too */
+    /* The client's own redaction of a trace line (the secrets it knows: its token, password,
+     * key material), after the layer's; NULL: none. */
+    void (*redact)(gc_buf *line, const void *ctx);
+    const void *redact_ctx;
 } gc_http_trace;
 
 typedef struct gc_http_request {
@@ -94,9 +98,15 @@ typedef struct gc_http_transfer {
     CURLcode result;             /* CURLE_OK also when on_data ended the transfer */
     char error[CURL_ERROR_SIZE]; /* libcurl's own words for a failure, or "" */
     bool stopped;                /* on_data returned false */
-    bool too_large;              /* the body passed body_max */
+    bool too_large;              /* the body passed body_max (its first body_max bytes are kept) */
     bool past_deadline;          /* ended by deadline_ms */
     bool sent;                   /* the request may have reached the server */
+    /* The request went out more than once: libcurl re-sends it by itself, on a fresh connection,
+     * when a reused connection dies before any byte of the answer ("Connection died, retrying a
+     * fresh connect"; an HTTP/2 REFUSED_STREAM too). The first copy may have been acted on, so
+     * for a request that is not idempotent the answer is ambiguous: a 409 AlreadyExists or a 404
+     * may be the answer to our own first copy. */
+    bool resent;
     long long elapsed_ms;
 
     /* Private to the layer. */
@@ -107,6 +117,7 @@ typedef struct gc_http_transfer {
     char *shown_url; /* the redacted URL of traces */
     long long body_offset;
     long long started_ms;
+    unsigned sends; /* times libcurl was about to send the request */
     bool traced;
 } gc_http_transfer;
 
@@ -134,5 +145,9 @@ const char *gc_http_reason_phrase(long status);
  * replaced by "<redacted>", control characters as '?', cut to `max` bytes. */
 char *gc_http_redact_url(const char *url);
 char *gc_http_redact_body(const char *body, size_t len, size_t max);
+/* Hides credentials in free text (a server's error message, a trace line): PEM private keys,
+ * the value after "Bearer " and "Basic ", and every occurrence of each of `secrets`
+ * (NULL-terminated, may be NULL; those shorter than 4 bytes are ignored). */
+void gc_http_redact_text(gc_buf *text, const char *const *secrets);
 
 #endif

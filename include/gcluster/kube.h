@@ -73,11 +73,17 @@ enum gc_kube_write_flags {
     GC_KUBE_FORCE = 1 << 2,   /* apply: take ownership of conflicting fields */
 };
 
-/* POST to a collection. Never retried blindly: when the answer is lost (a transport failure
- * after sending, or a 5xx), the client looks the object up by name: if it exists and was
- * created no earlier than the request, that is the result (with a notice); if not,
- * the POST is sent once more. 429 is retried (the server did nothing). Dry runs are retried
- * like reads. */
+/* The annotation gc_kube_create adds to every object it creates (dry runs aside): a random id made
+ * once per call, by which the client tells its own object from someone else's of the same name. */
+#define GC_KUBE_SUBMISSION_ID "gcluster.google.com/submission-id"
+
+/* POST to a collection, the object carrying a new GC_KUBE_SUBMISSION_ID annotation (the caller's
+ * object is not changed). Never retried blindly: when the answer leaves open what happened (a
+ * transport failure after sending, a 5xx, an AlreadyExists, a request libcurl re-sent), the
+ * client reads the object by name: with this call's id it is the result (with a notice); with
+ * another id or none, the error is AlreadyExists (err->http_status 409) naming its creation
+ * time; absent, the POST is sent again (at most 3 times in all). 429 is retried (the server did
+ * nothing). Dry runs are retried like reads. */
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
                    json_t **out, gc_error *err);
 

@@ -1,22 +1,26 @@
 /*
  * The verbs: get, create, server-side apply, merge patch, delete.
  *
- * A create is the one write that is not idempotent. When its answer is lost (the connection
- * broke after sending, or a 5xx), the object is looked up by name: if it exists and was
- * created no earlier than the request, the create succeeded; if it does not exist, the POST
- * is sent once more. It is never re-sent while it might have been applied.
+ * A create is the one write that is not idempotent. Each carries a random submission id (an
+ * annotation) made once per call. When its answer leaves open what happened (the connection
+ * broke after sending, a 5xx, or an AlreadyExists that may answer our own earlier copy), the
+ * object is read by name: with our id it is ours and the create succeeded; with another id or
+ * none it is someone else's; absent, the POST is sent once more. Creation times cannot decide
+ * this: another client's object made in the same second looks just like ours. A create is never
+ * re-sent while it might have been applied.
  */
 #include "kube/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define MAX_QUERY       16
-#define CREATE_ATTEMPTS 2
+#define CREATE_ATTEMPTS 3
 
 int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
 {
-    int rc = kube_status_error(x->req, x->http.status, &x->http.body, err);
+    int rc = kube_status_error(k, x->req, x->http.status, &x->http.body, err);
     if (x->http.status == 401) {
         const kube_user *u = k->sel.user;
         size_t len = strlen(err->message);
@@ -84,18 +88,31 @@ int gc_kube_get(gc_kube *kube, const char *path, const char *const *query, json_
     return call(kube, &req, out, err);
 }
 
-/* The server's clock now, as far as this client knows it. */
-static time_t server_now(const gc_kube *k)
+/* A random submission id: 128 bits, hex. Unique across processes and machines, which the
+ * client's jitter generator is not meant to be. */
+static void new_submission_id(gc_kube *k, char out[33])
 {
-    return time(NULL) + (time_t)(k->clock_known ? k->clock_offset_s : 0);
+    unsigned char bytes[16];
+    if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes))
+        for (size_t i = 0; i < sizeof(bytes); i++) /* no getrandom: unique enough for one name */
+            bytes[i] = (unsigned char)kube_random(k, 256);
+    for (size_t i = 0; i < sizeof(bytes); i++)
+        snprintf(out + 2 * i, 3, "%02x", bytes[i]);
 }
 
-/* After a lost answer: did our POST create `name`? 0 with *out set if so; KUBE_NOT_CREATED if
- * it does not exist; otherwise an error. */
+static const char *submission_id_of(const json_t *obj)
+{
+    const json_t *annotations = json_object_get(json_object_get(obj, "metadata"), "annotations");
+    return json_string_value(json_object_get(annotations, GC_KUBE_SUBMISSION_ID));
+}
+
+/* After an answer that leaves it open whether our POST created `name`: reads the object and
+ * decides by its submission id. 0 with *out set when it is ours; KUBE_NOT_CREATED when it does
+ * not exist; otherwise an error (AlreadyExists for someone else's). */
 #define KUBE_NOT_CREATED 101
 
-static int check_created(gc_kube *k, const char *collection, const char *name, time_t sent_at,
-                         const gc_error *lost, json_t **out, gc_error *err)
+static int check_created(gc_kube *k, const char *collection, const char *name, const char *id,
+                         const gc_error *why, json_t **out, gc_error *err)
 {
     char *path = gc_xasprintf("%s/%s", collection, name);
     json_t *obj = NULL;
@@ -105,28 +122,26 @@ static int check_created(gc_kube *k, const char *collection, const char *name, t
         return KUBE_NOT_CREATED;
     if (rc) {
         gc_error_prefix(err,
-                        "the answer to creating \"%s\" was lost (%s), and looking it up "
+                        "whether \"%s\" was created is unknown (%s), and looking it up "
                         "failed too: ",
-                        name, lost->message);
+                        name, why->message);
         return rc;
     }
+    const char *found = submission_id_of(obj);
     const char *ts =
         json_string_value(json_object_get(json_object_get(obj, "metadata"), "creationTimestamp"));
-    time_t created = 0;
-    /* creationTimestamp has whole seconds; without a Date header the clocks may differ more. */
-    long slack = k->clock_known ? 2 : 120;
-    if (ts && gc_clock_parse_rfc3339(ts, &created) && created >= sent_at - slack) {
+    if (found && !strcmp(found, id)) {
         gc_notice(k->trace.events,
-                  "the answer to creating \"%s\" was lost, but it exists now (created %s): the "
-                  "create went through",
-                  name, ts);
+                  "the answer to creating \"%s\" was lost (%s), but it exists with this "
+                  "request's submission id: it was created",
+                  name, why->message);
         if (out)
             *out = obj;
         else
             json_decref(obj);
         return 0;
     }
-    gc_fail(err, GC_EXIT_RUNTIME, "\"%s\" already exists (created %s, before this request)", name,
+    gc_fail(err, GC_EXIT_RUNTIME, "\"%s\" already exists (created %s, not by this request)", name,
             ts ? ts : "at an unknown time");
     json_decref(obj);
     err->http_status = 409;
@@ -134,12 +149,38 @@ static int check_created(gc_kube *k, const char *collection, const char *name, t
     return GC_EXIT_RUNTIME;
 }
 
-static bool answer_lost(const kube_exchange *x, int rc)
+/* Whether the create's answer leaves it open what happened: lost after sending, a 5xx, or an
+ * AlreadyExists that may answer our own earlier copy (re-sent by libcurl, which we see, or by a
+ * proxy on the way, which we cannot: so every one is checked). */
+static bool ambiguous(const kube_exchange *x, int rc)
 {
     if (rc)
         return x->http.sent;
-    return x->http.status == 500 || x->http.status == 502 || x->http.status == 503 ||
-           x->http.status == 504;
+    long status = x->http.status;
+    return status == 500 || status == 502 || status == 503 || status == 504 || status == 409;
+}
+
+/* The reason of an answer: a 409 that is not AlreadyExists (a Conflict on a resourceVersion) is
+ * an answer to report, not an ambiguity. */
+static bool already_exists(const gc_kube *k, const kube_exchange *x)
+{
+    gc_error e = {0};
+    kube_http_error(k, x, &e);
+    return !strcmp(e.reason, "AlreadyExists");
+}
+
+/* A POST whose answer is lost when the object's name is left to the server cannot be checked. */
+static int unknown_outcome(gc_kube *kube, const kube_exchange *x, const char *collection, int rc,
+                           gc_error *err)
+{
+    if (!rc)
+        rc = kube_http_error(kube, x, err);
+    gc_error_prefix(err,
+                    "the answer to POST %s was lost, and the object's name was left to the "
+                    "server (generateName), so whether it was created is unknown; check before "
+                    "retrying: ",
+                    collection);
+    return rc;
 }
 
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
@@ -149,46 +190,55 @@ int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, u
         *out = NULL;
     const char *q[MAX_QUERY] = {0};
     write_params(flags, q, 0);
-    char *body = json_dumps(object, JSON_COMPACT);
     const char *name =
         json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
     /* A dry run stores nothing, so sending it again is harmless. */
+    bool idempotent = (flags & GC_KUBE_DRY_RUN) != 0;
+    char id[33] = "";
+    json_t *sent = json_deep_copy(object);
+    if (!idempotent && name) {
+        new_submission_id(kube, id);
+        json_t *meta = json_object_get(sent, "metadata");
+        if (!json_is_object(json_object_get(meta, "annotations")))
+            json_object_set_new(meta, "annotations", json_object());
+        json_object_set_new(json_object_get(meta, "annotations"), GC_KUBE_SUBMISSION_ID,
+                            json_string(id));
+    }
+    char *body = json_dumps(sent, JSON_COMPACT);
+    json_decref(sent);
     kube_request req = {.method = "POST",
                         .path = collection_path,
                         .extra = q,
                         .content_type = "application/json",
                         .body = body,
                         .body_len = body ? strlen(body) : 0,
-                        .idempotent = (flags & GC_KUBE_DRY_RUN) != 0};
+                        .idempotent = idempotent};
     kube_exchange x;
     kube_exchange_init(&x, &req);
     int rc = 0;
     for (int attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
-        time_t sent_at = server_now(kube);
         rc = kube_request_run(kube, &x, err);
-        if (req.idempotent || !answer_lost(&x, rc))
+        if (idempotent || !ambiguous(&x, rc))
+            break;
+        if (!rc && x.http.status == 409 && (!id[0] || !already_exists(kube, &x)))
             break;
         if (!name) {
-            if (!rc)
-                rc = kube_http_error(kube, &x, err);
-            gc_error_prefix(err,
-                            "the answer to POST %s was lost, and the object's name was left "
-                            "to the server (generateName), so whether it was created is unknown; "
-                            "check before retrying: ",
-                            collection_path);
+            rc = unknown_outcome(kube, &x, collection_path, rc, err);
             break;
         }
-        gc_error lost = *err;
+        gc_error why = *err;
         if (!rc)
-            kube_http_error(kube, &x, &lost);
-        rc = check_created(kube, collection_path, name, sent_at, &lost, out, err);
+            kube_http_error(kube, &x, &why);
+        if (x.http.resent)
+            gc_error_prefix(&why, "the connection died and libcurl sent the request again: ");
+        rc = check_created(kube, collection_path, name, id, &why, out, err);
         if (rc != KUBE_NOT_CREATED) {
             kube_exchange_free(&x);
             free(body);
             return rc;
         }
-        *err = lost;
-        rc = err->code;
+        *err = why;
+        rc = err->code ? err->code : GC_EXIT_RUNTIME;
         kube_trace(kube, "\"%s\" was not created; sending the create again", name);
     }
     if (!rc && x.http.status >= 300)

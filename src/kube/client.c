@@ -147,7 +147,10 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
         return rc;
     gc_kube *k = gc_xcalloc(1, sizeof(*k));
     gc_buf_init(&k->warnings_seen);
-    k->trace = (gc_http_trace){.events = opts->events, .verbose = opts->verbose};
+    k->trace = (gc_http_trace){.events = opts->events,
+                               .verbose = opts->verbose,
+                               .redact = kube_redact_trace,
+                               .redact_ctx = k};
     k->exec_timeout_ms = 1000 * (opts->exec_timeout_seconds > 0 ? opts->exec_timeout_seconds
                                                                 : DEFAULT_EXEC_TIMEOUT_S);
     k->request_timeout_ms =

@@ -8,21 +8,28 @@
  * exponential backoff and jitter on 429, 5xx and connection resets, honouring Retry-After; a
  * POST is only re-sent when the server certainly did not act on it (429, or it never reached the
  * server). A 401 refreshes the credential (exec plugin, token file) once. Below all this, libcurl
- * itself re-sends a request once when a reused keep-alive connection turns out to be closed
- * before any byte of the answer (the usual keep-alive race); that attempt is invisible here and
- * not counted.
+ * itself re-sends a request when a reused connection turns out to be dead before any byte of the
+ * answer (the usual keep-alive race); the layer notices (gc_http_transfer.resent), and the verbs
+ * that are not idempotent treat the answer as ambiguous (api.c). A request that failed on the
+ * wire takes its pooled connections with it, so its retry starts on a fresh one.
  */
 #include "kube/internal.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #define BACKOFF_BASE_MS    250
 #define BACKOFF_MAX_MS     8000
 #define RETRY_AFTER_MAX_MS 30000
 #define ERROR_BODY_MAX     (1 << 20)
 #define CONNECT_TIMEOUT_MS 15000L
+#define KEEPALIVE_IDLE_S   15L
+#define KEEPALIVE_INTVL_S  5L
+#define USER_TIMEOUT_MS    30000u
 
 static void set_tls(gc_kube *k, CURL *e)
 {
@@ -42,14 +49,32 @@ static void set_tls(gc_kube *k, CURL *e)
     }
 }
 
-/* What reaching this API server takes, beyond the request itself. */
+/* A dead peer (a dropped NAT entry, a vanished node, a server that lost power) never answers
+ * TCP keepalive probes or acknowledges data: the kernel gives up on the connection after this
+ * long, and the request fails (and is retried, or the stream resumed) instead of waiting on it. */
+static int set_user_timeout(void *ctx, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)ctx;
+#ifdef TCP_USER_TIMEOUT
+    unsigned timeout = USER_TIMEOUT_MS;
+    if (purpose == CURLSOCKTYPE_IPCXN)
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
+#else
+    (void)fd, (void)purpose;
+#endif
+    return CURL_SOCKOPT_OK;
+}
+
+/* What reaching this API server takes, beyond the request itself. Every connection probes its
+ * peer when idle, so a pooled connection that died is found before a request waits on it. */
 static void set_connection(gc_kube *k, CURL *e)
 {
     const kube_cluster *c = k->sel.cluster;
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
+    curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, set_user_timeout);
     if (!c->disable_compression)
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_NOPROXY, k->noproxy);
@@ -149,23 +174,16 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
     }
 }
 
-/* Learns the server's clock from its Date header (create checks compare server times). */
-static void note_server_clock(gc_kube *k, const kube_exchange *x)
-{
-    const char *date = gc_http_header(&x->http, "Date");
-    time_t server = date ? curl_getdate(date, NULL) : -1;
-    if (server > 0) {
-        k->clock_offset_s = (long long)(server - time(NULL));
-        k->clock_known = true;
-    }
-}
-
 void kube_exchange_end(gc_kube *k, kube_exchange *x, CURLcode result)
 {
     gc_http_finish(&x->http, result);
     const char *retry_after = gc_http_header(&x->http, "Retry-After");
     x->retry_after_ms = retry_after ? parse_retry_after(retry_after) : -1;
-    note_server_clock(k, x);
+    if (x->http.resent)
+        kube_trace(k,
+                   "%s %s went out more than once: its reused connection died and libcurl "
+                   "sent it again on a fresh one",
+                   x->req->method, x->req->path);
 }
 
 /* The easy handle for a request at the current nesting depth (see gc_kube.easy). */
@@ -196,6 +214,31 @@ static CURLSH *shared_connections(gc_kube *k)
     return k->share;
 }
 
+/* Closes the pooled connections a failed request may have used: libcurl keeps an HTTP/2
+ * connection after one of its streams failed, and one that went silent still looks open, so the
+ * retry would wait on it again. Level 0's pool is the share's (given up only when no batch
+ * handle holds it); a nesting level's is its handle's own. */
+static void drop_connections(gc_kube *k, int level)
+{
+    if (level == 0 && k->share) {
+        if (k->easy[0])
+            curl_easy_setopt(k->easy[0], CURLOPT_SHARE, NULL);
+        if (curl_share_cleanup(k->share) == CURLSHE_OK)
+            k->share = NULL;
+    }
+    if (k->easy[level]) {
+        curl_easy_cleanup(k->easy[level]);
+        k->easy[level] = NULL;
+    }
+    kube_trace(k, "the connection of the failed request is closed; the next one opens a new one");
+}
+
+/* Whether a transfer's failure says nothing about its connection (the caller ended it). */
+static bool failed_on_the_wire(const kube_exchange *x)
+{
+    return x->http.result != CURLE_OK && !x->http.stopped;
+}
+
 int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
 {
     int rc = kube_auth_ensure(k, err);
@@ -211,6 +254,8 @@ int kube_exchange_run(gc_kube *k, kube_exchange *x, gc_error *err)
     CURLcode result = curl_easy_perform(e);
     k->depth--;
     kube_exchange_end(k, x, result);
+    if (failed_on_the_wire(x))
+        drop_connections(k, k->depth);
     return 0;
 }
 
@@ -308,6 +353,15 @@ int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err
     if (h->past_deadline)
         return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: gave up waiting for %s", x->req->method,
                        x->req->path, where);
+    if (h->too_large && h->status >= 300) {
+        /* An error answer is kept up to ERROR_BODY_MAX bytes: what it says is in its start. */
+        kube_http_error(k, x, err);
+        size_t len = strlen(err->message);
+        snprintf(err->message + len, sizeof(err->message) - len,
+                 " (the server's error answer was larger than %d KiB and was cut)",
+                 ERROR_BODY_MAX >> 10);
+        return err->code;
+    }
     if (h->too_large)
         return gc_fail(err, GC_EXIT_RUNTIME,
                        "%s %s: the answer of %s is larger than %ld MiB; "
@@ -342,9 +396,10 @@ static int run_with_retries(gc_kube *k, kube_exchange *x, bool attempted, gc_err
         kube_trace(k, "retrying in %ld ms (attempt %d of %d)", delay, attempt + 1,
                    KUBE_MAX_ATTEMPTS);
         gc_clock_sleep_ms(delay);
-        x->retried_after_send =
-            x->retried_after_send || (h->sent && h->result != CURLE_OK) || h->status >= 500;
+        x->retried_after_send = x->retried_after_send || (h->sent && h->result != CURLE_OK) ||
+                                h->status >= 500 || h->resent;
     }
+    x->retried_after_send = x->retried_after_send || x->http.resent;
     return x->http.result == CURLE_OK ? 0 : kube_transport_error(k, x, err);
 }
 
@@ -394,17 +449,21 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
             curl_multi_poll(multi, NULL, 0, 1000, NULL);
     }
     k->depth--;
+    bool failed = false;
     for (size_t i = 0; i < n; i++) {
         if (!handles[i])
             continue;
         if (!done[i]) /* never reported done: cannot happen unless libcurl fails */
             kube_exchange_end(k, batch[i].x, CURLE_RECV_ERROR);
+        failed = failed || failed_on_the_wire(batch[i].x);
         curl_multi_remove_handle(multi, handles[i]);
         curl_easy_cleanup(handles[i]);
     }
     free(done);
     free(handles);
     curl_multi_cleanup(multi);
+    if (failed)
+        drop_connections(k, 0);
 }
 
 void kube_request_run_all(gc_kube *k, kube_batch_entry *batch, size_t n)

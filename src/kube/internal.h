@@ -11,6 +11,7 @@
  *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
  *   batch.c       independent reads sent together
  *   reconnect.c   what long-lived streams reconnect after, and how soon
+ *   redact.c      server text made safe to show; the client's secrets kept out of it
  */
 #ifndef GCLUSTER_KUBE_INTERNAL_H
 #define GCLUSTER_KUBE_INTERNAL_H
@@ -66,9 +67,7 @@ struct gc_kube {
     CURLSH *share; /* level 0's connections, shared with concurrent batches (http.c) */
     unsigned request_count;
     uint64_t rng;
-    gc_buf warnings_seen;     /* Warning texts already shown, NUL-separated */
-    long long clock_offset_s; /* server Date minus local time, once a response was seen */
-    bool clock_known;
+    gc_buf warnings_seen; /* Warning texts already shown, NUL-separated */
 };
 
 /* client.c: a random number below `bound` from the client's own generator, for jitter (the
@@ -196,8 +195,20 @@ void kube_trace(const gc_kube *k, const char *fmt, ...) __attribute__((format(pr
 /* A Warning header's value, shown once per client as a warning. */
 void kube_notice_warning(gc_kube *k, const char *value);
 
-/* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything). */
-int kube_status_error(const kube_request *req, long status, const gc_buf *body, gc_error *err);
+/* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything); the
+server's text in it made safe by kube_safe_text. */
+int kube_status_error(const gc_kube *k, const kube_request *req, long status, const gc_buf *body,
+                      gc_error *err);
+
+/* redact.c: hides the client's secrets (its token, password, key material, a URL's password) and
+ * anything credential-like in `text`. */
+void kube_redact(const gc_kube *k, gc_buf *text);
+/* kube_redact as a gc_http_trace.redact hook (ctx: the client). */
+void kube_redact_trace(gc_buf *line, const void *ctx);
+/* Appends server text to `out` safe to show: secrets redacted (k may be NULL: credential-like
+ * text only), control characters and bytes that are not UTF-8 as \xNN, at most `max`
+ * characters, then how many bytes were left out. */
+void kube_safe_text(const gc_kube *k, gc_buf *out, const char *text, size_t len, size_t max);
 
 /* list_reader.c: one list page read as it arrives, item by item (see gc_kube_list). */
 typedef struct kube_list_reader {

@@ -27,12 +27,9 @@
  */
 #include "kube/internal.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define MAX_LINE            (1 << 20)
 #define MAX_RESUME_FAILURES 8 /* consecutive attempts without progress, when not following */
@@ -42,9 +39,6 @@
 #define ENDED_RETRY_MAX_MS  5000 /* a followed log that ended is asked again at least this often */
 #define CONNECTED_MS        1000 /* a connection that lived this long was working */
 #define NOTICE_EVERY_MS     5000
-#define KEEPALIVE_IDLE_S    15L
-#define KEEPALIVE_INTVL_S   5L
-#define USER_TIMEOUT_MS     30000u
 
 struct logs_run;
 
@@ -322,22 +316,6 @@ static void pod_request(log_stream *s)
     s->stall_ms = POD_TIMEOUT_MS;
 }
 
-/* A dead peer (a dropped NAT entry, a vanished node) never answers TCP keepalive probes or
- * acknowledges data: the kernel gives up on the connection after this long, and the stream is
- * resumed, however quiet its container is. */
-static int set_user_timeout(void *ctx, curl_socket_t fd, curlsocktype purpose)
-{
-    (void)ctx;
-#ifdef TCP_USER_TIMEOUT
-    unsigned timeout = USER_TIMEOUT_MS;
-    if (purpose == CURLSOCKTYPE_IPCXN)
-        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
-#else
-    (void)fd, (void)purpose;
-#endif
-    return CURL_SOCKOPT_OK;
-}
-
 static void stream_failed(log_stream *s);
 
 /* Starts the next attempt: the pod first when resuming, else the log. */
@@ -362,9 +340,6 @@ static void start_attempt(log_stream *s)
     /* A receive buffer per stream: 4 KiB instead of 16 saves 0.75 MiB over 64 streams, with
      * the same throughput on testenv (log lines are ~100 bytes). */
     curl_easy_setopt(s->e, CURLOPT_BUFFERSIZE, 4096L);
-    curl_easy_setopt(s->e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
-    curl_easy_setopt(s->e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
-    curl_easy_setopt(s->e, CURLOPT_SOCKOPTFUNCTION, set_user_timeout);
     curl_easy_setopt(s->e, CURLOPT_PRIVATE, s);
     s->running = true;
     s->progressed = false;

@@ -5,7 +5,8 @@
  * `details.causes` name each offending field. The message usually repeats the causes already
  * ("JobSet.jobset.x-k8s.io \"x\" is invalid: spec.foo: Invalid value: ..."), so a cause is only
  * appended when its field and text are not both in the message yet. Anything else (an HTML page
- * from a proxy, a load balancer's 502) is summarised to its first line.
+ * from a proxy, a load balancer's 502) is summarised to its first line. Every piece of server
+ * text is made safe first (kube_safe_text): escaped, capped and without the client's secrets.
  */
 #include "kube/internal.h"
 
@@ -13,6 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Server text in a message: a Status message, each cause, the first line of another body. */
+#define MESSAGE_MAX 2000
+#define CAUSE_MAX   500
+#define SUMMARY_MAX 300
 
 /* The Kubernetes Status reason the API server gives with each code. */
 static const struct {
@@ -50,20 +56,19 @@ static void set_reason(gc_error *err, const char *reason)
     snprintf(err->reason, sizeof(err->reason), "%s", reason ? reason : "");
 }
 
-/* The first line of a non-Status body, printable and short. */
-static void summarise(const gc_buf *body, gc_buf *out)
+/* The first line of a non-Status body, made safe and short. */
+static void summarise(const gc_kube *k, const gc_buf *body, gc_buf *out)
 {
-    size_t n = 0;
     const char *s = body->data;
     while (*s && isspace((unsigned char)*s))
         s++;
-    for (; *s && *s != '\n' && n < 300; s++, n++)
-        gc_buf_putc(out, isprint((unsigned char)*s) ? *s : '?');
-    if (*s && *s != '\n')
+    size_t line = strcspn(s, "\n");
+    kube_safe_text(k, out, s, line > SUMMARY_MAX ? SUMMARY_MAX : line, SUMMARY_MAX);
+    if (s[line])
         gc_buf_puts(out, "...");
 }
 
-static void append_causes(const json_t *status, gc_buf *msg)
+static void append_causes(const gc_kube *k, const json_t *status, gc_buf *msg)
 {
     const json_t *causes = json_object_get(json_object_get(status, "details"), "causes");
     for (size_t i = 0; i < json_array_size(causes); i++) {
@@ -77,14 +82,17 @@ static void append_causes(const json_t *status, gc_buf *msg)
         bool said = strstr(msg->data, text) && (!field || strstr(msg->data, field));
         if (said)
             continue;
-        if (field && field[0])
-            gc_buf_printf(msg, "\n  - %s: %s", field, text);
-        else
-            gc_buf_printf(msg, "\n  - %s", text);
+        gc_buf_puts(msg, "\n  - ");
+        if (field && field[0]) {
+            kube_safe_text(k, msg, field, strlen(field), CAUSE_MAX);
+            gc_buf_puts(msg, ": ");
+        }
+        kube_safe_text(k, msg, text, strlen(text), CAUSE_MAX);
     }
 }
 
-int kube_status_error(const kube_request *req, long status, const gc_buf *body, gc_error *err)
+int kube_status_error(const gc_kube *k, const kube_request *req, long status, const gc_buf *body,
+                      gc_error *err)
 {
     json_t *doc = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
     const char *kind = json_string_value(json_object_get(doc, "kind"));
@@ -98,15 +106,15 @@ int kube_status_error(const kube_request *req, long status, const gc_buf *body, 
         if (r && r[0])
             reason = r;
         if (message && message[0])
-            gc_buf_puts(&msg, message);
+            kube_safe_text(k, &msg, message, strlen(message), MESSAGE_MAX);
         else
             gc_buf_printf(&msg, "%s %s: HTTP %ld %s", req->method, req->path, status, phrase);
-        append_causes(doc, &msg);
+        append_causes(k, doc, &msg);
     } else {
         gc_buf_printf(&msg, "%s %s failed: HTTP %ld %s", req->method, req->path, status, phrase);
         if (body->len) {
             gc_buf_puts(&msg, ": ");
-            summarise(body, &msg);
+            summarise(k, body, &msg);
         }
     }
     gc_fail(err, GC_EXIT_RUNTIME, "%s", msg.data);

@@ -5,9 +5,10 @@
  */
 #include "kube/internal.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
+
+#define WARNING_MAX 1000 /* characters of one Warning header's text */
 
 void kube_trace(const gc_kube *k, const char *fmt, ...)
 {
@@ -47,9 +48,13 @@ void kube_notice_warning(gc_kube *k, const char *value)
         for (; q < end && *q != '"'; q++) {
             if (*q == '\\' && q + 1 < end)
                 q++;
-            gc_buf_putc(&text, isprint((unsigned char)*q) ? *q : '?');
+            gc_buf_putc(&text, *q);
         }
-        warn_once(k, text.data);
+        gc_buf shown;
+        gc_buf_init(&shown);
+        kube_safe_text(k, &shown, text.data, text.len, WARNING_MAX);
+        warn_once(k, shown.data);
+        gc_buf_free(&shown);
         gc_buf_free(&text);
         p = q + 1;
         while (p < end && *p == ' ')

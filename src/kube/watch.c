@@ -293,7 +293,7 @@ static int on_error_event(watcher *w, const json_t *status)
     kube_request req = {.method = "WATCH", .path = w->path};
     char *text = json_dumps(status, JSON_COMPACT);
     gc_buf body = {.data = text ? text : "", .len = text ? strlen(text) : 0};
-    w->stop = kube_status_error(&req, code ? (long)code : 500, &body, w->err);
+    w->stop = kube_status_error(w->k, &req, code ? (long)code : 500, &body, w->err);
     free(text);
     return w->stop;
 }

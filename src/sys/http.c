@@ -132,11 +132,23 @@ static size_t on_body(char *data, size_t size, size_t n, void *userdata)
     }
     size_t max = t->req.body_max ? t->req.body_max : DEFAULT_BODY_MAX;
     if (t->body.len + len > max) {
+        /* What fits is kept: the start of an oversized error body still says what went wrong. */
+        gc_buf_append(&t->body, data, max - t->body.len);
         t->too_large = true;
         return CURL_WRITEFUNC_ERROR;
     }
     gc_buf_append(&t->body, data, len);
     return len;
+}
+
+/* Called by libcurl each time it is about to send the request, on a new connection or a reused
+ * one: more than once when it re-sent the request by itself (see gc_http_transfer.resent). */
+static int on_send(void *userdata, char *remote_ip, char *local_ip, int remote_port, int local_port)
+{
+    (void)remote_ip, (void)local_ip, (void)remote_port, (void)local_port;
+    gc_http_transfer *t = userdata;
+    t->sends++;
+    return CURL_PREREQFUNC_OK;
 }
 
 static size_t on_read(char *buffer, size_t size, size_t nitems, void *userdata)
@@ -237,7 +249,8 @@ void gc_http_start(gc_http_transfer *t, CURL *e, const gc_http_request *req)
     t->status = 0;
     t->result = CURLE_OK;
     t->error[0] = '\0';
-    t->stopped = t->too_large = t->past_deadline = t->sent = t->traced = false;
+    t->stopped = t->too_large = t->past_deadline = t->sent = t->resent = t->traced = false;
+    t->sends = 0;
     t->body_offset = 0;
     t->elapsed_ms = 0;
     t->started_ms = gc_clock_ms();
@@ -273,6 +286,8 @@ void gc_http_start(gc_http_transfer *t, CURL *e, const gc_http_request *req)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_send);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
     set_method(t);
     set_headers(t);
     sys_http_trace_request(t);
@@ -311,6 +326,7 @@ void gc_http_finish(gc_http_transfer *t, CURLcode result)
     curl_off_t pretransfer = 0;
     curl_easy_getinfo(t->e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
     t->sent = result == CURLE_OK || (!connect_phase_failure(result) && pretransfer > 0);
+    t->resent = t->sends > 1;
     t->elapsed_ms = gc_clock_ms() - t->started_ms;
     if (!t->traced)
         sys_http_trace_result(t, t->result);

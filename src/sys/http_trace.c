@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -201,8 +202,32 @@ static void redact_json(json_t *v)
     }
 }
 
-/* Text bodies: hide PEM private keys, bearer tokens and Basic credentials. */
-static void redact_text(gc_buf *b)
+/* Moves `out` into `b`. */
+static void take(gc_buf *b, gc_buf *out)
+{
+    gc_buf_free(b);
+    *b = *out;
+}
+
+/* Replaces every occurrence of `secret` in `b` with REDACTED. */
+static void replace_all(gc_buf *b, const char *secret)
+{
+    size_t n = strlen(secret);
+    if (n < 4 || !memmem(b->data, b->len, secret, n)) /* shorter ones would hide words */
+        return;
+    gc_buf out;
+    gc_buf_init(&out);
+    const char *p = b->data, *end = b->data + b->len;
+    for (const char *hit; (hit = memmem(p, (size_t)(end - p), secret, n)); p = hit + n) {
+        gc_buf_append(&out, p, (size_t)(hit - p));
+        gc_buf_puts(&out, REDACTED);
+    }
+    gc_buf_append(&out, p, (size_t)(end - p));
+    take(b, &out);
+}
+
+/* PEM private keys, whole. */
+static void redact_pem_keys(gc_buf *b)
 {
     char *p;
     while ((p = strstr(b->data, "-----BEGIN")) && strstr(p, "PRIVATE KEY-----")) {
@@ -213,13 +238,51 @@ static void redact_text(gc_buf *b)
         memcpy(p, REDACTED, 10);
         b->len = strlen(b->data);
     }
-    static const char *const schemes[] = {"Bearer ", "Basic "};
-    for (size_t i = 0; i < sizeof(schemes) / sizeof(*schemes); i++) {
-        size_t n = strlen(schemes[i]);
-        for (p = b->data; (p = strcasestr(p, schemes[i])); p += n)
-            for (char *q = p + n; *q && !isspace((unsigned char)*q) && *q != '"'; q++)
-                *q = '*';
+}
+
+/* The credential after "Bearer " or "Basic ": up to a space, a quote or a separator. */
+static size_t credential_length(const char *p, const char *end)
+{
+    size_t n = 0;
+    while (p + n < end && !isspace((unsigned char)p[n]) && !strchr("\"\\,;'", p[n]))
+        n++;
+    return n;
+}
+
+/* "Bearer <token>" and "Basic <base64>" anywhere in text keep their scheme only. */
+static void redact_schemes(gc_buf *b)
+{
+    static const char *const schemes[] = {"bearer ", "basic "};
+    gc_buf out;
+    gc_buf_init(&out);
+    const char *p = b->data, *end = b->data + b->len;
+    while (p < end) {
+        size_t scheme = 0;
+        for (size_t i = 0; i < sizeof(schemes) / sizeof(*schemes) && !scheme; i++) {
+            size_t n = strlen(schemes[i]);
+            if ((size_t)(end - p) > n && !strncasecmp(p, schemes[i], n))
+                scheme = n;
+        }
+        size_t value = scheme ? credential_length(p + scheme, end) : 0;
+        if (!value) {
+            gc_buf_putc(&out, *p++);
+            continue;
+        }
+        gc_buf_append(&out, p, scheme);
+        gc_buf_puts(&out, REDACTED);
+        p += scheme + value;
     }
+    take(b, &out);
+}
+
+void gc_http_redact_text(gc_buf *b, const char *const *secrets)
+{
+    if (!b->len)
+        return;
+    redact_pem_keys(b);
+    redact_schemes(b);
+    for (const char *const *s = secrets; s && *s; s++)
+        replace_all(b, *s);
 }
 
 char *gc_http_redact_body(const char *body, size_t len, size_t max)
@@ -236,8 +299,9 @@ char *gc_http_redact_body(const char *body, size_t len, size_t max)
     } else {
         for (size_t i = 0; i < len; i++)
             gc_buf_putc(&out, body[i] == '\n' || isprint((unsigned char)body[i]) ? body[i] : '?');
-        redact_text(&out);
     }
+    /* Also inside JSON strings: a server's error message may quote an Authorization header. */
+    gc_http_redact_text(&out, NULL);
     if (out.len > max) {
         out.len = max;
         out.data[max] = '\0';
@@ -253,9 +317,26 @@ static int verbosity(const gc_http_transfer *t)
     return t->req.trace ? t->req.trace->verbose : 0;
 }
 
-static const gc_events *events(const gc_http_transfer *t)
+/* One trace line, through the client's own redaction (the secrets it knows) when it has one. */
+static void trace(const gc_http_transfer *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void trace(const gc_http_transfer *t, const char *fmt, ...)
 {
-    return t->req.trace ? t->req.trace->events : NULL;
+    const gc_http_trace *tr = t->req.trace;
+    if (!tr || !tr->events)
+        return;
+    gc_buf line;
+    gc_buf_init(&line);
+    va_list ap;
+    va_start(ap, fmt);
+    gc_buf_vprintf(&line, fmt, ap);
+    va_end(ap);
+    if (tr->redact)
+        tr->redact(&line, tr->redact_ctx);
+    gc_trace(tr->events, "%s", line.data);
+    explicit_bzero(line.data, line.len);
+    gc_buf_free(&line);
 }
 
 /* "Name: value" with the value replaced when the name says it is a credential; the scheme of
@@ -271,7 +352,7 @@ static void trace_header_line(const gc_http_transfer *t, char direction, const c
     char *line = gc_xstrndup(data, len);
     const char *colon = strchr(line, ':');
     if (!colon || !secret_header(line, (size_t)(colon - line))) {
-        gc_trace(events(t), "%c %s", direction, line);
+        trace(t, "%c %s", direction, line);
     } else {
         int name_len = (int)(colon - line + 1);
         const char *value = colon + 1 + strspn(colon + 1, " ");
@@ -280,10 +361,9 @@ static void trace_header_line(const gc_http_transfer *t, char direction, const c
                            !strncasecmp(line, "proxy-authorization:", 20)) &&
                           value[scheme] == ' ';
         if (has_scheme)
-            gc_trace(events(t), "%c %.*s %.*s " REDACTED, direction, name_len, line, (int)scheme,
-                     value);
+            trace(t, "%c %.*s %.*s " REDACTED, direction, name_len, line, (int)scheme, value);
         else
-            gc_trace(events(t), "%c %.*s " REDACTED, direction, name_len, line);
+            trace(t, "%c %.*s " REDACTED, direction, name_len, line);
     }
     explicit_bzero(line, len);
     free(line);
@@ -293,7 +373,7 @@ void sys_http_trace_request(const gc_http_transfer *t)
 {
     if (verbosity(t) < 2)
         return;
-    gc_trace(events(t), "> %s %s", t->req.method, t->shown_url);
+    trace(t, "> %s %s", t->req.method, t->shown_url);
     for (const struct curl_slist *h = t->header_list; h; h = h->next) {
         size_t len = strlen(h->data);
         if (len && h->data[len - 1] != ':') /* "Expect:": a header removed, not sent */
@@ -301,10 +381,10 @@ void sys_http_trace_request(const gc_http_transfer *t)
     }
     const gc_http_body *body = t->req.body;
     if (body && body->read) {
-        gc_trace(events(t), "> (body, %lld bytes, not shown)", body->size);
+        trace(t, "> (body, %lld bytes, not shown)", body->size);
     } else if (body && body->len) {
         char *shown = gc_http_redact_body(body->data, body->len, TRACE_BODY_MAX);
-        gc_trace(events(t), "> (body, %zu bytes) %s", body->len, shown);
+        trace(t, "> (body, %zu bytes) %s", body->len, shown);
         free(shown);
     }
 }
@@ -331,12 +411,12 @@ void sys_http_trace_result(gc_http_transfer *t, CURLcode result)
     curl_easy_getinfo(t->e, CURLINFO_NUM_CONNECTS, &connects);
     const char *connection = connects > 0 ? ", new connection" : "";
     if (result != CURLE_OK)
-        gc_trace(events(t), "%s %s -> failed: %s (%lld ms%s)", t->req.method, t->shown_url,
-                 curl_easy_strerror(result), t->elapsed_ms, connection);
+        trace(t, "%s %s -> failed: %s (%lld ms%s)", t->req.method, t->shown_url,
+              curl_easy_strerror(result), t->elapsed_ms, connection);
     else
-        gc_trace(events(t), "%s %s -> %ld %s (%lld ms%s%s%s)", t->req.method, t->shown_url,
-                 t->status, gc_http_reason_phrase(t->status), t->elapsed_ms, protocol, connection,
-                 t->req.streaming ? ", streaming" : "");
+        trace(t, "%s %s -> %ld %s (%lld ms%s%s%s)", t->req.method, t->shown_url, t->status,
+              gc_http_reason_phrase(t->status), t->elapsed_ms, protocol, connection,
+              t->req.streaming ? ", streaming" : "");
 }
 
 void sys_http_trace_response_body(const gc_http_transfer *t)
@@ -344,6 +424,6 @@ void sys_http_trace_response_body(const gc_http_transfer *t)
     if (verbosity(t) < 2 || !t->body.len)
         return;
     char *shown = gc_http_redact_body(t->body.data, t->body.len, TRACE_BODY_MAX);
-    gc_trace(events(t), "< (body, %zu bytes) %s", t->body.len, shown);
+    trace(t, "< (body, %zu bytes) %s", t->body.len, shown);
     free(shown);
 }

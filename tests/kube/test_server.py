@@ -21,6 +21,9 @@ An answer is a JSON object:
     abort true      end a chunked stream without its final chunk
     action "reset"  answer nothing: reset the connection; "close": close it quietly
     repeat true     stays queued (serves every later request)
+    remember "GET /path"  before answering, queue an answer for that request whose json is this
+                    request's body (an object as a create stored it), e.g. with action "reset":
+                    a create that went through but whose answer was lost
     when {k: v}     only for requests whose query has these values (v null: k absent)
     require_auth v  answer 401 (and keep the answer queued) unless Authorization == v
 Unscripted requests get a 404 Status.
@@ -156,6 +159,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             answer = take_answer(self.command + " " + url.path, query,
                                  self.headers.get("Authorization"))
+            if answer.get("remember"):
+                with STATE.lock:
+                    STATE.scripts.setdefault(answer["remember"], []).append(
+                        {"json": json.loads(body)})
             self.answer(answer)
         finally:
             with STATE.lock:

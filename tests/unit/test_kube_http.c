@@ -341,15 +341,33 @@ static void test_create_retries_only_when_safe(void **state)
     assert_int_equal(json_array_size(log), 2);
     json_decref(log);
 
-    /* 409 AlreadyExists is an answer, not a failure to retry. */
+    /* 409 AlreadyExists from someone else's object (another submission id): an answer, never
+     * a reason to send the POST again. */
     kube_test_server_reset(&server);
     script("{'POST /api/v1/namespaces/ns1/configmaps': [{'status': 409, 'json': {'kind': "
            "'Status', 'reason': 'AlreadyExists', 'code': 409, 'message': 'configmaps \\'cm\\' "
-           "already exists'}}]}");
+           "already exists'}}],"
+           "'GET /api/v1/namespaces/ns1/configmaps/cm': [{'json': {'kind': 'ConfigMap', "
+           "'metadata': {'name': 'cm', 'creationTimestamp': '2020-01-01T00:00:00Z', "
+           "'annotations': {'gcluster.google.com/submission-id': 'someone-else'}}}}]}");
     assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm, 0, NULL, &c.err),
                      GC_EXIT_RUNTIME);
     assert_int_equal(c.err.http_status, 409);
     assert_string_equal(c.err.reason, "AlreadyExists");
+    assert_true(kube_test_contains(c.err.message, "created 2020-01-01T00:00:00Z, not by this"));
+    log = requests();
+    assert_int_equal(json_array_size(log), 2); /* the POST and the look-up: no second POST */
+    assert_string_equal(field(log, 1, "method"), "GET");
+    json_decref(log);
+
+    /* A 409 that is not AlreadyExists is the answer as it is. */
+    kube_test_server_reset(&server);
+    script("{'POST /api/v1/namespaces/ns1/configmaps': [{'status': 409, 'json': {'kind': "
+           "'Status', 'reason': 'Conflict', 'code': 409, 'message': 'the object has been "
+           "modified'}}]}");
+    assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm, 0, NULL, &c.err),
+                     GC_EXIT_RUNTIME);
+    assert_string_equal(c.err.reason, "Conflict");
     log = requests();
     assert_int_equal(json_array_size(log), 1);
     json_decref(log);
@@ -357,30 +375,42 @@ static void test_create_retries_only_when_safe(void **state)
     disconnect(&c);
 }
 
-/* The answer to a POST is lost: look the object up by name before anything else. */
+/* The submission id the client put on the object it sent (request i of the log). */
+static char *sent_submission_id(json_t *log, size_t i)
+{
+    json_t *body = json_loads(field(log, i, "body"), 0, NULL);
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(body, "metadata"), "annotations"), GC_KUBE_SUBMISSION_ID));
+    char *copy = id ? gc_xstrdup(id) : NULL;
+    json_decref(body);
+    return copy;
+}
+
+/* The answer to a POST is lost: the object is read by name, and our submission id says the
+ * create went through. */
 static void test_create_lost_answer_found_by_name(void **state)
 {
     (void)state;
-    char now[32], script_text[1024];
-    kube_test_rfc3339(0, now);
-    snprintf(script_text, sizeof(script_text),
-             "{'POST /api/v1/namespaces/ns1/configmaps': [{'action': 'reset'}],"
-             "'GET /api/v1/namespaces/ns1/configmaps/cm': [{'json': {'kind': 'ConfigMap', "
-             "'metadata': {'name': 'cm', 'uid': 'created-by-us', 'creationTimestamp': '%s'}}}]}",
-             now);
-    script(script_text);
+    script("{'POST /api/v1/namespaces/ns1/configmaps': [{'action': 'reset', 'remember': "
+           "'GET /api/v1/namespaces/ns1/configmaps/cm'}]}");
     client c;
     connect_client(&c, (setup_opts){0});
     json_t *cm = config_map("cm"), *out = NULL;
     assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm, 0, &out, &c.err),
                      0);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "metadata"), "uid")),
-                        "created-by-us");
-    assert_true(kube_test_contains(log_text(&c), "the create went through"));
+    assert_true(kube_test_contains(log_text(&c), "exists with this request's submission id"));
     json_t *log = requests();
     assert_int_equal(json_array_size(log), 2); /* one POST, one GET: never a second POST */
     assert_string_equal(field(log, 0, "method"), "POST");
     assert_string_equal(field(log, 1, "method"), "GET");
+    char *id = sent_submission_id(log, 0);
+    assert_non_null(id);
+    assert_int_equal(strlen(id), 32);
+    const json_t *annotations = json_object_get(json_object_get(out, "metadata"), "annotations");
+    assert_string_equal(json_string_value(json_object_get(annotations, GC_KUBE_SUBMISSION_ID)), id);
+    /* The caller's object is left as it was. */
+    assert_null(json_object_get(json_object_get(cm, "metadata"), "annotations"));
+    free(id);
     json_decref(log);
     json_decref(out);
     json_decref(cm);
@@ -405,22 +435,66 @@ static void test_create_lost_answer_not_created_is_resent(void **state)
     assert_string_equal(field(log, 0, "method"), "POST");
     assert_string_equal(field(log, 1, "method"), "GET"); /* 404 from the script's default */
     assert_string_equal(field(log, 2, "method"), "POST");
+    /* The same submission: the id is made once per create, not per attempt. */
+    char *first = sent_submission_id(log, 0), *second = sent_submission_id(log, 2);
+    assert_string_equal(first, second);
+    free(first);
+    free(second);
     json_decref(log);
     json_decref(out);
 
-    /* An object that is older than the request was not made by it. */
+    /* An object without our id (made by someone else, even in the same second) is not ours. */
     disconnect(&c);
     connect_client(&c, (setup_opts){0});
     kube_test_server_reset(&server);
-    script("{'POST /api/v1/namespaces/ns1/configmaps': [{'action': 'reset'}],"
-           "'GET /api/v1/namespaces/ns1/configmaps/cm': [{'json': {'kind': 'ConfigMap', "
-           "'metadata': {'name': 'cm', 'creationTimestamp': '2020-01-01T00:00:00Z'}}}]}");
+    char now[32], text[1024];
+    kube_test_rfc3339(0, now);
+    snprintf(text, sizeof(text),
+             "{'POST /api/v1/namespaces/ns1/configmaps': [{'action': 'reset'}],"
+             "'GET /api/v1/namespaces/ns1/configmaps/cm': [{'json': {'kind': 'ConfigMap', "
+             "'metadata': {'name': 'cm', 'creationTimestamp': '%s'}}}]}",
+             now);
+    script(text);
     assert_int_equal(gc_kube_create(c.k, "/api/v1/namespaces/ns1/configmaps", cm, 0, &out, &c.err),
                      GC_EXIT_RUNTIME);
     assert_int_equal(c.err.http_status, 409);
     assert_string_equal(c.err.reason, "AlreadyExists");
-    assert_true(kube_test_contains(c.err.message, "before this request"));
+    assert_true(kube_test_contains(c.err.message, "not by this request"));
     json_decref(cm);
+    disconnect(&c);
+}
+
+/* libcurl re-sends a request by itself when the reused connection it went out on dies before
+ * any byte of the answer: the server acted on the first copy (201) and answers the second
+ * 409 AlreadyExists. The client notices, reads the object, finds its own id: success, and the
+ * trace says what happened. */
+static void test_create_resent_by_libcurl_then_409_is_ours(void **state)
+{
+    (void)state;
+    script("{'GET /version': [{'json': {'major': '1'}}],"
+           "'POST /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns1/jobsets': [{'action': 'reset', "
+           "'remember': 'GET /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns1/jobsets/js'}, "
+           "{'status': 409, 'json': {'kind': 'Status', 'code': 409, 'reason': 'AlreadyExists', "
+           "'message': 'jobsets.jobset.x-k8s.io \\'js\\' already exists'}}]}");
+    client c;
+    connect_client(&c, (setup_opts){.verbose = 1});
+    /* A first request, so the POST goes out on a reused connection. */
+    assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), 0);
+    json_t *js = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "jobset.x-k8s.io/v1alpha2", "kind",
+                           "JobSet", "metadata", "name", "js");
+    assert_int_equal(gc_kube_create(c.k, "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns1/jobsets",
+                                    js, GC_KUBE_STRICT, NULL, &c.err),
+                     0);
+    json_t *log = requests();
+    assert_int_equal(json_array_size(log), 4);
+    assert_string_equal(field(log, 1, "method"), "POST");
+    assert_string_equal(field(log, 2, "method"), "POST"); /* libcurl's own, on a new connection */
+    assert_string_equal(field(log, 3, "method"), "GET");
+    assert_true(kube_test_contains(log_text(&c), "went out more than once"));
+    assert_true(kube_test_contains(log_text(&c), "libcurl sent the request again"));
+    assert_true(kube_test_contains(log_text(&c), "it was created"));
+    json_decref(log);
+    json_decref(js);
     disconnect(&c);
 }
 
@@ -443,16 +517,15 @@ static void test_apply_patch_and_delete(void **state)
     assert_int_equal(gc_kube_merge_patch(c.k, "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq",
                                          patch, NULL, &c.err),
                      0);
-    disconnect(&c);
 
-    /* The first DELETE went through but its answer was lost: the 404 that follows is success.
-     * (A fresh client: on a reused connection libcurl itself would re-send the request.) */
-    connect_client(&c, (setup_opts){0});
+    /* The first DELETE went through but its answer was lost: the 404 that follows is success,
+     * also when libcurl itself sent it again (on the connection the PATCHes left open). */
     json_t *out = NULL;
     assert_int_equal(gc_kube_delete(c.k, "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns1/jobsets/js",
                                     "Foreground", &out, &c.err),
                      0);
     assert_string_equal(json_string_value(json_object_get(out, "status")), "Success");
+    disconnect(&c);
 
     json_t *log = requests();
     assert_int_equal(json_array_size(log), 5);
@@ -472,6 +545,7 @@ static void test_apply_patch_and_delete(void **state)
     json_decref(cq);
 
     /* A plain 404 on the first attempt stays an error callers can branch on. */
+    connect_client(&c, (setup_opts){0});
     assert_int_equal(gc_kube_delete(c.k, "/api/v1/namespaces/ns1/pods/none", NULL, NULL, &c.err),
                      GC_EXIT_RUNTIME);
     assert_int_equal(c.err.http_status, 404);
@@ -783,6 +857,7 @@ int main(void)
         cmocka_unit_test_setup(test_create_retries_only_when_safe, reset),
         cmocka_unit_test_setup(test_create_lost_answer_found_by_name, reset),
         cmocka_unit_test_setup(test_create_lost_answer_not_created_is_resent, reset),
+        cmocka_unit_test_setup(test_create_resent_by_libcurl_then_409_is_ours, reset),
         cmocka_unit_test_setup(test_apply_patch_and_delete, reset),
         cmocka_unit_test_setup(test_401_reruns_the_exec_plugin, reset),
         cmocka_unit_test_setup(test_tls_verification, reset),

@@ -351,8 +351,11 @@ static void bodies_are_redacted(void **state)
          "{\"client-key-data\":\"<redacted>\",\"tokenFile\":\"/t\",\"auth\":\"<redacted>\"}"},
         {"a\n-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\nb",
          "a\n<redacted>\nb"},
-        {"Authorization: Bearer abc.def\x01", "Authorization: Bearer ********"},
-        {"{not json: Bearer x", "{not json: Bearer *"},
+        {"Authorization: Bearer abc.def\x01", "Authorization: Bearer <redacted>"},
+        {"{not json: Bearer x", "{not json: Bearer <redacted>"},
+        /* A server's message that quotes the request's Authorization header. */
+        {"{\"kind\":\"Status\",\"message\":\"bad header Authorization: Bearer tok.en-1\"}",
+         "{\"kind\":\"Status\",\"message\":\"bad header Authorization: Bearer <redacted>\"}"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         char *shown = gc_http_redact_body(cases[i][0], strlen(cases[i][0]), 4096);
