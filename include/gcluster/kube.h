@@ -109,6 +109,11 @@ typedef struct gc_kube_list_options {
      * gcluster/json_scan.h); NULL: whole items. gc_kube_list only: gc_kube_list_watch
      * ignores it, as watch events arrive whole. */
     const json_t *fields;
+    /* The consumer can forget the items it was given (it collects them and acts at the end):
+     * when a page's answer breaks on the wire after handing out items, the list starts over from
+     * its first page after this is called, rather than failing. NULL: such a list fails.
+     * gc_kube_list and gc_kube_read_all only. */
+    void (*on_restart)(void *ctx);
 } gc_kube_list_options;
 
 /* Items carry only apiVersion, kind and metadata (labels, annotations, timestamps): a fraction of
@@ -122,11 +127,13 @@ typedef struct gc_kube_list_options {
 typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 
 /* Lists a collection page by page (limit/continue), calling `on_item` for every item as soon as
- * it has arrived, so memory holds one item, not a page. A page whose items were handed out is
- * not re-requested when its connection breaks midway (the list fails instead). `resource_version`
- * (may be NULL) receives the list's resourceVersion for a following watch. An expired continue
- * token (410) restarts the list from the beginning (up to 3 times), so on_item may then see an item
- * twice. */
+ * it has arrived, so memory holds one item, not a page (an item over 64 MiB is an error). A page
+ * whose answer breaks before any of its items was handed out is asked again (like any read); one
+ * that breaks after some were starts the list over when opts->on_restart says the consumer can
+ * forget them, and fails it otherwise. `resource_version` (may be NULL) receives the list's
+ * resourceVersion for a following watch. An expired continue token (410) also restarts the list
+ * from the beginning (calling on_restart when set, else on_item may then see an item twice); at
+ * most 3 restarts in all. */
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 

@@ -38,10 +38,9 @@ static int finish_read(gc_kube *k, pending_read *p, gc_kube_read *r, int rc)
         kube_exchange_free(x);
         return rc;
     }
-    json_t *head = NULL;
-    long status = 0;
-    rc = kube_list_page_end(k, &p->page, rc, &head, &status, &r->err);
-    return kube_list_rest(k, r->path, r->opts, r->on_item, r->ctx, NULL, &r->err, rc, head, status);
+    kube_page_outcome first;
+    rc = kube_list_page_end(k, &p->page, rc, &first, &r->err);
+    return kube_list_rest(k, r->path, r->opts, r->on_item, r->ctx, NULL, &r->err, rc, &first);
 }
 
 int gc_kube_read_all(gc_kube *kube, gc_kube_read *reads, size_t count)

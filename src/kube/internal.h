@@ -226,6 +226,7 @@ typedef struct kube_list_reader {
     json_t *head;      /* the list's members other than items (kind, apiVersion, metadata) */
     int rc;            /* on_item's non-zero answer: GC_KUBE_STOP or an error */
     char problem[160]; /* why the body is not a list */
+    bool value_too_large;
 } kube_list_reader;
 
 void kube_list_reader_init(kube_list_reader *r, kube_exchange *x, const json_t *fields,
@@ -248,15 +249,23 @@ typedef struct kube_list_page {
 
 void kube_list_page_start(kube_list_page *p, const char *path, const gc_kube_list_options *opts,
                           const char *cont, gc_kube_item_fn on_item, void *ctx, gc_error *err);
-/* After the request (rc: kube_request_run's answer): *head receives the list's other members
- * (metadata with the continue token), *status the HTTP status. Frees the page. */
-int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, json_t **head, long *status,
+/* How a page of a list went, for what follows it. */
+typedef struct kube_page_outcome {
+    json_t *head;    /* the list's members other than items (metadata with the continue token) */
+    long status;     /* HTTP status; 0: none */
+    bool transient;  /* failed in a way trying again may mend (the network's, a busy server) */
+    bool handed_out; /* items were handed out before it ended */
+    char words[256]; /* a few words on how it failed */
+} kube_page_outcome;
+
+/* After the request (rc: kube_request_run's answer): how the page went. Frees the page. */
+int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, kube_page_outcome *out,
                        gc_error *err);
-/* Given how the first page went (rc, head, status), lists the rest of the pages: what
- * gc_kube_list returns. */
+/* Given how the first page went (rc, *first), lists the rest of the pages (starting over when
+ * gc_kube_list would): what gc_kube_list returns. */
 int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                    gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
-                   int rc, json_t *head, long status);
+                   int rc, kube_page_outcome *first);
 
 /* Fills in kind ("Pod" for a "PodList") and apiVersion from the list when an item lacks them. */
 void kube_complete_item(json_t *item, const json_t *list);

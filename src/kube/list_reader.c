@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#define MAX_VALUE_BYTES (64 << 20) /* etcd stores objects of at most 1.5 MiB */
+
 enum reader_state {
     BEFORE_LIST,   /* expecting '{' */
     BEFORE_MEMBER, /* a member name, ',' or '}' */
@@ -216,9 +218,16 @@ bool kube_list_reader_feed(const char *data, size_t len, void *ctx)
     r->bytes += len;
     bool go_on = advance(r, false);
     /* Keep only the unread part: at most one partial item. */
-    memmove(r->pending.data, r->pending.data + r->at, r->pending.len - r->at + 1);
-    r->pending.len -= r->at;
-    r->at = 0;
+    if (r->at) {
+        memmove(r->pending.data, r->pending.data + r->at, r->pending.len - r->at + 1);
+        r->pending.len -= r->at;
+        r->at = 0;
+    }
+    /* A value that never ends (a broken or hostile server) must not take all memory. */
+    if (go_on && r->pending.len > MAX_VALUE_BYTES) {
+        r->value_too_large = true;
+        return malformed(r, "a value larger than 64 MiB");
+    }
     return go_on;
 }
 
@@ -230,6 +239,11 @@ int kube_list_reader_finish(kube_list_reader *r, const kube_request *req, gc_err
         return r->rc;
     if (!r->problem[0])
         return 0; /* a complete list, or an empty body: no items */
+    if (r->value_too_large)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "%s %s: the API server sent a list item larger than %d MiB (objects are "
+                       "at most a few MiB); the server or something between is broken",
+                       req->method, req->path, MAX_VALUE_BYTES >> 20);
     return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: the API server's list is not valid JSON (%s)",
                    req->method, req->path, r->problem);
 }

@@ -91,10 +91,49 @@ static void append_causes(const gc_kube *k, const json_t *status, gc_buf *msg)
     }
 }
 
+/* The value of the first member `name` in JSON text that may be cut short, or NULL. */
+static json_t *member_value(const gc_buf *body, const char *name)
+{
+    char quoted[32];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+    const char *at = strstr(body->data, quoted);
+    if (!at)
+        return NULL;
+    at += strlen(quoted);
+    at += strspn(at, " \t\r\n");
+    if (*at++ != ':')
+        return NULL;
+    return json_loadb(at, body->len - (size_t)(at - body->data),
+                      JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, NULL);
+}
+
+/* A Status cut short (an error answer too large to keep whole, see http.c) does not parse; its
+ * message and reason usually come before what made it large (details), so they are read one
+ * member at a time. */
+static json_t *cut_status(const gc_buf *body)
+{
+    json_t *kind = member_value(body, "kind");
+    bool status = json_is_string(kind) && !strcmp(json_string_value(kind), "Status");
+    json_decref(kind);
+    if (!status)
+        return NULL;
+    json_t *doc = json_pack("{s:s}", "kind", "Status");
+    static const char *const members[] = {"message", "reason"};
+    for (size_t i = 0; i < sizeof(members) / sizeof(*members); i++) {
+        json_t *v = member_value(body, members[i]);
+        if (json_is_string(v))
+            json_object_set(doc, members[i], v);
+        json_decref(v);
+    }
+    return doc;
+}
+
 int kube_status_error(const gc_kube *k, const kube_request *req, long status, const gc_buf *body,
                       gc_error *err)
 {
     json_t *doc = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
+    if (!doc && body->len)
+        doc = cut_status(body);
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     const char *phrase = gc_http_reason_phrase(status);
     gc_buf msg;

@@ -67,74 +67,84 @@ void kube_list_page_start(kube_list_page *p, const char *path, const gc_kube_lis
     p->x.ctx = &p->reader;
 }
 
-int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, json_t **head, long *status,
+int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, kube_page_outcome *out,
                        gc_error *err)
 {
-    *status = p->x.http.status;
+    out->status = p->x.http.status;
+    out->transient = kube_reconnectable(&p->x);
+    out->handed_out = p->x.acted_on;
+    kube_failure_words(&p->x, out->words, sizeof(out->words));
     if (!rc && p->x.http.status >= 300)
         rc = kube_http_error(k, &p->x, err);
     if (!rc)
         rc = kube_list_reader_finish(&p->reader, &p->req, err);
-    *head = json_incref(p->reader.head);
+    out->head = json_incref(p->reader.head);
     kube_list_reader_free(&p->reader);
     kube_exchange_free(&p->x);
     return rc;
 }
 
-/* How a list failed, for a watch that rides out the network's failures. */
-typedef struct list_failure {
-    bool transient; /* the network's or a busy server's: try again */
-    char words[256];
-} list_failure;
-
-/* One page; `deadline` (0: none) bounds its request, and `failure` (may be NULL) says how it
- * failed. */
+/* One page; `deadline` (0: none) bounds its request. */
 static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *opts,
                      const char *cont, gc_kube_item_fn on_item, void *ctx, long long deadline,
-                     json_t **head, long *status, list_failure *failure, gc_error *err)
+                     kube_page_outcome *out, gc_error *err)
 {
     kube_list_page p;
     kube_list_page_start(&p, path, opts, cont, on_item, ctx, err);
     p.x.deadline_ms = deadline;
     int rc = kube_request_run(k, &p.x, err);
-    if (failure) {
-        failure->transient = kube_reconnectable(&p.x);
-        kube_failure_words(&p.x, failure->words, sizeof(failure->words));
-    }
-    return kube_list_page_end(k, &p, rc, head, status, err);
+    return kube_list_page_end(k, &p, rc, out, err);
+}
+
+/* Why a list that failed after `page` can start over from its first page, or NULL: its continue
+ * token expired (410), or a page broke on the wire after handing out items, which the consumer
+ * can forget (on_restart) so that nothing is seen twice. */
+static const char *restart_reason(const gc_kube_list_options *opts, int rc,
+                                  const kube_page_outcome *page, const char *cont)
+{
+    if (!rc)
+        return NULL;
+    if (page->status == 410 && cont)
+        return "the list's continue token expired";
+    if (page->transient && page->handed_out && opts && opts->on_restart)
+        return "the answer broke after some items";
+    return NULL;
 }
 
 static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                      gc_kube_item_fn on_item, void *ctx, char resource_version[64],
-                     long long deadline, list_failure *failure, gc_error *err, int rc, json_t *head,
-                     long status)
+                     long long deadline, gc_error *err, int rc, kube_page_outcome *page)
 {
     char *cont = NULL;
-    int restarts = 0;
-    for (;;) {
-        if (rc && status == 410 && cont && restarts < MAX_LIST_RESTARTS) {
-            /* The snapshot behind the continue token was compacted away. */
-            json_decref(head);
+    for (int restarts = 0;;) {
+        const char *why = restart_reason(opts, rc, page, cont);
+        if (why && restarts < MAX_LIST_RESTARTS) {
+            json_decref(page->head);
             restarts++;
             free(cont);
             cont = NULL;
-            kube_trace(kube, "the list's continue token expired; listing %s again", path);
-            rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure,
-                           err);
+            long delay = page->transient ? kube_reconnect_delay(kube, NULL, restarts) : 0;
+            kube_trace(kube, "%s (%s); listing %s again from the start in %ld ms", why,
+                       page->words, path, delay);
+            gc_clock_sleep_ms(delay);
+            if (opts && opts->on_restart)
+                opts->on_restart(ctx);
+            gc_error_clear(err);
+            rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, page, err);
             continue;
         }
-        const json_t *meta = json_object_get(head, "metadata");
+        const json_t *meta = json_object_get(page->head, "metadata");
         const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
         const char *next = json_string_value(json_object_get(meta, "continue"));
         if (resource_version && !rc)
             snprintf(resource_version, 64, "%s", rv ? rv : "");
         free(cont);
         cont = next && next[0] && !rc ? gc_xstrdup(next) : NULL;
-        json_decref(head);
+        json_decref(page->head);
+        page->head = NULL;
         if (rc || !cont)
             break;
-        rc =
-            list_page(kube, path, opts, cont, on_item, ctx, deadline, &head, &status, failure, err);
+        rc = list_page(kube, path, opts, cont, on_item, ctx, deadline, page, err);
     }
     free(cont);
     return rc == GC_KUBE_STOP ? 0 : rc;
@@ -142,23 +152,20 @@ static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options
 
 int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                    gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
-                   int rc, json_t *head, long status)
+                   int rc, kube_page_outcome *first)
 {
-    return list_rest(kube, path, opts, on_item, ctx, resource_version, 0, NULL, err, rc, head,
-                     status);
+    return list_rest(kube, path, opts, on_item, ctx, resource_version, 0, err, rc, first);
 }
 
-/* A whole list; see list_page for `deadline` and `failure`. */
+/* A whole list; `deadline` (0: none) bounds each request, and `last` (may be NULL) receives how
+ * the last page went. */
 static int list_all(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                     gc_kube_item_fn on_item, void *ctx, char resource_version[64],
-                    long long deadline, list_failure *failure, gc_error *err)
+                    long long deadline, kube_page_outcome *last, gc_error *err)
 {
-    json_t *head = NULL;
-    long status = 0;
-    int rc =
-        list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure, err);
-    return list_rest(kube, path, opts, on_item, ctx, resource_version, deadline, failure, err, rc,
-                     head, status);
+    kube_page_outcome local, *page = last ? last : &local;
+    int rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, page, err);
+    return list_rest(kube, path, opts, on_item, ctx, resource_version, deadline, err, rc, page);
 }
 
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
@@ -259,13 +266,15 @@ static int announce_synced(watcher *w)
 }
 
 /* Lists, announcing every object; `failure` says how a list that failed went. */
-static int relist(watcher *w, list_failure *failure)
+static int relist(watcher *w, kube_page_outcome *failure)
 {
     w->listed = json_object();
     w->expired = false;
-    /* Whole objects, as the watch's events are. */
+    /* Whole objects, as the watch's events are; a list that breaks is listed again whole by
+     * list_until_done, announcing objects again, which consumers of a watch take. */
     gc_kube_list_options opts = w->opts ? *w->opts : (gc_kube_list_options){0};
     opts.fields = NULL;
+    opts.on_restart = NULL;
     int rc = list_all(w->k, w->path, &opts, on_list_item, w, w->rv, w->deadline, failure, w->err);
     if (!rc && !w->stop)
         rc = announce_vanished(w);
@@ -493,7 +502,7 @@ static int list_until_done(watcher *w, int timeout_seconds)
     for (;;) {
         if (w->deadline && gc_clock_ms() >= w->deadline)
             return timed_out(w, timeout_seconds);
-        list_failure failure = {0};
+        kube_page_outcome failure = {0};
         int rc = relist(w, &failure);
         if (!rc && !w->stop)
             connected(w);

@@ -18,6 +18,7 @@ Control endpoints (never recorded):
 An answer is a JSON object:
     status (200), headers {}, json {...} | body "text" | chunks [{"data": "...", "delay": s}]
     hold s          keep a chunked stream open this long after its chunks
+    forever "data"  after the chunks, send this chunk again and again until the client leaves
     abort true      end a chunked stream without its final chunk
     action "reset"  answer nothing: reset the connection; "close": close it quietly
     repeat true     stays queued (serves every later request)
@@ -220,6 +221,11 @@ class Handler(BaseHTTPRequestHandler):
                 data = chunk["data"].encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+            if a.get("forever"):
+                data = a["forever"].encode()
+                chunk = b"%x\r\n%s\r\n" % (len(data), data)
+                while True:  # ends when the client hangs up (OSError) or at --lifetime
+                    self.wfile.write(chunk)
             if self.client_left(a.get("hold", 0)):
                 self.ended_by("client")
                 self.close_connection = True

@@ -831,6 +831,78 @@ static void test_traces_redact_credentials(void **state)
     disconnect(&c);
 }
 
+/* Whether text holds a control character other than a newline (messages use newlines to list
+ * causes) or a C1 control. */
+static bool has_control(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0))
+            return true;
+    return false;
+}
+
+/* A hostile server's error: escape sequences, a bell, a carriage return and a C1 CSI in its
+ * message and causes, and the request's own Authorization header echoed back. Nothing of it
+ * reaches a message or the trace raw, and the token nowhere. */
+static void test_server_text_is_made_safe(void **state)
+{
+    (void)state;
+    script("{'GET /api/v1/namespaces/ns1/pods/p': [{'status': 400, 'json': {'kind': 'Status', "
+           "'code': 400, 'reason': 'BadRequest', 'message': '\\u001b[2J\\u0007cleared\\rover "
+           "\\u00c2\\u009b31m you sent Authorization: Bearer " TOKEN "', 'details': {'causes': "
+           "[{'field': 'x\\u001b]0;title\\u0007', 'message': 'token " TOKEN " is bad'}]}}}],"
+           "'GET /api/v1/namespaces/ns1/pods/q': [{'status': 403, 'body': 'proxy says \\u001b[31m"
+           "Authorization: Bearer " TOKEN "\\n second line'}]}");
+    client c;
+    connect_client(&c, (setup_opts){.verbose = 2});
+    assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/pods/p", NULL, NULL, &c.err),
+                     GC_EXIT_RUNTIME);
+    if (has_control(c.err.message) || kube_test_contains(c.err.message, TOKEN))
+        fail_msg("unsafe message: %s", c.err.message);
+    assert_true(kube_test_contains(c.err.message, "\\x1b[2J\\x07cleared\\x0dover"));
+    assert_true(kube_test_contains(c.err.message, "Authorization: Bearer <redacted>"));
+    assert_true(kube_test_contains(c.err.message, "\n  - x\\x1b]0;title\\x07: token <redacted>"));
+    assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/pods/q", NULL, NULL, &c.err),
+                     GC_EXIT_RUNTIME);
+    if (has_control(c.err.message) || kube_test_contains(c.err.message, TOKEN))
+        fail_msg("unsafe message: %s", c.err.message);
+    if (!kube_test_contains(c.err.message, "HTTP 403 Forbidden: proxy says \\x1b[31m"))
+        fail_msg("%s", c.err.message);
+    if (kube_test_contains(log_text(&c), TOKEN))
+        fail_msg("the token reached the trace:\n%s", log_text(&c));
+    disconnect(&c);
+}
+
+/* An error answer to a list larger than the layer keeps (1 MiB): the Status' own message, and
+ * what happened to the rest, not advice about paging. */
+static void test_huge_status_on_a_list(void **state)
+{
+    (void)state;
+    char *huge = gc_xmalloc(2u << 20);
+    memset(huge, 'y', (2u << 20) - 1);
+    huge[(2u << 20) - 1] = '\0';
+    json_t *doc = json_pack("{s:[{s:i, s:{s:s, s:s, s:s, s:s, s:{s:[{s:s}]}}}]}",
+                            "GET /api/v1/namespaces/ns1/pods", "status", 500, "json", "kind",
+                            "Status", "status", "Failure", "reason", "InternalError", "message",
+                            "etcd is on fire", "details", "causes", "message", huge);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    assert_true(kube_test_server_script(&server, text));
+    free(text);
+    json_decref(doc);
+    free(huge);
+    client c;
+    connect_client(&c, (setup_opts){0});
+    assert_int_equal(gc_kube_list(c.k, "/api/v1/namespaces/ns1/pods", NULL, ignore_item, NULL, NULL,
+                                  &c.err),
+                     GC_EXIT_RUNTIME);
+    assert_int_equal(c.err.http_status, 500);
+    assert_string_equal(c.err.reason, "InternalError");
+    assert_true(kube_test_contains(c.err.message, "etcd is on fire"));
+    assert_true(kube_test_contains(c.err.message, "larger than 1024 KiB and was cut"));
+    assert_false(kube_test_contains(c.err.message, "512 MiB"));
+    disconnect(&c);
+}
+
 static void test_paths(void **state)
 {
     (void)state;
@@ -868,6 +940,8 @@ int main(void)
         cmocka_unit_test_setup(test_request_timeout, reset),
         cmocka_unit_test_setup(test_warnings_are_surfaced, reset),
         cmocka_unit_test_setup(test_traces_redact_credentials, reset),
+        cmocka_unit_test_setup(test_server_text_is_made_safe, reset),
+        cmocka_unit_test_setup(test_huge_status_on_a_list, reset),
         cmocka_unit_test(test_paths),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -287,6 +287,77 @@ static void test_list_page_cut_off(void **state)
     gc_buf_free(&s.names);
 }
 
+/* A consumer that collects items and can forget them (gc_kube_list_options.on_restart). */
+static void forget_items(void *ctx)
+{
+    seen *s = ctx;
+    gc_buf_reset(&s->names);
+    gc_buf_puts(&s->names, "| ");
+}
+
+/* A cut after items were handed out starts the list over from its first page when the consumer
+ * can forget them: the second page breaks after "b", and the consumer ends with every item once
+ * (the "| " marks where it forgot). */
+static void test_list_cut_restarts_for_a_consumer_that_can_forget(void **state)
+{
+    (void)state;
+    const char *page1[] = {"{\"items\":[{\"metadata\":{\"name\":\"a\"}}],\"kind\":\"ThingList\","
+                           "\"metadata\":{\"continue\":\"c1\"}}",
+                           NULL};
+    const char *page2_cut[] = {
+        "{\"items\":[{\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"na", NULL};
+    const char *page2[] = {"{\"items\":[{\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"name\":"
+                           "\"c\"}}],\"kind\":\"ThingList\",\"metadata\":{}}",
+                           NULL};
+    script_chunked_page(NULL, page1, false, 0);
+    script_chunked_page("c1", page2_cut, true, 0.05);
+    script_chunked_page(NULL, page1, false, 0);
+    script_chunked_page("c1", page2, false, 0);
+    seen s = {0};
+    gc_buf_init(&s.names);
+    gc_error err;
+    gc_kube_list_options opts = {.page_size = 1, .on_restart = forget_items};
+    assert_int_equal(gc_kube_list(kube, PATH, &opts, on_item, &s, NULL, &err), 0);
+    assert_string_equal(s.names.data, "| ?/a ?/b ?/c ");
+    assert_int_equal(gc_kube_request_count(kube), 4);
+    assert_true(kube_test_contains(notices.lines.data, "the answer broke after some items"));
+
+    /* A cut on every attempt: a bounded number of restarts, then the error. */
+    kube_test_server_reset(&server);
+    for (int i = 0; i < 5; i++)
+        script_chunked_page(NULL, page2_cut, true, 0);
+    gc_buf_reset(&s.names);
+    unsigned before = gc_kube_request_count(kube);
+    assert_int_equal(gc_kube_list(kube, PATH, &opts, on_item, &s, NULL, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(gc_kube_request_count(kube) - before, 4); /* the first and 3 restarts */
+    assert_true(kube_test_contains(err.message, "GET " PATH));
+    gc_buf_free(&s.names);
+}
+
+/* A value that never ends (a hostile or broken server) stops at 64 MiB with a clear error,
+ * rather than taking all memory. */
+static void test_list_item_without_end(void **state)
+{
+    (void)state;
+    char filler[4097];
+    memset(filler, 'x', sizeof(filler) - 1);
+    filler[sizeof(filler) - 1] = '\0';
+    json_t *doc = json_pack("{s:[{s:[{s:s}], s:s}]}", "GET " PATH, "chunks", "data",
+                            "{\"items\":[{\"metadata\":{\"name\":\"", "forever", filler);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    assert_true(kube_test_server_script(&server, text));
+    free(text);
+    json_decref(doc);
+    seen s = {0};
+    gc_buf_init(&s.names);
+    gc_error err;
+    assert_int_equal(gc_kube_list(kube, PATH, NULL, on_item, &s, NULL, &err), GC_EXIT_RUNTIME);
+    assert_true(kube_test_contains(err.message, "a list item larger than 64 MiB"));
+    assert_int_equal(s.count, 0);
+    assert_int_equal(gc_kube_request_count(kube), 1);
+    gc_buf_free(&s.names);
+}
+
 /* How many requests the server was answering when the first one for `path` arrived. */
 static json_int_t in_flight(json_t *log, const char *path)
 {
@@ -967,6 +1038,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_reads_items_as_they_arrive, open_client,
                                         close_client),
         cmocka_unit_test_setup_teardown(test_list_page_cut_off, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_list_cut_restarts_for_a_consumer_that_can_forget,
+                                        open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_list_item_without_end, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_list_that_is_not_json, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_lists_sent_together, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_watch_events_bookmarks_and_resume, open_client,
