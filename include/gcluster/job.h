@@ -261,7 +261,12 @@ typedef struct gc_job_list_result {
 /* A --status that names no state is GC_EXIT_USAGE. gc_job_list checks too; call it to refuse
  * bad flags before opening a cluster. */
 int gc_job_list_check(const gc_list_request *r, gc_error *err);
-/* Lists the JobSets of the client's namespace (or every namespace) as rows. */
+/* The most rows a list holds: about 0.5 GB of memory. A cluster has far fewer JobSets; a server
+ * that sends more (or never ends its list) gets an error that says how to narrow the list. */
+#define GC_JOB_LIST_MAX_ROWS 1000000
+
+/* Lists the JobSets of the client's namespace (or every namespace) as rows. A list whose answer
+ * breaks midway is read again from the start (nothing has been shown yet). */
 int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out, gc_error *err);
 void gc_job_list_result_free(gc_job_list_result *result);
 

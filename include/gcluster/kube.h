@@ -38,7 +38,8 @@ typedef struct gc_kube_options {
     bool allow_gcloud; /* may run `gcloud container clusters get-credentials` if no context */
     int exec_timeout_seconds;    /* exec credential plugin run time limit; <= 0: 60 */
     int request_timeout_seconds; /* one non-streaming request; <= 0: 60 (watches and log
-                                    follows are not limited by it) */
+                                    follows are not limited by it, and a list only while no
+                                    byte of it arrives) */
 } gc_kube_options;
 
 /* Reads the kubeconfig and selects the context; sends nothing (the first request connects,
@@ -82,7 +83,8 @@ enum gc_kube_write_flags {
  * transport failure after sending, a 5xx, an AlreadyExists, a request libcurl re-sent), the
  * client reads the object by name: with this call's id it is the result (with a notice); with
  * another id or none, the error is AlreadyExists (err->http_status 409) naming its creation
- * time; absent, the POST is sent again (at most 3 times in all). 429 is retried (the server did
+ * time, and *out receives that other object (json_decref it); absent, the POST is sent again
+ * (at most 3 times in all). 429 is retried (the server did
  * nothing). Dry runs are retried like reads. */
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
                    json_t **out, gc_error *err);

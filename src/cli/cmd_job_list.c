@@ -43,7 +43,7 @@ static int list_with(gc_kube *kube, void *ctx, gc_error *err)
     if (rc)
         return rc;
     if (a->format == CLI_FORMAT_JSON || a->format == CLI_FORMAT_YAML)
-        rc = cli_print_document(cli_list_json(&list), a->format, err);
+        rc = cli_print_list(stdout, &list, a->format, err);
     else if (list.count == 0)
         fprintf(stderr, "No jobs found in %s.\n",
                 a->r.all_namespaces ? "any namespace" : gc_kube_namespace(kube));

@@ -40,7 +40,9 @@ json_t *cli_inspect_json(const gc_inspect_report *r);
 /* `job list`: the table (NAMESPACE first with -A; QUEUE and REASON when wide). */
 void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
                            bool all_namespaces);
-json_t *cli_list_json(const gc_job_list_result *list);
+/* -o json / -o yaml: the rows as one array, the same text as the whole document, written a row
+ * at a time. */
+int cli_print_list(FILE *out, const gc_job_list_result *list, cli_format format, gc_error *err);
 
 /* `job cancel`. */
 void cli_render_cancel_text(FILE *out, const gc_cancel_result *r);

@@ -1,14 +1,19 @@
 /*
  * `job list` as a table (kubectl's layout: columns as wide as their widest cell, three spaces
- * apart) and as a JSON array of rows.
+ * apart) and as a JSON or YAML array of rows, written a row at a time: the whole document as a
+ * JSON tree would take several times the memory of the rows (a million rows: 2.6 GB).
  */
 #include "cli/render.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/emit.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define COLUMNS 9
+#define COLUMNS  9
+#define FLUSH_AT (64 * 1024)
 
 enum { AGE, COMPLETED_AGE };
 
@@ -65,20 +70,74 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
     free(ages);
 }
 
-json_t *cli_list_json(const gc_job_list_result *list)
+static json_t *row_json(const gc_job_row *r)
 {
-    json_t *rows = json_array();
-    for (size_t i = 0; i < list->count; i++) {
-        const gc_job_row *r = &list->rows[i];
-        json_array_append_new(
-            rows,
-            json_pack("{s:o, s:o, s:o, s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
-                      cli_json_text(r->name), "namespace", cli_json_text(r->ns), "uid",
-                      cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase), "status",
-                      r->status, "detail", cli_json_text(r->detail), "compute",
-                      cli_json_text(r->compute), "pathways", gc_pathways_mode_name(r->pathways),
-                      "queue", cli_json_text(r->queue), "created", cli_json_text(r->created),
-                      "completed", cli_json_text(r->completed)));
+    return json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
+                     cli_json_text(r->name), "namespace", cli_json_text(r->ns), "uid",
+                     cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase), "status",
+                     cli_json_text(r->status), "detail", cli_json_text(r->detail), "compute",
+                     cli_json_text(r->compute), "pathways", gc_pathways_mode_name(r->pathways),
+                     "queue", cli_json_text(r->queue), "created", cli_json_text(r->created),
+                     "completed", cli_json_text(r->completed));
+}
+
+/* Appends `text` with every line indented by two spaces, as it sits inside the JSON array. */
+static void indent_lines(gc_buf *out, const char *text)
+{
+    for (const char *line = text; *line;) {
+        size_t len = strcspn(line, "\n");
+        gc_buf_puts(out, "  ");
+        gc_buf_append(out, line, len);
+        line += len;
+        if (*line == '\n')
+            gc_buf_putc(out, *line++);
     }
-    return rows;
+}
+
+/* One row as it appears in the whole document: in JSON an element of the pretty-printed array,
+ * in YAML a one-element block sequence ("- name: ..."), which is how it reads in the whole one. */
+static int row_text(const gc_job_row *r, cli_format format, bool first, gc_buf *out, gc_error *err)
+{
+    json_t *row = row_json(r);
+    int rc = 0;
+    if (format == CLI_FORMAT_YAML) {
+        json_t *one = json_pack("[O]", row);
+        rc = gc_emit_yaml(one, out, err);
+        json_decref(one);
+    } else {
+        char *text = json_dumps(row, JSON_INDENT(2));
+        gc_buf_puts(out, first ? "[\n" : ",\n");
+        indent_lines(out, text ? text : "{}");
+        free(text);
+    }
+    json_decref(row);
+    return rc;
+}
+
+static int flush_text(FILE *out, gc_buf *text, gc_error *err)
+{
+    bool written = fwrite(text->data, 1, text->len, out) == text->len && fflush(out) == 0;
+    gc_buf_reset(text);
+    return written ? 0
+                   : gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
+}
+
+int cli_print_list(FILE *out, const gc_job_list_result *list, cli_format format, gc_error *err)
+{
+    gc_buf text;
+    gc_buf_init(&text);
+    int rc = 0;
+    if (!list->count)
+        gc_buf_puts(&text, "[]\n");
+    for (size_t i = 0; !rc && i < list->count; i++) {
+        rc = row_text(&list->rows[i], format, i == 0, &text, err);
+        if (!rc && i + 1 == list->count && format != CLI_FORMAT_YAML)
+            gc_buf_puts(&text, "\n]\n");
+        if (!rc && text.len >= FLUSH_AT)
+            rc = flush_text(out, &text, err);
+    }
+    if (!rc)
+        rc = flush_text(out, &text, err);
+    gc_buf_free(&text);
+    return rc;
 }

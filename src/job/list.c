@@ -95,10 +95,24 @@ static void free_row(gc_job_row *row)
         free(fields[i]);
 }
 
+/* A list that broke on the wire starts over: the rows so far are dropped, nothing was shown. */
+static void forget_rows(void *ctx)
+{
+    list_state *s = ctx;
+    for (size_t i = 0; i < s->count; i++)
+        free_row(&s->rows[i]);
+    s->count = 0;
+}
+
 static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
 {
-    (void)err;
     list_state *s = ctx;
+    if (s->count == GC_JOB_LIST_MAX_ROWS)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "more than %d jobs match: job list stops there to bound its memory; "
+                       "narrow the list with --name-contains, --status, or one namespace "
+                       "instead of -A",
+                       GC_JOB_LIST_MAX_ROWS);
     const char *n = json_string_value(json_object_get(json_object_get(jobset, "metadata"), "name"));
     if (s->r->name_contains && (!n || !strstr(n, s->r->name_contains)))
         return 0;
@@ -115,6 +129,12 @@ static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
     }
     s->rows[s->count++] = row;
     return 0;
+}
+
+/* A row's reason is set again when its Workload is seen again: nothing to undo. */
+static void nothing_to_forget(void *ctx)
+{
+    (void)ctx;
 }
 
 /* Why queued jobs wait, from their Kueue Workloads. */
@@ -147,7 +167,7 @@ static int add_queue_reasons(gc_kube *kube, list_state *s, gc_error *err)
     char *path =
         gc_kube_path("kueue.x-k8s.io", "v1beta2",
                      s->r->all_namespaces ? NULL : gc_kube_namespace(kube), "workloads", NULL);
-    gc_kube_list_options opts = {.page_size = PAGE_SIZE};
+    gc_kube_list_options opts = {.page_size = PAGE_SIZE, .on_restart = nothing_to_forget};
     int rc = gc_kube_list(kube, path, &opts, on_workload, s, NULL, err);
     free(path);
     if (rc && err->http_status == 404) { /* no Kueue: no Workloads */
@@ -183,8 +203,10 @@ int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out
     char *path = gc_kube_path("jobset.x-k8s.io", "v1alpha2",
                               r->all_namespaces ? NULL : gc_kube_namespace(kube), "jobsets", NULL);
     json_t *fields = json_loads(ROW_FIELDS, 0, NULL);
-    gc_kube_list_options opts = {
-        .label_selector = GC_LABEL_WORKLOAD, .page_size = PAGE_SIZE, .fields = fields};
+    gc_kube_list_options opts = {.label_selector = GC_LABEL_WORKLOAD,
+                                 .page_size = PAGE_SIZE,
+                                 .fields = fields,
+                                 .on_restart = forget_rows};
     rc = gc_kube_list(kube, path, &opts, on_jobset, &s, NULL, err);
     json_decref(fields);
     free(path);

@@ -190,15 +190,13 @@ static int apply_cluster_facts(submit_run *s, const cluster_facts *f, gc_error *
     return 0;
 }
 
-/* The JobSet that already has this name: its age and status for the error message. */
-static int name_taken(gc_kube *kube, const char *path, const gc_workload *w, gc_error *err)
+/* The JobSet that already has this name (as the create found it, or NULL): its age and status
+ * for the error message. */
+static int name_taken(gc_kube *kube, const json_t *existing, const gc_workload *w, gc_error *err)
 {
-    char *item = gc_xasprintf("%s/%s", path, w->name);
-    json_t *existing = NULL;
-    gc_error ignored = {0};
     char status[96] = "unknown status";
     char age[32] = "?";
-    if (gc_kube_get(kube, item, NULL, &existing, &ignored) == 0) {
+    if (existing) {
         gc_job_facts facts;
         gc_job_status st;
         gc_job_facts_from_jobset(existing, &facts);
@@ -208,19 +206,17 @@ static int name_taken(gc_kube *kube, const char *path, const gc_workload *w, gc_
                                                         "creationTimestamp")),
                       age, sizeof(age));
     }
-    json_decref(existing);
-    free(item);
     return gc_fail(err, GC_EXIT_USAGE,
                    "a job named %s already exists in namespace %s (created %s ago, %s): cancel "
                    "it with gcluster job cancel %s, or choose another --name",
                    w->name, gc_kube_namespace(kube), age, status, w->name);
 }
 
-static int explain_create_failure(gc_kube *kube, const char *path, const gc_workload *w,
+static int explain_create_failure(gc_kube *kube, const json_t *existing, const gc_workload *w,
                                   gc_error *err)
 {
     if (err->http_status == 409 && !strcmp(err->reason, "AlreadyExists"))
-        return name_taken(kube, path, w, err);
+        return name_taken(kube, existing, w, err);
     if (err->http_status == 404)
         return gc_fail(err, GC_EXIT_RUNTIME,
                        "the cluster does not serve JobSets (jobset.x-k8s.io/v1alpha2): install "
@@ -244,9 +240,11 @@ static int create_jobset(gc_kube *kube, const gc_submit_plan *plan, gc_error *er
     json_t *jobset;
     unsigned flags =
         GC_KUBE_STRICT | (plan->mode == GC_SUBMIT_SERVER_DRY_RUN ? GC_KUBE_DRY_RUN : 0);
+    json_t *answer = NULL; /* the created JobSet, or the one that has the name already */
     int rc = gc_workload_jobset(w, &jobset, err);
-    if (!rc && (rc = gc_kube_create(kube, path, jobset, flags, NULL, err)) != 0)
-        rc = explain_create_failure(kube, path, w, err);
+    if (!rc && (rc = gc_kube_create(kube, path, jobset, flags, &answer, err)) != 0)
+        rc = explain_create_failure(kube, answer, w, err);
+    json_decref(answer);
     json_decref(jobset);
     free(path);
     return rc;

@@ -108,7 +108,7 @@ static const char *submission_id_of(const json_t *obj)
 
 /* After an answer that leaves it open whether our POST created `name`: reads the object and
  * decides by its submission id. 0 with *out set when it is ours; KUBE_NOT_CREATED when it does
- * not exist; otherwise an error (AlreadyExists for someone else's). */
+ * not exist; otherwise an error: AlreadyExists, with *out set, for someone else's. */
 #define KUBE_NOT_CREATED 101
 
 static int check_created(gc_kube *k, const char *collection, const char *name, const char *id,
@@ -143,7 +143,10 @@ static int check_created(gc_kube *k, const char *collection, const char *name, c
     }
     gc_fail(err, GC_EXIT_RUNTIME, "\"%s\" already exists (created %s, not by this request)", name,
             ts ? ts : "at an unknown time");
-    json_decref(obj);
+    if (out)
+        *out = obj; /* the caller may want to say what it is */
+    else
+        json_decref(obj);
     err->http_status = 409;
     snprintf(err->reason, sizeof(err->reason), "AlreadyExists");
     return GC_EXIT_RUNTIME;

@@ -143,6 +143,12 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
     char *trace_url = kube_trace_url(k, req);
     x->body =
         (gc_http_body){.data = req->body, .len = req->body_len, .content_type = req->content_type};
+    /* A list read as it arrives may take longer than one request should (a million items) while
+     * it keeps arriving: a stall bounds it instead of a total time. */
+    bool paced = x->on_data && !req->streaming;
+    long stall_seconds = x->stall_seconds;
+    if (paced && !stall_seconds)
+        stall_seconds = k->request_timeout_ms / 1000;
     gc_http_request hr = {
         .method = req->method,
         .url = url,
@@ -151,9 +157,9 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
         .body = req->body ? &x->body : NULL,
         .protocols = "https,http",
         .streaming = req->streaming,
-        .timeout_ms = req->streaming ? 0 : k->request_timeout_ms,
+        .timeout_ms = req->streaming || paced ? 0 : k->request_timeout_ms,
         .connect_timeout_ms = CONNECT_TIMEOUT_MS,
-        .stall_seconds = x->stall_seconds,
+        .stall_seconds = stall_seconds,
         .deadline_ms = x->deadline_ms,
         .on_data = x->on_data ? on_data : NULL,
         .on_header = on_header,

@@ -67,8 +67,7 @@ void kube_list_page_start(kube_list_page *p, const char *path, const gc_kube_lis
     p->x.ctx = &p->reader;
 }
 
-int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, kube_page_outcome *out,
-                       gc_error *err)
+int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, kube_page_outcome *out, gc_error *err)
 {
     out->status = p->x.http.status;
     out->transient = kube_reconnectable(&p->x);
@@ -124,8 +123,8 @@ static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options
             free(cont);
             cont = NULL;
             long delay = page->transient ? kube_reconnect_delay(kube, NULL, restarts) : 0;
-            kube_trace(kube, "%s (%s); listing %s again from the start in %ld ms", why,
-                       page->words, path, delay);
+            kube_trace(kube, "%s (%s); listing %s again from the start in %ld ms", why, page->words,
+                       path, delay);
             gc_clock_sleep_ms(delay);
             if (opts && opts->on_restart)
                 opts->on_restart(ctx);

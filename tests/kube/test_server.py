@@ -17,6 +17,7 @@ Control endpoints (never recorded):
 
 An answer is a JSON object:
     status (200), headers {}, json {...} | body "text" | chunks [{"data": "...", "delay": s}]
+                    (a chunk with "times": n is sent n times: a long answer in a short script)
     hold s          keep a chunked stream open this long after its chunks
     forever "data"  after the chunks, send this chunk again and again until the client leaves
     abort true      end a chunked stream without its final chunk
@@ -217,10 +218,11 @@ class Handler(BaseHTTPRequestHandler):
     def stream(self, a):
         try:
             for chunk in a["chunks"]:
-                time.sleep(chunk.get("delay", 0))
                 data = chunk["data"].encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
+                for _ in range(chunk.get("times", 1)):
+                    time.sleep(chunk.get("delay", 0))
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
             if a.get("forever"):
                 data = a["forever"].encode()
                 chunk = b"%x\r\n%s\r\n" % (len(data), data)

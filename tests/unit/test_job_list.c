@@ -12,6 +12,7 @@
 #include "gcluster/job.h"
 #include "job_test.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int setup(void **state)
@@ -195,6 +196,32 @@ static void test_all_namespaces(void **state)
     gc_job_list_result_free(&l);
 }
 
+/* The list's answer breaks after its first JobSet: nothing has been shown, so the list is read
+ * again from the start and every job is a row once. */
+static void test_cut_list_is_read_again(void **state)
+{
+    (void)state;
+    json_t *a = jt_jobset("a", 1), *b = jt_jobset("b", 1);
+    char *first = json_dumps(a, JSON_COMPACT);
+    gc_buf cut;
+    gc_buf_init(&cut);
+    gc_buf_printf(&cut, "{\"items\":[%s,{\"metadata\":{\"na", first);
+    jt_answer("GET " JT_JOBSETS,
+              json_pack("{s:[{s:s}], s:b}", "chunks", "data", cut.data, "abort", 1));
+    jt_list(JT_JOBSETS, "JobSetList", json_pack("[o, o]", a, b));
+    gc_list_request r = {0};
+    gc_job_list_result l;
+    gc_error err;
+    assert_int_equal(gc_job_list(jt_kube(), &r, &l, &err), 0);
+    assert_int_equal(l.count, 2);
+    assert_string_equal(l.rows[0].name, "a");
+    assert_string_equal(l.rows[1].name, "b");
+    assert_int_equal(jt_request_count(), 2);
+    gc_job_list_result_free(&l);
+    gc_buf_free(&cut);
+    free(first);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -220,6 +247,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_filters, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_queue_reasons_from_workloads, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_all_namespaces, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cut_list_is_read_again, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_errors, jt_open, jt_close),
     };
     return cmocka_run_group_tests(tests, setup, jt_stop);

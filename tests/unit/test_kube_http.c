@@ -836,7 +836,8 @@ static void test_traces_redact_credentials(void **state)
 static bool has_control(const char *text)
 {
     for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-        if ((*p < 0x20 && *p != '\n') || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0))
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+            (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0))
             return true;
     return false;
 }
@@ -892,9 +893,9 @@ static void test_huge_status_on_a_list(void **state)
     free(huge);
     client c;
     connect_client(&c, (setup_opts){0});
-    assert_int_equal(gc_kube_list(c.k, "/api/v1/namespaces/ns1/pods", NULL, ignore_item, NULL, NULL,
-                                  &c.err),
-                     GC_EXIT_RUNTIME);
+    assert_int_equal(
+        gc_kube_list(c.k, "/api/v1/namespaces/ns1/pods", NULL, ignore_item, NULL, NULL, &c.err),
+        GC_EXIT_RUNTIME);
     assert_int_equal(c.err.http_status, 500);
     assert_string_equal(c.err.reason, "InternalError");
     assert_true(kube_test_contains(c.err.message, "etcd is on fire"));

@@ -304,8 +304,8 @@ static void test_list_cut_restarts_for_a_consumer_that_can_forget(void **state)
     const char *page1[] = {"{\"items\":[{\"metadata\":{\"name\":\"a\"}}],\"kind\":\"ThingList\","
                            "\"metadata\":{\"continue\":\"c1\"}}",
                            NULL};
-    const char *page2_cut[] = {
-        "{\"items\":[{\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"na", NULL};
+    const char *page2_cut[] = {"{\"items\":[{\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"na",
+                               NULL};
     const char *page2[] = {"{\"items\":[{\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"name\":"
                            "\"c\"}}],\"kind\":\"ThingList\",\"metadata\":{}}",
                            NULL};
