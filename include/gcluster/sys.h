@@ -46,4 +46,13 @@ size_t gc_text_edit_distance(const char *a, const char *b);
  * and JSON carry only such text. */
 size_t gc_text_utf8_prefix(const char *s, size_t len);
 
+/* The length of the character at s (at most len bytes) when a terminal shows it as itself: a
+ * printable ASCII byte, or a whole UTF-8 sequence that is not a C1 control; 0 for a control
+ * character, a C1 control or a byte that is not UTF-8, which a terminal may act on. */
+size_t gc_text_printable_char(const char *s, size_t len);
+/* Appends `len` bytes of text from elsewhere (a server, a file) to `out` as it can be shown:
+ * what gc_text_printable_char refuses as \xNN (newlines too), at most `max` columns of it, then
+ * "..." when some was left out. */
+void gc_text_escape(gc_buf *out, const char *text, size_t len, size_t max);
+
 #endif

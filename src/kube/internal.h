@@ -196,7 +196,7 @@ void kube_trace(const gc_kube *k, const char *fmt, ...) __attribute__((format(pr
 void kube_notice_warning(gc_kube *k, const char *value);
 
 /* status.c: err from an HTTP error status and its body (a Kubernetes Status or anything); the
-server's text in it made safe by kube_safe_text. */
+ * server's text in it made safe by kube_safe_text. */
 int kube_status_error(const gc_kube *k, const kube_request *req, long status, const gc_buf *body,
                       gc_error *err);
 
@@ -206,8 +206,7 @@ void kube_redact(const gc_kube *k, gc_buf *text);
 /* kube_redact as a gc_http_trace.redact hook (ctx: the client). */
 void kube_redact_trace(gc_buf *line, const void *ctx);
 /* Appends server text to `out` safe to show: secrets redacted (k may be NULL: credential-like
- * text only), control characters and bytes that are not UTF-8 as \xNN, at most `max`
- * characters, then how many bytes were left out. */
+ * text only), then escaped and cut to `max` columns by gc_text_escape. */
 void kube_safe_text(const gc_kube *k, gc_buf *out, const char *text, size_t len, size_t max);
 
 /* list_reader.c: one list page read as it arrives, item by item (see gc_kube_list). */

@@ -107,21 +107,6 @@ void kube_redact_trace(gc_buf *line, const void *ctx)
     kube_redact(ctx, line);
 }
 
-/* Length of the UTF-8 sequence at p (at most `left` bytes), or 0 when it is not one; C1
- * controls (U+0080..U+009F) count as not one, as terminals act on them. */
-static size_t utf8_length(const unsigned char *p, size_t left)
-{
-    size_t n = *p >= 0xf0 && *p <= 0xf4 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 && *p < 0xe0 ? 2 : 0;
-    if (!n || n > left)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
-        return 0;
-    return n;
-}
-
 void kube_safe_text(const gc_kube *k, gc_buf *out, const char *text, size_t len, size_t max)
 {
     gc_buf raw;
@@ -131,20 +116,7 @@ void kube_safe_text(const gc_kube *k, gc_buf *out, const char *text, size_t len,
         kube_redact(k, &raw);
     else
         gc_http_redact_text(&raw, NULL);
-    const unsigned char *p = (const unsigned char *)raw.data, *end = p + raw.len;
-    size_t shown = 0;
-    while (p < end && shown < max) {
-        size_t n = *p >= 0x20 && *p < 0x7f ? 1 : utf8_length(p, (size_t)(end - p));
-        if (n) {
-            gc_buf_append(out, p, n);
-            p += n;
-        } else {
-            gc_buf_printf(out, "\\x%02x", *p++);
-        }
-        shown++;
-    }
-    if (p < end)
-        gc_buf_printf(out, "... (%zu more bytes)", (size_t)(end - p));
+    gc_text_escape(out, raw.data, raw.len, max);
     explicit_bzero(raw.data, raw.len);
     gc_buf_free(&raw);
 }

@@ -79,3 +79,35 @@ size_t gc_text_utf8_prefix(const char *s, size_t len)
     }
     return i;
 }
+
+size_t gc_text_printable_char(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (!len || *p < 0x20 || *p == 0x7f)
+        return 0;
+    size_t n = utf8_sequence(p, len);
+    /* U+0080..U+009F (C2 80..C2 9F): C1 controls, which terminals act on like ESC sequences. */
+    if (n == 2 && p[0] == 0xC2 && p[1] < 0xA0)
+        return 0;
+    return n;
+}
+
+void gc_text_escape(gc_buf *out, const char *text, size_t len, size_t max)
+{
+    size_t i = 0, shown = 0;
+    while (i < len && shown < max) {
+        size_t n = gc_text_printable_char(text + i, len - i);
+        if (n) {
+            gc_buf_append(out, text + i, n);
+            i += n;
+            shown++;
+        } else {
+            if (shown + 4 > max)
+                break;
+            gc_buf_printf(out, "\\x%02x", (unsigned char)text[i++]);
+            shown += 4;
+        }
+    }
+    if (i < len)
+        gc_buf_puts(out, "...");
+}
