@@ -345,7 +345,7 @@ static void test_queued_wants_queues(void **state)
     expect(&d, "Queued", "Pending",
            "waiting for Kueue to admit it: couldn't assign flavors to pod set pathways-head: "
            "flavor tpu-flavor doesn't match node affinity",
-           "");
+           "kubectl describe workload jobset-pw-b-e0c2a -n default shows what Kueue waits for");
     assert_int_equal(d.wants, GC_DIAGNOSE_WANT_QUEUES);
     json_decref(f.root);
 }

@@ -664,7 +664,8 @@ static void json_output_follows_the_documented_schema(void **state)
                         "gcluster job logs pw-test -f");
     assert_true(json_is_null(json_object_get(json_array_get(next, 1), "note")));
     assert_true(json_is_null(json_object_get(doc, "final")));
-    assert_int_equal(json_object_size(doc), 12); /* nothing undocumented */
+    assert_true(json_is_null(json_object_get(doc, "diagnosis")));
+    assert_int_equal(json_object_size(doc), 13); /* nothing undocumented */
     /* The warning also reached stderr, for people. */
     assert_non_null(strstr(res.err.data, "gcluster: warning: ClusterQueue cluster-queue"));
     json_decref(doc);
