@@ -674,8 +674,38 @@ static void per_role(const gc_diagnose_input *in, char *out, size_t size)
     }
 }
 
+/* What the JobSet controller counts: "JobSet pw: restarts 0 of 1; Jobs ready: pathways-head 1/1,
+ * worker 2/2". */
+static void jobset_counts(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    char ready[256] = "";
+    size_t len = 0, i;
+    const json_t *rjob;
+    json_array_foreach(json_object_get(json_object_get(in->jobset, "spec"), "replicatedJobs"), i,
+                       rjob)
+    {
+        const char *rname = job_string(rjob, "name");
+        json_int_t jobs = 0;
+        size_t j;
+        const json_t *rs;
+        json_array_foreach(
+            json_object_get(json_object_get(in->jobset, "status"), "replicatedJobsStatus"), j,
+            rs) if (job_same(job_string(rs, "name"), rname)) jobs =
+            json_integer_value(json_object_get(rs, "ready"));
+        json_int_t replicas = json_integer_value(json_object_get(rjob, "replicas"));
+        if (len < sizeof(ready))
+            len += (size_t)snprintf(ready + len, sizeof(ready) - len, "%s%s %lld/%lld",
+                                    len ? ", " : "", rname ? rname : "?", (long long)jobs,
+                                    (long long)(replicas ? replicas : 1));
+    }
+    job_diag_evidence(d, "JobSet %s: restarts %ld of %ld; Jobs ready: %s",
+                      job_field(in->jobset, NULL, "name"), job_restarts(in->jobset),
+                      job_max_restarts(in->jobset), ready);
+}
+
 void job_diagnose_running(const gc_diagnose_input *in, gc_diagnosis *d)
 {
+    jobset_counts(in, d);
     gc_job_facts f;
     gc_job_facts_from_jobset(in->jobset, &f);
     size_t i;

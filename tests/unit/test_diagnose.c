@@ -377,6 +377,8 @@ static void test_running_wants_nothing(void **state)
     gc_diagnose(&f.in, &d);
     assert_string_equal(d.reason, "Running");
     assert_int_equal(d.wants, 0);
+    assert_true(has_evidence(&d, "JobSet pw-run: restarts 0 of 1; Jobs ready: pathways-head 1/1, "
+                                 "worker 2/2"));
     json_decref(f.root);
 }
 
