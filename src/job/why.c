@@ -177,7 +177,7 @@ typedef struct wanted_round {
     size_t count;
 } wanted_round;
 
-static void add_list(wanted_round *r, int want, char *path, const char *fields, json_t *into,
+static void add_list(wanted_round *r, int want, char *path, const char *fields,
                      gc_kube_item_fn on_item, void *ctx)
 {
     size_t i = r->count++;
@@ -185,8 +185,7 @@ static void add_list(wanted_round *r, int want, char *path, const char *fields, 
     r->fields[i] = shape(fields);
     r->opts[i].fields = r->fields[i];
     r->want[i] = want;
-    r->reads[i] = (gc_kube_read){
-        .path = path, .opts = &r->opts[i], .on_item = on_item, .ctx = ctx ? ctx : into};
+    r->reads[i] = (gc_kube_read){.path = path, .opts = &r->opts[i], .on_item = on_item, .ctx = ctx};
 }
 
 static void wanted_round_free(wanted_round *r)
@@ -215,25 +214,32 @@ static int keep_holder(json_t *pod, void *ctx, gc_error *err)
     return 0;
 }
 
-static void add_queue_reads(wanted_round *r, job_why_inputs *in)
+/* The queue lists, empty: what the engine reads as "no queues" once they are known. */
+static void new_queue_lists(job_why_inputs *in)
 {
-    const char *version = in->kueue_version;
     in->local_queues = json_array();
     in->cluster_queues = json_array();
     in->flavors = json_array();
     in->workloads = json_array();
-    add_list(r, GC_DIAGNOSE_WANT_QUEUES,
-             gc_kube_path("kueue.x-k8s.io", version, NULL, "localqueues", NULL), LOCAL_QUEUE_FIELDS,
-             in->local_queues, append_item, NULL);
-    add_list(r, GC_DIAGNOSE_WANT_QUEUES,
-             gc_kube_path("kueue.x-k8s.io", version, NULL, "clusterqueues", NULL),
-             CLUSTER_QUEUE_FIELDS, in->cluster_queues, append_item, NULL);
-    add_list(r, GC_DIAGNOSE_WANT_QUEUES,
-             gc_kube_path("kueue.x-k8s.io", version, NULL, "resourceflavors", NULL), FLAVOR_FIELDS,
-             in->flavors, append_item, NULL);
-    add_list(r, GC_DIAGNOSE_WANT_QUEUES,
-             gc_kube_path("kueue.x-k8s.io", version, NULL, "workloads", NULL), WORKLOAD_FIELDS,
-             in->workloads, append_item, NULL);
+}
+
+static void add_queue_reads(wanted_round *r, job_why_inputs *in)
+{
+    new_queue_lists(in);
+    const struct {
+        const char *resource;
+        const char *fields;
+        json_t *into;
+    } lists[] = {
+        {"localqueues", LOCAL_QUEUE_FIELDS, in->local_queues},
+        {"clusterqueues", CLUSTER_QUEUE_FIELDS, in->cluster_queues},
+        {"resourceflavors", FLAVOR_FIELDS, in->flavors},
+        {"workloads", WORKLOAD_FIELDS, in->workloads},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
+        add_list(r, GC_DIAGNOSE_WANT_QUEUES,
+                 gc_kube_path("kueue.x-k8s.io", in->kueue_version, NULL, lists[i].resource, NULL),
+                 lists[i].fields, append_item, lists[i].into);
 }
 
 static void add_node_reads(wanted_round *r, job_why_inputs *in, holders *h)
@@ -241,13 +247,13 @@ static void add_node_reads(wanted_round *r, job_why_inputs *in, holders *h)
     in->nodes = json_array();
     in->node_pods = json_array();
     add_list(r, GC_DIAGNOSE_WANT_NODES, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), NODE_FIELDS,
-             in->nodes, append_item, NULL);
+             append_item, in->nodes);
     *h = (holders){.into = in->node_pods,
                    .ns = job_meta_string(in->jobset, NULL, "namespace"),
                    .name = job_meta_string(in->jobset, NULL, "name")};
     size_t i = r->count;
     add_list(r, GC_DIAGNOSE_WANT_NODES, gc_kube_path(NULL, "v1", NULL, "pods", NULL), HOLDER_FIELDS,
-             NULL, keep_holder, h);
+             keep_holder, h);
     r->opts[i].label_selector = JOBSET_LABEL;
     r->opts[i].field_selector = HOLDING_A_NODE;
 }
@@ -289,9 +295,7 @@ static int read_lists(gc_kube *kube, job_why_inputs *in, int want, gc_error *err
     holders h;
     bool queues = want & GC_DIAGNOSE_WANT_QUEUES;
     if (queues && !in->kueue_version) { /* no Kueue: there are no queues, nothing to ask */
-        json_t **lists[] = {&in->local_queues, &in->cluster_queues, &in->flavors, &in->workloads};
-        for (size_t i = 0; i < 4; i++)
-            *lists[i] = json_array();
+        new_queue_lists(in);
         in->queues_read = true;
         queues = false;
     }

@@ -347,45 +347,42 @@ def quota_below_slice(s):
             "pw-small (v6e-16 x1, 16 chips) submitted to it")
 
 
+def line_of_three(s, first, blocker, job, queue=(), blocker_flags=(), job_flags=()):
+    """`first` (16 chips) running, then `blocker` (32 chips) waiting for quota, then `job` (16
+    chips) submitted; returns once Kueue has not admitted `job`."""
+    s.running(first, *queue)
+    s.submit(blocker, *queue, *blocker_flags, slices=2)
+    s.wait(lambda: s.quota_pending(blocker), f"{blocker} to wait for quota")
+    time.sleep(2)  # a later creation time stamp than the blocker's, as between two users' submits
+    s.submit(job, *queue, *job_flags)
+    s.wait(lambda: s.not_admitted(job), f"{job} to wait")
+    time.sleep(3)
+    return job
+
+
 def waiting_strict_fifo(s):
     s.apply(s.queue_objects("fifo-cq", "fifo-queue", strategy="StrictFIFO"))
-    first = s.submit("pw-f1", "--queue", "fifo-queue")
-    s.wait(lambda: s.pods_running(first, 5), "pw-f1 to run")
-    blocker = s.submit("pw-f2", "--queue", "fifo-queue", slices=2)
-    s.wait(lambda: s.quota_pending(blocker), "pw-f2 to wait for quota")
-    time.sleep(2)  # a later creation time stamp than pw-f2's, as between two users' submits
-    job = s.submit("pw-f3", "--queue", "fifo-queue")
-    s.wait(lambda: s.not_admitted(job), "pw-f3 to wait")
-    time.sleep(3)
-    return job, ("ClusterQueue fifo-cq (StrictFIFO, TPU quota 32, LocalQueue fifo-queue): pw-f1 "
-                 "(16 chips) running, pw-f2 (32 chips) pending, then pw-f3 (16 chips, would fit) "
-                 "submitted")
+    return (line_of_three(s, "pw-f1", "pw-f2", "pw-f3", queue=("--queue", "fifo-queue")),
+            "ClusterQueue fifo-cq (StrictFIFO, TPU quota 32, LocalQueue fifo-queue): pw-f1 (16 "
+            "chips) running, pw-f2 (32 chips) pending, then pw-f3 (16 chips, would fit) "
+            "submitted")
 
 
 def waiting_behind_priority(s):
     s.apply(s.queue_objects("fifo-cq", "fifo-queue", strategy="StrictFIFO"))
-    first = s.submit("pw-h1", "--queue", "fifo-queue")
-    s.wait(lambda: s.pods_running(first, 5), "pw-h1 to run")
-    blocker = s.submit("pw-hi", "--queue", "fifo-queue", "--priority", "high", slices=2)
-    s.wait(lambda: s.quota_pending(blocker), "pw-hi to wait for quota")
-    job = s.submit("pw-lo", "--queue", "fifo-queue")
-    s.wait(lambda: s.not_admitted(job), "pw-lo to wait")
-    time.sleep(3)
-    return job, ("ClusterQueue fifo-cq (StrictFIFO, TPU quota 32, no preemption): pw-h1 (16 "
-                 "chips) running, pw-hi (32 chips, --priority high) pending, then pw-lo (16 "
-                 "chips, no priority, would fit) submitted")
+    return (line_of_three(s, "pw-h1", "pw-hi", "pw-lo", queue=("--queue", "fifo-queue"),
+                          blocker_flags=("--priority", "high")),
+            "ClusterQueue fifo-cq (StrictFIFO, TPU quota 32, no preemption): pw-h1 (16 chips) "
+            "running, pw-hi (32 chips, --priority high) pending, then pw-lo (16 chips, no "
+            "priority, would fit) submitted")
 
 
 def quota_short_priority(s):
-    s.running("pw-p1")
-    blocker = s.submit("pw-p2", "--priority", "high", slices=2)
-    s.wait(lambda: s.quota_pending(blocker), "pw-p2 to wait")
-    job = s.submit("pw-p3", "--priority", "low")
-    s.wait(lambda: s.not_admitted(job), "pw-p3 to wait")
-    time.sleep(3)
-    return job, ("cluster-queue (BestEffortFIFO, TPU quota 32, preemption LowerPriority): pw-p1 "
-                 "(16 chips, no priority) running, pw-p2 (32 chips, --priority high) pending, "
-                 "then pw-p3 (16 chips, --priority low) submitted")
+    return (line_of_three(s, "pw-p1", "pw-p2", "pw-p3", blocker_flags=("--priority", "high"),
+                          job_flags=("--priority", "low")),
+            "cluster-queue (BestEffortFIFO, TPU quota 32, preemption LowerPriority): pw-p1 (16 "
+            "chips, no priority) running, pw-p2 (32 chips, --priority high) pending, then pw-p3 "
+            "(16 chips, --priority low) submitted")
 
 
 def unschedulable_selector(s):

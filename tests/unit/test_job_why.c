@@ -341,6 +341,47 @@ static void test_older_kueue(void **state)
     json_decref(f);
 }
 
+#define NOT_SERVED                                                                                 \
+    "{'status': 404, 'json': {'kind': 'Status', 'code': 404, 'reason': 'NotFound', 'message': "    \
+    "'the server could not find the requested resource'}}"
+
+/* No Kueue at all (neither Workload API is served): there are no queues, and nothing more is
+ * asked to learn that. */
+static void test_without_kueue(void **state)
+{
+    (void)state;
+    json_t *f = load("queue_label_missing");
+    serve_first_round(f);
+    jt_answer("GET " JT_WORKLOADS, jt_json(NOT_SERVED));
+    jt_answer("GET /apis/kueue.x-k8s.io/v1beta1/namespaces/ns1/workloads", jt_json(NOT_SERVED));
+    gc_diagnosis d;
+    gc_error err;
+    assert_int_equal(gc_job_why(jt_kube(), "pw-nolabel", &d, &err), 0);
+    assert_string_equal(d.reason, "QueueLabelMissing");
+    assert_string_equal(d.fix, "gcluster job cancel pw-nolabel; create a queue (gcluster deploy "
+                               "BLUEPRINT makes user-queue), then submit it again with --queue "
+                               "user-queue");
+    assert_int_equal(jt_request_count(), 6);
+    json_decref(f);
+}
+
+/* The server failing (not refusing) on a wanted read is an API failure, as on any other. */
+static void test_server_failure_is_an_error(void **state)
+{
+    (void)state;
+    json_t *f = load("quota_short");
+    serve_job(f);
+    jt_answer("GET " FLAVORS,
+              jt_json("{'status': 400, 'json': {'kind': 'Status', 'code': 400, 'reason': "
+                      "'BadRequest', 'message': 'bad request'}}"));
+    serve_queues(f, KUEUE); /* the flavors' answer queued behind the failure stays unused */
+    gc_diagnosis d;
+    gc_error err;
+    assert_int_equal(gc_job_why(jt_kube(), "pw-b", &d, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(err.http_status, 400);
+    json_decref(f);
+}
+
 static void test_missing_job_and_bad_name(void **state)
 {
     (void)state;
@@ -449,6 +490,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_reads_the_log_tail, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_refused_reads_leave_what_is_known, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_older_kueue, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_without_kueue, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_server_failure_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_missing_job_and_bad_name, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_command_text_json_and_evidence, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_command_errors, jt_open, jt_close),
