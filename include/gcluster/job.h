@@ -222,7 +222,7 @@ typedef struct gc_list_request {
     const char *name_contains; /* --name-contains, or NULL */
     bool all_namespaces;       /* -A */
     /* Also read the Kueue Workloads (one more list, only when a job is queued) so that a queued
-     * row's detail says why it waits. */
+     * row's detail says why it waits, and give every row the diagnosis' reason. */
     bool queue_reasons;
 } gc_list_request;
 
@@ -234,8 +234,8 @@ typedef struct gc_job_row {
     gc_job_phase phase;
     char *status;  /* "Running 9/9", "Queued", "Failed" */
     char *detail;  /* why: Kueue's reason (with queue_reasons), the failing pod; or NULL */
-    char *reason;  /* the diagnosis' short reason ("Running", "QuotaShort"), from the JobSet
-                      and, for a queued job, its Workload (with queue_reasons); or NULL */
+    char *reason;  /* with queue_reasons: the diagnosis' short reason ("Running", "QuotaShort")
+                      from the JobSet and, for a queued job, its Workload; else NULL */
     char *compute; /* "v6e-16 x2"; NULL when the JobSet does not say */
     gc_pathways_mode pathways;
     char *queue;     /* the LocalQueue; NULL when the job is not queued through Kueue */

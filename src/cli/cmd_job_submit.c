@@ -5,8 +5,8 @@
  */
 #include "cli/cli.h"
 #include "cli/render.h"
-#include "gcluster/diagnose.h"
 
+#include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
 

@@ -108,9 +108,10 @@ static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
         s->rows = gc_xrealloc(s->rows, s->cap * sizeof(*s->rows));
         s->queued = gc_xrealloc(s->queued, s->cap * sizeof(*s->queued));
     }
-    /* A queued job's reason is its Workload's to tell: it waits for the Workloads. */
+    /* Reasons only when asked for (the plain table has no column for them); a queued job's is
+     * its Workload's to tell, so it waits for the Workloads. */
     bool queued = row.phase == GC_JOB_QUEUED;
-    if (!queued)
+    if (s->r->queue_reasons && !queued)
         row.reason = reason_of(jobset, NULL);
     s->queued[s->count] = queued && s->r->queue_reasons ? json_incref(jobset) : NULL;
     s->rows[s->count++] = row;
