@@ -1,17 +1,22 @@
 # A thin layer over CMake/CTest and pytest so the usual commands work:
 #   make         build ./gcluster (installs the Debian packages it needs first)
 #   make test    every test tier, in order: format, unit (also under ASan/UBSan and valgrind),
-#                registry (normal and ASan/UBSan), cluster
+#                peer (normal and ASan/UBSan), cluster, fault (a TCP fault proxy and API server
+#                restarts; see tests/cluster/fault)
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
+#   make install install the binary, man pages and shell completions (PREFIX, DESTDIR)
+#   make package build the Debian package (build/package/gcluster_VERSION_ARCH.deb)
 BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?=
 PYTHON         ?= python3
+PREFIX         ?= /usr/local
 
-.PHONY: all deps gcluster asan-build test-registries unit-test asan-test valgrind-test \
-        registry-test format format-check testenv cluster-test test demo bench clean
+.PHONY: all deps gcluster asan-build test-peers unit-test asan-test valgrind-test \
+        peer-test format format-check testenv cluster-test fault-test test demo bench clean \
+        install package install-test
 
 all: gcluster
 
@@ -42,15 +47,17 @@ unit-test: gcluster
 asan-test: asan-build
 	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L unit
 
-# Real OCI registries on loopback for the image builder's tests (built once with Go, cached).
-test-registries:
+# Real servers the peer tier talks to on loopback, built once with Go and cached: OCI registries
+# for the image builder, and the API server's port-forward tunnel in front of the kubelet's
+# port-forward server for the tunnel client.
+test-peers:
 	tests/image/build-registry >/dev/null
+	tests/kube/build-portforward-peer >/dev/null
 
-# The registry tier (tests/registry/): image builds pushed to those registries, in the normal
-# and the ASan/UBSan build.
-registry-test: gcluster asan-build test-registries
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L registry
-	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L registry
+# The peer tier (tests/peer/), in the normal and the ASan/UBSan build.
+peer-test: gcluster asan-build test-peers
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L peer
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L peer
 
 valgrind-test: gcluster
 	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster
@@ -69,9 +76,28 @@ testenv:
 
 cluster-test: gcluster testenv
 	@scripts/install-deps --with-python
-	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster --ignore=tests/cluster/fault
 
-test: format-check unit-test asan-test valgrind-test registry-test cluster-test
+# Its own control plane (its API server is restarted); the table of tries and outcomes is
+# printed at the end and written to build/fault-results.md.
+fault-test: gcluster testenv
+	@scripts/install-deps --with-python
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster/fault
+
+# DESTDIR (from the command line or the environment) is honoured by cmake --install.
+install: gcluster
+	cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+package: gcluster
+	cmake --build $(BUILD_DIR) --target package
+
+# make install into a staging directory, the .deb's contents and Depends, and the .deb installed
+# on this machine with dpkg (then removed); needs root or sudo.
+install-test: gcluster
+	scripts/test-install $(BUILD_DIR)
+
+test: format-check unit-test asan-test valgrind-test peer-test install-test cluster-test \
+      fault-test
 
 demo: gcluster testenv
 	scripts/demo

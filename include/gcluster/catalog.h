@@ -1,5 +1,5 @@
 /*
- * The accelerator catalog: what every --compute-type means (SPEC §5).
+ * The accelerator catalog: what every --compute-type means.
  *
  * The facts are tables (TPU families, TPU host machine types, GPU machines, CPU families); the
  * functions here are pure lookups over them. gc_catalog_resolve() turns what the user typed into
@@ -108,7 +108,9 @@ int gc_topology_parse(const char *topology, int dims[3]);
 /* Chips in a slice of shape `topology` (the product of its dimensions), 0 if malformed. */
 int gc_topology_chips(const char *topology);
 
-/* Whether `topology` is a valid slice shape for `machine` (SPEC §5 rules); explains why not. */
+/* Whether `topology` is a valid slice shape for `machine`: 2-D families take the fixed shapes,
+ * 3-D families 2x2x1, 2x2x2, 2x2x4, 2x4x4 or A<=B<=C in multiples of 4 within the family's
+ * cube limit; explains why not. */
 int gc_topology_validate(const gc_tpu_machine *machine, const char *topology, gc_error *err);
 
 /* The tables, for sweeps in tests and for listing choices in errors and help. */

@@ -7,8 +7,9 @@
  * writes to the terminal, tests supply one that records. A NULL gc_events, or one without a
  * callback, drops everything, so callers that do not care pass NULL.
  *
- * Texts are one line without a trailing newline, and may carry server-provided words: the
- * receiver, not the sender, makes them safe for a terminal.
+ * Texts are one line without a trailing newline, except progress, which may hold one line per
+ * thing followed (the jobs of `job wait`), separated by '\n'. They may carry server-provided
+ * words: the receiver, not the sender, makes them safe for a terminal.
  */
 #ifndef GCLUSTER_EVENTS_H
 #define GCLUSTER_EVENTS_H

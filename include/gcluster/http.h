@@ -34,6 +34,9 @@
 /* Loads libcurl (on first use; see src/sys/curl_lazy.c) and initialises it, once per process.
  * Every client calls it before its first request; a missing libcurl is an error with the fix. */
 int gc_http_init(gc_error *err);
+/* Which libcurl gcluster loads: its version line ("libcurl/7.88.1 OpenSSL/3.0.17 ...") and its
+ * file, for --version. Loads it (without initialising it); the reason when it cannot be. */
+int gc_http_library(char *out, size_t size, gc_error *err);
 /* Releases what gc_http_init set up; nothing when libcurl was never loaded. At process exit. */
 void gc_http_cleanup(void);
 

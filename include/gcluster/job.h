@@ -41,6 +41,11 @@ typedef struct gc_submit_request {
     const char *dry_run;     /* "server" or "client" */
     const char *mounts[GC_REQUEST_LIST_MAX];
     size_t mount_count;
+    /* KEY=VALUE for every container (--env), and files of such lines (--env-file) */
+    const char *env[GC_REQUEST_LIST_MAX];
+    size_t env_count;
+    const char *env_files[GC_REQUEST_LIST_MAX];
+    size_t env_file_count;
     const char *queue;
     long num_nodes;
     bool num_nodes_set;
@@ -80,6 +85,13 @@ typedef struct gc_submit_request {
     const char *pathways_worker_args;
     const char *pathways_sidecar_image;
     const char *pathways_head_np;
+    /* KEY=VALUE for one Pathways role's container */
+    const char *pathways_proxy_env[GC_REQUEST_LIST_MAX];
+    size_t pathways_proxy_env_count;
+    const char *pathways_server_env[GC_REQUEST_LIST_MAX];
+    size_t pathways_server_env_count;
+    const char *pathways_worker_env[GC_REQUEST_LIST_MAX];
+    size_t pathways_worker_env_count;
 } gc_submit_request;
 
 /* Google's defaults for the numeric and duration flags. */
@@ -140,6 +152,9 @@ int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_erro
 /* DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a
  * letter or digit. */
 bool gc_is_dns1035_label(const char *s);
+/* DNS-1123 label, what namespaces and container names are: the same, but may start with a
+ * digit. */
+bool gc_is_dns1123_label(const char *s);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
  * discovered, then the JobSet. Byte-for-byte stable for a given request. */
@@ -254,6 +269,11 @@ int gc_job_list_check(const gc_list_request *r, gc_error *err);
 /* Lists the JobSets of the client's namespace (or every namespace) as rows. */
 int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out, gc_error *err);
 void gc_job_list_result_free(gc_job_list_result *result);
+
+/* Calls `on_name` with the name of every job (JobSet) in the client's namespace that starts with
+ * `prefix`, for shell completion: one list of object metadata only. */
+int gc_job_names(gc_kube *kube, const char *prefix, void (*on_name)(void *ctx, const char *name),
+                 void *ctx, gc_error *err);
 
 /* A job's diagnosis: why it is not running or why it ended (gcluster/diagnose.h). */
 typedef struct gc_diagnosis gc_diagnosis;
@@ -467,6 +487,61 @@ int gc_submit_await(gc_kube *kube, const gc_submit_plan *plan, const gc_events *
                     gc_submit_result *result, gc_error *err);
 
 void gc_submit_result_free(gc_submit_result *result);
+
+/* `job wait`: several jobs followed at once until each reaches a state. */
+typedef enum gc_wait_for {
+    GC_WAIT_FOR_SUCCEEDED, /* every job succeeded; ends at the first one that cannot */
+    GC_WAIT_FOR_FINISHED,  /* every job ended, successfully or not */
+    GC_WAIT_FOR_RUNNING,   /* every pod of every job running (a job that succeeded has run) */
+    GC_WAIT_FOR_ADMITTED,  /* every job admitted by Kueue (or never queued through it) */
+} gc_wait_for;
+
+typedef struct gc_wait_request {
+    const char *const *names;
+    size_t count;
+    const char *state;   /* "succeeded" (NULL), "finished", "running" or "admitted" */
+    const char *timeout; /* a duration, or NULL for no limit */
+} gc_wait_request;
+
+typedef enum gc_wait_outcome {
+    GC_WAIT_PENDING,   /* not there (yet): the time ran out, or another job ended the wait */
+    GC_WAIT_REACHED,   /* in the state asked for */
+    GC_WAIT_FAILED,    /* the job failed (with --for finished: it ended, but failed) */
+    GC_WAIT_CANCELLED, /* deleted while waited on */
+} gc_wait_outcome;
+
+typedef struct gc_wait_job {
+    char *name;
+    gc_wait_outcome outcome;
+    gc_job_status status; /* the last one seen */
+} gc_wait_job;
+
+typedef struct gc_wait_result {
+    char *ns;
+    gc_wait_for state;
+    gc_wait_job *jobs; /* in the order of the request */
+    size_t count;
+    bool timed_out;
+} gc_wait_result;
+
+/* The states by name, in gc_wait_for's order, NULL-terminated: "succeeded", "finished",
+ * "running", "admitted". */
+extern const char *const gc_wait_states[];
+/* A state's name; and an outcome's: "pending", "reached", "failed", "cancelled". */
+const char *gc_wait_for_name(gc_wait_for state);
+const char *gc_wait_outcome_name(gc_wait_outcome outcome);
+
+/* Every check of the request (names, state, duration): GC_EXIT_USAGE before anything is sent. */
+int gc_job_wait_check(const gc_wait_request *r, gc_error *err);
+/* Watches the jobs' JobSets (one watch for all of them) until every job is in the state, and
+ * reports each job's status as one progress line per job (lines separated by '\n'). Returns 0
+ * when all got there; GC_EXIT_JOB_FAILED when a job failed or was cancelled, since it can then
+ * never get there (the message names it and says why); GC_EXIT_RUNTIME when the time ran out
+ * (err->reason "Timeout"), a job does not exist, or the API failed. `out` holds every job's
+ * outcome whatever is returned, except for GC_EXIT_USAGE (then it is empty). */
+int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc_wait_result *out,
+                gc_error *err);
+void gc_wait_result_free(gc_wait_result *result);
 
 /* A duration as kubectl shows ages: "45s", "12m", "3h", "5d" (whole hours under two days as
  * hours: "1h", not "60m"). */

@@ -36,7 +36,7 @@ bool catalog_host_serves(const gc_tpu_machine *machine, const char *shape);
 bool catalog_family_serves(const gc_tpu_family *family, const char *shape);
 /* Writes "4x4" / "2x2x1" for dims of the given rank. */
 void catalog_shape_format(const int dims[3], int rank, char out[GC_TOPOLOGY_MAX]);
-/* The family's shape for a chip count (SPEC §5): 0, or -1 when no slice has that many chips. */
+/* The family's shape for a chip count: 0, or -1 when no slice has that many chips. */
 int catalog_shape_for_chips(const gc_tpu_family *family, int chips, char out[GC_TOPOLOGY_MAX]);
 /* Like gc_topology_validate, naming `source` ("--topology 4x2", "--compute-type v6e-4x2"). When
  * the user did not name the host type (`host_named` false), the valid shapes listed are the
@@ -62,5 +62,8 @@ int catalog_resolve_cpu(const char *typed, const char *name, gc_compute *out, bo
 /* suggest.c: the usage error for a compute type nothing recognised, with the choices nearest
  * to it. */
 int catalog_unknown_compute_type(const char *typed, const char *name, gc_error *err);
+
+/* Whether `s` is one or more decimal digits (the size of a shorthand such as v6e-16). */
+bool catalog_all_digits(const char *s);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * The catalog's facts: TPU families and their host machine types, GPU machines, CPU families.
  *
- * Catalog decisions, where the anchors disagree (SPEC §5 is normative; the lead settled the rest):
+ * Catalog decisions, where Cloud TPU, xpk and Google's gcluster disagree:
  *
  * 1. Shorthand sizes follow Cloud TPU names. In v4-N, v5p-N and tpu7x-N, N counts TensorCores
  *    (2 per chip); in v5litepod-N (alias v5e-N) and v6e-N, N counts chips. So v4-8 and v5p-8
@@ -53,7 +53,9 @@
  *    the same slice.
  * 10. A Pathways worker requests half its host's vCPUs and memory besides google.com/tpu, so
  *    system daemons and a colocated Python sidecar still fit. Google and xpk request only
- *    google.com/tpu, which SPEC §4 rules out (worker pods ask for tpu, cpu and memory at once).
+ *    google.com/tpu; we ask for tpu, cpu and memory at once where the ClusterQueue
+ *    covers all three in one resource group (Kueue then charges them to one flavor), and only
+ *    for google.com/tpu where it does not.
  */
 #include "catalog/catalog_internal.h"
 

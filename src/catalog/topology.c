@@ -1,5 +1,5 @@
 /*
- * TPU slice shapes (SPEC §5): which shapes a host type serves, and which shape a chip count means.
+ * TPU slice shapes: which shapes a host type serves, and which shape a chip count means.
  *
  * 2-D families (v5e, v6e) take the eight shapes of shapes_2d exactly as written (4x2 is not
  * 2x4: GKE's gke-tpu-topology label spells them this way). 3-D families (v4, v5p, tpu7x) take

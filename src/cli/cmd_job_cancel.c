@@ -15,11 +15,12 @@ typedef struct cancel_args {
 } cancel_args;
 
 static const cli_option cancel_options[] = {
-    CLI_STRING('n', "name", cancel_args, name, "NAME", "the job (or give it as an argument)"),
+    CLI_VALUES('n', "name", cancel_args, name, "NAME", &cli_job_names,
+               "the job (or give it as an argument)"),
     CLI_BOOL(0, "wait", cancel_args, r.wait, "wait until every pod and the JobSet are gone"),
     CLI_STRING(0, "timeout", cancel_args, r.timeout, "DURATION", "give up waiting after this long"),
-    CLI_STRING('o', "output", cancel_args, output, "FORMAT",
-               "text (default), json or yaml (README.md describes the fields)"),
+    CLI_VALUES('o', "output", cancel_args, output, NULL, &cli_text_formats,
+               "output format (default text; README.md describes the fields)"),
     CLI_END,
 };
 
@@ -56,4 +57,5 @@ const cli_command cmd_job_cancel = {
     .options = cancel_options,
     .args_size = sizeof(cancel_args),
     .run = cancel_run,
+    .operands = &cli_job_names,
 };

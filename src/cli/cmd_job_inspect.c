@@ -15,11 +15,12 @@ typedef struct inspect_args {
 } inspect_args;
 
 static const cli_option inspect_options[] = {
-    CLI_STRING('n', "name", inspect_args, name, "NAME", "the job (or give it as an argument)"),
+    CLI_VALUES('n', "name", inspect_args, name, "NAME", &cli_job_names,
+               "the job (or give it as an argument)"),
     CLI_BOOL(0, "show", inspect_args, show,
              "also print the stored manifest as YAML (status lines become comments)"),
-    CLI_STRING('o', "output", inspect_args, output, "FORMAT",
-               "text (default), json or yaml (README.md describes the fields)"),
+    CLI_VALUES('o', "output", inspect_args, output, NULL, &cli_text_formats,
+               "output format (default text; README.md describes the fields)"),
     CLI_END,
 };
 
@@ -56,4 +57,5 @@ const cli_command cmd_job_inspect = {
     .options = inspect_options,
     .args_size = sizeof(inspect_args),
     .run = inspect_run,
+    .operands = &cli_job_names,
 };

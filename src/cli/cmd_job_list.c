@@ -13,14 +13,25 @@ typedef struct list_args {
     cli_format format;
 } list_args;
 
+/* The states of gc_job_phase_name, and Google's Pending (queued or admitted); gc_job_list_check
+ * accepts them in any case. */
+static void generate_statuses(cli_value_fn add, void *ctx)
+{
+    for (int p = GC_JOB_QUEUED; p <= GC_JOB_TERMINATING; p++)
+        add(ctx, gc_job_phase_name((gc_job_phase)p));
+    add(ctx, "Pending");
+}
+
+static const cli_values statuses = {.open = true, .generate = generate_statuses};
+
 static const cli_option list_options[] = {
-    CLI_STRING(0, "status", list_args, r.status, "STATUS",
+    CLI_VALUES(0, "status", list_args, r.status, "STATUS", &statuses,
                "only jobs in this state: Queued, Admitted, Running, Succeeded, Failed, ..."),
     CLI_STRING(0, "name-contains", list_args, r.name_contains, "TEXT",
                "only jobs whose name contains TEXT"),
     CLI_BOOL('A', "all-namespaces", list_args, r.all_namespaces, "jobs of every namespace"),
-    CLI_STRING('o', "output", list_args, output, "FORMAT",
-               "table (default), wide, json or yaml (README.md describes the fields)"),
+    CLI_VALUES('o', "output", list_args, output, NULL, &cli_table_formats,
+               "output format (default table; README.md describes the fields)"),
     CLI_END,
 };
 

@@ -17,12 +17,21 @@ typedef struct submit_args {
     cli_globals g;
     gc_submit_request r;
     cli_list mounts;
+    cli_list env;
+    cli_list env_files;
+    cli_list proxy_env;
+    cli_list server_env;
+    cli_list worker_env;
     cli_list node_constraints;
     cli_list exit_codes;
     const char *output;
 } submit_args;
 
 #define R(field) r.field
+
+/* gc_submit_prepare checks it itself, with a message that explains each choice. */
+static const char *const dry_run_names[] = {"server", "client", NULL};
+static const cli_values dry_runs = {.names = dry_run_names, .open = true};
 
 static const cli_option submit_options[] = {
     CLI_GROUP("Workload"),
@@ -40,6 +49,11 @@ static const cli_option submit_options[] = {
                "platform of the base image to build on (default linux/amd64)"),
     CLI_LIST(0, "mount", submit_args, mounts, "SRC:DEST[:ro|rw]",
              "mount gs://BUCKET[/DIR], /HOST/PATH, filestore://IP/SHARE or a PVC (repeatable)"),
+    CLI_LIST(0, "env", submit_args, env, "KEY=VALUE",
+             "environment variable for every container (repeatable)"),
+    CLI_LIST(0, "env-file", submit_args, env_files, "FILE",
+             "KEY=VALUE lines for every container (# comments, outer quotes dropped, no $ "
+             "expansion)"),
     CLI_STRING(0, "service-account", submit_args, R(service_account), "NAME",
                "Kubernetes service account of the pods"),
     CLI_STRING(0, "image-pull-secret", submit_args, R(image_pull_secret), "S1,S2",
@@ -48,7 +62,7 @@ static const cli_option submit_options[] = {
              "verbose TPU/GPU logging in the workload (and trace API requests, like -v)"),
 
     CLI_GROUP("Compute"),
-    CLI_STRING(0, "compute-type", submit_args, R(compute_type), "TYPE",
+    CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
                "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
                "n2-standard-32, ..."),
     CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
@@ -93,7 +107,7 @@ static const cli_option submit_options[] = {
                "wait at most this long for completion (implies --await-job-completion)"),
     CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
                "write the manifest to FILE (or stdout) without contacting any cluster"),
-    CLI_STRING(0, "dry-run", submit_args, R(dry_run), "server|client",
+    CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
     CLI_STRING(0, "output", submit_args, output, "text|json|yaml",
                "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),
@@ -127,6 +141,12 @@ static const cli_option submit_options[] = {
                "extra arguments for pathways-rm (split on whitespace)"),
     CLI_STRING(0, "pathways-worker-args", submit_args, R(pathways_worker_args), "ARGS",
                "extra arguments for pathways-worker (split on whitespace)"),
+    CLI_LIST(0, "pathways-proxy-env", submit_args, proxy_env, "KEY=VALUE",
+             "environment variable for pathways-proxy only (repeatable)"),
+    CLI_LIST(0, "pathways-server-env", submit_args, server_env, "KEY=VALUE",
+             "environment variable for pathways-rm only (repeatable)"),
+    CLI_LIST(0, "pathways-worker-env", submit_args, worker_env, "KEY=VALUE",
+             "environment variable for pathways-worker only (repeatable)"),
     CLI_END,
 };
 
@@ -160,8 +180,10 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
     gc_buf_init(&text);
     int rc = 0;
     if (format == CLI_FORMAT_JSON) {
-        json_t *jobset = gc_workload_jobset(&plan->workload);
-        gc_emit_json(jobset, true, &text);
+        json_t *jobset;
+        rc = gc_workload_jobset(&plan->workload, &jobset, err);
+        if (!rc)
+            gc_emit_json(jobset, true, &text);
         json_decref(jobset);
     } else {
         rc = gc_submit_render_offline(plan, &text, err);
@@ -228,6 +250,11 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
         return rc;
     gc_submit_request *r = &a->r;
     copy_list(&a->mounts, r->mounts, &r->mount_count);
+    copy_list(&a->env, r->env, &r->env_count);
+    copy_list(&a->env_files, r->env_files, &r->env_file_count);
+    copy_list(&a->proxy_env, r->pathways_proxy_env, &r->pathways_proxy_env_count);
+    copy_list(&a->server_env, r->pathways_server_env, &r->pathways_server_env_count);
+    copy_list(&a->worker_env, r->pathways_worker_env, &r->pathways_worker_env_count);
     copy_list(&a->node_constraints, r->node_constraints, &r->node_constraint_count);
     copy_list(&a->exit_codes, r->restart_on_exit_codes, &r->restart_on_exit_code_count);
     r->verbose = r->verbose || a->g.verbose > 0;

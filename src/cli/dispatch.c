@@ -25,8 +25,8 @@ static const cli_command cmd_job_config = {
 };
 
 static const cli_command *const job_commands[] = {
-    &cmd_job_submit, &cmd_job_inspect, &cmd_job_why,    &cmd_job_list,
-    &cmd_job_logs,   &cmd_job_cancel,  &cmd_job_config, NULL};
+    &cmd_job_submit, &cmd_job_inspect, &cmd_job_why,    &cmd_job_list, &cmd_job_logs,
+    &cmd_job_cancel, &cmd_job_wait,    &cmd_job_config, NULL};
 
 static const cli_command cmd_job = {
     .name = "job",
@@ -35,7 +35,8 @@ static const cli_command cmd_job = {
     .subcommands = job_commands,
 };
 
-static const cli_command *const root_commands[] = {&cmd_job, &cmd_deploy, NULL};
+static const cli_command *const root_commands[] = {&cmd_job,      &cmd_deploy, &cmd_completion,
+                                                   &cmd_complete, &cmd_man,    NULL};
 
 const cli_command cli_root = {
     .name = "gcluster",
@@ -47,23 +48,32 @@ const cli_command cli_root = {
     .subcommands = root_commands,
 };
 
-static void print_command_list(FILE *out, const cli_command *group, const char *prefix)
+void cli_for_each_command(const cli_command *group, const char *prefix,
+                          void (*fn)(const cli_command *cmd, const char *path, void *ctx),
+                          void *ctx)
 {
     for (const cli_command *const *c = group->subcommands; *c; c++) {
+        if ((*c)->hidden)
+            continue;
         char path[128];
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", (*c)->name);
-        if ((*c)->subcommands) {
-            print_command_list(out, *c, path);
-            continue;
-        }
-        if (strlen(path) > 22)
-            fprintf(out, "  %s\n  %22s  %s\n", path, "", (*c)->summary);
+        if ((*c)->subcommands)
+            cli_for_each_command(*c, path, fn, ctx);
         else
-            fprintf(out, "  %-22s  %s\n", path, (*c)->summary);
+            fn(*c, path, ctx);
     }
 }
 
-static void print_help(FILE *out, const cli_command *cmd, const char *path)
+static void print_command_line(const cli_command *cmd, const char *path, void *ctx)
+{
+    FILE *out = ctx;
+    if (strlen(path) > 22)
+        fprintf(out, "  %s\n  %22s  %s\n", path, "", cmd->summary);
+    else
+        fprintf(out, "  %-22s  %s\n", path, cmd->summary);
+}
+
+void cli_print_help(FILE *out, const cli_command *cmd, const char *path)
 {
     fprintf(out, "Usage: gcluster %s\n\n%c%s.\n", cmd->usage,
             toupper((unsigned char)cmd->summary[0]), cmd->summary + 1);
@@ -71,7 +81,7 @@ static void print_help(FILE *out, const cli_command *cmd, const char *path)
         fprintf(out, "\n%s\n", cmd->description);
     if (cmd->subcommands) {
         fprintf(out, "\nCommands:\n");
-        print_command_list(out, cmd, path);
+        cli_for_each_command(cmd, path, print_command_line, out);
     }
     if (cmd->options && cmd->options[0].kind != CLI_OPT_END) {
         if (cmd->options[0].kind != CLI_OPT_GROUP)
@@ -94,12 +104,25 @@ static const cli_command *find_subcommand(const cli_command *group, const char *
     return NULL;
 }
 
+const cli_command *cli_command_find(const char *const *words, size_t count, size_t *used)
+{
+    const cli_command *cmd = &cli_root;
+    size_t i = 0;
+    for (const cli_command *next; i < count && cmd->subcommands; cmd = next, i++)
+        if (!(next = find_subcommand(cmd, words[i])))
+            break;
+    *used = i;
+    return cmd;
+}
+
 static int unknown_command(const cli_command *group, const char *path, const char *name,
                            gc_error *err)
 {
     const char *best = NULL;
     size_t best_distance = 3;
     for (const cli_command *const *c = group->subcommands; *c; c++) {
+        if ((*c)->hidden)
+            continue;
         size_t d = gc_text_edit_distance(name, (*c)->name);
         if (d < best_distance) {
             best = (*c)->name;
@@ -109,7 +132,8 @@ static int unknown_command(const cli_command *group, const char *path, const cha
     gc_buf names;
     gc_buf_init(&names);
     for (const cli_command *const *c = group->subcommands; *c; c++)
-        gc_buf_printf(&names, "%s%s", names.len ? ", " : "", (*c)->name);
+        if (!(*c)->hidden)
+            gc_buf_printf(&names, "%s%s", names.len ? ", " : "", (*c)->name);
     int rc = gc_fail(err, GC_EXIT_USAGE, "unknown command \"%s%s%s\"%s%s%s; commands: %s", path,
                      *path ? " " : "", name, best ? "; did you mean \"" : "", best ? best : "",
                      best ? "\"?" : "", names.data);
@@ -119,15 +143,17 @@ static int unknown_command(const cli_command *group, const char *path, const cha
 
 static int run_leaf(const cli_command *cmd, const char *path, int argc, char **argv, gc_error *err)
 {
+    if (cmd->run_words)
+        return cmd->run_words(argc, argv, err);
     void *args = gc_xcalloc(1, cmd->args_size);
     if (cmd->init_args)
         cmd->init_args(args);
     cli_parsed parsed;
     int rc = cli_parse(cmd->options, args, argc, argv, &parsed, err);
     if (!rc && ((cli_globals *)args)->help)
-        print_help(stdout, cmd, path);
+        cli_print_help(stdout, cmd, path);
     else if (!rc && ((cli_globals *)args)->version)
-        printf("gcluster %s\n", GCLUSTER_VERSION);
+        cli_print_version(stdout);
     else if (!rc)
         rc = cmd->run(args, &parsed, err);
     free(args);
@@ -146,11 +172,11 @@ int cli_dispatch(int argc, char **argv, gc_error *err)
     int i = 0;
     while (cmd->subcommands) {
         if (i >= argc || is_help(argv[i])) {
-            print_help(i >= argc ? stderr : stdout, cmd, path);
+            cli_print_help(i >= argc ? stderr : stdout, cmd, path);
             return i >= argc ? GC_EXIT_USAGE : 0;
         }
         if (!strcmp(argv[i], "--version")) {
-            printf("gcluster %s\n", GCLUSTER_VERSION);
+            cli_print_version(stdout);
             return 0;
         }
         const cli_command *next = find_subcommand(cmd, argv[i]);

@@ -50,6 +50,18 @@ static const cli_option *find_short(const cli_option *table, char name)
     return NULL;
 }
 
+const cli_option *cli_find_option(const cli_option *options, const char *name, size_t len,
+                                  char short_name)
+{
+    const cli_option *o = !options ? NULL
+                          : name   ? find_long(options, name, len)
+                                   : find_short(options, short_name);
+    if (!o)
+        o = name ? find_long(cli_global_options, name, len)
+                 : find_short(cli_global_options, short_name);
+    return o;
+}
+
 /* The closest long option name in either table, if it is close enough to be a likely typo. */
 static const char *suggest(const cli_option *options, const char *typed)
 {
@@ -103,10 +115,42 @@ static int parse_int_value(const cli_option *o, const char *value, long *out, gc
     return 0;
 }
 
+static const char *option_label(const cli_option *o, char buf[80])
+{
+    if (o->long_name)
+        snprintf(buf, 80, "--%s", o->long_name);
+    else
+        snprintf(buf, 80, "-%c", o->short_name);
+    return buf;
+}
+
+/* Every value on the command line may end up in a manifest or a request, and Kubernetes (like
+ * JSON) carries only UTF-8: a value that is not is refused here, with where the bad byte is
+ * rather than the byte itself (it could be half of a terminal escape). */
+static int check_utf8(const char *what, const char *value, gc_error *err)
+{
+    size_t len = strlen(value);
+    size_t good = gc_text_utf8_prefix(value, len);
+    if (good == len)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "%s is not valid UTF-8 (it stops being UTF-8 at byte %zu (0x%02x)); "
+                   "Kubernetes stores text as UTF-8: convert the value, e.g. with iconv -t UTF-8",
+                   what, good + 1, (unsigned char)value[good]);
+}
+
 /* Stores one occurrence of option `o` (value NULL for flags). */
 static int store(const cli_option *o, void *args, const char *value, gc_error *err)
 {
+    char label[80];
+    if (value && check_utf8(option_label(o, label), value, err))
+        return err->code;
     void *slot = field(args, o->offset);
+    if (value && o->values && !cli_value_allowed(o->values, value)) {
+        char choices[256];
+        cli_values_join(o->values, NULL, choices, sizeof(choices));
+        return gc_fail(err, GC_EXIT_USAGE, "--%s %s: use %s", o->long_name, value, choices);
+    }
     if (o->seen_offset)
         *(bool *)field(args, o->seen_offset) = true;
     switch (o->kind) {
@@ -135,18 +179,22 @@ static int store(const cli_option *o, void *args, const char *value, gc_error *e
     }
 }
 
-static bool takes_value(const cli_option *o)
+bool cli_option_takes_value(const cli_option *o)
 {
     return o->kind == CLI_OPT_STRING || o->kind == CLI_OPT_INT || o->kind == CLI_OPT_LIST;
 }
 
-static const char *option_label(const cli_option *o, char buf[80])
+const char *cli_option_arg(const cli_option *o, char *buf, size_t size)
 {
-    if (o->long_name)
-        snprintf(buf, 80, "--%s", o->long_name);
-    else
-        snprintf(buf, 80, "-%c", o->short_name);
-    return buf;
+    if (!cli_option_takes_value(o))
+        return "";
+    if (o->arg_name)
+        return o->arg_name;
+    if (o->values && o->values->names) {
+        cli_values_join(o->values, "|", buf, size);
+        return buf;
+    }
+    return "VALUE";
 }
 
 /* "--name=value", "--name value" or "--flag". Consumes the value argument when needed. */
@@ -156,25 +204,23 @@ static int parse_long(const cli_option *options, void *args, int argc, char **ar
     const char *spec = argv[*i] + 2;
     const char *eq = strchr(spec, '=');
     size_t len = eq ? (size_t)(eq - spec) : strlen(spec);
-    const cli_option *o = find_long(options, spec, len);
-    void *target = args;
-    if (!o)
-        o = find_long(cli_global_options, spec, len);
+    const cli_option *o = cli_find_option(options, spec, len, 0);
     if (!o) {
         char typed[128];
         snprintf(typed, sizeof(typed), "%.*s", (int)len, spec);
         return unknown_option(options, typed, err);
     }
     const char *value = eq ? eq + 1 : NULL;
-    if (takes_value(o) && !value) {
+    char arg[256];
+    if (cli_option_takes_value(o) && !value) {
         if (*i + 1 >= argc)
             return gc_fail(err, GC_EXIT_USAGE, "--%s needs a value (%s)", o->long_name,
-                           o->arg_name ? o->arg_name : "VALUE");
+                           cli_option_arg(o, arg, sizeof(arg)));
         value = argv[++*i];
     }
-    if (!takes_value(o) && value && o->kind != CLI_OPT_BOOL)
+    if (!cli_option_takes_value(o) && value && o->kind != CLI_OPT_BOOL)
         return gc_fail(err, GC_EXIT_USAGE, "--%s does not take a value", o->long_name);
-    return store(o, target, value, err);
+    return store(o, args, value, err);
 }
 
 /* "-n value", "-nvalue" or bundled flags "-vv". */
@@ -183,12 +229,10 @@ static int parse_short(const cli_option *options, void *args, int argc, char **a
 {
     const char *p = argv[*i] + 1;
     while (*p) {
-        const cli_option *o = find_short(options, *p);
-        if (!o)
-            o = find_short(cli_global_options, *p);
+        const cli_option *o = cli_find_option(options, NULL, 0, *p);
         if (!o)
             return gc_fail(err, GC_EXIT_USAGE, "unknown option -%c (see --help)", *p);
-        if (!takes_value(o)) {
+        if (!cli_option_takes_value(o)) {
             int rc = store(o, args, NULL, err);
             if (rc)
                 return rc;
@@ -222,6 +266,8 @@ int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_
             rc = parse_long(options, args, argc, argv, &i, err);
         else if (!only_positional && a[0] == '-' && a[1])
             rc = parse_short(options, args, argc, argv, &i, err);
+        else if (check_utf8("an argument", a, err))
+            rc = err->code;
         else if (parsed->positional_count == CLI_POSITIONAL_MAX)
             rc = gc_fail(err, GC_EXIT_USAGE, "too many arguments (\"%s\")", a);
         else
@@ -239,13 +285,11 @@ void cli_print_options(FILE *out, const cli_option *options)
             fprintf(out, "\n%s:\n", o->help);
             continue;
         }
-        char left[96];
-        int n = snprintf(left, sizeof(left), "  %c%c%s--%s", o->short_name ? '-' : ' ',
-                         o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
-                         o->long_name);
-        if (takes_value(o) && (size_t)n < sizeof(left))
-            snprintf(left + n, sizeof(left) - (size_t)n, " %s",
-                     o->arg_name ? o->arg_name : "VALUE");
+        char arg[256];
+        char left[400];
+        snprintf(left, sizeof(left), "  %c%c%s--%s%s%s", o->short_name ? '-' : ' ',
+                 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->long_name,
+                 cli_option_takes_value(o) ? " " : "", cli_option_arg(o, arg, sizeof(arg)));
         if (strlen(left) > 34)
             fprintf(out, "%s\n%36s%s\n", left, "", o->help);
         else

@@ -25,6 +25,25 @@ enum cli_option_kind {
     CLI_OPT_COUNT,  /* int, incremented per occurrence (-v -v) */
 };
 
+/* Called once per value of a computed set. */
+typedef void (*cli_value_fn)(void *ctx, const char *value);
+
+/*
+ * The values an option (or a command's arguments) takes, when they are a known set. Declared
+ * once, next to the option, so that parsing, --help, shell completion and the man pages use the
+ * same set and cannot drift apart.
+ */
+typedef struct cli_values {
+    const char *const *names; /* NULL-terminated, or NULL */
+    /* `names` are the usual values, not the only ones: cli_parse lets others through (to
+     * gc_submit_prepare, say, which explains each choice in its own message). */
+    bool open;
+    /* A set computed from other tables (the catalog's compute types), for completion. */
+    void (*generate)(cli_value_fn add, void *ctx);
+    bool job_names; /* the jobs of the selected cluster (completion asks it) */
+    bool files;     /* a path: the shell completes file names */
+} cli_values;
+
 typedef struct cli_option {
     enum cli_option_kind kind;
     char short_name;       /* 0 for none */
@@ -33,6 +52,9 @@ typedef struct cli_option {
     const char *arg_name;  /* shown in help: "NAME" */
     const char *help;      /* one line */
     size_t seen_offset;    /* a bool set when the option appears; 0 for none */
+    /* What the value may be. A closed set of names is enforced by cli_parse, and its names
+     * stand in for arg_name in the help when arg_name is NULL ("head|worker"). */
+    const cli_values *values;
 } cli_option;
 
 /* A repeatable option's values, in command-line order (pointers into argv). */
@@ -57,44 +79,61 @@ typedef struct cli_globals {
 
 #define CLI_GROUP(title)                                                                           \
     {                                                                                              \
-        CLI_OPT_GROUP, 0, NULL, 0, NULL, title, 0                                                  \
+        CLI_OPT_GROUP, 0, NULL, 0, NULL, title, 0, NULL                                            \
     }
 #define CLI_END                                                                                    \
     {                                                                                              \
-        CLI_OPT_END, 0, NULL, 0, NULL, NULL, 0                                                     \
+        CLI_OPT_END, 0, NULL, 0, NULL, NULL, 0, NULL                                               \
     }
 #define CLI_STRING(s, l, type, field, arg, help)                                                   \
     {                                                                                              \
-        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, 0                                  \
+        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, 0, NULL                            \
     }
 #define CLI_STRING_SEEN(s, l, type, field, seen, arg, help)                                        \
     {                                                                                              \
-        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, offsetof(type, seen)               \
+        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, offsetof(type, seen), NULL         \
+    }
+/* A string option whose value comes from `values` (a cli_values); arg NULL shows its names. */
+#define CLI_VALUES(s, l, type, field, arg, values, help)                                           \
+    {                                                                                              \
+        CLI_OPT_STRING, s, l, offsetof(type, field), arg, help, 0, values                          \
     }
 #define CLI_INT(s, l, type, field, arg, help)                                                      \
     {                                                                                              \
-        CLI_OPT_INT, s, l, offsetof(type, field), arg, help, 0                                     \
+        CLI_OPT_INT, s, l, offsetof(type, field), arg, help, 0, NULL                               \
     }
 #define CLI_INT_SEEN(s, l, type, field, seen, arg, help)                                           \
     {                                                                                              \
-        CLI_OPT_INT, s, l, offsetof(type, field), arg, help, offsetof(type, seen)                  \
+        CLI_OPT_INT, s, l, offsetof(type, field), arg, help, offsetof(type, seen), NULL            \
     }
 #define CLI_BOOL(s, l, type, field, help)                                                          \
     {                                                                                              \
-        CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, 0                                   \
+        CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, 0, NULL                             \
     }
 #define CLI_LIST(s, l, type, field, arg, help)                                                     \
     {                                                                                              \
-        CLI_OPT_LIST, s, l, offsetof(type, field), arg, help, 0                                    \
+        CLI_OPT_LIST, s, l, offsetof(type, field), arg, help, 0, NULL                              \
     }
 #define CLI_COUNT(s, l, type, field, help)                                                         \
     {                                                                                              \
-        CLI_OPT_COUNT, s, l, offsetof(type, field), NULL, help, 0                                  \
+        CLI_OPT_COUNT, s, l, offsetof(type, field), NULL, help, 0, NULL                            \
     }
 
 extern const cli_option cli_global_options[];
 
-#define CLI_POSITIONAL_MAX 8
+/* Value sets more than one command uses (values.c). */
+extern const cli_values cli_job_names;     /* a job of the selected cluster */
+extern const cli_values cli_paths;         /* a file or directory */
+extern const cli_values cli_compute_types; /* the catalog's --compute-type names (and others) */
+extern const cli_values cli_text_formats;  /* -o: text, json, yaml */
+extern const cli_values cli_table_formats; /* -o: table, wide, json, yaml */
+
+/* Whether `value` may be given where `values` is expected (always, for open sets). */
+bool cli_value_allowed(const cli_values *values, const char *value);
+/* The names of a set joined by `separator` ("|"), or with ", " and " or " when it is NULL. */
+void cli_values_join(const cli_values *values, const char *separator, char *out, size_t size);
+
+#define CLI_POSITIONAL_MAX 128
 
 /* What parsing left over. */
 typedef struct cli_parsed {
@@ -107,6 +146,19 @@ typedef struct cli_parsed {
  * the nearest known option. */
 int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_parsed *parsed,
               gc_error *err);
+
+/* The option's value as shown in help: its arg_name, else its names ("head|worker"), else
+ * "VALUE"; "" for options that take no value. */
+const char *cli_option_arg(const cli_option *o, char *buf, size_t size);
+
+/* The option of `options` (may be NULL: a group has none), else of the global options, named
+ * --`name` (its first `len` bytes) or, when name is NULL, -`short_name`; NULL when there is
+ * none. */
+const cli_option *cli_find_option(const cli_option *options, const char *name, size_t len,
+                                  char short_name);
+
+/* Whether the option takes a value (strings, numbers, lists). */
+bool cli_option_takes_value(const cli_option *o);
 
 /* Writes the options of a table as help text: "  -n, --name NAME   one line". */
 void cli_print_options(FILE *out, const cli_option *options);

@@ -63,4 +63,8 @@ json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why);
 void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_report *r);
 json_t *cli_deploy_json(const gc_deploy_report *r);
 
+/* `job wait`: one line per job ("NAME: STATUS - DETAIL"), or an array of one object per job. */
+void cli_render_wait_text(FILE *out, const gc_wait_result *r);
+json_t *cli_wait_json(const gc_wait_result *r);
+
 #endif

@@ -22,6 +22,7 @@
 #include "sys/internal.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,6 +35,7 @@
 #define CURL_FUNCTIONS(X)                                                                          \
     X(CURLcode, curl_global_init, (long))                                                          \
     X(void, curl_global_cleanup, (void))                                                           \
+    X(char *, curl_version, (void))                                                                \
     X(CURL *, curl_easy_init, (void))                                                              \
     X(CURLcode, curl_easy_perform, (CURL *))                                                       \
     X(void, curl_easy_cleanup, (CURL *))                                                           \
@@ -114,6 +116,18 @@ static bool available(void)
 int sys_curl_load(gc_error *err)
 {
     return available() ? 0 : gc_fail(err, GC_EXIT_RUNTIME, "%s", problem);
+}
+
+int gc_http_library(char *out, size_t size, gc_error *err)
+{
+    if (!available())
+        return gc_fail(err, GC_EXIT_RUNTIME, "%s", problem);
+    struct link_map *map = NULL;
+    const char *file = dlinfo(libcurl, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name[0]
+                           ? map->l_name
+                           : LIBCURL;
+    snprintf(out, size, "%s (%s)", real.curl_version(), file);
+    return 0;
 }
 
 CURLcode curl_global_init(long flags)
