@@ -1,7 +1,8 @@
 /*
  * `job list` as a table (kubectl's layout: columns as wide as their widest cell, three spaces
- * apart) and as a JSON or YAML array of rows, written a row at a time: the whole document as a
- * JSON tree would take several times the memory of the rows (a million rows: 2.6 GB).
+ * apart; wide adds QUEUE and the diagnosis' short REASON) and as a JSON or YAML array of rows,
+ * written a row at a time: the whole document as a JSON tree would take several times the
+ * memory of the rows (a million rows: 2.6 GB).
  */
 #include "cli/render.h"
 
@@ -11,17 +12,19 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define COLUMNS  9
 #define FLUSH_AT (64 * 1024)
 
 enum { AGE, COMPLETED_AGE };
 
-static void row_cells(const gc_job_row *r, char ages[2][16], const char *cells[COLUMNS])
+static void row_cells(const gc_job_row *r, long long now, char ages[2][16],
+                      const char *cells[COLUMNS])
 {
-    gc_format_age(r->created, ages[AGE], 16);
+    gc_format_age(r->created, now, ages[AGE], 16);
     if (r->completed)
-        gc_format_age(r->completed, ages[COMPLETED_AGE], 16);
+        gc_format_age(r->completed, now, ages[COMPLETED_AGE], 16);
     else
         snprintf(ages[COMPLETED_AGE], 16, "-");
     const char *values[COLUMNS] = {
@@ -33,7 +36,7 @@ static void row_cells(const gc_job_row *r, char ages[2][16], const char *cells[C
         ages[AGE],
         ages[COMPLETED_AGE],
         r->queue,
-        r->detail ? r->detail : "",
+        r->reason,
     };
     for (size_t c = 0; c < COLUMNS; c++)
         cells[c] = values[c] ? values[c] : "-";
@@ -49,9 +52,10 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
     for (size_t c = 0; c < COLUMNS; c++)
         width[c] = strlen(headers[c]);
     char(*ages)[2][16] = gc_xcalloc(list->count ? list->count : 1, sizeof(*ages));
+    long long now = (long long)time(NULL);
     for (size_t i = 0; i < list->count; i++) {
         const char *cells[COLUMNS];
-        row_cells(&list->rows[i], ages[i], cells);
+        row_cells(&list->rows[i], now, ages[i], cells);
         for (size_t c = 0; c < COLUMNS; c++)
             if (strlen(cells[c]) > width[c])
                 width[c] = strlen(cells[c]);
@@ -59,10 +63,11 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
     size_t first = all_namespaces ? 0 : 1;
     size_t last = wide ? COLUMNS : 7;
     for (size_t c = first; c < last; c++)
-        fprintf(out, "%-*s%s", (int)width[c], headers[c], c + 1 < last ? "   " : "\n");
+        fprintf(out, "%-*s%s", c + 1 < last ? (int)width[c] : 0, headers[c],
+                c + 1 < last ? "   " : "\n");
     for (size_t i = 0; i < list->count; i++) {
         const char *cells[COLUMNS];
-        row_cells(&list->rows[i], ages[i], cells);
+        row_cells(&list->rows[i], now, ages[i], cells);
         for (size_t c = first; c < last; c++)
             fprintf(out, "%-*s%s", c + 1 < last ? (int)width[c] : 0, cells[c],
                     c + 1 < last ? "   " : "\n");
@@ -72,13 +77,14 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
 
 static json_t *row_json(const gc_job_row *r)
 {
-    return json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
+    return json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
                      cli_json_text(r->name), "namespace", cli_json_text(r->ns), "uid",
                      cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase), "status",
-                     cli_json_text(r->status), "detail", cli_json_text(r->detail), "compute",
-                     cli_json_text(r->compute), "pathways", gc_pathways_mode_name(r->pathways),
-                     "queue", cli_json_text(r->queue), "created", cli_json_text(r->created),
-                     "completed", cli_json_text(r->completed));
+                     cli_json_text(r->status), "detail", cli_json_text(r->detail), "reason",
+                     cli_json_text(r->reason), "compute", cli_json_text(r->compute), "pathways",
+                     gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue),
+                     "created", cli_json_text(r->created), "completed",
+                     cli_json_text(r->completed));
 }
 
 /* Appends `text` with every line indented by two spaces, as it sits inside the JSON array. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct submit_run {
     gc_kube *kube;
@@ -204,7 +205,7 @@ static int name_taken(gc_kube *kube, const json_t *existing, const gc_workload *
         snprintf(status, sizeof(status), "%s", st.text);
         gc_format_age(json_string_value(json_object_get(json_object_get(existing, "metadata"),
                                                         "creationTimestamp")),
-                      age, sizeof(age));
+                      (long long)time(NULL), age, sizeof(age));
     }
     return gc_fail(err, GC_EXIT_USAGE,
                    "a job named %s already exists in namespace %s (created %s ago, %s): cancel "
