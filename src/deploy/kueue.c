@@ -1,5 +1,5 @@
 /*
- * The Kueue configuration a Pathways cluster needs (SPEC §6), built as objects.
+ * The Kueue configuration a Pathways cluster needs, built as objects.
  *
  * Why one resource group: a Pathways worker pod asks for google.com/tpu, cpu and memory at
  * once, and Kueue assigns all of a pod's resources from one flavor only when they sit in the
