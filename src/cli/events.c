@@ -6,6 +6,8 @@
  */
 #include "cli/cli.h"
 
+#include "gcluster/sys.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,21 +21,22 @@ typedef struct terminal {
 } terminal;
 
 /* Control characters from server text must not move the cursor, clear the screen or ring the
- * bell: each is shown as \xNN. Writes at most `columns` columns of the `len` bytes. */
+ * bell: each (C1 controls and bytes that are not UTF-8 too) is shown as \xNN. Writes at most
+ * `columns` columns of the `len` bytes. */
 static void put_safe(FILE *f, const char *text, size_t len, size_t columns)
 {
     size_t used = 0;
-    for (const unsigned char *p = (const unsigned char *)text;
-         p < (const unsigned char *)text + len; p++) {
-        bool control = *p < 0x20 || *p == 0x7f;
-        size_t width = control ? 4 : (*p & 0xc0) == 0x80 ? 0 : 1;
+    for (size_t i = 0; i < len;) {
+        size_t n = gc_text_printable_char(text + i, len - i);
+        size_t width = n ? 1 : 4;
         if (used + width > columns)
             break;
         used += width;
-        if (control)
-            fprintf(f, "\\x%02x", *p);
+        if (n)
+            fwrite(text + i, 1, n, f);
         else
-            fputc(*p, f);
+            fprintf(f, "\\x%02x", (unsigned char)text[i]);
+        i += n ? n : 1;
     }
 }
 

@@ -5,8 +5,11 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/emit.h"
+#include "gcluster/sys.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +49,28 @@ int cli_print_document(json_t *doc, cli_format format, gc_error *err)
     gc_buf_free(&text);
     json_decref(doc);
     return rc;
+}
+
+void cli_put_line(FILE *out, const char *text, size_t len)
+{
+    gc_buf safe;
+    gc_buf_init(&safe);
+    gc_text_escape(&safe, text, len, SIZE_MAX);
+    gc_buf_putc(&safe, '\n');
+    fwrite(safe.data, 1, safe.len, out);
+    gc_buf_free(&safe);
+}
+
+void cli_line(FILE *out, const char *fmt, ...)
+{
+    gc_buf text;
+    gc_buf_init(&text);
+    va_list ap;
+    va_start(ap, fmt);
+    gc_buf_vprintf(&text, fmt, ap);
+    va_end(ap);
+    cli_put_line(out, text.data, text.len);
+    gc_buf_free(&text);
 }
 
 json_t *cli_json_text(const char *s)

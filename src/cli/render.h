@@ -27,6 +27,13 @@ int cli_format_parse(const char *text, bool wide, cli_format *format, gc_error *
 /* Writes `doc` (JSON or YAML, as `format` says) to stdout and releases it. */
 int cli_print_document(json_t *doc, cli_format format, gc_error *err);
 
+/* Writes one line of text that may hold server strings (names, reasons, Kueue and event
+ * messages): anything a terminal could act on (escape sequences, bells, carriage returns, newlines)
+ * is shown as \xNN, so a server cannot draw on the user's screen or forge lines. Then a newline. */
+void cli_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for `len` bytes already formatted. */
+void cli_put_line(FILE *out, const char *text, size_t len);
+
 /* A JSON string (bytes that are not UTF-8 become '?'), or null for NULL. */
 json_t *cli_json_text(const char *s);
 

@@ -22,12 +22,15 @@ static void line(const printer *p, const char *fmt, ...) __attribute__((format(p
 
 static void line(const printer *p, const char *fmt, ...)
 {
+    gc_buf text;
+    gc_buf_init(&text);
+    gc_buf_puts(&text, p->prefix);
     va_list ap;
     va_start(ap, fmt);
-    fputs(p->prefix, p->out);
-    vfprintf(p->out, fmt, ap);
-    fputc('\n', p->out);
+    gc_buf_vprintf(&text, fmt, ap);
     va_end(ap);
+    cli_put_line(p->out, text.data, text.len);
+    gc_buf_free(&text);
 }
 
 static const char * or (const char *s, const char *fallback)

@@ -62,16 +62,22 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
     }
     size_t first = all_namespaces ? 0 : 1;
     size_t last = wide ? COLUMNS : 7;
+    gc_buf line;
+    gc_buf_init(&line);
     for (size_t c = first; c < last; c++)
-        fprintf(out, "%-*s%s", c + 1 < last ? (int)width[c] : 0, headers[c],
-                c + 1 < last ? "   " : "\n");
+        gc_buf_printf(&line, "%-*s%s", c + 1 < last ? (int)width[c] : 0, headers[c],
+                      c + 1 < last ? "   " : "");
+    cli_put_line(out, line.data, line.len);
     for (size_t i = 0; i < list->count; i++) {
         const char *cells[COLUMNS];
         row_cells(&list->rows[i], now, ages[i], cells);
+        gc_buf_reset(&line);
         for (size_t c = first; c < last; c++)
-            fprintf(out, "%-*s%s", c + 1 < last ? (int)width[c] : 0, cells[c],
-                    c + 1 < last ? "   " : "\n");
+            gc_buf_printf(&line, "%-*s%s", c + 1 < last ? (int)width[c] : 0, cells[c],
+                          c + 1 < last ? "   " : "");
+        cli_put_line(out, line.data, line.len);
     }
+    gc_buf_free(&line);
     free(ages);
 }
 
@@ -111,10 +117,13 @@ static int row_text(const gc_job_row *r, cli_format format, bool first, gc_buf *
         rc = gc_emit_yaml(one, out, err);
         json_decref(one);
     } else {
-        char *text = json_dumps(row, JSON_INDENT(2));
+        gc_buf text;
+        gc_buf_init(&text);
+        gc_emit_json(row, true, &text);
+        text.data[--text.len] = '\0'; /* its final newline: the array's text adds its own */
         gc_buf_puts(out, first ? "[\n" : ",\n");
-        indent_lines(out, text ? text : "{}");
-        free(text);
+        indent_lines(out, text.data);
+        gc_buf_free(&text);
     }
     json_decref(row);
     return rc;

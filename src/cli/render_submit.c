@@ -19,8 +19,8 @@ void cli_render_submit_text(FILE *out, const gc_submit_result *r)
                 kind_of(r), r->name);
         return;
     }
-    fprintf(out, "Created %s %s in namespace %s, queued on %s (%s x%d).\n", kind_of(r), r->name,
-            r->ns, r->queue, r->compute, r->num_slices);
+    cli_line(out, "Created %s %s in namespace %s, queued on %s (%s x%d).", kind_of(r), r->name,
+             r->ns, r->queue, r->compute, r->num_slices);
     /* Notes line up in one column after the longest command that has one. */
     size_t column = 0;
     for (size_t i = 0; i < r->next_count; i++)

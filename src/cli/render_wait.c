@@ -8,11 +8,11 @@ void cli_render_wait_text(FILE *out, const gc_wait_result *r)
     for (size_t i = 0; i < r->count; i++) {
         const gc_wait_job *job = &r->jobs[i];
         if (job->outcome == GC_WAIT_CANCELLED)
-            fprintf(out, "%s: Cancelled\n", job->name);
+            cli_line(out, "%s: Cancelled", job->name);
         else
-            fprintf(out, "%s: %s%s%s\n", job->name,
-                    job->status.text[0] ? job->status.text : "not seen yet",
-                    job->status.detail[0] ? " - " : "", job->status.detail);
+            cli_line(out, "%s: %s%s%s", job->name,
+                     job->status.text[0] ? job->status.text : "not seen yet",
+                     job->status.detail[0] ? " - " : "", job->status.detail);
     }
 }
 

@@ -8,13 +8,13 @@
 
 void cli_render_why_text(FILE *out, const gc_diagnosis *d, bool evidence)
 {
-    fprintf(out, "Cause: %s\n", d->cause);
-    fprintf(out, "Fix:   %s\n", d->fix[0] ? d->fix : "-");
+    cli_line(out, "Cause: %s", d->cause);
+    cli_line(out, "Fix:   %s", d->fix[0] ? d->fix : "-");
     if (!evidence || !d->evidence_count)
         return;
-    fprintf(out, "Evidence:\n");
+    cli_line(out, "Evidence:");
     for (size_t i = 0; i < d->evidence_count; i++)
-        fprintf(out, "  %s\n", d->evidence[i]);
+        cli_line(out, "  %s", d->evidence[i]);
 }
 
 json_t *cli_why_json(const gc_diagnosis *d)

@@ -16,6 +16,13 @@ while traffic flows:
                           a watch waiting for its next event
     stall_after(n, count) connections stop forwarding once n bytes came from the server, and
                           stay open, `count` times
+    lose_answer(size, n, count)
+                          once the client sent a chunk of at least `size` bytes (a request
+                          with a body, such as a create, among small ones), n more bytes from
+                          the server reach the client, then the client's side is reset while
+                          the server's side is closed quietly a moment later, so the server
+                          still reads the whole request and answers into the void: an answer
+                          lost at byte n. `count` times; n None only measures (answer_bytes)
     latency(s)            every chunk waits s seconds before it is forwarded
     throttle(rate)        bytes from the server flow at most `rate` bytes per second
     clear()               no faults (stalled connections stay stalled)
@@ -56,6 +63,8 @@ class _Connection:
         self.down = 0  # bytes forwarded from the server
         self.stalled = False
         self.closed = threading.Event()
+        self.request_at = None  # self.down when the big request went up
+        self.lose_at = None  # self.down at which the answer is lost
 
     def start(self):
         for src, dst, downstream in ((self.client, self.server, False),
@@ -68,6 +77,14 @@ class _Connection:
             self.proxy.count("cuts")
             _reset(self.client)
             _reset(self.server)
+
+    def lose(self):
+        """The client's side reset, the server's closed quietly a second later."""
+        if not self.closed.is_set():
+            self.closed.set()
+            self.proxy.count("lost answers")
+            _reset(self.client)
+            threading.Timer(1.0, self.server.close).start()
 
     def close(self):
         if not self.closed.is_set():
@@ -98,6 +115,16 @@ class _Connection:
                     return self.close()
                 if downstream and self.proxy.claim("next"):
                     return self._hold(src, downstream)
+                if not downstream and self.request_at is None:
+                    rule = self.proxy.lose_rule(len(data))
+                    if rule:
+                        self.request_at = self.down
+                        self.lose_at = None if rule[0] is None else self.down + rule[0]
+                if downstream and self.lose_at is not None and self.down + len(data) >= \
+                        self.lose_at:
+                    dst.sendall(data[:self.lose_at - self.down])
+                    self.down = self.lose_at
+                    return self.lose()
                 delay, rate = self.proxy.delays()
                 if delay:
                     time.sleep(delay)
@@ -120,6 +147,12 @@ class _Connection:
                 if self.stalled:
                     return self._hold(src, downstream)
                 dst.sendall(data)
+                if downstream:
+                    self.proxy.most_down = max(self.proxy.most_down, self.down)
+                if downstream and self.request_at is not None:
+                    self.proxy.saw_answer(self.down - self.request_at)
+                if not downstream and self.lose_at == self.down:
+                    return self.lose()
         except OSError:
             self.cut()
 
@@ -129,7 +162,10 @@ class FaultProxy:
         self.upstream = (upstream_host, upstream_port)
         self.lock = threading.Lock()
         self.connections = []
-        self.stats = {"connections": 0, "cuts": 0, "refused": 0, "stalls": 0}
+        self.stats = {"connections": 0, "cuts": 0, "refused": 0, "stalls": 0,
+                      "lost answers": 0, "big requests": 0}
+        self.answer_bytes = 0  # the longest answer seen after a big request (lose_answer)
+        self.most_down = 0  # the most bytes one connection brought from the server
         self._rules = {}  # "cut" / "stall" -> [bytes, times left or None]
         self._refuse_until = 0.0
         self._latency, self._rate = 0.0, 0
@@ -151,6 +187,10 @@ class FaultProxy:
     def stall_after(self, nbytes, count=1):
         with self.lock:
             self._rules["stall"] = [nbytes, count]
+
+    def lose_answer(self, request_size, nbytes, count=1):
+        with self.lock:
+            self._rules["lose"] = [request_size, nbytes, count]
 
     def refuse_for(self, seconds):
         with self.lock:
@@ -220,6 +260,24 @@ class FaultProxy:
             if fault != "cut":
                 self.stats["stalls"] += 1
             return True
+
+    def lose_rule(self, chunk):
+        """(n,) for a connection whose client just sent `chunk` bytes, when lose_answer takes
+        it (n None: measure only), else None."""
+        with self.lock:
+            rule = self._rules.get("lose")
+            if not rule or chunk < rule[0]:
+                return None
+            self.stats["big requests"] += 1
+            if rule[2] is not None:
+                rule[2] -= 1
+                if rule[2] <= 0:
+                    del self._rules["lose"]
+            return (rule[1],)
+
+    def saw_answer(self, nbytes):
+        with self.lock:
+            self.answer_bytes = max(self.answer_bytes, nbytes)
 
     def delays(self):
         with self.lock:

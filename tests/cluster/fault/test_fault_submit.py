@@ -1,0 +1,130 @@
+"""`job submit` whose create answer is lost, and many submits and cancels at once.
+
+The fault proxy loses the answer to the POST (the one request with a large body) at a sweep of
+byte offsets, from "the connection dies right after the request went up" to "the whole answer
+came through": the server has the request every time, the client never sees (all of) the answer.
+Every try must end with exactly one JobSet, carrying a submission id, and gcluster saying it was
+created (exit 0). A try that says "already exists", exits non-zero while the job exists, or leaves
+no JobSet behind is a misreport; there must be none.
+"""
+
+import concurrent.futures
+import re
+
+from faults import record
+from gcluster_cli import CLUSTER, GCS, IMAGE
+
+SUBMISSION_ID = "gcluster.google.com/submission-id"
+# The create is the one request of a submit with a body: a Pathways JobSet is several kB, the
+# lookups before it a few hundred bytes, a client certificate about one kB.
+CREATE_SIZE = 3000
+TRIES = 56
+
+
+def submit_args(name, *extra):
+    return ("job", "submit", "--name", name, *CLUSTER, "--compute-type", "v6e-16", "--pathways",
+            "--pathways-gcs-location", GCS, "--command", "true", "--image", IMAGE, *extra)
+
+
+def delete_jobs(env, names):
+    env.cli.kubectl("delete", "jobset", *names, "--ignore-not-found", "--wait=false",
+                    check=False)
+
+
+def jobsets(env, name):
+    items = env.cli.kubectl_json("get", "jobsets")["items"]
+    return [j for j in items if j["metadata"]["name"] == name]
+
+
+def judge(env, proxied, name, proc):
+    """How one try went: "ok: ..." or "MISREPORT: ..."."""
+    found = jobsets(env, name)
+    out, err = proc.stdout, proc.stderr
+    proxied.assert_clean(out, err)
+    if proc.returncode != 0 or "already exists" in err:
+        return f"MISREPORT: exit {proc.returncode}, {len(found)} JobSets: {err.strip()[-300:]}"
+    if len(found) != 1:
+        return f"MISREPORT: exit 0 but {len(found)} JobSets"
+    if not found[0]["metadata"].get("annotations", {}).get(SUBMISSION_ID):
+        return "MISREPORT: the JobSet has no submission id"
+    if f"Created Pathways job {name} in namespace default" not in out:
+        return f"MISREPORT: exit 0 without saying it was created: {out[:200]}"
+    posts = len(re.findall(r"^POST https://", err, re.M))
+    if "was lost" in err and "submission id: it was created" in err:
+        return f"ok: created, answer lost, found by its submission id ({posts} POST)"
+    if proxied.proxy.stats["lost answers"]:
+        return f"ok: created, answer lost, {posts} POST"
+    return "ok: created, the whole answer arrived"
+
+
+def test_lost_create_answers_are_never_misreported(env, proxied):
+    names = []
+    try:
+        # Measure the create's answer: how many bytes come back after the POST went up.
+        names.append("fault-create-measure")
+        proxied.proxy.lose_answer(CREATE_SIZE, None, count=1)
+        proc = proxied.run(*submit_args("fault-create-measure"))
+        assert proc.returncode == 0, proc.stderr
+        assert proxied.proxy.stats["big requests"] == 1, "the POST was not the only big request"
+        size = proxied.proxy.answer_bytes
+        assert size > 500, f"the create's answer is {size} bytes"
+        env.cli.delete_job("fault-create-measure")
+
+        # Cut points: right after the request (5 times: libcurl's own resend of a request on a
+        # connection that died happens there), then every point up to past the answer's end.
+        points = [0] * 5 + [round(i * (size + 200) / (TRIES - 6)) for i in range(1, TRIES - 4)]
+        outcomes = []
+        for i, n in enumerate(points):
+            name = f"fault-create-{i}"
+            names.append(name)
+            proxied.proxy.clear()
+            proxied.proxy.stats["lost answers"] = 0
+            proxied.proxy.lose_answer(CREATE_SIZE, n, count=1)
+            proc = proxied.run(*submit_args(name, "-v"))
+            outcomes.append(judge(env, proxied, name, proc))
+            env.cli.delete_job(name)
+        record(f"submit, the create's answer ({size} B) lost at a sweep of points from byte 0",
+               outcomes)
+        bad = [o for o in outcomes if not o.startswith("ok")]
+        assert not bad, "\n".join(bad)
+        assert len(outcomes) >= 50
+        assert any("found by its submission id" in o for o in outcomes), outcomes
+    finally:
+        proxied.proxy.clear()
+        delete_jobs(env, names)
+
+
+def test_200_concurrent_submits_and_cancels(env, proxied):
+    """200 submits at once: exactly 200 JobSets, each reported created; 200 cancels at once:
+    nothing of them left."""
+    names = [f"fault-many-{i:03d}" for i in range(200)]
+
+    def left():
+        sets = [j["metadata"]["name"] for j in env.cli.kubectl_json("get", "jobsets")["items"]
+                if j["metadata"]["name"].startswith("fault-many-")]
+        pods = [p for p in env.cli.kubectl_json("get", "pods")["items"]
+                if p["metadata"]["name"].startswith("fault-many-")]
+        return sets, pods
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=200) as pool:
+            submits = list(pool.map(lambda n: proxied.run(*submit_args(n), timeout=300), names))
+        sets, _ = left()
+        assert sorted(sets) == names, f"{len(sets)} JobSets"
+        with concurrent.futures.ThreadPoolExecutor(max_workers=200) as pool:
+            cancels = list(pool.map(
+                lambda n: proxied.run("job", "cancel", n, *CLUSTER, timeout=300), names))
+        env.wait_for(lambda: left() == ([], []), timeout=300, what="the 200 jobs to be gone")
+        outcomes = []
+        for s, c in zip(submits, cancels):
+            proxied.assert_clean(s.stdout, s.stderr, c.stdout, c.stderr)
+            created = s.returncode == 0 and "Created Pathways job" in s.stdout
+            outcomes.append(f"{'created' if created else 'SUBMIT FAILED'}, "
+                            f"{'cancelled' if c.returncode == 0 else 'CANCEL FAILED'}, "
+                            "one JobSet, then nothing left")
+        record("200 concurrent submits, then 200 concurrent cancels", outcomes)
+        bad = [s.stderr for s in submits if s.returncode] + [c.stderr for c in cancels
+                                                             if c.returncode]
+        assert not bad, bad[:3]
+    finally:
+        delete_jobs(env, names)
