@@ -5,6 +5,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -271,6 +272,47 @@ static void several_documents_are_separated(void **state)
     json_decref(b);
 }
 
+/* Whether text holds a byte a terminal may act on: a C0 control but newline, DEL, or a C1
+ * control (U+0080..U+009F in UTF-8). */
+static bool has_terminal_control(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+            (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0))
+            return true;
+    return false;
+}
+
+/* Server text with escape sequences (C0 and the C1 CSI) is written escaped, in JSON and YAML
+ * alike, and reads back as the same bytes. */
+static void control_characters_are_written_escaped(void **state)
+{
+    (void)state;
+    const char *hostile = "a\x1b[2J\x07 \xc2\x9b"
+                          "31m \xc2\x85 \xc3\xa9"
+                          " end";
+    json_t *doc = json_pack("{s:s}", "v", hostile);
+    gc_buf text;
+    gc_buf_init(&text);
+    gc_emit_json(doc, true, &text);
+    if (has_terminal_control(text.data))
+        fail_msg("raw control character in %s", text.data);
+    assert_non_null(strstr(text.data, "\\u009b31m"));
+    assert_non_null(strstr(text.data, "\xc3\xa9")); /* other non-ASCII stays as it is */
+    json_t *back = json_loads(text.data, 0, NULL);
+    assert_non_null(back);
+    assert_true(json_equal(back, doc));
+    json_decref(back);
+    gc_buf_reset(&text);
+    gc_error err = {0};
+    assert_int_equal(gc_emit_yaml(doc, &text, &err), 0);
+    if (has_terminal_control(text.data))
+        fail_msg("raw control character in %s", text.data);
+    gc_buf_free(&text);
+    assert_string_round_trip(hostile);
+    json_decref(doc);
+}
+
 static void loader_reports_line_and_column(void **state)
 {
     (void)state;
@@ -318,6 +360,7 @@ int main(void)
         cmocka_unit_test(random_hostile_strings_round_trip),
         cmocka_unit_test(a_100_kib_command_round_trips),
         cmocka_unit_test(several_documents_are_separated),
+        cmocka_unit_test(control_characters_are_written_escaped),
         cmocka_unit_test(loader_reports_line_and_column),
         cmocka_unit_test(loader_keeps_marks_and_resolves_types),
     };
