@@ -41,7 +41,8 @@ def judge(env, proxied, name, proc):
     found = jobsets(env, name)
     out, err = proc.stdout, proc.stderr
     proxied.assert_clean(out, err)
-    if proc.returncode != 0 or "already exists" in err:
+    errors = [line for line in err.splitlines() if line.startswith("gcluster: error:")]
+    if proc.returncode != 0 or errors:
         return f"MISREPORT: exit {proc.returncode}, {len(found)} JobSets: {err.strip()[-300:]}"
     if len(found) != 1:
         return f"MISREPORT: exit 0 but {len(found)} JobSets"
@@ -49,6 +50,9 @@ def judge(env, proxied, name, proc):
         return "MISREPORT: the JobSet has no submission id"
     if f"Created Pathways job {name} in namespace default" not in out:
         return f"MISREPORT: exit 0 without saying it was created: {out[:200]}"
+    if "libcurl sent the request again" in err and "submission id: it was created" in err:
+        return ("ok: created, answer lost, libcurl re-sent the POST and its 409 was judged ours "
+                "by the submission id")
     posts = len(re.findall(r"^POST https://", err, re.M))
     if "was lost" in err and "submission id: it was created" in err:
         return f"ok: created, answer lost, found by its submission id ({posts} POST)"
