@@ -11,11 +11,10 @@ ends with a clear message and bounded memory.
 import json
 import os
 import subprocess
+import ssl
 import sys
 import time
 import urllib.request
-import ssl
-from pathlib import Path
 
 import pytest
 
@@ -96,7 +95,8 @@ class Scripted:
         # A process of its own whose one child is gcluster: its children's peak RSS is gcluster's.
         wrapper = ("import resource, subprocess, sys\n"
                    "p = subprocess.run(sys.argv[1:])\n"
-                   "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+                   "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+                   "print(peak, file=sys.stderr)\n"
                    "sys.exit(p.returncode)\n")
         proc = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True,
                               text=True, env=env, timeout=300)
