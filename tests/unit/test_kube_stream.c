@@ -192,6 +192,16 @@ static void test_list_stops_when_asked(void **state)
 
 /* Queues one list answer streamed in `chunks` (NULL-terminated), each sent `delay` seconds after
  * the one before, cut off without its end when `abort` is set. */
+/* Scripts the server with `doc` (released). */
+static void script_doc(json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT);
+    if (!kube_test_server_script(&server, text))
+        fail_msg("bad script: %s", text);
+    free(text);
+    json_decref(doc);
+}
+
 static void script_chunked_page(const char *when_continue, const char *const *chunks, bool abort,
                                 double delay)
 {
@@ -200,12 +210,7 @@ static void script_chunked_page(const char *when_continue, const char *const *ch
         json_array_append_new(parts, json_pack("{s:s, s:f}", "data", chunks[i], "delay", delay));
     json_t *answer = json_pack("{s:{s:s?}, s:o, s:b}", "when", "continue", when_continue, "chunks",
                                parts, "abort", abort);
-    json_t *doc = json_pack("{s:[o]}", "GET " PATH, answer);
-    char *text = json_dumps(doc, JSON_COMPACT);
-    if (!kube_test_server_script(&server, text))
-        fail_msg("bad script: %s", text);
-    free(text);
-    json_decref(doc);
+    script_doc(json_pack("{s:[o]}", "GET " PATH, answer));
 }
 
 /* Records names, and whether a field the shape leaves out came through anyway. */
@@ -344,10 +349,7 @@ static void test_list_item_without_end(void **state)
     filler[sizeof(filler) - 1] = '\0';
     json_t *doc = json_pack("{s:[{s:[{s:s}], s:s}]}", "GET " PATH, "chunks", "data",
                             "{\"items\":[{\"metadata\":{\"name\":\"", "forever", filler);
-    char *text = json_dumps(doc, JSON_COMPACT);
-    assert_true(kube_test_server_script(&server, text));
-    free(text);
-    json_decref(doc);
+    script_doc(doc);
     seen s = {0};
     gc_buf_init(&s.names);
     gc_error err;
@@ -442,10 +444,7 @@ static void test_list_that_is_not_json(void **state)
     (void)state;
     json_t *doc =
         json_pack("{s:[{s:s}]}", "GET " PATH, "body", "{\"items\": [{\"metadata\": {]}]}");
-    char *text = json_dumps(doc, JSON_COMPACT);
-    assert_true(kube_test_server_script(&server, text));
-    free(text);
-    json_decref(doc);
+    script_doc(doc);
     seen s = {0};
     gc_buf_init(&s.names);
     gc_error err;

@@ -200,3 +200,37 @@ spec:
 
 def logs_args(name, *extra):
     return ("job", "logs", name, *CLUSTER, *extra)
+
+
+# A JobSet that never runs (suspended, so no pods), listed by job list (it has the label).
+SUSPENDED_JOBSET = """
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: {name}
+  namespace: {ns}
+  labels:
+    gcluster.google.com/workload: {name}
+spec:
+  suspend: true
+  replicatedJobs:
+  - name: main-job
+    replicas: 1
+    template:
+      spec:
+        parallelism: 1
+        completions: 1
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: main
+              image: registry.example/idle:1
+"""
+
+
+def kubectl_apply(env, text):
+    """kubectl apply of the YAML documents in text, straight to the API server."""
+    proc = subprocess.run(["kubectl", "apply", "-f", "-"], input=text, capture_output=True,
+                          text=True, env=env.cli.env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -9,38 +9,12 @@ import subprocess
 
 import pytest
 
-from faults import finish, record
+from faults import SUSPENDED_JOBSET, finish, kubectl_apply, record
 from gcluster_cli import CLUSTER
 
 NAMESPACE = "fault-list"
 JOBS = 40
 CUT_POINTS = 36
-
-SUSPENDED_JOBSET = """
-apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: {name}
-  namespace: {ns}
-  labels:
-    gcluster.google.com/workload: {name}
-spec:
-  suspend: true
-  replicatedJobs:
-  - name: main-job
-    replicas: 1
-    template:
-      spec:
-        parallelism: 1
-        completions: 1
-        template:
-          spec:
-            restartPolicy: Never
-            containers:
-            - name: main
-              image: registry.example/idle:1
-"""
-
 
 @pytest.fixture(scope="module")
 def listed(env):
@@ -48,9 +22,7 @@ def listed(env):
     names = [f"listed-{i:02d}" for i in range(JOBS)]
     docs = "---".join(SUSPENDED_JOBSET.format(name=n, ns=NAMESPACE) for n in names)
     env.cli.kubectl("create", "namespace", NAMESPACE, check=False)
-    proc = subprocess.run(["kubectl", "apply", "-f", "-"], input=docs, capture_output=True,
-                          text=True, env=env.cli.env(), timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    kubectl_apply(env, docs)
     yield names
     env.cli.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
 

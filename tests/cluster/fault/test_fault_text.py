@@ -10,15 +10,15 @@ ends with a clear message and bounded memory.
 
 import json
 import os
-import subprocess
 import ssl
+import subprocess
 import sys
 import time
 import urllib.request
 
 import pytest
 
-from faults import CONTROL, record
+from faults import CONTROL, SUSPENDED_JOBSET, kubectl_apply, record
 from gcluster_cli import CLUSTER, GCLUSTER, REPO
 
 TOKEN = "tok-0123456789-hostile-SECRET"
@@ -246,41 +246,12 @@ source:
   component: hostile
 """
 
-HOSTILE_JOBSET = """
-apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: hostile-text
-  namespace: default
-  labels:
-    gcluster.google.com/workload: hostile-text
-spec:
-  suspend: true
-  replicatedJobs:
-  - name: main-job
-    replicas: 1
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers:
-            - name: main
-              image: registry.example/idle:1
-"""
-
-
 def test_hostile_event_text_in_inspect_and_why(env, tmp_path):
-    def apply(text):
-        proc = subprocess.run(["kubectl", "apply", "-f", "-"], input=text, capture_output=True,
-                              text=True, env=env.cli.env(), timeout=60)
-        assert proc.returncode == 0, proc.stderr
-
-    apply(HOSTILE_JOBSET)
+    kubectl_apply(env, SUSPENDED_JOBSET.format(name="hostile-text", ns="default"))
     try:
         uid = env.cli.kubectl_json("get", "jobset", "hostile-text")["metadata"]["uid"]
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        apply(HOSTILE_EVENT.format(uid=uid, now=now, reason=json.dumps("Evil" + HOSTILE),
+        kubectl_apply(env, HOSTILE_EVENT.format(uid=uid, now=now, reason=json.dumps("Evil" + HOSTILE),
                                    message=json.dumps(f"{HOSTILE} token {TOKEN}")))
         outcomes = []
         for command in (("inspect",), ("why", "--evidence"), ("inspect", "-o", "json")):
