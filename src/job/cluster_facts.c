@@ -1,8 +1,9 @@
 /*
  * What a submit needs to know about the cluster, in one round trip: the LocalQueues of the
- * namespace, the nodes' labels (metadata only), the ClusterQueues and, with --priority, the
- * PriorityClass, all requested at once. Only an older Kueue (v1beta1) or a user who may not
- * list ClusterQueues or PriorityClasses costs further requests.
+ * namespace, the nodes' labels (metadata only), the ClusterQueues, the ResourceFlavors and, with
+ * --priority, the PriorityClass, all requested at once. An older Kueue (v1beta1) costs one more
+ * round trip (its LocalQueues, ClusterQueues and ResourceFlavors, together); a user who may not
+ * list ClusterQueues or PriorityClasses costs a request for the one that matters.
  */
 #include "job/cluster_facts.h"
 
@@ -49,15 +50,64 @@ static int take_local_queues(const char *version, int rc, json_t *items, cluster
     return 0;
 }
 
-/* Lists Kueue LocalQueues with the older API version, after the current one was not found. */
-static int list_local_queues_v1beta1(gc_kube *kube, const char *ns, cluster_facts *f, gc_error *err)
+/* The Kueue lists of one API version; the answers not kept in cluster_facts. */
+typedef struct kueue_lists {
+    json_t *local_queues;
+    json_t *cluster_queues; /* all of them: a handful, and the chosen queue's is among them */
+    json_t *flavors;
+} kueue_lists;
+
+enum { LOCAL_QUEUES, CLUSTER_QUEUES, FLAVORS, KUEUE_READS };
+
+static void kueue_lists_init(kueue_lists *lists)
 {
-    char *path = gc_kube_path("kueue.x-k8s.io", "v1beta1", ns, "localqueues", NULL);
-    json_t *items = json_array();
-    int rc = gc_kube_list(kube, path, NULL, collect_item, items, NULL, err);
-    free(path);
-    rc = take_local_queues("v1beta1", rc, items, f, err);
-    json_decref(items);
+    lists->local_queues = json_array();
+    lists->cluster_queues = json_array();
+    lists->flavors = json_array();
+}
+
+static void kueue_lists_free(kueue_lists *lists)
+{
+    json_decref(lists->local_queues);
+    json_decref(lists->cluster_queues);
+    json_decref(lists->flavors);
+}
+
+/* The three lists of `version` as reads of one batch, at reads[0..KUEUE_READS). */
+static void add_kueue_reads(gc_kube_read *reads, char **paths, const char *version, const char *ns,
+                            kueue_lists *lists)
+{
+    paths[LOCAL_QUEUES] = gc_kube_path("kueue.x-k8s.io", version, ns, "localqueues", NULL);
+    paths[CLUSTER_QUEUES] = gc_kube_path("kueue.x-k8s.io", version, NULL, "clusterqueues", NULL);
+    paths[FLAVORS] = gc_kube_path("kueue.x-k8s.io", version, NULL, "resourceflavors", NULL);
+    json_t *into[KUEUE_READS] = {lists->local_queues, lists->cluster_queues, lists->flavors};
+    for (int i = 0; i < KUEUE_READS; i++)
+        reads[i] = (gc_kube_read){.path = paths[i], .on_item = collect_item, .ctx = into[i]};
+}
+
+/* The ResourceFlavors, when they could be listed (else NULL: the flavor checks are skipped). */
+static void take_flavors(const gc_kube_read *read, const kueue_lists *lists, cluster_facts *f)
+{
+    if (!read->rc && f->kueue_version)
+        f->flavors = json_incref(lists->flavors);
+}
+
+/* Lists Kueue's objects with the older API version, after the current one was not found. */
+static int list_kueue_v1beta1(gc_kube *kube, const char *ns, cluster_facts *f, kueue_lists *lists,
+                              gc_kube_read *reads, gc_error *err)
+{
+    char *paths[KUEUE_READS];
+    kueue_lists_free(lists);
+    kueue_lists_init(lists);
+    add_kueue_reads(reads, paths, "v1beta1", ns, lists);
+    gc_kube_read_all(kube, reads, KUEUE_READS);
+    int rc = take_local_queues("v1beta1", reads[LOCAL_QUEUES].rc, lists->local_queues, f,
+                               &reads[LOCAL_QUEUES].err);
+    if (rc)
+        *err = reads[LOCAL_QUEUES].err;
+    take_flavors(&reads[FLAVORS], lists, f);
+    for (int i = 0; i < KUEUE_READS; i++)
+        free(paths[i]);
     return rc; /* f->kueue_version NULL: Kueue is not installed */
 }
 
@@ -99,7 +149,7 @@ static int choose_queue(const char *requested, const char *ns, cluster_facts *f,
         chosen = "user-queue";
     if (chosen) {
         snprintf(f->queue, sizeof(f->queue), "%s", chosen);
-        const json_t *q = find_local_queue(f, chosen);
+        const json_t *q = f->local_queue = find_local_queue(f, chosen);
         const char *cq =
             json_string_value(json_object_get(json_object_get(q, "spec"), "clusterQueue"));
         snprintf(f->cluster_queue, sizeof(f->cluster_queue), "%s", cq ? cq : "");
@@ -134,9 +184,10 @@ static int get_cluster_queue(gc_kube *kube, cluster_facts *f, gc_error *err)
         gc_kube_path("kueue.x-k8s.io", f->kueue_version, NULL, "clusterqueues", f->cluster_queue);
     int rc = gc_kube_get(kube, path, NULL, &f->cluster_queue_object, err);
     free(path);
-    if (rc && err->http_status == 404) {
+    if (rc && (err->http_status == 404 || err->http_status == 403)) {
+        f->cluster_queue_forbidden = err->http_status == 403;
         gc_error_clear(err);
-        return 0; /* reported as a warning by the checks */
+        return 0; /* missing: refused by the checks; forbidden: they say what was not checked */
     }
     return rc;
 }
@@ -197,92 +248,89 @@ static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts
     return rc;
 }
 
-/* The first round trip: its lists and the answers not kept in cluster_facts. */
+/* The first round trip: Kueue's lists at the current API version, the nodes and, with
+ * --priority, the PriorityClass. */
 typedef struct first_round {
-    json_t *local_queues;   /* current Kueue API */
-    json_t *cluster_queues; /* all of them: a handful, and the chosen queue's is among them */
+    kueue_lists kueue;
     json_t *priority_classes;
     char *priority_selector;
     gc_kube_list_options priority_options;
-    gc_kube_read reads[4]; /* in the order of the indexes below */
-    char *paths[4];
+    gc_kube_read reads[KUEUE_READS + 2]; /* Kueue's, then NODES and PRIORITY_CLASS */
+    char *paths[KUEUE_READS + 2];
     size_t count;
 } first_round;
 
-enum { LOCAL_QUEUES, NODES, CLUSTER_QUEUES, PRIORITY_CLASS };
+enum { NODES = KUEUE_READS, PRIORITY_CLASS };
 
-static void add_read(first_round *round, char *path, const gc_kube_list_options *opts,
-                     gc_kube_item_fn on_item, void *ctx)
-{
-    round->paths[round->count] = path;
-    round->reads[round->count++] =
-        (gc_kube_read){.path = path, .opts = opts, .on_item = on_item, .ctx = ctx};
-}
-
-/* Everything that does not depend on another answer goes out at once: the namespace's
- * LocalQueues, the nodes' labels, the ClusterQueues and, with --priority, the PriorityClass. */
+/* Everything that does not depend on another answer goes out at once. */
 static void send_first_round(gc_kube *kube, const char *priority, const char *ns, cluster_facts *f,
                              first_round *round)
 {
     memset(round, 0, sizeof(*round));
-    round->local_queues = json_array();
-    round->cluster_queues = json_array();
+    kueue_lists_init(&round->kueue);
     round->priority_classes = json_array();
-    add_read(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", ns, "localqueues", NULL), NULL,
-             collect_item, round->local_queues);
-    add_read(round, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), &node_list_options, on_node, f);
-    add_read(round, gc_kube_path("kueue.x-k8s.io", "v1beta2", NULL, "clusterqueues", NULL), NULL,
-             collect_item, round->cluster_queues);
+    add_kueue_reads(round->reads, round->paths, "v1beta2", ns, &round->kueue);
+    round->paths[NODES] = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
+    round->reads[NODES] = (gc_kube_read){
+        .path = round->paths[NODES], .opts = &node_list_options, .on_item = on_node, .ctx = f};
+    round->count = NODES + 1;
     if (priority) {
         round->priority_selector = gc_xasprintf("metadata.name=%s", priority);
         round->priority_options.field_selector = round->priority_selector;
-        add_read(round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
-                 &round->priority_options, collect_item, round->priority_classes);
+        round->paths[PRIORITY_CLASS] =
+            gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL);
+        round->reads[PRIORITY_CLASS] = (gc_kube_read){.path = round->paths[PRIORITY_CLASS],
+                                                      .opts = &round->priority_options,
+                                                      .on_item = collect_item,
+                                                      .ctx = round->priority_classes};
+        round->count++;
     }
     gc_kube_read_all(kube, round->reads, round->count);
 }
 
 static void first_round_free(first_round *round)
 {
-    json_decref(round->local_queues);
-    json_decref(round->cluster_queues);
+    kueue_lists_free(&round->kueue);
     json_decref(round->priority_classes);
     free(round->priority_selector);
     for (size_t i = 0; i < round->count; i++)
         free(round->paths[i]);
 }
 
-/* LocalQueues and nodes must be known; an older Kueue (v1beta1) is asked again. */
+/* LocalQueues and nodes must be known; an older Kueue (v1beta1) is asked again, its lists then
+ * taking the place of the first round's. */
 static int take_first_round(gc_kube *kube, const char *ns, first_round *round, cluster_facts *f,
                             gc_error *err)
 {
     gc_kube_read *queues = &round->reads[LOCAL_QUEUES], *nodes = &round->reads[NODES];
-    int rc = take_local_queues("v1beta2", queues->rc, round->local_queues, f, &queues->err);
+    int rc = take_local_queues("v1beta2", queues->rc, round->kueue.local_queues, f, &queues->err);
     if (rc)
         *err = queues->err;
     else if ((rc = nodes->rc))
         *err = nodes->err;
     else if (!f->kueue_version)
-        rc = list_local_queues_v1beta1(kube, ns, f, err);
+        rc = list_kueue_v1beta1(kube, ns, f, &round->kueue, round->reads, err);
+    else
+        take_flavors(&round->reads[FLAVORS], &round->kueue, f);
     return rc;
 }
 
-/* The chosen queue's ClusterQueue from the first round's list; asked for by name when that list
- * could not be had (an older Kueue, or no permission to list them). */
+/* The chosen queue's ClusterQueue from the list; asked for by name when that list could not be
+ * had (no permission to list them). */
 static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_facts *f,
                               gc_error *err)
 {
-    if (round->reads[CLUSTER_QUEUES].rc || strcmp(f->kueue_version, "v1beta2") != 0)
+    if (round->reads[CLUSTER_QUEUES].rc)
         return get_cluster_queue(kube, f, err);
     size_t i;
     json_t *q;
-    json_array_foreach(round->cluster_queues, i, q)
+    json_array_foreach(round->kueue.cluster_queues, i, q)
     {
         const char *n = name_of(q);
         if (n && !strcmp(n, f->cluster_queue) && !f->cluster_queue_object)
             f->cluster_queue_object = json_incref(q);
     }
-    return 0; /* not there: reported as a warning by the checks */
+    return 0; /* not there: refused by the checks */
 }
 
 static int find_priority_class(gc_kube *kube, const char *priority, const first_round *round,
@@ -337,6 +385,7 @@ void job_cluster_facts_free(cluster_facts *f)
 {
     json_decref(f->local_queues);
     json_decref(f->cluster_queue_object);
+    json_decref(f->flavors);
     free(f->shapes);
     memset(f, 0, sizeof(*f));
 }
