@@ -112,12 +112,11 @@ static json_t *child_job(const json_t *jobset, const json_t *rjob, const char *n
     const char *subdomain = text(network, "subdomain") ? text(network, "subdomain") : name;
     const json_t *template = json_object_get(rjob, "template");
 
+    json_t *metadata = json_deep_copy(json_object_get(template, "metadata"));
     json_t *job = json_pack("{s:s, s:s, s:o}", "apiVersion", "batch/v1", "kind", "Job", "metadata",
-                            json_deep_copy(json_object_get(template, "metadata")));
-    if (!json_is_object(json_object_get(job, "metadata")))
-        json_object_set_new(job, "metadata", json_object());
+                            metadata ? metadata : json_object());
     char *job_name = gc_xasprintf("%s-%s-%lld", name, text(rjob, "name"), (long long)index);
-    json_t *metadata = json_object_get(job, "metadata");
+    metadata = json_object_get(job, "metadata");
     json_object_set_new(metadata, "name", json_string(job_name));
     json_object_set_new(metadata, "namespace", json_string(ns));
     free(job_name);

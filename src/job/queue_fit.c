@@ -519,11 +519,12 @@ static int refuse_quota(const cluster_facts *f, const pod_set *p, const gc_workl
     bool slices = w->compute.kind == GC_ACCEL_TPU && p->name &&
                   (!strcmp(p->name, GC_PATHWAYS_WORKER) || !strcmp(p->name, GC_MAIN_JOB));
     return gc_fail(err, GC_EXIT_USAGE,
-                   "%s need%s %s %s (%lld pods x %s), and ClusterQueue %s has at most %s in %s, "
-                   "so Kueue would never admit this job; %sraise that quota (gcluster deploy "
+                   "%s need%s %s %s (%lld pod%s x %s), and ClusterQueue %s has at most %s in "
+                   "%s, so Kueue would never admit this job; %sraise that quota (gcluster deploy "
                    "BLUEPRINT sets it)",
                    job_role_words(p->name), job_role_s(p->name), need_text, s->resource,
-                   (long long)p->count, per_pod, f->cluster_queue, most_text, s->flavors.data,
+                   (long long)p->count, p->count == 1 ? "" : "s", per_pod, f->cluster_queue,
+                   most_text, s->flavors.data,
                    slices ? "submit fewer --num-slices or a smaller --compute-type, or " : "");
 }
 
@@ -573,7 +574,7 @@ static int check_pinned(const cluster_facts *f, const pod_set *p, const json_t *
         json_object_foreach((json_t *)labels, key, value)
         {
             const char *have = shape_value(s, key);
-            if (have && strcmp(have, json_string_value(value)) != 0)
+            if (!clash && have && strcmp(have, json_string_value(value)) != 0)
                 clash = key;
         }
         if (!clash)

@@ -33,6 +33,7 @@ typedef struct submit_run {
     gc_submit_plan *plan;
     const gc_events *ev;
     gc_submit_result *result;
+    bool jobs_unchecked; /* the user may not create Jobs: their dry runs were skipped */
 } submit_run;
 
 /* A warning goes to the caller now and stays in the result. */
@@ -291,10 +292,12 @@ static int explain_child_failure(submit_run *s, const json_t *job, gc_error *err
         return rc;
     }
     if (err->http_status == 403 && strstr(err->message, "cannot create resource")) {
-        warn(s,
-             "you may not create Jobs in namespace %s, so the Jobs of this JobSet were not "
-             "checked with a server-side dry run",
-             gc_kube_namespace(s->kube));
+        if (!s->jobs_unchecked)
+            warn(s,
+                 "you may not create Jobs in namespace %s, so the Jobs of this JobSet were not "
+                 "checked with a server-side dry run",
+                 gc_kube_namespace(s->kube));
+        s->jobs_unchecked = true;
         gc_error_clear(err);
         return 0;
     }
