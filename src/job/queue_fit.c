@@ -589,9 +589,8 @@ static int check_pinned(const cluster_facts *f, const pod_set *p, const json_t *
                    pool);
 }
 
-/* Assigns `p` a flavor in every group it needs, as Kueue would. */
-static int fit_pod_set(const cluster_facts *f, const pod_set *p, const gc_workload *w,
-                       json_t *usage, gc_error *err)
+/* Every resource the pods request must be covered by a group: Kueue admits nothing else. */
+static int check_covered(const cluster_facts *f, const pod_set *p, gc_error *err)
 {
     const char *resource;
     const json_t *value;
@@ -600,6 +599,15 @@ static int fit_pod_set(const cluster_facts *f, const pod_set *p, const gc_worklo
         if (!group_covering(f, resource))
             return refuse_uncovered(f, p, resource, err);
     }
+    return 0;
+}
+
+/* Assigns `p` a flavor in every group it needs, as Kueue would. */
+static int fit_pod_set(const cluster_facts *f, const pod_set *p, const gc_workload *w,
+                       json_t *usage, gc_error *err)
+{
+    const char *resource;
+    const json_t *value;
     json_t *labels = json_deep_copy(json_object_get(p->spec, "nodeSelector"));
     if (!labels)
         labels = json_object();
@@ -639,6 +647,8 @@ int job_queue_fit(const cluster_facts *f, const json_t *jobset, const gc_workloa
     size_t n = pod_sets_of(jobset, &sets);
     json_t *usage = json_object();
     int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = check_covered(f, &sets[i], err);
     for (size_t i = 0; !rc && i < n; i++)
         rc = fit_pod_set(f, &sets[i], w, usage, err);
     json_decref(usage);

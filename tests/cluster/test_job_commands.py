@@ -356,43 +356,91 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: orphan-queue, namespace: default}
 spec: {clusterQueue: no-such-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: empty-pool-flavor}
+spec:
+  nodeLabels: {cloud.google.com/gke-nodepool: empty-np}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: empty-pool-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [google.com/tpu, cpu, memory]
+      flavors:
+        - name: empty-pool-flavor
+          resources:
+            - {name: google.com/tpu, nominalQuota: 0}
+            - {name: cpu, nominalQuota: 480}
+            - {name: memory, nominalQuota: 2000G}
+        - name: tpu-flavor
+          resources:
+            - {name: google.com/tpu, nominalQuota: 64}
+            - {name: cpu, nominalQuota: 4000}
+            - {name: memory, nominalQuota: 20Ti}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: empty-pool-queue, namespace: default}
+spec: {clusterQueue: empty-pool-cq}
 """
 
 
-def test_queue_and_priority_checks(cli, tmp_path):
-    """What submit learns in its one round trip: a PriorityClass that does not exist is an error;
-    a LocalQueue whose ClusterQueue is missing, or cannot admit Pathways pods, is a warning."""
+@pytest.fixture
+def queues_for_checks(cli, tmp_path):
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(QUEUES_FOR_CHECKS)
+    cli.kubectl("apply", "-f", str(queues))
+    # Kueue marks the ClusterQueues Active (or not) once it has seen their flavors.
+    wait_for(lambda: all(condition(cli.kubectl_json("get", "clusterqueue", cq), "Active")
+                         for cq in ("cpu-only-cq", "empty-pool-cq")),
+             what="Kueue to judge the test's ClusterQueues")
+    yield
+    cli.kubectl("delete", "-f", str(queues), "--wait=false", check=False)
+
+
+def test_queue_and_priority_checks(cli, queues_for_checks):
+    """What submit learns in its first round trip: a PriorityClass that does not exist, a
+    LocalQueue whose ClusterQueue is missing, and a ClusterQueue without TPU quota are errors
+    (exit 2, nothing created); a server dry run costs three round trips on one connection."""
     proc = submit_pathways(cli, "pw-prio", "--priority", "no-such-class", slices="1", check=2)
     assert "--priority no-such-class: no such PriorityClass in the cluster" in proc.stderr
     proc = submit_pathways(cli, "pw-prio", "--priority", "high", "--dry-run", "server", "-v",
                            slices="1")
     assert "The cluster accepted Pathways job pw-prio" in proc.stdout
     requests = re.findall(r"^(?:GET|POST) https://.*$", proc.stderr, re.M)
-    assert len(requests) == 5 and sum("new connection" in r for r in requests) == 1, proc.stderr
+    # LocalQueues, ClusterQueues, ResourceFlavors, nodes, the PriorityClass; then the two Jobs'
+    # and the JobSet's dry runs.
+    assert len(requests) == 8 and sum("new connection" in r for r in requests) == 1, proc.stderr
+    assert sum("dryRun=All" in r for r in requests) == 3, proc.stderr
 
-    queues = tmp_path / "queues.yaml"
-    queues.write_text(QUEUES_FOR_CHECKS)
-    cli.kubectl("apply", "-f", str(queues))
-    try:
-        proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
-                               slices="1")
-        assert ('LocalQueue orphan-queue points to ClusterQueue "no-such-cq", which does not '
-                'exist') in proc.stderr
-        proc = submit_pathways(cli, "pw-cpuq", "--queue", "cpu-queue", "--dry-run", "server",
-                               slices="1")
-        assert ("ClusterQueue cpu-only-cq does not cover google.com/tpu, cpu and memory in one "
-                "resource group") in proc.stderr
-        assert "gcluster deploy" in proc.stderr
-    finally:
-        cli.kubectl("delete", "-f", str(queues), "--wait=false", check=False)
+    proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
+                           slices="1", check=2)
+    assert ('LocalQueue orphan-queue points to ClusterQueue "no-such-cq", which does not '
+            'exist, so Kueue would never admit this job') in proc.stderr
+    proc = submit_pathways(cli, "pw-cpuq", "--queue", "cpu-queue", slices="1", check=2)
+    assert ("the workers request google.com/tpu, which ClusterQueue cpu-only-cq has no quota "
+            "for, so Kueue would never admit this job") in proc.stderr
+    assert "gcluster deploy" in proc.stderr
+    assert cli.kubectl("get", "jobset", "pw-cpuq", check=False).returncode != 0
 
 
-def test_no_head_node_pool(cli):
-    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "no-such-pool", slices="1")
-    # An explicit pool without nodes is only a warning (it may be scaled to zero)...
-    assert "node pool no-such-pool has no nodes now" in proc.stderr
-    cli.delete_job("pw-nohead")
-    # ...but with no cpu-np or pathways-np nodes at all, auto-detection is an error.
+def test_no_head_node_pool(cli, queues_for_checks):
+    # A head pool that no flavor of the ClusterQueue places pods on is never admitted...
+    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "no-such-pool", slices="1",
+                           check=2)
+    assert ("ClusterQueue cluster-queue has no flavor for the cpu and memory of the head, whose "
+            "pods select cloud.google.com/gke-nodepool=no-such-pool") in proc.stderr
+    assert "--pathways-head-np cpu-np" in proc.stderr
+    # ...while one a flavor places pods on, without nodes now, is only a warning (it may be
+    # scaled to zero).
+    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "empty-np", "--queue",
+                           "empty-pool-queue", "--dry-run", "server", slices="1")
+    assert "node pool empty-np has no nodes now" in proc.stderr
+    # With no cpu-np or pathways-np nodes at all, auto-detection is an error.
     nodes = [n for n, labels in node_labels(cli).items()
              if labels.get("cloud.google.com/gke-nodepool") == "cpu-np"]
     try:
