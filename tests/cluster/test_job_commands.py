@@ -123,8 +123,10 @@ def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
     requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
-    # LocalQueues, nodes and ClusterQueues (sent together), then the POST: on one connection.
-    assert len(requests) == 4, f"{len(requests)} requests:\n{proc.stderr}"
+    # LocalQueues, ClusterQueues, ResourceFlavors and nodes (sent together), the dry runs of the
+    # two Jobs the JobSet will make (together), then the POST: on one connection.
+    assert len(requests) == 7, f"{len(requests)} requests:\n{proc.stderr}"
+    assert [("dryRun=All" in r) for r in requests] == [False] * 4 + [True] * 2 + [False]
     assert sum("new connection" in r for r in requests) == 1, proc.stderr
     assert all("HTTP/2" in r for r in requests), proc.stderr
     assert f"Created Pathways job {job} in namespace default, queued on user-queue" in proc.stdout
@@ -478,9 +480,12 @@ def test_server_rejection_shows_the_servers_reason(cli, tmp_path):
     path.write_text(yaml.safe_dump_all([policy, binding]))
     cli.kubectl("apply", "-f", str(path))
     try:
-        proc = wait_for(lambda: (lambda p: p if p.returncode == 1 else None)(
-            submit_pathways(cli, "blocked-job", slices="1", check=None)),
-            timeout=30, what="the policy to take effect")
+        # A server dry run until the policy is in effect (it runs for dry runs too), so no
+        # attempt creates the job before that.
+        wait_for(lambda: submit_pathways(cli, "blocked-job", "--dry-run", "server", slices="1",
+                                         check=None).returncode == 1,
+                 timeout=30, what="the policy to take effect")
+        proc = submit_pathways(cli, "blocked-job", slices="1", check=1)
         assert "the cluster rejected JobSet blocked-job" in proc.stderr
         assert "JobSets named blocked-* are not allowed here" in proc.stderr
     finally:
