@@ -2,7 +2,7 @@
  * manifest: the Kubernetes objects a workload becomes, built as jansson data.
  *
  * A gc_workload is a fully validated and resolved description of one job (nothing in it needs
- * checking any more); the builders turn it into a JobSet: the Pathways shape of SPEC §4 (head
+ * checking any more); the builders turn it into a JobSet: the Pathways shape (head
  * pod with resource manager and IFRT proxy, TPU workers per slice, optional colocated Python
  * sidecars) or the ordinary one-replicated-job shape for TPU, GPU and CPU compute types.
  * Builders never print. One that cannot build (a string jansson refuses because it is not
@@ -112,7 +112,7 @@ typedef struct gc_workload {
      * to the head pool. Set by a connected submit; false offline (the unified configuration). */
     bool tpu_only_requests;
 
-    /* Pathways (SPEC §4) */
+    /* Pathways */
     bool pathways;
     bool headless;
     char *gcs_location;
