@@ -445,7 +445,7 @@ static void requested_in(const json_t *group, const pod_set *p, gc_buf *out)
 }
 
 /* The fix for pods no flavor of `group` matches. */
-static void no_flavor_fix(const cluster_facts *f, const json_t *group, const pod_set *p,
+static void no_flavor_fix(cluster_facts *f, const json_t *group, const pod_set *p,
                           const gc_workload *w, gc_buf *out)
 {
     const char *pool = text(json_object_get(p->spec, "nodeSelector"), NODE_POOL_LABEL);
@@ -485,7 +485,7 @@ static void describe_selection(const json_t *spec, gc_buf *out)
         gc_buf_printf(out, "no node labels");
 }
 
-static int refuse_no_flavor(const cluster_facts *f, const json_t *group, const pod_set *p,
+static int refuse_no_flavor(cluster_facts *f, const json_t *group, const pod_set *p,
                             const gc_workload *w, gc_error *err)
 {
     gc_buf resources, selection, flavors, fix;
@@ -557,8 +557,7 @@ static const char *shape_value(const node_shape *s, const char *key)
 /* The pods' node labels once Kueue has added its flavors': when they name a node pool that has
  * nodes, one of them must have the other labels too (a pool's nodes are all alike), else the
  * scheduler can never place the pods. A pool without nodes may be scaling from zero. */
-static int check_pinned(const cluster_facts *f, const pod_set *p, const json_t *labels,
-                        gc_error *err)
+static int check_pinned(cluster_facts *f, const pod_set *p, const json_t *labels, gc_error *err)
 {
     const char *pool = text(labels, NODE_POOL_LABEL);
     if (!pool || !job_cluster_facts_pool_nodes(f, pool))
@@ -603,8 +602,8 @@ static int check_covered(const cluster_facts *f, const pod_set *p, gc_error *err
 }
 
 /* Assigns `p` a flavor in every group it needs, as Kueue would. */
-static int fit_pod_set(const cluster_facts *f, const pod_set *p, const gc_workload *w,
-                       json_t *usage, gc_error *err)
+static int fit_pod_set(cluster_facts *f, const pod_set *p, const gc_workload *w, json_t *usage,
+                       gc_error *err)
 {
     const char *resource;
     const json_t *value;
@@ -639,7 +638,7 @@ static int fit_pod_set(const cluster_facts *f, const pod_set *p, const gc_worklo
     return rc;
 }
 
-int job_queue_fit(const cluster_facts *f, const json_t *jobset, const gc_workload *w, gc_error *err)
+int job_queue_fit(cluster_facts *f, const json_t *jobset, const gc_workload *w, gc_error *err)
 {
     if (!f->cluster_queue_object || !f->flavors)
         return 0;

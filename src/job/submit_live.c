@@ -2,7 +2,8 @@
  * `job submit` against a cluster, from a plan gc_submit_prepare made:
  *
  * 1. Gather the cluster's facts in one round trip (LocalQueues, ClusterQueues, ResourceFlavors,
- *    node labels, PriorityClass).
+ *    PriorityClass, and the labels of the nodes the job needs: of the workers' shape and of the
+ *    head pool, by label selector, so the reads grow with the job, not with the cluster).
  * 2. Refine the plan by them: the compute type against the real nodes (only when that can change
  *    it), the queue and the head pool discovered, and what the TPU workers request, which follows
  *    the ClusterQueue's resource groups. Then check the JobSet as Kueue would admit it: errors
@@ -125,7 +126,7 @@ static int adapt_tpu_requests(submit_run *s, const cluster_facts *f, gc_error *e
 }
 
 /* --pathways-head-np, else cpu-np, else pathways-np. */
-static int choose_head_pool(submit_run *s, const cluster_facts *f, gc_error *err)
+static int choose_head_pool(submit_run *s, cluster_facts *f, gc_error *err)
 {
     gc_workload *w = &s->plan->workload;
     if (!w->pathways)
@@ -192,7 +193,7 @@ static int refine_compute(gc_submit_plan *plan, const cluster_facts *f, gc_error
     return rc;
 }
 
-static int apply_cluster_facts(submit_run *s, const cluster_facts *f, gc_error *err)
+static int apply_cluster_facts(submit_run *s, cluster_facts *f, gc_error *err)
 {
     gc_workload *w = &s->plan->workload;
     int rc = refine_compute(s->plan, f, err);
@@ -416,7 +417,7 @@ static void fill_result(gc_kube *kube, const gc_submit_plan *plan, gc_submit_res
 }
 
 /* The JobSet as the cluster's facts made it, checked against the ClusterQueue it will wait in. */
-static int build_jobset(submit_run *s, const cluster_facts *f, json_t **jobset, gc_error *err)
+static int build_jobset(submit_run *s, cluster_facts *f, json_t **jobset, gc_error *err)
 {
     int rc = apply_cluster_facts(s, f, err);
     if (!rc)
@@ -433,7 +434,7 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
     submit_run s = {.kube = kube, .plan = plan, .ev = ev, .result = result};
     cluster_facts f;
     json_t *jobset = NULL;
-    int rc = job_cluster_facts_gather(kube, &plan->workload, &f, err);
+    int rc = job_cluster_facts_gather(kube, plan, &f, err);
     if (!rc)
         rc = build_jobset(&s, &f, &jobset, err);
     job_cluster_facts_free(&f);

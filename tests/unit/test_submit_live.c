@@ -30,6 +30,8 @@
 #define JOBS           "/apis/batch/v1/namespaces/" NS "/jobs"
 #define NODES          "/api/v1/nodes"
 #define POOL_LABEL     "cloud.google.com/gke-nodepool"
+#define ACCELERATOR    "cloud.google.com/gke-tpu-accelerator"
+#define TOPOLOGY       "cloud.google.com/gke-tpu-topology"
 #define IMAGE          "us-docker.pkg.dev/p/r/jax:1"
 
 static int setup(void **state)
@@ -176,6 +178,68 @@ static json_t *v6e_nodes(void)
     return nodes;
 }
 
+/* The label selectors a submit may send for these nodes, each with the nodes it selects: a pool's,
+ * an accelerator's (any value, or one) and an accelerator's with a topology. */
+static json_t *nodes_by_selector(const json_t *nodes)
+{
+    json_t *by = json_object();
+    size_t i;
+    const json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
+        const char *pool = json_string_value(json_object_get(labels, POOL_LABEL));
+        const char *accelerator = json_string_value(json_object_get(labels, ACCELERATOR));
+        const char *topology = json_string_value(json_object_get(labels, TOPOLOGY));
+        char *keys[4] = {gc_xasprintf("%s=%s", POOL_LABEL, pool), NULL, NULL, NULL};
+        if (accelerator) {
+            keys[1] = gc_xstrdup(ACCELERATOR);
+            keys[2] = gc_xasprintf("%s=%s", ACCELERATOR, accelerator);
+            if (topology)
+                keys[3] = gc_xasprintf("%s=%s,%s=%s", ACCELERATOR, accelerator, TOPOLOGY, topology);
+        }
+        for (size_t k = 0; k < 4 && keys[k]; k++) {
+            if (!json_object_get(by, keys[k]))
+                json_object_set_new(by, keys[k], json_array());
+            json_array_append(json_object_get(by, keys[k]), (json_t *)node);
+            free(keys[k]);
+        }
+    }
+    return by;
+}
+
+/* The nodes (stolen) as the API server lists them for each label selector, after `hold` seconds
+ * (0: at once); any other selector selects none. */
+static void serve_nodes_held(json_t *nodes, double hold)
+{
+    json_t *by = nodes_by_selector(nodes);
+    json_object_set_new(by, "", json_array());
+    const char *selector;
+    json_t *items;
+    json_object_foreach(by, selector, items)
+    {
+        json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:O}", "kind", "NodeList", "apiVersion", "v1",
+                                 "metadata", "resourceVersion", "10", "items", items);
+        char *data = json_dumps(list, JSON_COMPACT);
+        json_t *when = json_pack("{s:n}", "watch");
+        if (*selector)
+            json_object_set_new(when, "labelSelector", json_string(selector));
+        jt_answer("GET " NODES,
+                  json_pack("{s:o, s:b, s:{s:s}, s:[{s:s, s:f}]}", "when", when, "repeat", 1,
+                            "headers", "Content-Type", "application/json", "chunks", "data", data,
+                            "delay", hold));
+        free(data);
+        json_decref(list);
+    }
+    json_decref(by);
+    json_decref(nodes);
+}
+
+static void serve_nodes(json_t *nodes)
+{
+    serve_nodes_held(nodes, 0);
+}
+
 /* The API server's answer to the dry runs of the Jobs the JobSet controller will create. */
 static void serve_job_dry_runs(void)
 {
@@ -191,7 +255,7 @@ static void serve_cluster_with(json_t *local_queues, json_t *cluster_queues, jso
     jt_list(LOCAL_QUEUES, "LocalQueueList", local_queues);
     jt_list(CLUSTER_QUEUES, "ClusterQueueList", cluster_queues);
     jt_list(FLAVORS, "ResourceFlavorList", flavors);
-    jt_list(NODES, "NodeList", nodes);
+    serve_nodes(nodes);
     serve_job_dry_runs();
 }
 
@@ -410,8 +474,41 @@ static size_t round_trips(const json_t *log)
     return n;
 }
 
-/* Four reads together, then the two Jobs' dry runs together, then the POST: seven requests in
- * three round trips, one more than before the dry runs. */
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The nodes read, by the label selectors sent: "selector limit=N [metadata]" each, sorted (the
+ * reads go out together, in no fixed order). */
+static char *node_reads(const json_t *log)
+{
+    char *reads[16];
+    size_t n = 0, i;
+    const json_t *req;
+    json_array_foreach(log, i, req)
+    {
+        if (strcmp(field(req, "path"), NODES) != 0 || n == 16)
+            continue;
+        const char *accept =
+            json_string_value(json_object_get(json_object_get(req, "headers"), "accept"));
+        reads[n++] = gc_xasprintf(
+            "%s limit=%s%s", param(req, "labelSelector"), param(req, "limit"),
+            accept && strstr(accept, "as=PartialObjectMetadataList") ? " metadata" : "");
+    }
+    qsort(reads, n, sizeof(*reads), by_text);
+    gc_buf b;
+    gc_buf_init(&b);
+    for (i = 0; i < n; i++) {
+        gc_buf_printf(&b, "%s%s", i ? "; " : "", reads[i]);
+        free(reads[i]);
+    }
+    return gc_buf_detach(&b);
+}
+
+/* Six reads together (the Kueue lists, the nodes of the workers' shape and one node of each
+ * pool the head may go to), then the two Jobs' dry runs together, then the POST: nine requests
+ * in three round trips, one more than before the dry runs. */
 static void pathways_job_is_created_in_three_round_trips(void **state)
 {
     (void)state;
@@ -421,7 +518,7 @@ static void pathways_job_is_created_in_three_round_trips(void **state)
     held("GET " CLUSTER_QUEUES, 200,
          list_of("ClusterQueueList", json_pack("[o]", unified_queue("64"))), 1);
     held("GET " FLAVORS, 200, list_of("ResourceFlavorList", deploy_flavors()), 1);
-    held("GET " NODES, 200, list_of("NodeList", v6e_nodes()), 1);
+    serve_nodes_held(v6e_nodes(), 0.3);
     held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
     held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
     gc_submit_request r = pathways_request();
@@ -448,13 +545,20 @@ static void pathways_job_is_created_in_three_round_trips(void **state)
     assert_false(res->awaited);
 
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 7);
-    assert_int_equal(o.requests, 7);
+    assert_int_equal(json_array_size(log), 9);
+    assert_int_equal(o.requests, 9);
     assert_int_equal(round_trips(log), 3);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 6; i++)
         assert_string_equal(field(json_array_get(log, i), "method"), "GET");
+    /* Only the nodes the job needs, never the cluster's: 2 slices x 4 hosts of v6e 4x4, and one
+     * node of each head pool candidate; labels only. */
+    char *reads = node_reads(log);
+    assert_string_equal(reads, POOL_LABEL "=cpu-np limit=1 metadata; " POOL_LABEL
+                                          "=pathways-np limit=1 metadata; " ACCELERATOR
+                                          "=tpu-v6e-slice," TOPOLOGY "=4x4 limit=8 metadata");
+    free(reads);
     assert_int_equal(count_requests(log, "POST", JOBS), 2);
-    const json_t *post = json_array_get(log, 6);
+    const json_t *post = json_array_get(log, 8);
     assert_string_equal(field(post, "path"), JOBSETS);
     assert_string_equal(param(post, "fieldValidation"), "Strict");
     assert_null(param(post, "dryRun"));
@@ -618,7 +722,8 @@ static void queue_and_head_pool_come_from_the_cluster(void **state)
  * were checked before it (0: the error came from the reads alone). */
 static void assert_refused(const outcome *o, const char *message, size_t dry_runs)
 {
-    assert_int_equal(o->rc, GC_EXIT_USAGE);
+    if (o->rc != GC_EXIT_USAGE)
+        fail_msg("exit %d, not %d: %s", o->rc, GC_EXIT_USAGE, o->err.message);
     if (!strstr(o->err.message, message))
         fail_msg("\"%s\" does not say \"%s\"", o->err.message, message);
     assert_null(strchr(o->err.message, '\n'));
@@ -761,12 +866,28 @@ static void head_pool_without_a_flavor_is_an_error(void **state)
     serve_one_queue("user-queue", split_queue(), nodes);
     gc_submit_request r = pathways_request();
     r.pathways_head_np = "pathways-np";
-    expect_refusal(&r, "ClusterQueue cluster-queue has no flavor for the cpu and memory of the "
-                       "head, whose pods select " POOL_LABEL "=pathways-np (its flavors for them: "
-                       "pathways-flavor (" HEAD_FLAVOR_LABEL ")), so Kueue would never admit this "
-                       "job; put the head on that pool with --pathways-head-np cpu-np, or "
-                       "configure Kueue for head pool pathways-np with gcluster deploy BLUEPRINT "
-                       "--pathways-head-np pathways-np");
+    outcome o;
+    run_submit(&o, &r);
+    assert_refused(&o,
+                   "ClusterQueue cluster-queue has no flavor for the cpu and memory of the "
+                   "head, whose pods select " POOL_LABEL "=pathways-np (its flavors for them: "
+                   "pathways-flavor (" HEAD_FLAVOR_LABEL ")), so Kueue would never admit this "
+                   "job; put the head on that pool with --pathways-head-np cpu-np, or "
+                   "configure Kueue for head pool pathways-np with gcluster deploy BLUEPRINT "
+                   "--pathways-head-np pathways-np",
+                   0);
+    /* The head pool given is read with the workers' nodes; cpu-np, which only the flavor names,
+     * is read (one node) when the fix needs to know it has nodes, after the first round trip. */
+    json_t *log = jt_requests();
+    char *reads = node_reads(log);
+    assert_string_equal(reads, POOL_LABEL "=cpu-np limit=1 metadata; " POOL_LABEL
+                                          "=pathways-np limit=1 metadata; " ACCELERATOR
+                                          "=tpu-v6e-slice," TOPOLOGY "=4x4 limit=8 metadata");
+    free(reads);
+    const json_t *last = json_array_get(log, json_array_size(log) - 1);
+    assert_string_equal(param(last, "labelSelector"), POOL_LABEL "=cpu-np");
+    json_decref(log);
+    outcome_free(&o);
 }
 
 /* The flavor's pool has no nodes: only deploy can help. */
@@ -844,7 +965,7 @@ static void rejected_job_names_the_flag(void **state)
             json_pack("[o]", local_queue("user-queue", "cluster-queue")));
     jt_list(CLUSTER_QUEUES, "ClusterQueueList", json_pack("[o]", unified_queue("64")));
     jt_list(FLAVORS, "ResourceFlavorList", deploy_flavors());
-    jt_list(NODES, "NodeList", v6e_nodes());
+    serve_nodes(v6e_nodes());
     const char *message = "Job.batch \"pw-test-pathways-head-0\" is invalid: "
                           "spec.template.spec.volumes[1].hostPath.path: Invalid value: "
                           "\"/data/../etc\": must not contain '..'";
@@ -870,7 +991,7 @@ static void jobs_the_user_may_not_create_are_not_checked(void **state)
             json_pack("[o]", local_queue("user-queue", "cluster-queue")));
     jt_list(CLUSTER_QUEUES, "ClusterQueueList", json_pack("[o]", unified_queue("64")));
     jt_list(FLAVORS, "ResourceFlavorList", deploy_flavors());
-    jt_list(NODES, "NodeList", v6e_nodes());
+    serve_nodes(v6e_nodes());
     jt_answer("POST " JOBS,
               json_pack("{s:i, s:{s:s, s:s, s:s, s:i}, s:b}", "status", 403, "json", "kind",
                         "Status", "reason", "Forbidden", "message",
@@ -900,7 +1021,7 @@ static void unreadable_cluster_queue_is_a_warning(void **state)
     jt_answer("GET " CLUSTER_QUEUES, json_deep_copy(forbidden));
     jt_answer("GET " CLUSTER_QUEUES "/cluster-queue", json_deep_copy(forbidden));
     jt_answer("GET " FLAVORS, forbidden);
-    jt_list(NODES, "NodeList", v6e_nodes());
+    serve_nodes(v6e_nodes());
     serve_job_dry_runs();
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
@@ -925,7 +1046,7 @@ static void older_kueue_costs_one_more_round_trip(void **state)
     jt_list(lq, "LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue")));
     jt_list(cq, "ClusterQueueList", json_pack("[o]", split_queue()));
     jt_list(rf, "ResourceFlavorList", deploy_flavors());
-    jt_list(NODES, "NodeList", v6e_nodes());
+    serve_nodes(v6e_nodes());
     serve_job_dry_runs();
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
@@ -934,9 +1055,9 @@ static void older_kueue_costs_one_more_round_trip(void **state)
     assert_int_equal(o.rc, 0);
     assert_non_null(o.result.tpu_requests_note);
     json_t *log = jt_requests();
-    /* 4 reads at v1beta2 (3 of them 404), the 3 lists at v1beta1, 2 dry runs, the POST. */
-    assert_int_equal(json_array_size(log), 10);
-    for (size_t i = 4; i < 7; i++)
+    /* 6 reads at v1beta2 (3 of them 404), the 3 lists at v1beta1, 2 dry runs, the POST. */
+    assert_int_equal(json_array_size(log), 12);
+    for (size_t i = 6; i < 9; i++)
         assert_non_null(strstr(field(json_array_get(log, i), "path"), v1beta1));
     json_decref(log);
     outcome_free(&o);
@@ -955,7 +1076,7 @@ static void unknown_priority_is_an_error(void **state)
     expect_refusal(&r, "--priority urgent: no such PriorityClass in the cluster");
     /* Asked for in the same round trip, by its Kubernetes (lower-case) name. */
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 5);
+    assert_int_equal(json_array_size(log), 7);
     size_t i;
     const json_t *req, *priority = NULL;
     json_array_foreach(log, i, req)
@@ -1020,7 +1141,7 @@ static void server_dry_run_sends_dry_run_all(void **state)
     assert_true(o.result.dry_run);
     assert_int_equal(o.result.next_count, 0);
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 7);
+    assert_int_equal(json_array_size(log), 9);
     assert_int_equal(count_requests(log, "POST", JOBS), 2);
     size_t i;
     const json_t *req;
@@ -1116,6 +1237,12 @@ static void pending_compute_is_resolved_by_the_nodes(void **state)
     assert_false(o.plan.compute.pending);
     assert_string_equal(o.result.compute, "tpu7x-16");
     json_t *log = jt_requests();
+    /* The shape is for the nodes to tell: all of the accelerator's, a page at a time. */
+    char *reads = node_reads(log);
+    assert_string_equal(reads, POOL_LABEL "=cpu-np limit=1 metadata; " POOL_LABEL
+                                          "=pathways-np limit=1 metadata; " ACCELERATOR
+                                          "=tpu7x limit=500 metadata");
+    free(reads);
     json_t *jobset = posted_jobset(log);
     assert_string_equal(
         json_string_value(json_object_get(
