@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import time
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -123,11 +124,20 @@ def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
     requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
-    # LocalQueues, ClusterQueues, ResourceFlavors and nodes (sent together), the dry runs of the
-    # two Jobs the JobSet will make (together), then the POST: on one connection.
-    assert len(requests) == 7, f"{len(requests)} requests:\n{proc.stderr}"
-    assert [("dryRun=All" in r) for r in requests] == [False] * 4 + [True] * 2 + [False]
+    # LocalQueues, ClusterQueues, ResourceFlavors and the nodes the job needs (sent together),
+    # the dry runs of the two Jobs the JobSet will make (together), then the POST: on one
+    # connection, in three round trips.
+    assert len(requests) == 9, f"{len(requests)} requests:\n{proc.stderr}"
+    assert [("dryRun=All" in r) for r in requests] == [False] * 6 + [True] * 2 + [False]
     assert sum("new connection" in r for r in requests) == 1, proc.stderr
+    assert "gcluster: 9 API requests in 3 round trips" in proc.stderr
+    # Nodes by label selector, never all of them: the two v6e 4x4 slices' hosts, one node of each
+    # pool the head may be put on.
+    nodes = sorted(unquote(r.split("?", 1)[1].split(" ")[0]) for r in requests if "/nodes?" in r)
+    assert nodes == ["labelSelector=cloud.google.com/gke-nodepool=cpu-np&limit=1",
+                     "labelSelector=cloud.google.com/gke-nodepool=pathways-np&limit=1",
+                     "labelSelector=cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice,"
+                     "cloud.google.com/gke-tpu-topology=4x4&limit=8"], proc.stderr
     assert all("HTTP/2" in r for r in requests), proc.stderr
     assert f"Created Pathways job {job} in namespace default, queued on user-queue" in proc.stdout
 
@@ -413,17 +423,18 @@ def queues_for_checks(cli, tmp_path):
 def test_queue_and_priority_checks(cli, queues_for_checks):
     """What submit learns in its first round trip: a PriorityClass that does not exist, a
     LocalQueue whose ClusterQueue is missing, and a ClusterQueue without TPU quota are errors
-    (exit 2, nothing created); a server dry run costs three round trips on one connection."""
+    (exit 2, nothing created); a server dry run costs two round trips on one connection."""
     proc = submit_pathways(cli, "pw-prio", "--priority", "no-such-class", slices="1", check=2)
     assert "--priority no-such-class: no such PriorityClass in the cluster" in proc.stderr
     proc = submit_pathways(cli, "pw-prio", "--priority", "high", "--dry-run", "server", "-v",
                            slices="1")
     assert "The cluster accepted Pathways job pw-prio" in proc.stdout
     requests = re.findall(r"^(?:GET|POST) https://.*$", proc.stderr, re.M)
-    # LocalQueues, ClusterQueues, ResourceFlavors, nodes, the PriorityClass; then the two Jobs'
-    # and the JobSet's dry runs.
-    assert len(requests) == 8 and sum("new connection" in r for r in requests) == 1, proc.stderr
+    # LocalQueues, ClusterQueues, ResourceFlavors, the nodes (the slice's hosts, one of each head
+    # pool candidate), the PriorityClass; then the two Jobs' and the JobSet's dry runs.
+    assert len(requests) == 10 and sum("new connection" in r for r in requests) == 1, proc.stderr
     assert sum("dryRun=All" in r for r in requests) == 3, proc.stderr
+    assert "gcluster: 10 API requests in 2 round trips" in proc.stderr
 
     proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
                            slices="1", check=2)

@@ -742,6 +742,26 @@ static void expect_refusal(const gc_submit_request *r, const char *message)
     outcome_free(&o);
 }
 
+/* Submits pw-test (Pathways v6e-16 x2) and expects it created, with this one warning. */
+static void expect_created_with_one_warning(const char *warning)
+{
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.result.warnings.count, 1);
+    assert_string_equal(o.result.warnings.items[0], warning);
+    outcome_free(&o);
+}
+
+/* The same on the default nodes and a ClusterQueue `cq` (stolen) behind user-queue. */
+static void expect_refusal_on(json_t *cq, const char *message)
+{
+    serve_one_queue("user-queue", cq, v6e_nodes());
+    gc_submit_request r = pathways_request();
+    expect_refusal(&r, message);
+}
+
 static void named_queue_must_exist(void **state)
 {
     (void)state;
@@ -790,23 +810,20 @@ static void inactive_cluster_queue_is_an_error(void **state)
                                   "status", "False", "reason", "FlavorNotFound", "message",
                                   "Can't admit new workloads: references missing "
                                   "ResourceFlavor(s): tpu-flavor"));
-    serve_one_queue("user-queue", cq, v6e_nodes());
-    gc_submit_request r = pathways_request();
-    expect_refusal(&r, "ClusterQueue cluster-queue is inactive (FlavorNotFound: Can't admit new "
-                       "workloads: references missing ResourceFlavor(s): tpu-flavor), so Kueue "
-                       "would never admit this job");
+    expect_refusal_on(cq, "ClusterQueue cluster-queue is inactive (FlavorNotFound: Can't admit new "
+                          "workloads: references missing ResourceFlavor(s): tpu-flavor), so Kueue "
+                          "would never admit this job");
 }
 
 /* Two slices of 16 chips can never fit in a flavor with room for 8. */
 static void quota_below_the_job_is_an_error(void **state)
 {
     (void)state;
-    serve_one_queue("user-queue", unified_queue("8"), v6e_nodes());
-    gc_submit_request r = pathways_request();
-    expect_refusal(&r, "the workers need 32 google.com/tpu (8 pods x 4), and ClusterQueue "
-                       "cluster-queue has at most 8 in tpu-flavor, so Kueue would never admit "
-                       "this job; submit fewer --num-slices or a smaller --compute-type, or raise "
-                       "that quota");
+    expect_refusal_on(unified_queue("8"),
+                      "the workers need 32 google.com/tpu (8 pods x 4), and ClusterQueue "
+                      "cluster-queue has at most 8 in tpu-flavor, so Kueue would never admit "
+                      "this job; submit fewer --num-slices or a smaller --compute-type, or raise "
+                      "that quota");
 }
 
 /* A cohort may lend more than the nominal quota: nothing to refuse. */
@@ -919,11 +936,10 @@ static void uncovered_resource_is_an_error(void **state)
         json_pack("[o]", group("cpu memory", json_pack("[o]", flavor_quotas("pathways-flavor",
                                                                             "cpu=480 "
                                                                             "memory=2000G")))));
-    serve_one_queue("user-queue", cq, v6e_nodes());
-    gc_submit_request r = pathways_request();
-    expect_refusal(&r, "the workers request google.com/tpu, which ClusterQueue cluster-queue has "
-                       "no quota for, so Kueue would never admit this job; submit to a --queue "
-                       "that covers it");
+    expect_refusal_on(cq,
+                      "the workers request google.com/tpu, which ClusterQueue cluster-queue has "
+                      "no quota for, so Kueue would never admit this job; submit to a --queue "
+                      "that covers it");
 }
 
 /* One flavor on the head pool covers TPUs too: Kueue would send the workers to cpu-np, whose
@@ -937,11 +953,10 @@ static void flavors_pinning_pods_to_no_node_are_an_error(void **state)
                                                                        "google.com/tpu=64 "
                                                                        "cpu=10000 "
                                                                        "memory=100Ti")))));
-    serve_one_queue("user-queue", cq, v6e_nodes());
-    gc_submit_request r = pathways_request();
-    expect_refusal(&r, "ClusterQueue cluster-queue would pin the workers to node pool cpu-np and "
-                       "to cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice at once, and no "
-                       "node of cpu-np has that label, so they could never be scheduled");
+    expect_refusal_on(cq,
+                      "ClusterQueue cluster-queue would pin the workers to node pool cpu-np and "
+                      "to cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice at once, and no "
+                      "node of cpu-np has that label, so they could never be scheduled");
 }
 
 static void numa_affinity_on_a_split_queue_is_an_error(void **state)
@@ -999,15 +1014,8 @@ static void jobs_the_user_may_not_create_are_not_checked(void **state)
                         "API group \"batch\" in the namespace \"ns1\"",
                         "code", 403, "repeat", 1));
     serve_created("pw-test");
-    gc_submit_request r = pathways_request();
-    outcome o;
-    run_submit(&o, &r);
-    assert_int_equal(o.rc, 0);
-    assert_int_equal(o.result.warnings.count, 1);
-    assert_string_equal(o.result.warnings.items[0],
-                        "you may not create Jobs in namespace ns1, so the Jobs of this JobSet "
-                        "were not checked with a server-side dry run");
-    outcome_free(&o);
+    expect_created_with_one_warning("you may not create Jobs in namespace ns1, so the Jobs of "
+                                    "this JobSet were not checked with a server-side dry run");
 }
 
 /* Nobody may read the ClusterQueue: said, not checked, and the JobSet is made as offline. */
@@ -1024,15 +1032,9 @@ static void unreadable_cluster_queue_is_a_warning(void **state)
     serve_nodes(v6e_nodes());
     serve_job_dry_runs();
     serve_created("pw-test");
-    gc_submit_request r = pathways_request();
-    outcome o;
-    run_submit(&o, &r);
-    assert_int_equal(o.rc, 0);
-    assert_int_equal(o.result.warnings.count, 1);
-    assert_string_equal(o.result.warnings.items[0],
-                        "you may not read ClusterQueue cluster-queue or the ResourceFlavors: "
-                        "whether Kueue can admit this job was not checked");
-    outcome_free(&o);
+    expect_created_with_one_warning("you may not read ClusterQueue cluster-queue or the "
+                                    "ResourceFlavors: whether Kueue can admit this job was not "
+                                    "checked");
 }
 
 /* Kueue v0.14 serves only v1beta1: its three lists are asked for again, together. */
