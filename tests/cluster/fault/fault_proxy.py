@@ -22,7 +22,9 @@ while traffic flows:
                           the server reach the client, then the client's side is reset while
                           the server's side is closed quietly a moment later, so the server
                           still reads the whole request and answers into the void: an answer
-                          lost at byte n. `count` times; n None only measures (answer_bytes)
+                          lost at byte n. `count` times; n None only measures: each such
+                          chunk's size (big_requests), the longest answer after one
+                          (answer_bytes)
     latency(s)            every chunk waits s seconds before it is forwarded
     throttle(rate)        bytes from the server flow at most `rate` bytes per second
     clear()               no faults (stalled connections stay stalled)
@@ -115,7 +117,7 @@ class _Connection:
                     return self.close()
                 if downstream and self.proxy.claim("next"):
                     return self._hold(src, downstream)
-                if not downstream and self.request_at is None:
+                if not downstream and self.lose_at is None:
                     rule = self.proxy.lose_rule(len(data))
                     if rule:
                         self.request_at = self.down
@@ -165,6 +167,7 @@ class FaultProxy:
         self.stats = {"connections": 0, "cuts": 0, "refused": 0, "stalls": 0,
                       "lost answers": 0, "big requests": 0}
         self.answer_bytes = 0  # the longest answer seen after a big request (lose_answer)
+        self.big_requests = []  # the size of each big request lose_answer saw, in order
         self.most_down = 0  # the most bytes one connection brought from the server
         self._rules = {}  # "cut" / "stall" -> [bytes, times left or None]
         self._refuse_until = 0.0
@@ -269,6 +272,7 @@ class FaultProxy:
             if not rule or chunk < rule[0]:
                 return None
             self.stats["big requests"] += 1
+            self.big_requests.append(chunk)
             if rule[2] is not None:
                 rule[2] -= 1
                 if rule[2] <= 0:
