@@ -23,7 +23,7 @@ while traffic flows:
                           the server's side is closed quietly a moment later, so the server
                           still reads the whole request and answers into the void: an answer
                           lost at byte n. `count` times; n None only measures: each such
-                          chunk's size (big_requests), the longest answer after one
+                          chunk's size (big_requests), the answer after the last one
                           (answer_bytes)
     latency(s)            every chunk waits s seconds before it is forwarded
     throttle(rate)        bytes from the server flow at most `rate` bytes per second
@@ -166,7 +166,7 @@ class FaultProxy:
         self.connections = []
         self.stats = {"connections": 0, "cuts": 0, "refused": 0, "stalls": 0,
                       "lost answers": 0, "big requests": 0}
-        self.answer_bytes = 0  # the longest answer seen after a big request (lose_answer)
+        self.answer_bytes = 0  # the answer after the last big request (lose_answer)
         self.big_requests = []  # the size of each big request lose_answer saw, in order
         self.most_down = 0  # the most bytes one connection brought from the server
         self._rules = {}  # "cut" / "stall" -> [bytes, times left or None]
@@ -273,6 +273,7 @@ class FaultProxy:
                 return None
             self.stats["big requests"] += 1
             self.big_requests.append(chunk)
+            self.answer_bytes = 0  # the answer to this one, the last, is what counts
             if rule[2] is not None:
                 rule[2] -= 1
                 if rule[2] <= 0:
