@@ -42,8 +42,7 @@ static void set_tls(gc_kube *k, CURL *e)
     }
 }
 
-/* What reaching this API server takes, beyond the request itself. */
-static void set_connection(gc_kube *k, CURL *e)
+void kube_set_connection(gc_kube *k, CURL *e)
 {
     const kube_cluster *c = k->sel.cluster;
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -137,7 +136,7 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
         .trace = &k->trace,
     };
     gc_http_start(&x->http, e, &hr);
-    set_connection(k, e);
+    kube_set_connection(k, e);
     x->credential = k->credential_generation;
     k->request_count++;
     free(url);

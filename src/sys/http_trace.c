@@ -24,6 +24,7 @@ static const struct {
     long code;
     const char *phrase;
 } phrases[] = {
+    {101, "Switching Protocols"},
     {200, "OK"},
     {201, "Created"},
     {202, "Accepted"},
@@ -261,8 +262,7 @@ static const gc_events *events(const gc_http_transfer *t)
 /* "Name: value" with the value replaced when the name says it is a credential; the scheme of
  * an Authorization value ("Bearer", "Basic") is kept, as it tells which credential went out.
  * Response header lines from libcurl are not NUL-terminated. */
-static void trace_header_line(const gc_http_transfer *t, char direction, const char *data,
-                              size_t len)
+static void trace_header_line(const gc_events *ev, char direction, const char *data, size_t len)
 {
     while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
         len--;
@@ -271,7 +271,7 @@ static void trace_header_line(const gc_http_transfer *t, char direction, const c
     char *line = gc_xstrndup(data, len);
     const char *colon = strchr(line, ':');
     if (!colon || !secret_header(line, (size_t)(colon - line))) {
-        gc_trace(events(t), "%c %s", direction, line);
+        gc_trace(ev, "%c %s", direction, line);
     } else {
         int name_len = (int)(colon - line + 1);
         const char *value = colon + 1 + strspn(colon + 1, " ");
@@ -280,10 +280,9 @@ static void trace_header_line(const gc_http_transfer *t, char direction, const c
                            !strncasecmp(line, "proxy-authorization:", 20)) &&
                           value[scheme] == ' ';
         if (has_scheme)
-            gc_trace(events(t), "%c %.*s %.*s " REDACTED, direction, name_len, line, (int)scheme,
-                     value);
+            gc_trace(ev, "%c %.*s %.*s " REDACTED, direction, name_len, line, (int)scheme, value);
         else
-            gc_trace(events(t), "%c %.*s " REDACTED, direction, name_len, line);
+            gc_trace(ev, "%c %.*s " REDACTED, direction, name_len, line);
     }
     explicit_bzero(line, len);
     free(line);
@@ -297,7 +296,7 @@ void sys_http_trace_request(const gc_http_transfer *t)
     for (const struct curl_slist *h = t->header_list; h; h = h->next) {
         size_t len = strlen(h->data);
         if (len && h->data[len - 1] != ':') /* "Expect:": a header removed, not sent */
-            trace_header_line(t, '>', h->data, len);
+            trace_header_line(events(t), '>', h->data, len);
     }
     const gc_http_body *body = t->req.body;
     if (body && body->read) {
@@ -312,7 +311,19 @@ void sys_http_trace_request(const gc_http_transfer *t)
 void sys_http_trace_header(const gc_http_transfer *t, const char *line, size_t len)
 {
     if (verbosity(t) >= 2)
-        trace_header_line(t, '<', line, len);
+        trace_header_line(events(t), '<', line, len);
+}
+
+void gc_http_trace_head(const gc_http_trace *trace, char direction, const char *head, size_t len)
+{
+    if (!trace || trace->verbose < 2)
+        return;
+    for (const char *p = head, *end = head + len; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t line = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        trace_header_line(trace->events, direction, p, line);
+        p += line + 1;
+    }
 }
 
 void sys_http_trace_result(gc_http_transfer *t, CURLcode result)
