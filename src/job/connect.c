@@ -87,6 +87,7 @@ typedef struct connect_run {
     bool checking;
     long long next_check_ms;
     job_connect_view view;
+    bool seen_job; /* its JobSet existed: a 404 now means it was deleted */
     char jobset_uid[64];
     long long check_failure_reported_ms;
 
@@ -95,6 +96,7 @@ typedef struct connect_run {
     char pod[256], pod_uid[64];
     char forwarded[256]; /* the pod of the last tunnel that worked */
     gc_kube_tunnel *tunnel;
+    char open_error[GC_ERROR_MAX]; /* why the last tunnel could not be opened */
     long long reopen_at_ms;
     int reopen_failures;
     bool healing;   /* a tunnel was lost: say so when the next one works */
@@ -445,6 +447,12 @@ static int announce(connect_run *c, gc_error *err)
     return c->r->command ? start_command(c, env, err) : 0;
 }
 
+static bool stop_pending(const connect_run *c)
+{
+    struct pollfd p = {.fd = c->r->stop_fd, .events = POLLIN};
+    return c->r->stop_fd >= 0 && !c->stop_closed && poll(&p, 1, 0) > 0;
+}
+
 /* A refusal the API server will not change its mind about (the credential, RBAC). */
 static bool lasting(const gc_error *e)
 {
@@ -474,6 +482,9 @@ static int open_tunnel(connect_run *c, gc_error *err)
     }
     if (lasting(&e))
         return gc_fail(err, GC_EXIT_RUNTIME, "%s", e.message);
+    if (stop_pending(c))
+        return 0; /* Ctrl-C cut the wait short: the loop ends next */
+    snprintf(c->open_error, sizeof(c->open_error), "%s", e.message);
     if (e.http_status == 404) /* the pod is gone: the next check finds its successor */
         c->next_check_ms = gc_clock_ms();
     long delay = REOPEN_DELAY_MS << (c->reopen_failures < 5 ? c->reopen_failures : 5);
@@ -597,7 +608,7 @@ static int finish_check(connect_run *c, gc_error *err)
     gc_kube_read *js = &c->reads[READ_JOBSET], *pods = &c->reads[READ_PODS];
     gc_kube_read *wl = c->read_count > READ_WORKLOADS ? &c->reads[READ_WORKLOADS] : NULL;
     bool gone = js->rc && js->err.http_status == 404;
-    const gc_kube_read *failed = js->rc && !gone ? js : pods->rc ? pods : NULL;
+    const gc_kube_read *failed = gone ? NULL : js->rc ? js : pods->rc ? pods : NULL;
     int rc = 0;
     if (failed) {
         /* The tunnel may well still work: say so now and then, and try again. */
@@ -605,7 +616,10 @@ static int finish_check(connect_run *c, gc_error *err)
             gc_warn(c->ev, "cannot check on job %s: %s", c->r->name, failed->err.message);
             c->check_failure_reported_ms = gc_clock_ms();
         }
+    } else if (gone && !c->seen_job) {
+        rc = job_not_found(c->kube, c->r->name, err);
     } else {
+        c->seen_job = true;
         if (wl && wl->rc && wl->err.http_status == 404 && !strcmp(c->workloads_version, "v1beta2"))
             c->workloads_version = "v1beta1"; /* Kueue before 0.15 */
         const json_t *jobset = gone ? NULL : c->objects[READ_JOBSET];
@@ -747,6 +761,21 @@ static void serve_clients(connect_run *c, const poll_set *p)
     }
 }
 
+static int waited_too_long(const connect_run *c, gc_error *err)
+{
+    const char *wait = c->r->wait ? c->r->wait : GC_CONNECT_DEFAULT_WAIT;
+    if (c->have_target)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "cannot reach head pod %s of job %s through the API server within --wait "
+                       "%s: %s",
+                       c->pod, c->r->name, wait, c->open_error);
+    return gc_fail(err, GC_EXIT_RUNTIME,
+                   "job %s has no head pod to forward to after --wait %s (%s); see `gcluster job "
+                   "inspect %s`, or wait longer with --wait",
+                   c->r->name, wait, c->progress[0] ? c->view.text : "its state is not known",
+                   c->r->name);
+}
+
 /* One turn of the loop; non-zero ends connect (with err set unless it is a clean end). */
 static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
 {
@@ -760,11 +789,7 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
     }
     now = gc_clock_ms();
     if (!c->tunnel && now >= c->wait_deadline_ms)
-        return gc_fail(err, GC_EXIT_RUNTIME,
-                       "job %s: no head pod to forward to within --wait %s (%s); see `gcluster "
-                       "job inspect %s`, or wait longer with --wait",
-                       c->r->name, c->r->wait ? c->r->wait : GC_CONNECT_DEFAULT_WAIT,
-                       c->progress[0] ? c->view.text : "the job was never seen", c->r->name);
+        return waited_too_long(c, err);
     build_poll_set(c, p);
     if (gc_kube_background_poll(c->checks, p->fds, p->count, wait_timeout(c, now)) < 0 &&
         errno != EINTR)

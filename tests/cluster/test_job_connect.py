@@ -7,7 +7,8 @@ the issue's functional one (new connections work within 2 s of a cut), as a dead
 
 kwok's tunnel does not pass a client's half-close on to the target (it never calls CloseWrite),
 so nothing here expects an end of file to reach the echo server: half-close is proven against
-the kubelet's own port-forward code in the peer tier (tests/peer/test_portforward_tunnel.c).
+the kubelet's own port-forward code in the peer tier (tests/peer/test_portforward_peer.c,
+tunnel_echoes_and_half_closes).
 """
 
 import concurrent.futures
