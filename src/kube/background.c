@@ -58,9 +58,14 @@ static void end_read(gc_kube_background *b, background_read *r)
 
 static void end_round(gc_kube_background *b)
 {
-    for (size_t i = 0; i < b->count; i++)
-        if (!b->reads[i].done)
-            end_read(b, &b->reads[i]);
+    for (size_t i = 0; i < b->count; i++) {
+        background_read *r = &b->reads[i];
+        if (r->done)
+            continue;
+        if (r->e) /* abandoned under way: the layer still holds its request headers */
+            kube_exchange_end(b->k, &r->x, CURLE_ABORTED_BY_CALLBACK);
+        end_read(b, r);
+    }
     free(b->reads);
     b->reads = NULL;
     b->count = b->pending = 0;
@@ -207,7 +212,8 @@ int gc_kube_background_poll(gc_kube_background *b, struct pollfd *fds, size_t co
     curl_wait w;
     curl_wants(b, &w, &timeout_ms);
     struct pollfd *all = gc_xcalloc(count + w.count, sizeof(*all));
-    memcpy(all, fds, count * sizeof(*fds));
+    if (count)
+        memcpy(all, fds, count * sizeof(*fds));
     size_t total = count;
     for (int fd = 0; fd <= w.max_fd; fd++)
         if (wanted(&w, fd))
