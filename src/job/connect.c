@@ -56,6 +56,7 @@ typedef struct client {
     bool remote_fin; /* the pod side sends nothing more: shut our write side once flushed */
     bool write_shut;
     bool done;  /* the forwarded connection is over: close once flushed */
+    bool fresh; /* bytes arrived for it in this turn */
     bool dead;  /* closed: to be swept */
     gc_buf out; /* bytes from the pod side not yet taken by the local socket */
     size_t out_at;
@@ -315,9 +316,9 @@ static void on_tunnel_event(void *ctx, const gc_tunnel_event *ev)
         cl->opened = true;
         break;
     case GC_TUNNEL_DATA:
+        /* Sent once the tunnel's input is read (flush_fresh): one send for many frames. */
         gc_buf_append(&cl->out, ev->data, ev->len);
-        if (cl->out.len - cl->out_at == ev->len) /* nothing was waiting: try to send it now */
-            flush(c, cl);
+        cl->fresh = true;
         break;
     case GC_TUNNEL_PEER_FIN:
         cl->remote_fin = true;
@@ -744,6 +745,16 @@ static void build_poll_set(connect_run *c, poll_set *p)
     }
 }
 
+static void flush_fresh(connect_run *c)
+{
+    for (size_t i = 0; i < c->client_count; i++) {
+        client *cl = c->clients[i];
+        if (cl->fresh && !cl->dead)
+            flush(c, cl);
+        cl->fresh = false;
+    }
+}
+
 static void serve_clients(connect_run *c, const poll_set *p)
 {
     for (size_t i = 0; i < p->count; i++) {
@@ -816,6 +827,7 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
             tunnel_broke(c, "the server is going away (GOAWAY)", gc_kube_tunnel_count(c->tunnel));
         }
     }
+    flush_fresh(c);
     serve_clients(c, p);
     if (c->tunnel && (revents_of(p, p->listener) & POLLIN))
         accept_clients(c);
