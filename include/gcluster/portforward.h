@@ -74,7 +74,8 @@ void gc_kube_tunnel_close(gc_kube_tunnel *t);
 
 /* For the caller's poll(2): the socket, the events to wait for (POLLIN unless held, POLLOUT
  * while bytes wait to be sent), and the longest wait before gc_kube_tunnel_pump must run again
- * (for keep-alive pings, and 0 while received bytes wait inside TLS). */
+ * (for keep-alive pings, 0 while received bytes wait inside TLS, -1 while held: nothing is
+ * due). */
 int gc_kube_tunnel_fd(const gc_kube_tunnel *t);
 short gc_kube_tunnel_poll_events(const gc_kube_tunnel *t);
 int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t);

@@ -713,7 +713,7 @@ static int wait_timeout(connect_run *c, long long now)
         t = until(now, c->wait_deadline_ms, t);
     if (c->tunnel) {
         int tunnel = gc_kube_tunnel_timeout_ms(c->tunnel);
-        t = tunnel < t ? tunnel : t;
+        t = tunnel >= 0 && tunnel < t ? tunnel : t;
     }
     return t;
 }

@@ -531,6 +531,8 @@ static int write_output(gc_kube_tunnel *t, gc_error *err)
 static int keep_alive(gc_kube_tunnel *t, gc_error *err)
 {
     long long now = gc_clock_ms();
+    if (t->held) /* not reading: silence says nothing about the server */
+        return 0;
     if (t->ping_sent_ms && now - t->ping_sent_ms >= DEAD_AFTER_MS &&
         now - t->last_input_ms >= DEAD_AFTER_MS)
         return tunnel_over(t, err, "the API server has not answered for %d s",
@@ -571,6 +573,8 @@ int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t)
 {
     if (t->buffered && !t->held)
         return 0;
+    if (t->held)
+        return -1; /* nothing is due until the caller lets it read again */
     long long now = gc_clock_ms();
     long long at = t->ping_sent_ms ? t->ping_sent_ms + DEAD_AFTER_MS : t->next_ping_ms;
     return at <= now ? 0 : (int)(at - now);
@@ -578,6 +582,13 @@ int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t)
 
 void gc_kube_tunnel_hold(gc_kube_tunnel *t, bool hold)
 {
+    if (t->held && !hold) {
+        /* The wait for an answer starts again now: the answer may be among what was not read. */
+        long long now = gc_clock_ms();
+        t->last_input_ms = now;
+        if (t->ping_sent_ms)
+            t->ping_sent_ms = now;
+    }
     t->held = hold;
 }
 
