@@ -1,7 +1,8 @@
 # A thin layer over CMake/CTest and pytest so the usual commands work:
 #   make         build ./gcluster (installs the Debian packages it needs first)
 #   make test    every test tier, in order: format, unit (also under ASan/UBSan and valgrind),
-#                peer (normal and ASan/UBSan), cluster
+#                peer (normal and ASan/UBSan), cluster, fault (a TCP fault proxy and API server
+#                restarts; see tests/cluster/fault)
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
 #   make install install the binary, man pages and shell completions (PREFIX, DESTDIR)
@@ -14,8 +15,8 @@ PYTHON         ?= python3
 PREFIX         ?= /usr/local
 
 .PHONY: all deps gcluster asan-build test-peers unit-test asan-test valgrind-test \
-        peer-test format format-check testenv cluster-test test demo bench clean install package \
-        install-test
+        peer-test format format-check testenv cluster-test fault-test test demo bench clean \
+        install package install-test
 
 all: gcluster
 
@@ -75,7 +76,13 @@ testenv:
 
 cluster-test: gcluster testenv
 	@scripts/install-deps --with-python
-	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster --ignore=tests/cluster/fault
+
+# Its own control plane (its API server is restarted); the table of tries and outcomes is
+# printed at the end and written to build/fault-results.md.
+fault-test: gcluster testenv
+	@scripts/install-deps --with-python
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster/fault
 
 # DESTDIR (from the command line or the environment) is honoured by cmake --install.
 install: gcluster
@@ -89,7 +96,8 @@ package: gcluster
 install-test: gcluster
 	scripts/test-install $(BUILD_DIR)
 
-test: format-check unit-test asan-test valgrind-test peer-test install-test cluster-test
+test: format-check unit-test asan-test valgrind-test peer-test install-test cluster-test \
+      fault-test
 
 demo: gcluster testenv
 	scripts/demo

@@ -46,6 +46,7 @@ CONTROLLERS = ["job-controller", "garbage-collector-controller", "namespace-cont
                "root-ca-certificate-publisher-controller", "pod-garbage-collector-controller",
                "ttl-after-finished-controller", "endpointslice-controller"]
 KUEUE_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io"}
+NUMBERED_CONTAINER, NUMBERED_LOG = "numbered-log", "numbered.log"
 # Port-forwards to a pod's port 29000 (the Pathways IFRT proxy's) reach this TCP echo server
 # through kwok; a PortForward object (kwok.x-k8s.io/v1alpha1, namespaced, named like the pod)
 # sends one pod's ports elsewhere.
@@ -174,6 +175,7 @@ class Launcher:
     def __init__(self, root):
         self.root = root
         self.procs = {}
+        self.argv = {}
 
     def start(self, name, argv):
         log_path = self.root / "logs" / f"{name}.log"
@@ -184,6 +186,7 @@ class Launcher:
         (self.root / "pids" / f"{name}.pid").write_text(f"{proc.pid}\n")
         (self.root / "logs" / f"{name}.cmdline").write_text(" ".join(argv) + "\n")
         self.procs[name] = proc
+        self.argv[name] = [str(a) for a in argv]
         return proc
 
     def check_alive(self, name):
@@ -937,11 +940,19 @@ class ControlPlane:
         # A copy, so a running environment does not depend on the work tree it came from.
         fake_log = self.root / "fake-logs" / "container.log"
         shutil.copy(self.wanted.get("fake_log") or HERE / "fake-logs" / "container.log", fake_log)
+        # Containers named `numbered-log` get fake-logs/numbered.log instead: empty at start, for
+        # tests that append (CRI-format) lines to it, or point it (a symlink) at a file of their
+        # own, while a follower reads. kwok follows a growing file as a kubelet follows a
+        # container's log, and honours sinceTime, tailLines and timestamps.
+        numbered_log = self.root / "fake-logs" / NUMBERED_LOG
+        numbered_log.touch()
         (config / "kwok-logs.yaml").write_text(json.dumps({
             "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
             "metadata": {"name": "testenv-fake-logs"},
-            "spec": {"selector": {}, "logs": [{"logsFile": str(fake_log),
-                                               "previousLogsFile": str(fake_log)}]}}))
+            "spec": {"selector": {}, "logs": [
+                {"containers": [NUMBERED_CONTAINER], "logsFile": str(numbered_log),
+                 "previousLogsFile": str(numbered_log)},
+                {"logsFile": str(fake_log), "previousLogsFile": str(fake_log)}]}}))
 
     def start_etcd(self):
         peer = f"http://127.0.0.1:{self.ports['etcd_peer']}"
@@ -1103,7 +1114,7 @@ class ControlPlane:
                  "kubeconfig": str(self.kubeconfig), "versions": versions,
                  "pids": {name: proc.pid for name, proc in self.launcher.procs.items()},
                  "echo_port": self.echo_port,
-                 "startup_seconds": startup_seconds}
+                 "argv": self.launcher.argv, "startup_seconds": startup_seconds}
         (self.root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
 
 
@@ -1199,6 +1210,46 @@ def down():
     return 0
 
 
+def apiserver(action):
+    """`testenv/apiserver stop|kill|start`: stops the running environment's kube-apiserver
+    (stop: SIGTERM, as a control plane upgrade does, letting answers under way finish; kill:
+    SIGKILL, as when its machine dies, cutting them) or starts it again with the same flags, port
+    and etcd, so every object survives; for tests of clients that must ride out a restart."""
+    root = state_dir()
+    try:
+        state = json.loads((root / "state.json").read_text())
+        argv = state["argv"]["kube-apiserver"]
+    except (OSError, ValueError, KeyError) as e:
+        log(f"error: no running environment with a restartable API server in {root} ({e})")
+        return 1
+    pid = state["pids"]["kube-apiserver"]
+    if action in ("stop", "kill"):
+        live = [pid] if is_running(pid) and refers_to(pid, root) else []
+        left = stop_processes(live, grace=0.0 if action == "kill" else 15.0)
+        if left:
+            log(f"error: kube-apiserver (pid {pid}) did not exit")
+            return 1
+        log(f"{'killed' if action == 'kill' else 'stopped'} kube-apiserver (pid {pid})")
+        return 0
+    if is_running(pid) and refers_to(pid, root):
+        log(f"kube-apiserver is already running (pid {pid})")
+        return 0
+    launcher = Launcher(root)
+    proc = launcher.start("kube-apiserver", argv)
+    api = f"https://127.0.0.1:{state['ports']['apiserver']}"
+    try:
+        wait_for("kube-apiserver /readyz",
+                 lambda: ok_body(https_get(f"{api}/readyz", root / "certs")), 120, launcher,
+                 "kube-apiserver")
+    except Failure as e:
+        log(f"error: {e}")
+        return 1
+    state["pids"]["kube-apiserver"] = proc.pid
+    (root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+    log(f"kube-apiserver is ready again on {api} (pid {proc.pid})")
+    return 0
+
+
 def profile(args):
     kubeconfig = Path(args.kubeconfig or state_dir() / "kubeconfig")
     if not kubeconfig.is_file():
@@ -1236,9 +1287,14 @@ def main(argv):
                         f"{DEFAULT_PROFILE['accelerator']})")
     p.add_argument("--kubeconfig", help="the environment's kubeconfig (default: the one in "
                    "the state directory, as testenv/up prints it)")
+    a = commands.add_parser("apiserver", help="stop (SIGTERM), kill (SIGKILL) or start again "
+                            "the running environment's kube-apiserver, keeping its state")
+    a.add_argument("action", choices=("stop", "kill", "start"))
     args = parser.parse_args(argv[1:])
     if args.command == "profile":
         return profile(args)
+    if args.command == "apiserver":
+        return apiserver(args.action)
     return {"up": up, "down": down}[args.command]()
 
 

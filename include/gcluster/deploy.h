@@ -95,6 +95,10 @@ gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_po
  * `warnings` one per line. An empty array when the blueprint installs no Kueue configuration. */
 int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
                      json_t **objects, gc_buf *warnings, gc_error *err);
+/* Every check of the Kueue configuration that needs no cluster (the template, its variables and
+ * quotas): GC_EXIT_USAGE as gc_kueue_objects would fail once connected. For callers that want
+ * bad input refused before anything is sent. */
+int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err);
 
 /* Renders a Terraform-style template: ${name} from `vars` (strings and numbers), $${ for a
  * literal ${ and %%{ for a literal %{; %{...} directives and unknown names are errors that

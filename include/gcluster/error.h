@@ -16,6 +16,8 @@ enum gc_exit_code {
     GC_EXIT_RUNTIME = 1,    /* the API server, the network or the system failed */
     GC_EXIT_USAGE = 2,      /* bad input; nothing was sent to the cluster */
     GC_EXIT_JOB_FAILED = 3, /* the job itself failed (--await-job-completion) */
+    GC_EXIT_INCOMPLETE = 4, /* the output is incomplete: a log stream broke and could not be
+                               resumed, so lines may be missing (job logs) */
 };
 
 #define GC_ERROR_MAX 4096

@@ -39,6 +39,12 @@ int gc_image_repository(const char *project, const char *location, char **reposi
  * context directory, base image reference and platform alone (no network). Caller frees. */
 int gc_image_plan(const gc_image_build *build, char **image_ref, gc_error *err);
 
+/* Checks an image reference against the reference grammar registries and container runtimes
+ * share ([HOST[:PORT]/]PATH[:TAG][@sha256:HEX], PATH in lower case), so a typo is refused
+ * before a job waits in the queue only to fail pulling. GC_EXIT_USAGE naming `flag` and the rule
+ * that was broken. */
+int gc_image_reference_check(const char *flag, const char *reference, gc_error *err);
+
 /* Builds and pushes; *image_ref is the pushed reference (caller frees). */
 int gc_image_build_push(const gc_image_build *build, char **image_ref, gc_error *err);
 

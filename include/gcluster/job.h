@@ -41,6 +41,11 @@ typedef struct gc_submit_request {
     const char *dry_run;     /* "server" or "client" */
     const char *mounts[GC_REQUEST_LIST_MAX];
     size_t mount_count;
+    /* KEY=VALUE for every container (--env), and files of such lines (--env-file) */
+    const char *env[GC_REQUEST_LIST_MAX];
+    size_t env_count;
+    const char *env_files[GC_REQUEST_LIST_MAX];
+    size_t env_file_count;
     const char *queue;
     long num_nodes;
     bool num_nodes_set;
@@ -80,6 +85,13 @@ typedef struct gc_submit_request {
     const char *pathways_worker_args;
     const char *pathways_sidecar_image;
     const char *pathways_head_np;
+    /* KEY=VALUE for one Pathways role's container */
+    const char *pathways_proxy_env[GC_REQUEST_LIST_MAX];
+    size_t pathways_proxy_env_count;
+    const char *pathways_server_env[GC_REQUEST_LIST_MAX];
+    size_t pathways_server_env_count;
+    const char *pathways_worker_env[GC_REQUEST_LIST_MAX];
+    size_t pathways_worker_env_count;
 } gc_submit_request;
 
 /* Google's defaults for the numeric and duration flags. */
@@ -140,6 +152,9 @@ int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_erro
 /* DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a
  * letter or digit. */
 bool gc_is_dns1035_label(const char *s);
+/* DNS-1123 label, what namespaces and container names are: the same, but may start with a
+ * digit. */
+bool gc_is_dns1123_label(const char *s);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
  * discovered, then the JobSet. Byte-for-byte stable for a given request. */

@@ -158,9 +158,14 @@ typedef int (*gc_kube_event_fn)(enum gc_kube_event_type type, json_t *object, vo
  * then one GC_KUBE_SYNCED, then changes as they happen (objects are borrowed). Bookmarks are
  * requested and followed; dropped connections resume from the last resourceVersion; 410 Gone
  * re-lists (objects are re-announced as ADDED, and objects that vanished meanwhile are announced as
- * DELETED with their last known state). Ends when on_event returns GC_KUBE_STOP (returns 0) or a
- * GC_EXIT_* code (returned), or after `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason
- * "Timeout". timeout_seconds <= 0 waits forever. */
+ * DELETED with their last known state). Connections that break, are refused or answer 429/5xx
+ * (an API server restarting) are made again with capped, jittered backoff, said as notices
+ * ("connection to the API server lost (...); reconnecting in 2.0 s (attempt 3)", then
+ * "reconnected to the API server"), and a connection silent for 30 s is replaced; only answers
+ * that trying again cannot change (403, 404, a certificate problem) end the watch with an error.
+ * Ends when on_event returns GC_KUBE_STOP (returns 0) or a GC_EXIT_* code (returned), or after
+ * `timeout_seconds` (> 0) with GC_EXIT_RUNTIME and err->reason "Timeout". timeout_seconds <= 0
+ * waits forever. */
 int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                        int timeout_seconds, gc_kube_event_fn on_event, void *ctx, gc_error *err);
 
@@ -175,21 +180,37 @@ typedef struct gc_kube_log_options {
     bool follow;
     long tail_lines;    /* < 0: all */
     long since_seconds; /* <= 0: from the start */
-    bool timestamps;
+    bool timestamps;    /* keep the kubelet's time stamp in front of each line */
+    /* Without follow (and once keep_going has ended following): a stream that sends nothing
+     * for this long is taken as broken and resumed; <= 0: 20. A followed stream may be quiet
+     * for as long as its container is; dead connections are found by TCP keepalive. */
+    int stall_seconds;
 } gc_kube_log_options;
 
 /* Called with one complete line (without its newline; not NUL-terminated) from source
  * `index`; a last line without a newline is delivered when its stream ends. Return non-zero
  * to end all streams. */
 typedef int (*gc_kube_log_line_fn)(size_t index, const char *line, size_t len, void *ctx);
-/* Polled about once a second while following; return false to end all streams. */
+/* Polled about once a second while following; return false to end following. */
 typedef bool (*gc_kube_log_continue_fn)(void *ctx);
 
 /* Streams the logs of several containers at once over one connection pool (HTTP/2 streams
- * when available), delivering whole lines. Returns when every stream has ended, or when
- * `keep_going` (may be NULL) returns false. A stream that fails (e.g. container not started)
- * is reported through err only if every stream failed; otherwise it is skipped with a notice
- * ("no logs from pod/container: ..."). */
+ * when available), delivering whole lines, each exactly once: a stream that breaks (a reset or
+ * cut connection, an API server restart, no bytes for stall_seconds) is asked again from its
+ * last line's time stamp and the lines already delivered are dropped; a container that
+ * restarted meanwhile is read to the end of the instance that was being read, then (following)
+ * from the start of its new one, with a notice.
+ *
+ * With `follow`, broken streams are reconnected for as long as the caller follows (a notice
+ * says so while the API server cannot be reached), and a stream whose container exited is asked
+ * again now and then, as the container may restart, until `keep_going` (may be NULL: streams
+ * then end with their containers) returns false; each stream then reads what is left and ends.
+ * Without follow a broken stream is resumed a bounded number of times.
+ *
+ * Returns when every stream has ended. A stream that never started (a container still waiting)
+ * is skipped with a notice ("no logs from pod/container: ..."), and is an error only when every
+ * stream is. A stream that broke and could not be resumed makes it GC_EXIT_INCOMPLETE, the
+ * message naming the pod, the container and the time after which lines may be missing. */
 int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
                  const gc_kube_log_options *opts, gc_kube_log_line_fn on_line,
                  gc_kube_log_continue_fn keep_going, void *ctx, gc_error *err);

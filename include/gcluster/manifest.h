@@ -5,12 +5,15 @@
  * checking any more); the builders turn it into a JobSet: the Pathways shape of SPEC §4 (head
  * pod with resource manager and IFRT proxy, TPU workers per slice, optional colocated Python
  * sidecars) or the ordinary one-replicated-job shape for TPU, GPU and CPU compute types.
- * Builders cannot fail and never print; the emitter (emit.h) turns their output into text.
+ * Builders never print. One that cannot build (a string jansson refuses because it is not
+ * UTF-8, a value missing) yields no JobSet at all, never one with a part left out, and
+ * gc_workload_jobset says so as an error. The emitter (emit.h) turns JobSets into text.
  */
 #ifndef GCLUSTER_MANIFEST_H
 #define GCLUSTER_MANIFEST_H
 
 #include "gcluster/catalog.h"
+#include "gcluster/error.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -54,6 +57,22 @@ typedef struct gc_mount {
     bool read_only;
 } gc_mount;
 
+/* Which containers a user's environment variable goes to: every container gcluster writes
+ * (--env), or one Pathways role's (--pathways-proxy-env, -server-env, -worker-env). */
+typedef enum gc_env_scope {
+    GC_ENV_EVERY,
+    GC_ENV_PROXY,  /* pathways-proxy */
+    GC_ENV_SERVER, /* pathways-rm */
+    GC_ENV_WORKER, /* pathways-worker */
+} gc_env_scope;
+
+typedef struct gc_env_var {
+    char *name;
+    char *value; /* as given: $(NAME) expands to an earlier variable, as Kubernetes does */
+    gc_env_scope scope;
+    char *source; /* where it was given, for messages: "--env", "--env-file team.env:3" */
+} gc_env_var;
+
 /* A key=value pair (node selectors) or key in (values) (node affinity). */
 typedef struct gc_node_term {
     char *key;
@@ -82,6 +101,8 @@ typedef struct gc_workload {
     size_t restart_exit_code_count;
     gc_mount *mounts;
     size_t mount_count;
+    gc_env_var *env; /* the user's variables, after the ones gcluster sets in each container */
+    size_t env_count;
     char *scheduler_name;     /* --gke-scheduler */
     bool verbose;             /* verbose TPU/GPU logging env */
     bool numa_affinity;       /* --cpu-affinity numa: Guaranteed QoS for the workload containers */
@@ -106,9 +127,12 @@ typedef struct gc_workload {
 
 void gc_workload_free(gc_workload *w);
 
-/* The JobSet for `w`: Pathways or ordinary, depending on w->pathways. Caller owns it. */
-json_t *gc_workload_jobset(const gc_workload *w);
+/* The JobSet for `w`, Pathways or ordinary depending on w->pathways (caller owns *jobset).
+ * GC_EXIT_USAGE when it cannot be built, or when a user variable is set twice in one
+ * container (by two flags, or by a flag and by gcluster itself), naming both. */
+int gc_workload_jobset(const gc_workload *w, json_t **jobset, gc_error *err);
 
+/* The two shapes, unchecked: NULL when a part could not be built. */
 json_t *gc_pathways_jobset(const gc_workload *w);
 json_t *gc_plain_jobset(const gc_workload *w);
 

@@ -1,8 +1,9 @@
 /*
  * sys: small plumbing every part of the library shares, each written once: a monotonic clock,
- * RFC 3339 time stamps, base64, reading a file whole, and the edit distance used to suggest a
- * name the user probably meant. The subprocess runner (gcluster/process.h) and the HTTP request
- * layer (gcluster/http.h) live next to these in src/sys/.
+ * RFC 3339 time stamps, base64, reading a file whole, the edit distance used to suggest a
+ * name the user probably meant, and the UTF-8 check every string bound for the API passes. The
+ * subprocess runner (gcluster/process.h) and the HTTP request layer (gcluster/http.h) live next to
+ * these in src/sys/.
  */
 #ifndef GCLUSTER_SYS_H
 #define GCLUSTER_SYS_H
@@ -39,5 +40,10 @@ int gc_file_read(const char *path, size_t max, gc_buf *out, gc_error *err);
 /* The Levenshtein distance between two names, ignoring ASCII case: how many single-character
  * insertions, deletions or substitutions turn one into the other. For "did you mean" hints. */
 size_t gc_text_edit_distance(const char *a, const char *b);
+
+/* The length of the longest prefix of s[0, len) that is well-formed UTF-8 (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), so len when all of it is. Kubernetes
+ * and JSON carry only such text. */
+size_t gc_text_utf8_prefix(const char *s, size_t len);
 
 #endif

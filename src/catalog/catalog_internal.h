@@ -63,4 +63,7 @@ int catalog_resolve_cpu(const char *typed, const char *name, gc_compute *out, bo
  * to it. */
 int catalog_unknown_compute_type(const char *typed, const char *name, gc_error *err);
 
+/* Whether `s` is one or more decimal digits (the size of a shorthand such as v6e-16). */
+bool catalog_all_digits(const char *s);
+
 #endif

@@ -31,7 +31,7 @@ typedef struct tpu_request {
     char source[GC_NAME_MAX + 64];     /* where `shape` came from, for messages */
 } tpu_request;
 
-static bool all_digits(const char *s)
+bool catalog_all_digits(const char *s)
 {
     if (!*s)
         return false;
@@ -105,7 +105,7 @@ static int parse_tpu(const char *name, tpu_request *req, bool *matched, gc_error
         return 0;
     }
     const char *rest = dash + 1;
-    if (all_digits(rest))
+    if (catalog_all_digits(rest))
         return parse_size(req, rest, err);
     int dims[3];
     int rank = gc_topology_parse(rest, dims);

@@ -63,21 +63,11 @@ static void consider(near_list *near, const char *typed, const char *candidate)
         near->count++;
 }
 
-static bool digits_only(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (!isdigit((unsigned char)*s))
-            return false;
-    return true;
-}
-
 /* Whether <family>-<rest> is a valid shorthand, so it can be offered. */
 static bool shorthand_valid(const gc_tpu_family *family, const char *rest)
 {
     char shape[GC_TOPOLOGY_MAX];
-    if (digits_only(rest)) {
+    if (catalog_all_digits(rest)) {
         long n = strlen(rest) > 7 ? 0 : strtol(rest, NULL, 10);
         return n > 0 && n % family->cores_per_chip == 0 &&
                !catalog_shape_for_chips(family, (int)n / family->cores_per_chip, shape);

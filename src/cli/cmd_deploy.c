@@ -187,7 +187,7 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
         return rc;
     if (a->dry_run_out)
         rc = write_objects(&bp, a->head_pool, a->dry_run_out, format, err);
-    else
+    else if ((rc = gc_kueue_check(&bp, a->head_pool, err)) == 0)
         rc = deploy_to_cluster(a, &bp, format, err);
     gc_blueprint_free(&bp);
     return rc;

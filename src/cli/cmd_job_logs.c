@@ -11,6 +11,8 @@ typedef struct logs_args {
     cli_globals g;
     const char *name;
     gc_logs_request r;
+    bool slice_given; /* -1 means "any" to gc_job_logs, so a typed -1 must be caught here */
+    bool host_given;
 } logs_args;
 
 static const char *const role_names[] = {"head", "worker", NULL};
@@ -21,8 +23,9 @@ static const cli_option logs_options[] = {
                "the job (or give it as an argument)"),
     CLI_VALUES(0, "role", logs_args, r.role, NULL, &roles,
                "which pods: the head (default) or the TPU workers"),
-    CLI_INT(0, "slice", logs_args, r.slice, "N", "worker slice (default 0)"),
-    CLI_INT(0, "host", logs_args, r.host, "N", "host within the slice (default 0)"),
+    CLI_INT_SEEN(0, "slice", logs_args, r.slice, slice_given, "N", "worker slice (default 0)"),
+    CLI_INT_SEEN(0, "host", logs_args, r.host, host_given, "N",
+                 "host within the slice (default 0)"),
     CLI_STRING('c', "container", logs_args, r.container, "NAME",
                "container (default: your program; headless: pathways-proxy)"),
     CLI_BOOL(0, "all", logs_args, r.all, "every pod and container, lines prefixed [pod/container]"),
@@ -78,10 +81,33 @@ static int logs_with(gc_kube *kube, void *ctx, gc_error *err)
     return rc;
 }
 
+/* What only the command line can tell: indexes typed as negative numbers. */
+static int check_flags(const logs_args *a, gc_error *err)
+{
+    if (a->slice_given && a->r.slice < 0)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--slice must be 0 or more, not %ld: the index of a worker slice (job "
+                       "inspect lists them)",
+                       a->r.slice);
+    if (a->host_given && a->r.host < 0)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--host must be 0 or more, not %ld: the index of a host within the slice",
+                       a->r.host);
+    /* Container names are DNS labels; anything else names no container of any pod. */
+    if (a->r.container && !gc_is_dns1123_label(a->r.container))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--container \"%s\" is not a container name (lower-case letters, digits "
+                       "and '-'); job inspect shows each pod's containers",
+                       a->r.container);
+    return 0;
+}
+
 static int logs_run(void *args, const cli_parsed *parsed, gc_error *err)
 {
     logs_args *a = args;
     int rc = cli_job_name(a->name, parsed, "logs", &a->r.name, err);
+    if (!rc)
+        rc = check_flags(a, err);
     if (!rc)
         rc = gc_job_logs_check(&a->r, err);
     return rc ? rc : cli_with_kube(&a->g, logs_with, a, err);

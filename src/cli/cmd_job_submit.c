@@ -16,6 +16,11 @@ typedef struct submit_args {
     cli_globals g;
     gc_submit_request r;
     cli_list mounts;
+    cli_list env;
+    cli_list env_files;
+    cli_list proxy_env;
+    cli_list server_env;
+    cli_list worker_env;
     cli_list node_constraints;
     cli_list exit_codes;
     const char *output;
@@ -45,6 +50,11 @@ static const cli_option submit_options[] = {
                "platform of the base image to build on (default linux/amd64)"),
     CLI_LIST(0, "mount", submit_args, mounts, "SRC:DEST[:ro|rw]",
              "mount gs://BUCKET[/DIR], /HOST/PATH, filestore://IP/SHARE or a PVC (repeatable)"),
+    CLI_LIST(0, "env", submit_args, env, "KEY=VALUE",
+             "environment variable for every container (repeatable)"),
+    CLI_LIST(0, "env-file", submit_args, env_files, "FILE",
+             "KEY=VALUE lines for every container (# comments, outer quotes dropped, no $ "
+             "expansion)"),
     CLI_STRING(0, "service-account", submit_args, R(service_account), "NAME",
                "Kubernetes service account of the pods"),
     CLI_STRING(0, "image-pull-secret", submit_args, R(image_pull_secret), "S1,S2",
@@ -134,6 +144,12 @@ static const cli_option submit_options[] = {
                "extra arguments for pathways-rm (split on whitespace)"),
     CLI_STRING(0, "pathways-worker-args", submit_args, R(pathways_worker_args), "ARGS",
                "extra arguments for pathways-worker (split on whitespace)"),
+    CLI_LIST(0, "pathways-proxy-env", submit_args, proxy_env, "KEY=VALUE",
+             "environment variable for pathways-proxy only (repeatable)"),
+    CLI_LIST(0, "pathways-server-env", submit_args, server_env, "KEY=VALUE",
+             "environment variable for pathways-rm only (repeatable)"),
+    CLI_LIST(0, "pathways-worker-env", submit_args, worker_env, "KEY=VALUE",
+             "environment variable for pathways-worker only (repeatable)"),
     CLI_END,
 };
 
@@ -167,8 +183,10 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
     gc_buf_init(&text);
     int rc = 0;
     if (format == CLI_FORMAT_JSON) {
-        json_t *jobset = gc_workload_jobset(&plan->workload);
-        gc_emit_json(jobset, true, &text);
+        json_t *jobset;
+        rc = gc_workload_jobset(&plan->workload, &jobset, err);
+        if (!rc)
+            gc_emit_json(jobset, true, &text);
         json_decref(jobset);
     } else {
         rc = gc_submit_render_offline(plan, &text, err);
@@ -267,6 +285,11 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
         return rc;
     gc_submit_request *r = &a->r;
     copy_list(&a->mounts, r->mounts, &r->mount_count);
+    copy_list(&a->env, r->env, &r->env_count);
+    copy_list(&a->env_files, r->env_files, &r->env_file_count);
+    copy_list(&a->proxy_env, r->pathways_proxy_env, &r->pathways_proxy_env_count);
+    copy_list(&a->server_env, r->pathways_server_env, &r->pathways_server_env_count);
+    copy_list(&a->worker_env, r->pathways_worker_env, &r->pathways_worker_env_count);
     copy_list(&a->node_constraints, r->node_constraints, &r->node_constraint_count);
     copy_list(&a->exit_codes, r->restart_on_exit_codes, &r->restart_on_exit_code_count);
     r->verbose = r->verbose || a->g.verbose > 0;

@@ -21,6 +21,12 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
     if (g->location && !g->cluster && !g->context)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--location needs --cluster (or pick a kubeconfig context with --context)");
+    /* Checked before the kubeconfig is read or gcloud asked for credentials. */
+    if (g->ns && g->ns[0] && !gc_is_dns1123_label(g->ns))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--namespace \"%s\" is not a namespace name: lower-case letters, digits "
+                       "and '-', at most 63, starting and ending with a letter or digit",
+                       g->ns);
     return gc_kube_open(&opts, kube, err);
 }
 

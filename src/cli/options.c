@@ -115,9 +115,36 @@ static int parse_int_value(const cli_option *o, const char *value, long *out, gc
     return 0;
 }
 
+static const char *option_label(const cli_option *o, char buf[80])
+{
+    if (o->long_name)
+        snprintf(buf, 80, "--%s", o->long_name);
+    else
+        snprintf(buf, 80, "-%c", o->short_name);
+    return buf;
+}
+
+/* Every value on the command line may end up in a manifest or a request, and Kubernetes (like
+ * JSON) carries only UTF-8: a value that is not is refused here, with where the bad byte is
+ * rather than the byte itself (it could be half of a terminal escape). */
+static int check_utf8(const char *what, const char *value, gc_error *err)
+{
+    size_t len = strlen(value);
+    size_t good = gc_text_utf8_prefix(value, len);
+    if (good == len)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "%s is not valid UTF-8 (it stops being UTF-8 at byte %zu (0x%02x)); "
+                   "Kubernetes stores text as UTF-8: convert the value, e.g. with iconv -t UTF-8",
+                   what, good + 1, (unsigned char)value[good]);
+}
+
 /* Stores one occurrence of option `o` (value NULL for flags). */
 static int store(const cli_option *o, void *args, const char *value, gc_error *err)
 {
+    char label[80];
+    if (value && check_utf8(option_label(o, label), value, err))
+        return err->code;
     void *slot = field(args, o->offset);
     if (value && o->values && !cli_value_allowed(o->values, value)) {
         char choices[256];
@@ -168,15 +195,6 @@ const char *cli_option_arg(const cli_option *o, char *buf, size_t size)
         return buf;
     }
     return "VALUE";
-}
-
-static const char *option_label(const cli_option *o, char buf[80])
-{
-    if (o->long_name)
-        snprintf(buf, 80, "--%s", o->long_name);
-    else
-        snprintf(buf, 80, "-%c", o->short_name);
-    return buf;
 }
 
 /* "--name=value", "--name value" or "--flag". Consumes the value argument when needed. */
@@ -250,6 +268,8 @@ int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_
             rc = parse_long(options, args, argc, argv, &i, err);
         else if (!only_positional && a[0] == '-' && a[1])
             rc = parse_short(options, args, argc, argv, &i, err);
+        else if (check_utf8("an argument", a, err))
+            rc = err->code;
         else if (parsed->positional_count == CLI_POSITIONAL_MAX)
             rc = gc_fail(err, GC_EXIT_USAGE, "too many arguments (\"%s\")", a);
         else

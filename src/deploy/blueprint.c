@@ -27,10 +27,20 @@
 #define DEFAULT_POOL_MACHINE "c2-standard-60"
 #define DEFAULT_POOL_MAX     1000
 
+/* Which module set a kubectl-apply setting first, and where (container[key] in doc). */
+typedef struct setting_owner {
+    char *setting; /* "kueue.config_path", "kueue.config_template_vars.tpu_quota" */
+    const char *module_id;
+    const json_t *container;
+    const char *key;
+} setting_owner;
+
 typedef struct bp_reader {
     gc_yaml_doc doc;
     gc_blueprint *bp;
     json_t *vars; /* borrowed from doc */
+    setting_owner *owners;
+    size_t owner_count;
     gc_error *err;
 } bp_reader;
 
@@ -625,12 +635,65 @@ static int read_node_pool(const bp_reader *r, json_t *settings, const char *id)
     return rc;
 }
 
-static int read_kueue(const bp_reader *r, json_t *kueue, const char *id)
+/* Deploy keeps one value of each kubectl-apply setting (one Kueue and one JobSet configuration
+ * is applied), so a second module setting it would silently replace the first's: that is an
+ * error naming both modules. Settings absent from the module claim nothing. */
+static int claim_setting(bp_reader *r, const char *prefix, const json_t *container, const char *key,
+                         const char *id)
+{
+    if (!json_object_get(container, key))
+        return 0;
+    char *setting = gc_xasprintf("%s.%s", prefix, key);
+    for (size_t i = 0; i < r->owner_count; i++) {
+        const setting_owner *o = &r->owners[i];
+        if (strcmp(o->setting, setting) != 0)
+            continue;
+        char first[1024];
+        int line, column;
+        if (gc_yaml_mark_of(&r->doc, o->container, o->key, 0, &line, &column))
+            snprintf(first, sizeof(first), "%s:%d:%d", r->bp->path, line, column);
+        else
+            snprintf(first, sizeof(first), "%s", r->bp->path);
+        int rc = fail_at(r, container, key, 0,
+                         "module %s sets %s, but module %s already sets it (%s); deploy applies "
+                         "one Kueue and JobSet configuration, so set it in one module only",
+                         id, setting, o->module_id, first);
+        free(setting);
+        return rc;
+    }
+    r->owners = gc_xrealloc(r->owners, (r->owner_count + 1) * sizeof(*r->owners));
+    r->owners[r->owner_count++] =
+        (setting_owner){.setting = setting, .module_id = id, .container = container, .key = key};
+    return 0;
+}
+
+static int claim_settings(bp_reader *r, const char *prefix, const json_t *settings, const char *id)
+{
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)settings, key, value)
+    {
+        /* Template variables are merged across modules; each one is claimed on its own. */
+        if (!strcmp(key, "config_template_vars") && json_is_object(value))
+            continue;
+        int rc = claim_setting(r, prefix, settings, key, id);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int read_kueue(bp_reader *r, json_t *kueue, const char *id)
 {
     gc_blueprint *bp = r->bp;
     if (!json_is_object(kueue))
         return wrong_type(r, NULL, id, "kueue", kueue, "a mapping");
-    int rc = bool_setting(r, kueue, id, "install", &bp->kueue_install);
+    int rc = claim_settings(r, "kueue", kueue, id);
+    json_t *template_vars = json_object_get(kueue, "config_template_vars");
+    if (!rc && json_is_object(template_vars))
+        rc = claim_settings(r, "kueue.config_template_vars", template_vars, id);
+    if (!rc)
+        rc = bool_setting(r, kueue, id, "install", &bp->kueue_install);
     if (!rc)
         rc = string_setting(r, kueue, id, "version", &bp->kueue_version);
     bool pathways = false;
@@ -641,6 +704,7 @@ static int read_kueue(const bp_reader *r, json_t *kueue, const char *id)
     if (!rc && json_object_get(kueue, "config_path"))
         rc = string_setting(r, kueue, id, "config_path", &config_path);
     if (config_path) {
+        free(bp->kueue_config_path);
         bp->kueue_config_path = config_path[0] == '/' ? gc_xstrdup(config_path)
                                                       : gc_xasprintf("%s/%s", bp->dir, config_path);
         free(config_path);
@@ -659,7 +723,7 @@ static int read_kueue(const bp_reader *r, json_t *kueue, const char *id)
     return rc;
 }
 
-static int read_kubectl_apply(const bp_reader *r, json_t *settings, const char *id)
+static int read_kubectl_apply(bp_reader *r, json_t *settings, const char *id)
 {
     r->bp->has_kubectl_apply = true;
     json_t *kueue = settings ? json_object_get(settings, "kueue") : NULL;
@@ -668,7 +732,9 @@ static int read_kubectl_apply(const bp_reader *r, json_t *settings, const char *
     if (!rc && jobset) {
         if (!json_is_object(jobset))
             return wrong_type(r, settings, id, "jobset", jobset, "a mapping");
-        rc = bool_setting(r, jobset, id, "install", &r->bp->jobset_install);
+        rc = claim_settings(r, "jobset", jobset, id);
+        if (!rc)
+            rc = bool_setting(r, jobset, id, "install", &r->bp->jobset_install);
     }
     return rc;
 }
@@ -682,7 +748,7 @@ static void add_unhandled(gc_blueprint *bp, const char *id, const char *source)
 }
 
 /* Reads the modules in order; the cluster's module first, so pools know its zone. */
-static int read_modules(const bp_reader *r, json_t *groups, enum module_kind only_kind)
+static int read_modules(bp_reader *r, json_t *groups, enum module_kind only_kind)
 {
     size_t gi, mi;
     json_t *group, *module;
@@ -819,6 +885,9 @@ int gc_blueprint_load(const char *path, const char *const *overrides, size_t cou
     rc = read_top_level(&r, overrides, count);
     if (!rc)
         rc = fill_from_vars(&r);
+    for (size_t i = 0; i < r.owner_count; i++)
+        free(r.owners[i].setting);
+    free(r.owners);
     gc_yaml_doc_free(&r.doc);
     if (rc)
         gc_blueprint_free(bp);

@@ -76,25 +76,40 @@ static int derive_accelerator(const gc_blueprint *bp, const char **out, gc_error
     return 0;
 }
 
+/* What to say when a builder here yields NULL: a string jansson refused (not UTF-8). */
+static int cannot_build(const gc_blueprint *bp, const char *what, gc_error *err)
+{
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "%s: cannot build the Kueue %s: a name or value in it is not valid UTF-8",
+                   bp->path, what);
+}
+
 /* Defaults (and pathways_head_np, so a template can follow --pathways-head-np), then the
  * blueprint's config_template_vars, then an accelerator_type derived from the TPU pools. */
 static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t **out, gc_error *err)
 {
-    json_t *vars = json_object();
-    json_object_set_new(vars, "pathways_head_np", json_string(head_pool));
-    for (size_t i = 0; i < sizeof(builtin_defaults) / sizeof(*builtin_defaults); i++)
-        json_object_set_new(vars, builtin_defaults[i].name, json_string(builtin_defaults[i].value));
-    json_object_update(vars, bp->kueue_vars);
-    if (!json_object_get(vars, "accelerator_type")) {
-        const char *accelerator;
+    *out = NULL;
+    const char *accelerator = NULL;
+    if (!json_object_get(bp->kueue_vars, "accelerator_type")) {
         int rc = derive_accelerator(bp, &accelerator, err);
-        if (rc) {
-            json_decref(vars);
+        if (rc)
             return rc;
-        }
-        if (accelerator)
-            json_object_set_new(vars, "accelerator_type", json_string(accelerator));
     }
+    json_t *vars =
+        json_pack("{s:s, s:s*}", "pathways_head_np", head_pool, "accelerator_type", accelerator);
+    for (size_t i = 0; vars && i < sizeof(builtin_defaults) / sizeof(*builtin_defaults); i++) {
+        if (json_object_set_new(vars, builtin_defaults[i].name,
+                                json_string(builtin_defaults[i].value)) != 0) {
+            json_decref(vars);
+            vars = NULL;
+        }
+    }
+    if (vars && json_object_update(vars, bp->kueue_vars) != 0) {
+        json_decref(vars);
+        vars = NULL;
+    }
+    if (!vars)
+        return cannot_build(bp, "template variables", err);
     *out = vars;
     return 0;
 }
@@ -144,26 +159,31 @@ static int string_var(const json_t *vars, const char *name, const char **out, gc
 
 /* The built-in objects */
 
-static json_t *object_header(const char *api_version, const char *kind, const char *name,
-                             const char *ns)
+/* apiVersion, kind and metadata (namespace left out when ns is NULL), then `key`: `value`
+ * (stolen) unless key is NULL. NULL when anything in it could not be built. */
+static json_t *kube_object(const char *api_version, const char *kind, const char *name,
+                           const char *ns, const char *key, json_t *value)
 {
-    json_t *meta = json_pack("{s:s}", "name", name);
-    if (ns)
-        json_object_set_new(meta, "namespace", json_string(ns));
-    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", kind, "metadata", meta);
+    json_t *object = json_pack("{s:s, s:s, s:{s:s, s:s*}}", "apiVersion", api_version, "kind", kind,
+                               "metadata", "name", name, "namespace", ns);
+    if (key && (!object || json_object_set_new(object, key, value) != 0)) {
+        if (!object)
+            json_decref(value);
+        json_decref(object);
+        return NULL;
+    }
+    return object;
 }
 
 static json_t *resource_flavor(const char *api, const char *name, const char *label,
                                const char *value, bool tpu_toleration)
 {
-    json_t *flavor = object_header(api, "ResourceFlavor", name, NULL);
-    json_t *spec = json_pack("{s:{s:s}}", "nodeLabels", label, value);
-    if (tpu_toleration)
-        json_object_set_new(spec, "tolerations",
-                            json_pack("[{s:s, s:s, s:s}]", "key", "google.com/tpu", "operator",
-                                      "Exists", "effect", "NoSchedule"));
-    json_object_set_new(flavor, "spec", spec);
-    return flavor;
+    json_t *tolerations = tpu_toleration ? json_pack("[{s:s, s:s, s:s}]", "key", "google.com/tpu",
+                                                     "operator", "Exists", "effect", "NoSchedule")
+                                         : NULL;
+    json_t *spec =
+        json_pack("{s:{s:s}, s:o*}", "nodeLabels", label, value, "tolerations", tolerations);
+    return spec ? kube_object(api, "ResourceFlavor", name, NULL, "spec", spec) : NULL;
 }
 
 static json_t *flavor_quotas(const char *flavor, json_t *tpu, json_t *cpu, json_t *memory)
@@ -186,30 +206,43 @@ static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_e
             return rc;
         }
     }
-    json_t *cq = object_header(api, "ClusterQueue", "cluster-queue", NULL);
     json_t *group =
         json_pack("{s:[s,s,s], s:[o,o]}", "coveredResources", "google.com/tpu", "cpu", "memory",
                   "flavors", flavor_quotas("pathways-flavor", json_string("0"), q[0], q[1]),
                   flavor_quotas("tpu-flavor", q[2], q[3], q[4]));
-    json_object_set_new(cq, "spec",
-                        json_pack("{s:{}, s:s, s:{s:s, s:s}, s:[o]}", "namespaceSelector",
-                                  "queueingStrategy", "BestEffortFIFO", "preemption",
-                                  "reclaimWithinCohort", "Never", "withinClusterQueue",
-                                  "LowerPriority", "resourceGroups", group));
-    *out = cq;
+    json_t *spec =
+        json_pack("{s:{}, s:s, s:{s:s, s:s}, s:[o]}", "namespaceSelector", "queueingStrategy",
+                  "BestEffortFIFO", "preemption", "reclaimWithinCohort", "Never",
+                  "withinClusterQueue", "LowerPriority", "resourceGroups", group);
+    *out = spec ? kube_object(api, "ClusterQueue", "cluster-queue", NULL, "spec", spec) : NULL;
     return 0;
 }
 
-static void append_priority_classes(json_t *objects)
+static json_t *priority_class(size_t i)
 {
-    for (size_t i = 0; i < sizeof(priority_classes) / sizeof(*priority_classes); i++) {
-        json_t *pc =
-            object_header("scheduling.k8s.io/v1", "PriorityClass", priority_classes[i].name, NULL);
-        json_object_set_new(pc, "value", json_integer(priority_classes[i].value));
-        json_object_set_new(pc, "globalDefault", json_false());
-        json_object_set_new(pc, "description", json_string(priority_classes[i].description));
-        json_array_append_new(objects, pc);
+    json_t *pc = kube_object("scheduling.k8s.io/v1", "PriorityClass", priority_classes[i].name,
+                             NULL, NULL, NULL);
+    json_t *fields = json_pack("{s:i, s:b, s:s}", "value", priority_classes[i].value,
+                               "globalDefault", 0, "description", priority_classes[i].description);
+    if (!pc || !fields || json_object_update(pc, fields) != 0) {
+        json_decref(pc);
+        pc = NULL;
     }
+    json_decref(fields);
+    return pc;
+}
+
+/* Appends each object (stolen) to `objects`; false, with the rest freed, once one is NULL. */
+static bool append_all(json_t *objects, json_t *const *items, size_t count)
+{
+    bool ok = true;
+    for (size_t i = 0; i < count; i++) {
+        if (ok && (!items[i] || json_array_append_new(objects, items[i]) != 0))
+            ok = false;
+        else if (!ok)
+            json_decref(items[i]);
+    }
+    return ok;
 }
 
 static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const char *api,
@@ -230,16 +263,17 @@ static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const 
         rc = cluster_queue(api, vars, &cq, err);
     if (rc)
         return rc;
-    json_array_append_new(
-        objects, resource_flavor(api, "pathways-flavor", LABEL_NODEPOOL, head_pool, false));
-    json_array_append_new(objects,
-                          resource_flavor(api, "tpu-flavor", LABEL_ACCELERATOR, accelerator, true));
-    json_array_append_new(objects, cq);
-    json_t *lq = object_header(api, "LocalQueue", "user-queue", ns);
-    json_object_set_new(lq, "spec", json_pack("{s:s}", "clusterQueue", "cluster-queue"));
-    json_array_append_new(objects, lq);
-    append_priority_classes(objects);
-    return 0;
+    json_t *built[5 + sizeof(priority_classes) / sizeof(*priority_classes)] = {
+        resource_flavor(api, "pathways-flavor", LABEL_NODEPOOL, head_pool, false),
+        resource_flavor(api, "tpu-flavor", LABEL_ACCELERATOR, accelerator, true),
+        cq,
+        kube_object(api, "LocalQueue", "user-queue", ns, "spec",
+                    json_pack("{s:s}", "clusterQueue", "cluster-queue")),
+    };
+    size_t n = 4;
+    for (size_t i = 0; i < sizeof(priority_classes) / sizeof(*priority_classes); i++)
+        built[n++] = priority_class(i);
+    return append_all(objects, built, n) ? 0 : cannot_build(bp, "configuration", err);
 }
 
 /* A user template */
@@ -333,9 +367,10 @@ static int kind_rank(const char *kind)
     return (int)(sizeof(order) / sizeof(*order));
 }
 
-/* Two ClusterQueues of the same name become one with both sets of resource groups (what the
- * Terraform module does, so templates written for it mean the same here). */
-static bool merged_into_existing(json_t *objects, json_t *obj)
+/* Appends obj to objects; but two ClusterQueues of the same name become one with both sets of
+ * resource groups (what the Terraform module does, so templates written for it mean the same
+ * here). -1 when jansson cannot (out of memory). */
+static int add_object(json_t *objects, json_t *obj)
 {
     const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
     size_t i;
@@ -350,11 +385,9 @@ static bool merged_into_existing(json_t *objects, json_t *obj)
         json_t *spec = json_object_get(other, "spec");
         json_t *groups = json_object_get(spec, "resourceGroups");
         json_t *more = json_object_get(json_object_get(obj, "spec"), "resourceGroups");
-        if (json_is_array(groups) && json_is_array(more))
-            json_array_extend(groups, more);
-        return true;
+        return json_is_array(groups) && json_is_array(more) ? json_array_extend(groups, more) : 0;
     }
-    return false;
+    return json_array_append(objects, obj);
 }
 
 static int check_document(const gc_yaml_doc *doc, size_t index, const json_t *obj, gc_error *err)
@@ -404,8 +437,10 @@ static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *obje
             if (rank == 0 && (rc = check_document(&doc, i, obj, err)))
                 break;
             const char *kind = json_string_value(json_object_get(obj, "kind"));
-            if (kind_rank(kind) == rank && !merged_into_existing(objects, obj))
-                json_array_append(objects, obj);
+            if (kind_rank(kind) == rank && add_object(objects, obj) != 0) {
+                rc = cannot_build(bp, "configuration of kueue.config_path", err);
+                break;
+            }
         }
     }
     gc_yaml_doc_free(&doc);
@@ -415,8 +450,9 @@ static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *obje
 }
 
 /* Quotas of a user template's ClusterQueues in canonical form too (a value that is not a
- * quantity is left for the API server to reject with its own message). */
-static void canonicalize_quotas(json_t *objects)
+ * quantity is left for the API server to reject with its own message). False when jansson
+ * cannot (out of memory). */
+static bool canonicalize_quotas(json_t *objects)
 {
     static const char *const limits[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
     size_t i, g, f, r;
@@ -435,13 +471,14 @@ static void canonicalize_quotas(json_t *objects)
                     for (size_t l = 0; l < sizeof(limits) / sizeof(*limits); l++) {
                         json_t *v = json_object_get(resource, limits[l]);
                         json_t *canonical = canonical_quantity(v);
-                        if (canonical)
-                            json_object_set_new(resource, limits[l], canonical);
+                        if (canonical && json_object_set_new(resource, limits[l], canonical))
+                            return false;
                     }
                 }
             }
         }
     }
+    return true;
 }
 
 /* The head-pool check for user templates */
@@ -532,7 +569,8 @@ int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *
         return rc;
     if (bp->kueue_config_path) {
         rc = user_objects(bp, vars, *objects, err);
-        canonicalize_quotas(*objects);
+        if (!rc && !canonicalize_quotas(*objects))
+            rc = cannot_build(bp, "configuration of kueue.config_path", err);
         if (!rc && bp->pathways)
             warn_head_pool(bp, head_pool, *objects, warnings);
     } else {
@@ -545,5 +583,16 @@ int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *
         json_decref(*objects);
         *objects = NULL;
     }
+    return rc;
+}
+
+int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err)
+{
+    json_t *objects;
+    gc_buf warnings;
+    gc_buf_init(&warnings);
+    int rc = gc_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
+    json_decref(objects);
+    gc_buf_free(&warnings);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "image/digest.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/image.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -25,19 +26,31 @@ static bool is_lower_alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-/* A path component: lower-case letters and digits, separated by '.', '_' or runs of '-'. */
+/* A path component: runs of lower-case letters and digits joined by one separator each: '.',
+ * '_', "__" or any run of '-'. */
 static const char *component_problem(const char *c, size_t len)
 {
     if (len == 0)
         return "has an empty path component";
+    for (size_t i = 0; i < len; i++) {
+        if (isupper((unsigned char)c[i]))
+            return "must be lower-case in its repository path (only the registry host may have "
+                   "capitals)";
+        if (!is_lower_alnum(c[i]) && c[i] != '.' && c[i] != '_' && c[i] != '-')
+            return "may only contain lower-case letters, digits and the separators '.', '_', "
+                   "'__' and '-' in its repository path";
+    }
     if (!is_lower_alnum(c[0]) || !is_lower_alnum(c[len - 1]))
         return "has a path component that does not start and end with a lower-case letter or "
                "digit";
-    for (size_t i = 0; i < len; i++) {
-        if (isupper((unsigned char)c[i]))
-            return "must be lower-case";
-        if (!is_lower_alnum(c[i]) && c[i] != '.' && c[i] != '_' && c[i] != '-')
-            return "may only contain lower-case letters, digits, '.', '_', '-' and '/'";
+    for (size_t i = 0; i < len;) {
+        size_t run = strspn(c + i, "._-");
+        bool dashes = run && strspn(c + i, "-") == run;
+        bool underscores = run == 2 && c[i] == '_' && c[i + 1] == '_';
+        if (run > 1 && !dashes && !underscores)
+            return "has a separator other than '.', '_', '__' or a run of '-' between two "
+                   "letters or digits of its path";
+        i += run ? run : 1;
     }
     return NULL;
 }
@@ -55,6 +68,7 @@ static const char *repository_problem(const char *repo)
     }
 }
 
+/* [A-Za-z0-9_][A-Za-z0-9_.-]{0,127} */
 static bool tag_is_valid(const char *tag)
 {
     size_t len = strlen(tag);
@@ -66,23 +80,103 @@ static bool tag_is_valid(const char *tag)
     return true;
 }
 
-/* Docker's rule: the first component is a registry only if it looks like a host name. */
+/* ALGORITHM:HEX, with ALGORITHM as components [A-Za-z][A-Za-z0-9]* joined by one of "+._-"
+ * and HEX at least 32 hex digits; then what gcluster and the registries it talks to verify
+ * content with: sha256. */
+static const char *digest_problem(const char *digest)
+{
+    const char *colon = strchr(digest, ':');
+    bool ok = colon && colon > digest;
+    for (const char *p = digest; ok && p < colon; p++) {
+        bool starts = p == digest || strchr("+._-", p[-1]);
+        ok = starts ? isalpha((unsigned char)*p) : isalnum((unsigned char)*p) || strchr("+._-", *p);
+    }
+    ok = ok && !strchr("+._-", colon[-1]) && strlen(colon + 1) >= 32 &&
+         strspn(colon + 1, "0123456789abcdefABCDEF") == strlen(colon + 1);
+    if (!ok)
+        return "has a digest that is not ALGORITHM:HEX (e.g. sha256: and 64 hex digits)";
+    if (strncmp(digest, "sha256:", 7) != 0)
+        return "has a digest algorithm other than sha256, the one registries name images by";
+    if (!gc_digest_is_valid(digest))
+        return "has a sha256 digest that is not 64 lower-case hex digits";
+    return NULL;
+}
+
+/* [a-zA-Z0-9] or [a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9], joined by '.'. */
+static bool domain_name_is_valid(const char *s, size_t len)
+{
+    const char *end = s + len;
+    for (const char *p = s; p <= end;) {
+        size_t n = 0;
+        while (p + n < end && p[n] != '.')
+            n++;
+        if (n == 0 || !isalnum((unsigned char)p[0]) || !isalnum((unsigned char)p[n - 1]))
+            return false;
+        for (size_t i = 0; i < n; i++)
+            if (!isalnum((unsigned char)p[i]) && p[i] != '-')
+                return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+/* HOST[:PORT], with HOST a domain name, an IPv4 address or [IPv6]. */
+static const char *registry_problem(const char *registry, size_t len)
+{
+    size_t host_len;
+    if (registry[0] == '[') {
+        const char *close = memchr(registry, ']', len);
+        char inner[64];
+        size_t inner_len = close ? (size_t)(close - registry - 1) : 0;
+        struct in6_addr ipv6;
+        if (!close || inner_len >= sizeof(inner))
+            return "has an invalid registry host (an IPv6 address goes in brackets: [::1]:5000)";
+        memcpy(inner, registry + 1, inner_len);
+        inner[inner_len] = '\0';
+        if (inet_pton(AF_INET6, inner, &ipv6) != 1)
+            return "has an invalid registry host (an IPv6 address goes in brackets: [::1]:5000)";
+        host_len = inner_len + 2;
+    } else {
+        const char *colon = memchr(registry, ':', len);
+        host_len = colon ? (size_t)(colon - registry) : len;
+        if (!domain_name_is_valid(registry, host_len))
+            return "has an invalid registry host: use letters, digits and '-' in dot-separated "
+                   "names, each starting and ending with a letter or digit";
+    }
+    if (host_len == len)
+        return NULL;
+    size_t digits = len - host_len - 1;
+    if (registry[host_len] != ':' || digits == 0 || digits > 5 ||
+        strspn(registry + host_len + 1, "0123456789") < digits)
+        return "has a registry port that is not a number (HOST:PORT, e.g. localhost:5000)";
+    return NULL;
+}
+
+/* Docker's rule: the first component names a registry if it looks like a host name (a '.', a
+ * ':', "localhost") or has capitals, which a repository path never has. */
 static bool looks_like_registry(const char *first, size_t len)
 {
-    return memchr(first, '.', len) || memchr(first, ':', len) ||
+    bool capitals = false;
+    for (size_t i = 0; i < len; i++)
+        capitals |= isupper((unsigned char)first[i]) != 0;
+    return memchr(first, '.', len) || memchr(first, ':', len) || capitals ||
            (len == 9 && strncmp(first, "localhost", 9) == 0);
 }
 
-static void split_name(const char *name, gc_image_ref *ref)
+static const char *split_name(const char *name, gc_image_ref *ref)
 {
     const char *slash = strchr(name, '/');
     if (slash && looks_like_registry(name, (size_t)(slash - name))) {
+        const char *problem = registry_problem(name, (size_t)(slash - name));
+        if (problem)
+            return problem;
         ref->registry = gc_xstrndup(name, (size_t)(slash - name));
         ref->repository = gc_xstrdup(slash + 1);
     } else {
         ref->registry = gc_xstrdup(DOCKER_HUB);
         ref->repository = gc_xstrdup(name);
     }
+    const char *problem = repository_problem(ref->repository);
     if (strcmp(ref->registry, "index.docker.io") == 0 ||
         strcmp(ref->registry, "registry-1.docker.io") == 0) {
         free(ref->registry);
@@ -94,13 +188,16 @@ static void split_name(const char *name, gc_image_ref *ref)
         free(ref->repository);
         ref->repository = full;
     }
+    return problem;
 }
 
-static int parse(const char *text, bool allow_version, gc_image_ref *ref, gc_error *err)
+/* The distribution reference grammar: [HOST[:PORT]/]PATH[:TAG][@DIGEST]. NULL when `text`
+ * follows it, else what is wrong, as "it <problem>". */
+static const char *parse(const char *text, bool allow_version, gc_image_ref *ref)
 {
     memset(ref, 0, sizeof(*ref));
     if (!text || !*text)
-        return gc_fail(err, GC_EXIT_USAGE, "empty image reference");
+        return "is empty";
     char *name = gc_xstrdup(text);
     const char *problem = NULL;
 
@@ -108,8 +205,7 @@ static int parse(const char *text, bool allow_version, gc_image_ref *ref, gc_err
     if (at) {
         *at = '\0';
         ref->digest = gc_xstrdup(at + 1);
-        if (!gc_digest_is_valid(ref->digest))
-            problem = "has a digest that is not sha256: followed by 64 lower-case hex digits";
+        problem = digest_problem(ref->digest);
     }
     char *last_slash = strrchr(name, '/');
     char *colon = strrchr(last_slash ? last_slash : name, ':');
@@ -122,28 +218,50 @@ static int parse(const char *text, bool allow_version, gc_image_ref *ref, gc_err
     }
     if (!problem && !allow_version && (ref->tag || ref->digest))
         problem = "names a tag or digest, but a repository to push to takes neither";
-    if (!problem) {
-        split_name(name, ref);
-        problem = repository_problem(ref->repository);
-    }
+    if (!problem && strlen(name) > 255)
+        problem = "has a name (registry and path) longer than 255 characters";
+    if (!problem)
+        problem = split_name(name, ref);
     free(name);
     if (problem) {
         gc_image_ref_free(ref);
-        return gc_fail(err, GC_EXIT_USAGE, "invalid image reference \"%s\": it %s", text, problem);
+        return problem;
     }
     if (allow_version && !ref->tag && !ref->digest)
         ref->tag = gc_xstrdup("latest");
-    return 0;
+    return NULL;
+}
+
+static int invalid(const char *text, const char *problem, gc_error *err)
+{
+    return gc_fail(err, GC_EXIT_USAGE, "invalid image reference \"%s\": it %s", text ? text : "",
+                   problem);
 }
 
 int gc_image_ref_parse(const char *text, gc_image_ref *ref, gc_error *err)
 {
-    return parse(text, true, ref, err);
+    const char *problem = parse(text, true, ref);
+    return problem ? invalid(text, problem, err) : 0;
 }
 
 int gc_image_repo_parse(const char *text, gc_image_ref *ref, gc_error *err)
 {
-    return parse(text, false, ref, err);
+    const char *problem = parse(text, false, ref);
+    return problem ? invalid(text, problem, err) : 0;
+}
+
+int gc_image_reference_check(const char *flag, const char *text, gc_error *err)
+{
+    gc_image_ref ref;
+    const char *problem = parse(text, true, &ref);
+    gc_image_ref_free(&ref);
+    if (!problem)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "%s \"%s\" is not a valid image reference: it %s; the form is "
+                   "[HOST[:PORT]/]PATH[:TAG][@sha256:HEX] with PATH in lower case, e.g. "
+                   "us-docker.pkg.dev/my-project/my-repo/my-image:tag",
+                   flag, text, problem);
 }
 
 char *gc_image_ref_string(const gc_image_ref *ref)

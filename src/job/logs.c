@@ -5,8 +5,10 @@
  * ordinary JobSet: slice 0, host 0).
  *
  * Following ends when the pods end: the kubelet closes finished streams itself, but a stream
- * can stay open (a node that never says goodbye), so the pods' phases are checked every two
- * seconds with one list request and streaming stops shortly after every pod has finished.
+ * can stay open (a node that never says goodbye), and a container that exited may restart, so
+ * the pods' phases are checked every two seconds with one list request and following stops
+ * shortly after every pod has finished. Broken streams are resumed by the kube client; one that
+ * cannot be makes the command end with GC_EXIT_INCOMPLETE.
  */
 #include "gcluster/buf.h"
 #include "gcluster/job.h"
@@ -351,6 +353,8 @@ static int stream(logs_state *s, long since, gc_error *err)
     s->next_check = time(NULL) + PHASE_CHECK_SECONDS;
     int rc = gc_kube_logs(s->kube, sources, s->count, &opts, on_line,
                           s->r->follow ? keep_following : NULL, s, err);
+    if (rc == GC_EXIT_INCOMPLETE)
+        gc_error_prefix(err, "the logs of job %s are incomplete: ", s->r->name);
     flush(s);
     free(sources);
     return rc;

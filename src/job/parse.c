@@ -1,10 +1,12 @@
 /*
  * Parsers for the small value languages of `job submit` flags: durations, names, mounts, node
- * constraints, exit codes, comma lists and whitespace-split argument strings.
+ * constraints, exit codes, environment variables (and env files), comma lists and
+ * whitespace-split argument strings.
  */
 #include "job/parse.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/sys.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,15 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool gc_is_dns1035_label(const char *s)
+bool gc_is_dns1123_label(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 63 || !islower((unsigned char)s[0]))
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
         return false;
     for (size_t i = 0; i < n; i++)
         if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
             return false;
-    return s[n - 1] != '-';
+    return true;
+}
+
+bool gc_is_dns1035_label(const char *s)
+{
+    return gc_is_dns1123_label(s) && islower((unsigned char)s[0]);
 }
 
 bool job_is_dns1123_subdomain(const char *s)
@@ -198,6 +205,32 @@ static int mount_error(const char *spec, const char *why, gc_error *err)
                    spec, why);
 }
 
+/* Cleans an absolute path in place: no empty or "." components, no trailing '/'. Two spellings
+ * of one directory ("/data/", "/data//.") must compare equal, because two mounts there would
+ * collide in the container. A ".." (which escapes the intended directory) or the root itself is
+ * the problem returned. */
+static const char *clean_path(char *path)
+{
+    char *out = path;
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 2 && !strncmp(p, "..", 2))
+            return "the destination may not contain \"..\"";
+        if (n && !(n == 1 && *p == '.')) {
+            *out++ = '/';
+            memmove(out, p, n);
+            out += n;
+        }
+        p += n;
+    }
+    *out = '\0';
+    if (out == path)
+        return "the destination must be a directory below /";
+    return NULL;
+}
+
 /* Splits "gs://b/dir:/data:rw": the scheme's "://" is not a separator. */
 static int split_mount_spec(const char *spec, char **source, char **target, bool *read_only,
                             gc_error *err)
@@ -220,8 +253,14 @@ static int split_mount_spec(const char *spec, char **source, char **target, bool
         return mount_error(spec, "the destination must be an absolute path", err);
     if (colon == spec)
         return mount_error(spec, "missing the source", err);
+    char *cleaned = gc_xstrndup(colon + 1, target_len);
+    const char *problem = clean_path(cleaned);
+    if (problem) {
+        free(cleaned);
+        return mount_error(spec, problem, err);
+    }
     *source = gc_xstrndup(spec, (size_t)(colon - spec));
-    *target = gc_xstrndup(colon + 1, target_len);
+    *target = cleaned;
     return 0;
 }
 
@@ -311,4 +350,131 @@ int job_parse_node_constraint(const char *spec, gc_node_term *term, gc_error *er
         p += n + 1;
     }
     return 0;
+}
+
+/* What the API server accepts as a variable name: [-._a-zA-Z][-._a-zA-Z0-9]*, except "." and
+ * names starting with "..". */
+static bool is_env_name(const char *s, size_t n)
+{
+    if (n == 0 || (n == 1 && s[0] == '.') || (n >= 2 && s[0] == '.' && s[1] == '.') ||
+        isdigit((unsigned char)s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("-._", s[i]))
+            return false;
+    return true;
+}
+
+static void add_env(gc_workload *w, const char *name, size_t name_len, const char *value,
+                    size_t value_len, gc_env_scope scope, char *source)
+{
+    w->env = gc_xrealloc(w->env, (w->env_count + 1) * sizeof(*w->env));
+    w->env[w->env_count++] = (gc_env_var){
+        .name = gc_xstrndup(name, name_len),
+        .value = gc_xstrndup(value, value_len),
+        .scope = scope,
+        .source = source,
+    };
+}
+
+/* Values are never echoed: one may well be a token. */
+static int bad_env_name(const char *where, const char *name, size_t len, gc_error *err)
+{
+    bool exported = len > 7 && !strncmp(name, "export ", 7);
+    return gc_fail(
+        err, GC_EXIT_USAGE,
+        "%s: \"%.*s\" is not a valid environment variable name: use letters, digits, "
+        "'_', '-' and '.', not starting with a digit or \"..\"%s",
+        where, (int)len, name,
+        exported ? " (write KEY=VALUE without \"export\": the file is not a shell script)" : "");
+}
+
+int job_parse_env(const char *flag, const char *spec, gc_env_scope scope, gc_workload *w,
+                  gc_error *err)
+{
+    const char *eq = strchr(spec, '=');
+    if (!eq)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s %s: use KEY=VALUE (KEY= for an empty value); gcluster does not copy "
+                       "variables from your own environment",
+                       flag, spec);
+    size_t name_len = (size_t)(eq - spec);
+    if (!is_env_name(spec, name_len))
+        return bad_env_name(flag, spec, name_len, err);
+    add_env(w, spec, name_len, eq + 1, strlen(eq + 1), scope, gc_xstrdup(flag));
+    return 0;
+}
+
+/* An env file's value: as written, except that one pair of matching quotes around all of it is
+ * removed ("a b" and 'a b' are a b); nothing inside is unescaped or expanded. */
+static void unquote(const char **value, size_t *len)
+{
+    if (*len >= 2 && ((*value)[0] == '"' || (*value)[0] == '\'') &&
+        (*value)[*len - 1] == (*value)[0]) {
+        (*value)++;
+        *len -= 2;
+    }
+}
+
+static int env_file_line(const char *path, int number, const char *line, size_t len, gc_workload *w,
+                         gc_error *err)
+{
+    char *where = gc_xasprintf("--env-file %s:%d", path, number);
+    int rc = 0;
+    while (len && (*line == ' ' || *line == '\t')) {
+        line++;
+        len--;
+    }
+    const char *eq = memchr(line, '=', len);
+    size_t good = gc_text_utf8_prefix(line, len);
+    if (good < len)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "%s is not valid UTF-8 (it stops being UTF-8 at byte %zu of the line); "
+                     "Kubernetes stores text as UTF-8: convert the file, e.g. with iconv -t UTF-8",
+                     where, good + 1);
+    else if (!eq)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "%s: expected KEY=VALUE (KEY= for an empty value, # for a comment); gcluster "
+                     "does not copy variables from your own environment",
+                     where);
+    else if (!is_env_name(line, (size_t)(eq - line)))
+        rc = bad_env_name(where, line, (size_t)(eq - line), err);
+    if (rc) {
+        free(where);
+        return rc;
+    }
+    const char *value = eq + 1;
+    size_t value_len = len - (size_t)(value - line);
+    unquote(&value, &value_len);
+    add_env(w, line, (size_t)(eq - line), value, value_len, GC_ENV_EVERY, where);
+    return 0;
+}
+
+/* An env file is at most this big: its variables go into the JobSet, which etcd keeps whole. */
+#define ENV_FILE_MAX (1024 * 1024)
+
+int job_read_env_file(const char *path, gc_workload *w, gc_error *err)
+{
+    gc_buf text;
+    gc_buf_init(&text);
+    int rc = gc_file_read(path, ENV_FILE_MAX, &text, err);
+    if (rc)
+        gc_error_prefix(err, "--env-file: ");
+    if (!rc && memchr(text.data, '\0', text.len))
+        rc =
+            gc_fail(err, GC_EXIT_USAGE,
+                    "--env-file %s has a NUL byte: it is not a text file of KEY=VALUE lines", path);
+    const char *p = text.data;
+    const char *end = text.data + text.len;
+    for (int number = 1; !rc && p < end; number++) {
+        const char *newline = memchr(p, '\n', (size_t)(end - p));
+        size_t len = newline ? (size_t)(newline - p) : (size_t)(end - p);
+        size_t content = len && p[len - 1] == '\r' ? len - 1 : len; /* CRLF files */
+        size_t indent = strspn(p, " \t");
+        if (indent < content && p[indent] != '#')
+            rc = env_file_line(path, number, p, content, w, err);
+        p += len + 1;
+    }
+    gc_buf_free(&text);
+    return rc;
 }

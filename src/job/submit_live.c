@@ -241,11 +241,11 @@ static int create_jobset(gc_kube *kube, const gc_submit_plan *plan, gc_error *er
     const gc_workload *w = &plan->workload;
     char *path =
         gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
-    json_t *jobset = gc_workload_jobset(w);
+    json_t *jobset;
     unsigned flags =
         GC_KUBE_STRICT | (plan->mode == GC_SUBMIT_SERVER_DRY_RUN ? GC_KUBE_DRY_RUN : 0);
-    int rc = gc_kube_create(kube, path, jobset, flags, NULL, err);
-    if (rc)
+    int rc = gc_workload_jobset(w, &jobset, err);
+    if (!rc && (rc = gc_kube_create(kube, path, jobset, flags, NULL, err)) != 0)
         rc = explain_create_failure(kube, path, w, err);
     json_decref(jobset);
     free(path);

@@ -7,6 +7,7 @@
 #include "gcluster/job.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/image.h"
 #include "job/parse.h"
 
 #include <ctype.h>
@@ -84,6 +85,9 @@ static int check_pathways_only_flags(const gc_submit_request *r, gc_error *err)
         {"--pathways-worker-args", r->pathways_worker_args != NULL},
         {"--pathways-colocated-python-sidecar-image", r->pathways_sidecar_image != NULL},
         {"--pathways-head-np", r->pathways_head_np != NULL},
+        {"--pathways-proxy-env", r->pathways_proxy_env_count > 0},
+        {"--pathways-server-env", r->pathways_server_env_count > 0},
+        {"--pathways-worker-env", r->pathways_worker_env_count > 0},
     };
     for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
         if (flags[i].given)
@@ -105,11 +109,17 @@ static int check_pathways_flags(const gc_submit_request *r, gc_error *err)
     int rc = job_validate_gcs_location("--pathways-gcs-location", r->pathways_gcs_location, err);
     if (rc)
         return rc;
-    if (r->pathways_elastic_slices < 0 || r->pathways_elastic_slices > r->num_slices)
+    if (r->pathways_elastic_slices < 0)
         return gc_fail(err, GC_EXIT_USAGE,
-                       "--pathways-elastic-slices must be between 0 and --num-slices (%ld), not "
-                       "%ld: it is how many slices may be missing while the job keeps running",
-                       r->num_slices, r->pathways_elastic_slices);
+                       "--pathways-elastic-slices must be 0 or more, not %ld: it is how many "
+                       "slices may be missing while the job keeps running",
+                       r->pathways_elastic_slices);
+    if (r->pathways_elastic_slices > 0 && r->pathways_elastic_slices >= r->num_slices)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--pathways-elastic-slices %ld must be less than --num-slices (%ld): it is "
+                       "how many slices may be missing while the job keeps running, and with all "
+                       "of them missing nothing would be left running",
+                       r->pathways_elastic_slices, r->num_slices);
     if (r->pathways_max_slice_restarts < 1)
         return gc_fail(err, GC_EXIT_USAGE, "--pathways-max-slice-restarts must be at least 1");
     if (r->pathways_max_slice_restarts_set && r->pathways_elastic_slices == 0)
@@ -185,6 +195,30 @@ static int check_workload_source(const gc_submit_request *r, gc_error *err)
                        "--build-context needs --base-image IMAGE: the image to build on");
     if (r->image && !*r->image)
         return gc_fail(err, GC_EXIT_USAGE, "--image is empty");
+    return 0;
+}
+
+/* Every image the job names, against the reference grammar: a malformed one would otherwise
+ * be found only when a node fails to pull it, after the job has waited in the queue. */
+static int check_images(const gc_submit_request *r, gc_error *err)
+{
+    const struct {
+        const char *flag;
+        const char *image;
+    } images[] = {
+        {"--image", r->image},
+        {"--base-image", r->base_image},
+        {"--pathways-proxy-server-image", r->pathways_proxy_image},
+        {"--pathways-server-image", r->pathways_server_image},
+        {"--pathways-worker-image", r->pathways_worker_image},
+        {"--pathways-colocated-python-sidecar-image", r->pathways_sidecar_image},
+    };
+    for (size_t i = 0; i < sizeof(images) / sizeof(*images); i++) {
+        int rc =
+            images[i].image ? gc_image_reference_check(images[i].flag, images[i].image, err) : 0;
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -299,6 +333,8 @@ static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_erro
     return rc;
 }
 
+/* The API server accepts a JobSet whose pod template mounts one path twice; only the JobSet
+ * controller's Job create fails, after submit has said all is well. */
 static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err)
 {
     gc_strings specs = {0};
@@ -309,6 +345,12 @@ static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err
     for (size_t i = 0; !rc && i < specs.count; i++) {
         rc = job_parse_mount(specs.items[i], &w->mounts[i], err);
         w->mount_count = i + 1;
+        if (!rc && r->pathways && !strcmp(w->mounts[i].target, "/tmp"))
+            rc = gc_fail(err, GC_EXIT_USAGE,
+                         "--mount %s: the Pathways head already mounts the node's /tmp there (the "
+                         "resource manager and your program share it); mount yours elsewhere, "
+                         "e.g. /data",
+                         specs.items[i]);
         for (size_t j = 0; !rc && j < i; j++)
             if (!strcmp(w->mounts[j].target, w->mounts[i].target))
                 rc = gc_fail(err, GC_EXIT_USAGE, "--mount: two mounts use the destination %s",
@@ -464,6 +506,31 @@ static int fill_identity(const gc_submit_request *r, gc_workload *w, gc_error *e
     return 0;
 }
 
+/* Env files first, then --env, then each role's flag: the order the variables appear in. */
+static int fill_env(const gc_submit_request *r, gc_workload *w, gc_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < r->env_file_count; i++)
+        rc = job_read_env_file(r->env_files[i], w, err);
+    const struct {
+        const char *flag;
+        const char *const *specs;
+        size_t count;
+        gc_env_scope scope;
+    } flags[] = {
+        {"--env", r->env, r->env_count, GC_ENV_EVERY},
+        {"--pathways-proxy-env", r->pathways_proxy_env, r->pathways_proxy_env_count, GC_ENV_PROXY},
+        {"--pathways-server-env", r->pathways_server_env, r->pathways_server_env_count,
+         GC_ENV_SERVER},
+        {"--pathways-worker-env", r->pathways_worker_env, r->pathways_worker_env_count,
+         GC_ENV_WORKER},
+    };
+    for (size_t f = 0; f < sizeof(flags) / sizeof(*flags); f++)
+        for (size_t i = 0; !rc && i < flags[f].count; i++)
+            rc = job_parse_env(flags[f].flag, flags[f].specs[i], flags[f].scope, w, err);
+    return rc;
+}
+
 static int fill_options(const gc_submit_request *r, gc_workload *w, gc_error *err)
 {
     w->restarts = (int)r->restarts;
@@ -558,6 +625,16 @@ static int fill_workload_source(const gc_submit_request *r, gc_submit_plan *p, g
     return plan_image_build(r, p, err);
 }
 
+/* Builds the JobSet once, offline, so that whatever would stop the build (a user variable that
+ * replaces one Pathways needs) is reported before the cluster is contacted. */
+static int check_buildable(const gc_workload *w, gc_error *err)
+{
+    json_t *jobset;
+    int rc = gc_workload_jobset(w, &jobset, err);
+    json_decref(jobset);
+    return rc;
+}
+
 int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
     memset(p, 0, sizeof(*p));
@@ -569,6 +646,8 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
         rc = check_pathways_flags(r, err);
     if (!rc)
         rc = check_workload_source(r, err);
+    if (!rc)
+        rc = check_images(r, err);
     if (!rc)
         rc = choose_mode(r, p, err);
     if (!rc)
@@ -588,11 +667,15 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
     if (!rc)
         rc = fill_options(r, w, err);
     if (!rc)
+        rc = fill_env(r, w, err);
+    if (!rc)
         w->name = gc_xstrdup(r->name);
     if (!rc)
         fill_pathways(r, w);
     if (!rc)
         rc = fill_workload_source(r, p, err);
+    if (!rc && !p->compute.pending)
+        rc = check_buildable(w, err);
     return rc;
 }
 

@@ -36,8 +36,10 @@ static void note_defaults(const gc_submit_plan *p, gc_buf *out)
 int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *err)
 {
     note_defaults(plan, out);
-    json_t *jobset = gc_workload_jobset(&plan->workload);
-    int rc = gc_emit_yaml(jobset, out, err);
+    json_t *jobset;
+    int rc = gc_workload_jobset(&plan->workload, &jobset, err);
+    if (!rc)
+        rc = gc_emit_yaml(jobset, out, err);
     json_decref(jobset);
     return rc;
 }

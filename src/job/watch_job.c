@@ -2,12 +2,21 @@
  * --await-job-completion: a watch on the one JobSet. Each change of the JobSet (Kueue
  * unsuspending it, JobSet counting ready Jobs, a terminal condition) triggers one look at the
  * Workload or the pods for the details, so the cost follows the job's changes, not the clock.
+ *
+ * The watch rides out broken connections and API server restarts by itself (gc_kube_list_watch);
+ * a look at the details that fails meanwhile does not end it either: the JobSet alone says
+ * whether the job has ended, and the details of a running job come with its next change.
  */
 #include "job/watch_job.h"
+
+#include "gcluster/sys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define FACT_ATTEMPTS 3
+#define FACT_PAUSE_MS 2000
 
 typedef struct watch_state {
     gc_kube *kube;
@@ -69,6 +78,23 @@ int job_facts_fetch(gc_kube *kube, const json_t *jobset, gc_job_facts *f, gc_err
     return rc;
 }
 
+/* The facts of a changed JobSet. When its pods or Workload cannot be read, an ended job is
+ * judged by the JobSet alone (after a few tries, as its pods name the failing container), and
+ * for a running one false says to wait for the next change. */
+static bool fetch_facts(watch_state *s, const json_t *jobset, gc_job_facts *f)
+{
+    for (int attempt = 1;; attempt++) {
+        gc_error ignored = {0};
+        if (!job_facts_fetch(s->kube, jobset, f, &ignored))
+            return true;
+        gc_job_facts_from_jobset(jobset, f);
+        bool ended = f->completed || f->failed;
+        if (!ended || attempt == FACT_ATTEMPTS)
+            return ended;
+        gc_clock_sleep_ms(FACT_PAUSE_MS);
+    }
+}
+
 static void show_progress(watch_state *s, const gc_job_status *st)
 {
     char line[sizeof(st->text) + sizeof(st->detail) + 8];
@@ -81,6 +107,7 @@ static void show_progress(watch_state *s, const gc_job_status *st)
 
 static int on_jobset_event(enum gc_kube_event_type type, json_t *jobset, void *ctx, gc_error *err)
 {
+    (void)err;
     watch_state *s = ctx;
     if (type == GC_KUBE_SYNCED) {
         /* Listed and not there: deleted (cancelled, or removed by its TTL) before we looked. */
@@ -93,9 +120,8 @@ static int on_jobset_event(enum gc_kube_event_type type, json_t *jobset, void *c
         return GC_KUBE_STOP;
     }
     gc_job_facts f;
-    int rc = job_facts_fetch(s->kube, jobset, &f, err);
-    if (rc)
-        return rc;
+    if (!fetch_facts(s, jobset, &f))
+        return 0;
     gc_job_status st;
     gc_job_status_derive(&f, &st);
     show_progress(s, &st);

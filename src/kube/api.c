@@ -200,6 +200,23 @@ int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, u
     return rc;
 }
 
+/* A PATCH is idempotent: the same patch applied twice leaves the same object. */
+static int send_patch(gc_kube *kube, const char *path, const char *content_type, json_t *patch,
+                      const char *const *query, json_t **out, gc_error *err)
+{
+    char *body = json_dumps(patch, JSON_COMPACT);
+    kube_request req = {.method = "PATCH",
+                        .path = path,
+                        .extra = query,
+                        .content_type = content_type,
+                        .body = body,
+                        .body_len = body ? strlen(body) : 0,
+                        .idempotent = true};
+    int rc = call(kube, &req, out, err);
+    free(body);
+    return rc;
+}
+
 int gc_kube_apply(gc_kube *kube, const char *path, json_t *object, const char *field_manager,
                   unsigned flags, json_t **out, gc_error *err)
 {
@@ -210,31 +227,12 @@ int gc_kube_apply(gc_kube *kube, const char *path, json_t *object, const char *f
         q[n++] = "true";
     }
     /* JSON is YAML, and apply-patch+yaml is the only content type apply accepts. */
-    char *body = json_dumps(object, JSON_COMPACT);
-    kube_request req = {.method = "PATCH",
-                        .path = path,
-                        .extra = q,
-                        .content_type = "application/apply-patch+yaml",
-                        .body = body,
-                        .body_len = body ? strlen(body) : 0,
-                        .idempotent = true};
-    int rc = call(kube, &req, out, err);
-    free(body);
-    return rc;
+    return send_patch(kube, path, "application/apply-patch+yaml", object, q, out, err);
 }
 
 int gc_kube_merge_patch(gc_kube *kube, const char *path, json_t *patch, json_t **out, gc_error *err)
 {
-    char *body = json_dumps(patch, JSON_COMPACT);
-    kube_request req = {.method = "PATCH",
-                        .path = path,
-                        .content_type = "application/merge-patch+json",
-                        .body = body,
-                        .body_len = body ? strlen(body) : 0,
-                        .idempotent = true};
-    int rc = call(kube, &req, out, err);
-    free(body);
-    return rc;
+    return send_patch(kube, path, "application/merge-patch+json", patch, NULL, out, err);
 }
 
 int gc_kube_delete(gc_kube *kube, const char *path, const char *propagation, json_t **out,

@@ -10,6 +10,7 @@
  *   path.c        REST paths and URLs        blob.c    certificate and key bytes
  *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
  *   batch.c       independent reads sent together
+ *   reconnect.c   what long-lived streams reconnect after, and how soon
  */
 #ifndef GCLUSTER_KUBE_INTERNAL_H
 #define GCLUSTER_KUBE_INTERNAL_H
@@ -176,6 +177,16 @@ int kube_decode_body(const kube_exchange *x, json_t **out, gc_error *err);
 long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt);
 /* Fills err for a failed transfer (not reachable, TLS, timeout, ...). */
 int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err);
+
+/* reconnect.c: whether a watch or log stream that ended this way is worth connecting again (a
+ * broken or refused connection, a stall, 429 or 5xx), rather than an answer to report. */
+bool kube_reconnectable(const kube_exchange *x);
+/* Milliseconds before reconnect attempt `attempt` (1-based): Retry-After when x has one (capped),
+ * else 0.5 s doubling up to 8 s, with jitter. x may be NULL. */
+long kube_reconnect_delay(gc_kube *k, const kube_exchange *x, int attempt);
+/* A few words on how the exchange failed, for notices ("HTTP 503 Service Unavailable",
+ * "Connection refused", "no data for 20 s"). */
+void kube_failure_words(const kube_exchange *x, char *out, size_t size);
 
 /* path.c: the full URL for a request, and the URL traces show (the kubeconfig's server rather
  * than the tls-server-name the request goes to; the layer redacts it). Callers free. */

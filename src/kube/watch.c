@@ -4,10 +4,17 @@
  * A list reads one page (limit/continue) at a time and hands out its items, so memory stays
  * bounded by a page; an expired continue token (410) restarts it. A watch is a stream of
  * newline-separated JSON events. It resumes from the last resourceVersion it saw (objects and
- * BOOKMARKs carry one) when the connection ends, which the server does every few minutes, and
- * lists again when that version is too old (410, on connect or as an ERROR event). The watcher
- * remembers the last state of every object, so after a re-list it can announce objects that
- * vanished meanwhile as DELETED.
+ * BOOKMARKs carry one) when the connection ends, and lists again when that version is too old
+ * (410, on connect or as an ERROR event). The watcher remembers the last state of every object,
+ * so after a re-list it can announce objects that vanished meanwhile as DELETED.
+ *
+ * A watch outlives the network under it: a connection that breaks, is refused or answers
+ * 429/5xx (an API server restarting during a control plane upgrade) is made again with capped,
+ * jittered backoff until the caller's time is up, or forever without a limit, and the caller
+ * hears "reconnecting" through its events while it cannot be. A connection that goes silent
+ * without closing (a NAT that dropped it) is found within WATCH_STALL_S: each watch request asks
+ * the server to end it after WATCH_TIMEOUT_S seconds and to send bookmarks, so a healthy one
+ * never stays silent that long.
  */
 #include "kube/internal.h"
 
@@ -16,6 +23,9 @@
 
 #define MAX_LIST_RESTARTS 3
 #define MAX_EVENT_BYTES   (64L * 1024 * 1024)
+#define WATCH_TIMEOUT_S   15 /* ... plus up to 5 s of jitter */
+#define WATCH_STALL_S     30
+#define CONNECTED_MS      1000   /* a watch connection that lived this long was working */
 #define LIST_AGAIN        (-100) /* after_watch: the resourceVersion is gone, list again */
 
 /* A metadata-only list (GC_KUBE_ACCEPT_METADATA) is watched as metadata-only events, which the
@@ -71,19 +81,33 @@ int kube_list_page_end(gc_kube *k, kube_list_page *p, int rc, json_t **head, lon
     return rc;
 }
 
+/* How a list failed, for a watch that rides out the network's failures. */
+typedef struct list_failure {
+    bool transient; /* the network's or a busy server's: try again */
+    char words[256];
+} list_failure;
+
+/* One page; `deadline` (0: none) bounds its request, and `failure` (may be NULL) says how it
+ * failed. */
 static int list_page(gc_kube *k, const char *path, const gc_kube_list_options *opts,
-                     const char *cont, gc_kube_item_fn on_item, void *ctx, json_t **head,
-                     long *status, gc_error *err)
+                     const char *cont, gc_kube_item_fn on_item, void *ctx, long long deadline,
+                     json_t **head, long *status, list_failure *failure, gc_error *err)
 {
     kube_list_page p;
     kube_list_page_start(&p, path, opts, cont, on_item, ctx, err);
+    p.x.deadline_ms = deadline;
     int rc = kube_request_run(k, &p.x, err);
+    if (failure) {
+        failure->transient = kube_reconnectable(&p.x);
+        kube_failure_words(&p.x, failure->words, sizeof(failure->words));
+    }
     return kube_list_page_end(k, &p, rc, head, status, err);
 }
 
-int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
-                   gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
-                   int rc, json_t *head, long status)
+static int list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                     gc_kube_item_fn on_item, void *ctx, char resource_version[64],
+                     long long deadline, list_failure *failure, gc_error *err, int rc, json_t *head,
+                     long status)
 {
     char *cont = NULL;
     int restarts = 0;
@@ -95,7 +119,8 @@ int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *
             free(cont);
             cont = NULL;
             kube_trace(kube, "the list's continue token expired; listing %s again", path);
-            rc = list_page(kube, path, opts, NULL, on_item, ctx, &head, &status, err);
+            rc = list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure,
+                           err);
             continue;
         }
         const json_t *meta = json_object_get(head, "metadata");
@@ -108,19 +133,38 @@ int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *
         json_decref(head);
         if (rc || !cont)
             break;
-        rc = list_page(kube, path, opts, cont, on_item, ctx, &head, &status, err);
+        rc =
+            list_page(kube, path, opts, cont, on_item, ctx, deadline, &head, &status, failure, err);
     }
     free(cont);
     return rc == GC_KUBE_STOP ? 0 : rc;
 }
 
-int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
-                 gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err)
+int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                   gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err,
+                   int rc, json_t *head, long status)
+{
+    return list_rest(kube, path, opts, on_item, ctx, resource_version, 0, NULL, err, rc, head,
+                     status);
+}
+
+/* A whole list; see list_page for `deadline` and `failure`. */
+static int list_all(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                    gc_kube_item_fn on_item, void *ctx, char resource_version[64],
+                    long long deadline, list_failure *failure, gc_error *err)
 {
     json_t *head = NULL;
     long status = 0;
-    int rc = list_page(kube, path, opts, NULL, on_item, ctx, &head, &status, err);
-    return kube_list_rest(kube, path, opts, on_item, ctx, resource_version, err, rc, head, status);
+    int rc =
+        list_page(kube, path, opts, NULL, on_item, ctx, deadline, &head, &status, failure, err);
+    return list_rest(kube, path, opts, on_item, ctx, resource_version, deadline, failure, err, rc,
+                     head, status);
+}
+
+int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
+                 gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err)
+{
+    return list_all(kube, path, opts, on_item, ctx, resource_version, 0, NULL, err);
 }
 
 typedef struct watcher {
@@ -137,10 +181,14 @@ typedef struct watcher {
     kube_request req; /* the watch request being streamed */
     const char *query[14];
     char timeout[32];
-    int stop;       /* GC_KUBE_STOP, or an error code */
-    bool expired;   /* an ERROR event said 410: list again */
-    bool got_event; /* this connection delivered something */
+    int stop;     /* GC_KUBE_STOP, or an error code */
+    bool expired; /* an ERROR event said 410: list again */
     long long deadline;
+    int failures; /* consecutive attempts that failed to connect or list */
+    /* The watch's own handle, so its connection is its own: one that broke or went silent is
+     * closed with the handle, never found again in the client's pool (HTTP/2 keeps a connection
+     * after a stream fails, and a silently dropped one still looks open). */
+    CURL *e;
 } watcher;
 
 static char *object_key(const json_t *obj)
@@ -210,14 +258,15 @@ static int announce_synced(watcher *w)
     return rc;
 }
 
-static int relist(watcher *w)
+/* Lists, announcing every object; `failure` says how a list that failed went. */
+static int relist(watcher *w, list_failure *failure)
 {
     w->listed = json_object();
     w->expired = false;
     /* Whole objects, as the watch's events are. */
     gc_kube_list_options opts = w->opts ? *w->opts : (gc_kube_list_options){0};
     opts.fields = NULL;
-    int rc = gc_kube_list(w->k, w->path, &opts, on_list_item, w, w->rv, w->err);
+    int rc = list_all(w->k, w->path, &opts, on_list_item, w, w->rv, w->deadline, failure, w->err);
     if (!rc && !w->stop)
         rc = announce_vanished(w);
     if (!rc && !w->stop)
@@ -258,7 +307,6 @@ static int on_event_line(watcher *w, const char *line, size_t len)
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
     int rc = 0;
-    w->got_event = true;
     if (!type || !json_is_object(obj))
         rc = fail_event(w, "the server sent an event without type or object");
     else if (!strcmp(type, "BOOKMARK"))
@@ -276,9 +324,12 @@ static int on_event_line(watcher *w, const char *line, size_t len)
     return rc;
 }
 
+static void connected(watcher *w);
+
 static bool on_watch_data(const char *data, size_t len, void *ctx)
 {
     watcher *w = ctx;
+    connected(w);
     gc_buf_append(&w->line, data, len);
     size_t start = 0;
     for (char *nl; (nl = memchr(w->line.data + start, '\n', w->line.len - start));) {
@@ -297,9 +348,7 @@ static bool on_watch_data(const char *data, size_t len, void *ctx)
 
 static long watch_timeout(watcher *w)
 {
-    /* Like client-go, ask the server to end the watch after 5-10 minutes: a quiet, stuck
-     * connection then costs at most that long. */
-    long seconds = 300 + (long)kube_random(w->k, 300);
+    long seconds = WATCH_TIMEOUT_S + (long)kube_random(w->k, 6);
     if (w->deadline) {
         long left = (long)((w->deadline - gc_clock_ms()) / 1000) + 1;
         if (left < seconds)
@@ -343,12 +392,23 @@ static int watch_once(watcher *w, kube_exchange *x)
     x->on_data = on_watch_data;
     x->ctx = w;
     x->deadline_ms = w->deadline;
-    /* The server ends the watch after timeoutSeconds; silence well beyond that means the
-     * connection died without a word (a NAT dropped it), so give up on it and resume. */
-    x->stall_seconds = atol(w->timeout) + 60;
+    x->stall_seconds = WATCH_STALL_S;
     gc_buf_reset(&w->line);
-    w->got_event = false;
-    return kube_exchange_run(w->k, x, w->err);
+    int rc = kube_auth_ensure(w->k, w->err);
+    if (rc)
+        return rc;
+    if (!w->e && !(w->e = curl_easy_init()))
+        return gc_fail(w->err, GC_EXIT_RUNTIME, "cannot create a libcurl handle");
+    kube_exchange_start(w->k, x, w->e);
+    w->k->depth++; /* requests made from event handlers use the nesting handles */
+    CURLcode result = curl_easy_perform(w->e);
+    w->k->depth--;
+    kube_exchange_end(w->k, x, result);
+    if (result != CURLE_OK && !x->http.stopped) {
+        curl_easy_cleanup(w->e);
+        w->e = NULL;
+    }
+    return 0;
 }
 
 static int timed_out(watcher *w, int timeout_seconds)
@@ -358,69 +418,115 @@ static int timed_out(watcher *w, int timeout_seconds)
     return GC_EXIT_RUNTIME;
 }
 
-/* Whether a broken watch connection is worth another try. Unlike a single request, a watch
- * also rides out a refused connection (API servers restart during control plane upgrades) and
- * a connection that went silent. */
-static long reconnect_delay(watcher *w, const kube_exchange *x, int failures)
+static int stopped(const watcher *w)
 {
-    if (w->got_event)
-        return 0;
-    if ((x->http.result == CURLE_COULDNT_CONNECT || x->http.result == CURLE_OPERATION_TIMEDOUT) &&
-        failures < KUBE_MAX_ATTEMPTS)
-        return 1000L * failures;
-    return kube_retry_delay(w->k, x, failures);
+    return w->stop == GC_KUBE_STOP ? 0 : w->stop;
 }
 
-/* What to do after one watch connection ended: 0 to watch again, LIST_AGAIN, or an error.
- * `failures` counts consecutive failed connections. */
-static int after_watch(watcher *w, kube_exchange *x, int *failures, bool *refreshed)
+/* Waits before the next attempt after a failed one (x, may be NULL, may say how long), saying
+ * so; never past the deadline. */
+static void pause_before_retry(watcher *w, const kube_exchange *x, const char *what)
 {
-    if (w->expired || (x->http.result == CURLE_OK && x->http.status == 410))
+    w->failures++;
+    long delay = kube_reconnect_delay(w->k, x, w->failures);
+    long long now = gc_clock_ms();
+    if (w->deadline && now + delay > w->deadline)
+        delay = (long)(w->deadline - now);
+    gc_notice(w->k->trace.events,
+              "connection to the API server lost (%s); reconnecting in %.1f s (attempt %d)", what,
+              (double)(delay > 0 ? delay : 0) / 1000, w->failures);
+    gc_clock_sleep_ms(delay);
+}
+
+/* The connection works again after failed attempts: say so once. */
+static void connected(watcher *w)
+{
+    if (w->failures)
+        gc_notice(w->k->trace.events, "reconnected to the API server");
+    w->failures = 0;
+}
+
+static int watch_error(watcher *w, const kube_exchange *x)
+{
+    return x->http.result != CURLE_OK ? kube_transport_error(w->k, x, w->err)
+                                      : kube_http_error(w->k, x, w->err);
+}
+
+/* What one watch connection's end means: 0 to watch again (after a pause when it failed),
+ * LIST_AGAIN, or an error. */
+static int after_watch(watcher *w, kube_exchange *x, long long started, bool *refreshed)
+{
+    const gc_http_transfer *h = &x->http;
+    bool answered = h->result == CURLE_OK;
+    if (w->expired || (answered && h->status == 410))
         return LIST_AGAIN;
-    if (x->http.result == CURLE_OK && x->http.status == 401 && !*refreshed &&
-        kube_auth_refreshable(w->k)) {
+    if (answered && h->status == 401 && !*refreshed && kube_auth_refreshable(w->k)) {
         *refreshed = true;
         kube_auth_rejected(w->k, x->credential);
         return 0;
     }
-    if (x->http.result == CURLE_OK && x->http.status < 300) {
-        *failures = 0; /* the server ended the watch normally */
+    if (answered && h->status < 300) { /* the server ended the watch at timeoutSeconds */
         *refreshed = false;
+        connected(w);
         return 0;
     }
-    long delay = reconnect_delay(w, x, ++*failures);
-    if (w->got_event)
-        *failures = 0;
-    if (delay < 0)
-        return x->http.result != CURLE_OK ? kube_transport_error(w->k, x, w->err)
-                                          : kube_http_error(w->k, x, w->err);
-    kube_trace(w->k, "watch of %s ended early; reconnecting in %ld ms", w->path, delay);
-    gc_clock_sleep_ms(delay);
+    if (!kube_reconnectable(x))
+        return watch_error(w, x);
+    char words[256];
+    kube_failure_words(x, words, sizeof(words));
+    /* A watch that was streaming and broke is resumed at once; one that could not even start
+     * (refused, cut before its answer, 5xx) after a pause. */
+    bool streaming = h->status >= 200 && h->status < 300;
+    if (streaming && gc_clock_ms() - started >= CONNECTED_MS) {
+        connected(w);
+        kube_trace(w->k, "watch of %s broke (%s); resuming from resourceVersion %s", w->path, words,
+                   w->rv);
+        return 0;
+    }
+    pause_before_retry(w, x, words);
     return 0;
+}
+
+/* Lists until it works, riding out transient failures. */
+static int list_until_done(watcher *w, int timeout_seconds)
+{
+    for (;;) {
+        if (w->deadline && gc_clock_ms() >= w->deadline)
+            return timed_out(w, timeout_seconds);
+        list_failure failure = {0};
+        int rc = relist(w, &failure);
+        if (!rc && !w->stop)
+            connected(w);
+        if (!rc || w->stop || !failure.transient)
+            return rc;
+        pause_before_retry(w, NULL, failure.words);
+        gc_error_clear(w->err);
+    }
 }
 
 static int watch_loop(watcher *w, int timeout_seconds)
 {
-    int failures = 0, relists = 0;
+    int relists = 0;
     bool refreshed = false;
     for (;;) {
         if (w->deadline && gc_clock_ms() >= w->deadline)
             return timed_out(w, timeout_seconds);
         kube_exchange x;
+        long long started = gc_clock_ms();
         int rc = watch_once(w, &x);
         if (!rc && !w->stop && x.http.past_deadline)
             rc = timed_out(w, timeout_seconds);
         if (!rc && !w->stop)
-            rc = after_watch(w, &x, &failures, &refreshed);
+            rc = after_watch(w, &x, started, &refreshed);
         kube_exchange_free(&x);
         if (w->stop)
-            return w->stop == GC_KUBE_STOP ? 0 : w->stop;
+            return stopped(w);
         if (rc == LIST_AGAIN) {
             kube_trace(w->k, "resourceVersion %s is too old; listing %s again", w->rv, w->path);
             gc_clock_sleep_ms(relists++ > 2 ? 1000 : 0);
-            rc = relist(w);
+            rc = list_until_done(w, timeout_seconds);
             if (!rc && w->stop)
-                return w->stop == GC_KUBE_STOP ? 0 : w->stop;
+                return stopped(w);
         }
         if (rc)
             return rc;
@@ -440,11 +546,13 @@ int gc_kube_list_watch(gc_kube *kube, const char *path, const gc_kube_list_optio
     gc_buf_init(&w.line);
     if (timeout_seconds > 0)
         w.deadline = gc_clock_ms() + (long long)timeout_seconds * 1000;
-    int rc = relist(&w);
+    int rc = list_until_done(&w, timeout_seconds);
     if (!rc && w.stop)
-        rc = w.stop == GC_KUBE_STOP ? 0 : w.stop;
+        rc = stopped(&w);
     else if (!rc)
         rc = watch_loop(&w, timeout_seconds);
+    if (w.e)
+        curl_easy_cleanup(w.e);
     gc_buf_free(&w.line);
     json_decref(w.known);
     return rc;

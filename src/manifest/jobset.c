@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void gc_strings_push(gc_strings *list, const char *s)
 {
@@ -50,11 +51,18 @@ void gc_workload_free(gc_workload *w)
         free(w->mounts[i].target);
     }
     free(w->mounts);
+    for (size_t i = 0; i < w->env_count; i++) {
+        free(w->env[i].name);
+        free(w->env[i].value);
+        free(w->env[i].source);
+    }
+    free(w->env);
     free(w->restart_exit_codes);
     w->node_terms = NULL;
     w->mounts = NULL;
+    w->env = NULL;
     w->restart_exit_codes = NULL;
-    w->node_term_count = w->mount_count = w->restart_exit_code_count = 0;
+    w->node_term_count = w->mount_count = w->env_count = w->restart_exit_code_count = 0;
 }
 
 static const char *pathways_mode(const gc_workload *w)
@@ -71,8 +79,8 @@ json_t *jobset_object(const gc_workload *w, json_t *spec)
     json_t *annotations = json_pack("{s:s, s:s}", GC_ANNOTATION_COMPUTE, w->compute.display,
                                     GC_ANNOTATION_SLICES, slices);
     if (w->compute.topology[0])
-        jset(annotations, GC_ANNOTATION_TOPOLOGY, json_string(w->compute.topology));
-    jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
+        annotations = jset(annotations, GC_ANNOTATION_TOPOLOGY, json_string(w->compute.topology));
+    annotations = jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
     return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:o}, s:o}", "apiVersion",
                      "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name", w->name,
                      "labels", GC_LABEL_WORKLOAD, w->name, GC_LABEL_QUEUE, w->queue, "annotations",
@@ -84,12 +92,12 @@ static json_t *verbose_env(const gc_workload *w, json_t *env)
     if (!w->verbose)
         return env;
     if (w->compute.kind == GC_ACCEL_TPU) {
-        json_array_append_new(env, env_value("TPU_STDERR_LOG_LEVEL", "0"));
-        json_array_append_new(env, env_value("TPU_MIN_LOG_LEVEL", "0"));
-        json_array_append_new(env, env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
-        json_array_append_new(env, env_value("TPU_VMODULE", "real_program_continuator=1"));
+        env = jappend(env, env_value("TPU_STDERR_LOG_LEVEL", "0"));
+        env = jappend(env, env_value("TPU_MIN_LOG_LEVEL", "0"));
+        env = jappend(env, env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
+        env = jappend(env, env_value("TPU_VMODULE", "real_program_continuator=1"));
     } else if (w->compute.kind == GC_ACCEL_GPU) {
-        json_array_append_new(env, env_value("NCCL_DEBUG", "INFO"));
+        env = jappend(env, env_value("NCCL_DEBUG", "INFO"));
     }
     return env;
 }
@@ -101,9 +109,9 @@ static json_t *multislice_env(const gc_workload *w, json_t *env)
     if (w->compute.kind != GC_ACCEL_TPU || w->num_slices < 2)
         return env;
     char *coordinator = gc_xasprintf("%s-%s-0-0.%s", w->name, GC_MAIN_JOB, w->name);
-    json_array_append_new(env, env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
-    json_array_append_new(env, env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
-    json_array_append_new(env, env_value("MEGASCALE_COORDINATOR_ADDRESS", coordinator));
+    env = jappend(env, env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
+    env = jappend(env, env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
+    env = jappend(env, env_value("MEGASCALE_COORDINATOR_ADDRESS", coordinator));
     free(coordinator);
     return env;
 }
@@ -131,16 +139,16 @@ static json_t *main_resources(const gc_workload *w, int containers)
 
 static json_t *main_container(const gc_workload *w, const char *name, int containers)
 {
-    json_t *env = multislice_env(w, verbose_env(w, json_array()));
+    json_t *env = with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_EVERY);
     json_t *c = json_pack("{s:s, s:s, s:[s, s, s]}", "name", name, "image", w->image, "command",
                           "/bin/bash", "-c", w->command);
-    if (json_array_size(env))
-        jset(c, "env", env);
-    else
+    if (env && !json_array_size(env))
         json_decref(env);
-    jset(c, "resources", main_resources(w, containers));
+    else
+        c = jset(c, "env", env);
+    c = jset(c, "resources", main_resources(w, containers));
     if (w->mount_count)
-        jset(c, "volumeMounts", user_volume_mounts(w, false));
+        c = jset(c, "volumeMounts", user_volume_mounts(w, false));
     return c;
 }
 
@@ -155,22 +163,25 @@ static json_t *main_containers(const gc_workload *w)
 
 static json_t *main_pod_spec(const gc_workload *w)
 {
-    json_t *spec = json_object();
-    set_accelerator_placement(spec, w);
+    json_t *spec = set_accelerator_placement(json_object(), w);
     if (w->compute.kind != GC_ACCEL_CPU) {
-        jset(spec, "hostNetwork", json_true());
-        jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+        spec = jset(spec, "hostNetwork", json_true());
+        spec = jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
     }
-    jset(spec, "restartPolicy", json_string("Never"));
-    jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
-    set_identity(spec, w);
+    spec = jset(spec, "restartPolicy", json_string("Never"));
+    spec = jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
+    spec = set_identity(spec, w);
     if (w->scheduler_name)
-        jset(spec, "schedulerName", json_string(w->scheduler_name));
-    jset(spec, "containers", main_containers(w));
+        spec = jset(spec, "schedulerName", json_string(w->scheduler_name));
+    spec = jset(spec, "containers", main_containers(w));
     if (w->mount_count) {
         json_t *volumes = pod_volumes(w, true);
-        json_array_remove(volumes, 0); /* no shared /tmp without Pathways */
-        jset(spec, "volumes", volumes);
+        /* no shared /tmp without Pathways */
+        if (json_array_remove(volumes, 0) != 0) {
+            json_decref(volumes);
+            volumes = NULL;
+        }
+        spec = jset(spec, "volumes", volumes);
     }
     return spec;
 }
@@ -180,17 +191,20 @@ static json_t *main_replicated_job(const gc_workload *w)
     json_t *job_spec =
         json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
                   w->nodes_per_slice, "completions", w->nodes_per_slice, "backoffLimit", 0);
-    json_t *policy = pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container");
-    if (policy)
-        jset(job_spec, "podFailurePolicy", policy);
-    jset(job_spec, "template",
-         json_pack("{s:o, s:o}", "metadata", pod_metadata(w, true), "spec", main_pod_spec(w)));
+    if (w->restart_exit_code_count)
+        job_spec =
+            jset(job_spec, "podFailurePolicy",
+                 pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container"));
+    job_spec =
+        jset(job_spec, "template",
+             json_pack("{s:o, s:o}", "metadata", pod_metadata(w, true), "spec", main_pod_spec(w)));
 
     json_t *template = json_object();
     /* A multi-host TPU slice is one node pool; two slices must never share one. */
     if (w->compute.kind == GC_ACCEL_TPU)
-        jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
-    jset(template, "spec", job_spec);
+        template =
+            jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
+    template = jset(template, "spec", job_spec);
     return json_pack("{s:s, s:i, s:o}", "name", GC_MAIN_JOB, "replicas", w->num_slices, "template",
                      template);
 }
@@ -204,7 +218,113 @@ json_t *gc_plain_jobset(const gc_workload *w)
     return jobset_object(w, spec);
 }
 
-json_t *gc_workload_jobset(const gc_workload *w)
+/* Two of the user's variables that would land in one container. */
+static int check_user_env(const gc_workload *w, gc_error *err)
 {
-    return w->pathways ? gc_pathways_jobset(w) : gc_plain_jobset(w);
+    for (size_t i = 0; i < w->env_count; i++) {
+        for (size_t j = i + 1; j < w->env_count; j++) {
+            const gc_env_var *a = &w->env[i], *b = &w->env[j];
+            bool shared =
+                a->scope == b->scope || a->scope == GC_ENV_EVERY || b->scope == GC_ENV_EVERY;
+            if (shared && !strcmp(a->name, b->name))
+                return gc_fail(err, GC_EXIT_USAGE,
+                               "%s and %s both set %s for the same container; keep one", a->source,
+                               b->source, a->name);
+        }
+    }
+    return 0;
+}
+
+/* The user's variables a container gets: every --env, and its role's own flag. */
+static gc_env_scope container_scope(const char *container)
+{
+    if (!strcmp(container, PROXY_CONTAINER))
+        return GC_ENV_PROXY;
+    if (!strcmp(container, RM_CONTAINER))
+        return GC_ENV_SERVER;
+    return strcmp(container, WORKER_CONTAINER) ? GC_ENV_EVERY : GC_ENV_WORKER;
+}
+
+/* What gcluster itself sets `entry` (an env item) to, for a message. */
+static void describe_env(const json_t *entry, char *out, size_t size)
+{
+    const char *name = json_string_value(json_object_get(entry, "name"));
+    const char *value = json_string_value(json_object_get(entry, "value"));
+    const char *field = json_string_value(json_object_get(
+        json_object_get(json_object_get(entry, "valueFrom"), "fieldRef"), "fieldPath"));
+    if (value)
+        snprintf(out, size, "%s=%s", name, value);
+    else
+        snprintf(out, size, "%s from the pod's %s", name, field ? field : "fields");
+}
+
+/* gcluster's variables come first in every container, the user's after them (see
+ * with_user_env), so a name seen twice is the user's second. Kubernetes would keep the last
+ * one silently, and the job would run without what Pathways needs. */
+static int check_container_env(const gc_workload *w, const json_t *container, gc_error *err)
+{
+    const char *container_name = json_string_value(json_object_get(container, "name"));
+    const json_t *env = json_object_get(container, "env");
+    gc_env_scope scope = container_scope(container_name);
+    for (size_t i = 0; i < json_array_size(env); i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(env, i), "name"));
+        for (size_t j = 0; j < w->env_count; j++) {
+            const gc_env_var *v = &w->env[j];
+            if ((v->scope != GC_ENV_EVERY && v->scope != scope) || strcmp(v->name, name))
+                continue;
+            size_t first = 0;
+            while (strcmp(json_string_value(json_object_get(json_array_get(env, first), "name")),
+                          name))
+                first++;
+            if (first == i)
+                continue;
+            char ours[256];
+            describe_env(json_array_get(env, first), ours, sizeof(ours));
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s sets %s, which gcluster already sets in container %s (%s) for the "
+                           "job to work; remove it from %s or use another name",
+                           v->source, name, container_name, ours, v->source);
+        }
+    }
+    return 0;
+}
+
+static int check_containers(const gc_workload *w, const json_t *pod_spec, gc_error *err)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++) {
+        const json_t *containers = json_object_get(pod_spec, lists[l]);
+        for (size_t i = 0; i < json_array_size(containers); i++) {
+            int rc = check_container_env(w, json_array_get(containers, i), err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int gc_workload_jobset(const gc_workload *w, json_t **jobset, gc_error *err)
+{
+    *jobset = NULL;
+    int rc = check_user_env(w, err);
+    if (rc)
+        return rc;
+    json_t *built = w->pathways ? gc_pathways_jobset(w) : gc_plain_jobset(w);
+    if (!built)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "the JobSet %s cannot be built: one of its values is missing or is not "
+                       "valid UTF-8",
+                       w->name ? w->name : "(unnamed)");
+    const json_t *jobs = json_object_get(json_object_get(built, "spec"), "replicatedJobs");
+    for (size_t i = 0; !rc && i < json_array_size(jobs); i++) {
+        const json_t *job_spec =
+            json_object_get(json_object_get(json_array_get(jobs, i), "template"), "spec");
+        rc = check_containers(w, json_object_get(json_object_get(job_spec, "template"), "spec"),
+                              err);
+    }
+    if (rc)
+        json_decref(built);
+    else
+        *jobset = built;
+    return rc;
 }

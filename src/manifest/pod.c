@@ -8,8 +8,30 @@
 
 json_t *jset(json_t *object, const char *key, json_t *value)
 {
-    json_object_set_new(object, key, value);
+    if (!object || !value) {
+        json_decref(object);
+        json_decref(value);
+        return NULL;
+    }
+    if (json_object_set_new(object, key, value) != 0) { /* jansson has freed value */
+        json_decref(object);
+        return NULL;
+    }
     return object;
+}
+
+json_t *jappend(json_t *array, json_t *value)
+{
+    if (!array || !value) {
+        json_decref(array);
+        json_decref(value);
+        return NULL;
+    }
+    if (json_array_append_new(array, value) != 0) {
+        json_decref(array);
+        return NULL;
+    }
+    return array;
 }
 
 json_t *env_value(const char *name, const char *value)
@@ -35,11 +57,19 @@ json_t *env_from_annotation(const char *name, const char *annotation)
     return env_from_field(name, "annotations", annotation);
 }
 
+json_t *with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope)
+{
+    for (size_t i = 0; i < w->env_count; i++)
+        if (w->env[i].scope == GC_ENV_EVERY || w->env[i].scope == scope)
+            env = jappend(env, env_value(w->env[i].name, w->env[i].value));
+    return env;
+}
+
 json_t *container_ports(const int *ports, size_t count)
 {
     json_t *list = json_array();
     for (size_t i = 0; i < count; i++)
-        json_array_append_new(list, json_pack("{s:i}", "containerPort", ports[i]));
+        list = jappend(list, json_pack("{s:i}", "containerPort", ports[i]));
     return list;
 }
 
@@ -47,7 +77,7 @@ json_t *string_array(const gc_strings *list)
 {
     json_t *array = json_array();
     for (size_t i = 0; i < list->count; i++)
-        json_array_append_new(array, json_string(list->items[i]));
+        array = jappend(array, json_string(list->items[i]));
     return array;
 }
 
@@ -71,38 +101,33 @@ static json_t *user_volume(const gc_mount *m, size_t index)
         json_t *attributes = json_pack("{s:s}", "bucketName", m->source);
         if (m->source_dir) {
             char *option = gc_xasprintf("only-dir=%s", m->source_dir);
-            jset(attributes, "mountOptions", json_string(option));
+            attributes = jset(attributes, "mountOptions", json_string(option));
             free(option);
         }
-        jset(volume, "csi",
-             json_pack("{s:s, s:b, s:o}", "driver", "gcsfuse.csi.storage.gke.io", "readOnly",
-                       m->read_only, "volumeAttributes", attributes));
-        break;
+        return jset(volume, "csi",
+                    json_pack("{s:s, s:b, s:o}", "driver", "gcsfuse.csi.storage.gke.io", "readOnly",
+                              m->read_only, "volumeAttributes", attributes));
     }
     case GC_MOUNT_HOST_PATH:
-        jset(volume, "hostPath", json_pack("{s:s}", "path", m->source));
-        break;
+        return jset(volume, "hostPath", json_pack("{s:s}", "path", m->source));
     case GC_MOUNT_NFS:
-        jset(volume, "nfs",
-             json_pack("{s:s, s:s, s:b}", "server", m->source, "path",
-                       m->source_dir ? m->source_dir : "/", "readOnly", m->read_only));
-        break;
+        return jset(volume, "nfs",
+                    json_pack("{s:s, s:s, s:b}", "server", m->source, "path",
+                              m->source_dir ? m->source_dir : "/", "readOnly", m->read_only));
     case GC_MOUNT_PVC:
-        jset(volume, "persistentVolumeClaim",
-             json_pack("{s:s, s:b}", "claimName", m->source, "readOnly", m->read_only));
-        break;
+        return jset(volume, "persistentVolumeClaim",
+                    json_pack("{s:s, s:b}", "claimName", m->source, "readOnly", m->read_only));
     }
-    return volume;
+    json_decref(volume);
+    return NULL;
 }
 
 json_t *pod_volumes(const gc_workload *w, bool with_user_mounts)
 {
-    json_t *volumes = json_array();
-    json_array_append_new(volumes,
-                          json_pack("{s:s, s:{s:s, s:s}}", "name", SHARED_TMP_VOLUME, "hostPath",
-                                    "path", "/tmp", "type", "DirectoryOrCreate"));
+    json_t *volumes = json_pack("[{s:s, s:{s:s, s:s}}]", "name", SHARED_TMP_VOLUME, "hostPath",
+                                "path", "/tmp", "type", "DirectoryOrCreate");
     for (size_t i = 0; with_user_mounts && i < w->mount_count; i++)
-        json_array_append_new(volumes, user_volume(&w->mounts[i], i));
+        volumes = jappend(volumes, user_volume(&w->mounts[i], i));
     return volumes;
 }
 
@@ -110,14 +135,14 @@ json_t *user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
 {
     json_t *mounts = json_array();
     if (with_shared_tmp)
-        json_array_append_new(mounts, shared_tmp_mount());
+        mounts = jappend(mounts, shared_tmp_mount());
     for (size_t i = 0; i < w->mount_count; i++) {
         char name[32];
         mount_volume_name(i, name);
         json_t *mount = json_pack("{s:s, s:s}", "name", name, "mountPath", w->mounts[i].target);
         if (w->mounts[i].read_only)
-            jset(mount, "readOnly", json_true());
-        json_array_append_new(mounts, mount);
+            mount = jset(mount, "readOnly", json_true());
+        mounts = jappend(mounts, mount);
     }
     return mounts;
 }
@@ -130,27 +155,36 @@ bool needs_gcsfuse(const gc_workload *w)
     return false;
 }
 
+json_t *annotate(json_t *metadata, const char *key, const char *value)
+{
+    json_t *annotations = json_object_get(metadata, "annotations");
+    if (!annotations)
+        return jset(metadata, "annotations", json_pack("{s:s}", key, value));
+    return jset(annotations, key, json_string(value)) ? metadata : (json_decref(metadata), NULL);
+}
+
 json_t *pod_metadata(const gc_workload *w, bool with_user_mounts)
 {
     json_t *metadata = json_pack("{s:{s:s}}", "labels", GC_LABEL_WORKLOAD, w->name);
     /* GKE injects the GCS FUSE sidecar only into pods that ask for it. */
     if (with_user_mounts && needs_gcsfuse(w))
-        jset(metadata, "annotations", json_pack("{s:s}", "gke-gcsfuse/volumes", "true"));
+        metadata = annotate(metadata, "gke-gcsfuse/volumes", "true");
     return metadata;
 }
 
-void set_identity(json_t *pod_spec, const gc_workload *w)
+json_t *set_identity(json_t *pod_spec, const gc_workload *w)
 {
     if (w->service_account)
-        jset(pod_spec, "serviceAccountName", json_string(w->service_account));
+        pod_spec = jset(pod_spec, "serviceAccountName", json_string(w->service_account));
     if (w->pull_secrets.count) {
         json_t *secrets = json_array();
         for (size_t i = 0; i < w->pull_secrets.count; i++)
-            json_array_append_new(secrets, json_pack("{s:s}", "name", w->pull_secrets.items[i]));
-        jset(pod_spec, "imagePullSecrets", secrets);
+            secrets = jappend(secrets, json_pack("{s:s}", "name", w->pull_secrets.items[i]));
+        pod_spec = jset(pod_spec, "imagePullSecrets", secrets);
     }
     if (w->priority)
-        jset(pod_spec, "priorityClassName", json_string(w->priority));
+        pod_spec = jset(pod_spec, "priorityClassName", json_string(w->priority));
+    return pod_spec;
 }
 
 static json_t *accelerator_node_selector(const gc_workload *w)
@@ -158,19 +192,29 @@ static json_t *accelerator_node_selector(const gc_workload *w)
     json_t *selector = json_object();
     const gc_compute *c = &w->compute;
     if (c->kind == GC_ACCEL_TPU) {
-        jset(selector, "cloud.google.com/gke-tpu-accelerator", json_string(c->accelerator));
-        jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
+        selector =
+            jset(selector, "cloud.google.com/gke-tpu-accelerator", json_string(c->accelerator));
+        selector = jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
     } else if (c->kind == GC_ACCEL_GPU) {
-        jset(selector, "cloud.google.com/gke-accelerator", json_string(c->accelerator));
+        selector = jset(selector, "cloud.google.com/gke-accelerator", json_string(c->accelerator));
     } else {
         /* GKE labels every node with its machine type; without this a CPU job could land on
          * any pool, including the Pathways head pool. */
-        jset(selector, "node.kubernetes.io/instance-type", json_string(c->machine_type));
+        selector = jset(selector, "node.kubernetes.io/instance-type", json_string(c->machine_type));
     }
     for (size_t i = 0; i < w->node_term_count; i++)
         if (w->node_terms[i].values.count == 1)
-            jset(selector, w->node_terms[i].key, json_string(w->node_terms[i].values.items[0]));
+            selector =
+                jset(selector, w->node_terms[i].key, json_string(w->node_terms[i].values.items[0]));
     return selector;
+}
+
+static bool has_multi_valued_terms(const gc_workload *w)
+{
+    for (size_t i = 0; i < w->node_term_count; i++)
+        if (w->node_terms[i].values.count > 1)
+            return true;
+    return false;
 }
 
 static json_t *required_affinity(const gc_workload *w)
@@ -179,62 +223,55 @@ static json_t *required_affinity(const gc_workload *w)
     for (size_t i = 0; i < w->node_term_count; i++) {
         const gc_node_term *t = &w->node_terms[i];
         if (t->values.count > 1)
-            json_array_append_new(expressions,
-                                  json_pack("{s:s, s:s, s:o}", "key", t->key, "operator", "In",
-                                            "values", string_array(&t->values)));
-    }
-    if (!json_array_size(expressions)) {
-        json_decref(expressions);
-        return NULL;
+            expressions =
+                jappend(expressions, json_pack("{s:s, s:s, s:o}", "key", t->key, "operator", "In",
+                                               "values", string_array(&t->values)));
     }
     return json_pack("{s:{s:{s:[{s:o}]}}}", "nodeAffinity",
                      "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
                      "matchExpressions", expressions);
 }
 
+static bool has_tolerations(const gc_workload *w)
+{
+    return w->compute.kind != GC_ACCEL_CPU || w->nap_tolerations.count > 0;
+}
+
 static json_t *tolerations(const gc_workload *w)
 {
     json_t *list = json_array();
     if (w->compute.kind == GC_ACCEL_TPU)
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "key", "google.com/tpu",
-                                              "operator", "Exists", "effect", "NoSchedule"));
+        list = jappend(list, json_pack("{s:s, s:s, s:s}", "key", "google.com/tpu", "operator",
+                                       "Exists", "effect", "NoSchedule"));
     else if (w->compute.kind == GC_ACCEL_GPU)
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "key", "nvidia.com/gpu",
-                                              "operator", "Exists", "effect", "NoSchedule"));
+        list = jappend(list, json_pack("{s:s, s:s, s:s}", "key", "nvidia.com/gpu", "operator",
+                                       "Exists", "effect", "NoSchedule"));
     for (size_t i = 0; i < w->nap_tolerations.count; i++) {
         const char *kv = w->nap_tolerations.items[i];
         const char *eq = strchr(kv, '=');
         char *key = gc_xstrndup(kv, eq ? (size_t)(eq - kv) : strlen(kv));
-        json_array_append_new(list,
-                              json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator", "Equal",
-                                        "value", eq ? eq + 1 : "", "effect", "NoSchedule"));
+        list = jappend(list, json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator", "Equal",
+                                       "value", eq ? eq + 1 : "", "effect", "NoSchedule"));
         free(key);
-    }
-    if (!json_array_size(list)) {
-        json_decref(list);
-        return NULL;
     }
     return list;
 }
 
-void set_accelerator_placement(json_t *pod_spec, const gc_workload *w)
+json_t *set_accelerator_placement(json_t *pod_spec, const gc_workload *w)
 {
-    jset(pod_spec, "nodeSelector", accelerator_node_selector(w));
-    json_t *affinity = required_affinity(w);
-    if (affinity)
-        jset(pod_spec, "affinity", affinity);
-    json_t *tol = tolerations(w);
-    if (tol)
-        jset(pod_spec, "tolerations", tol);
+    pod_spec = jset(pod_spec, "nodeSelector", accelerator_node_selector(w));
+    if (has_multi_valued_terms(w))
+        pod_spec = jset(pod_spec, "affinity", required_affinity(w));
+    if (has_tolerations(w))
+        pod_spec = jset(pod_spec, "tolerations", tolerations(w));
+    return pod_spec;
 }
 
 json_t *pod_failure_policy(const gc_workload *w, const char *container)
 {
-    if (!w->restart_exit_code_count)
-        return NULL;
     json_t *codes = json_array();
     for (size_t i = 0; i < w->restart_exit_code_count; i++)
-        json_array_append_new(codes, json_integer(w->restart_exit_codes[i]));
+        codes = jappend(codes, json_integer(w->restart_exit_codes[i]));
     /* Any other exit code fails the Job with reason PodFailurePolicy, which the JobSet's
      * FailJobSet rule turns into an immediate failure; the listed codes fall through to the
      * backoff limit and so to an ordinary JobSet restart (counted against --restarts). */
@@ -242,7 +279,7 @@ json_t *pod_failure_policy(const gc_workload *w, const char *container)
     /* Native sidecars are stopped when the user's container ends and exit with whatever
      * code; only the user's container must decide. */
     if (container)
-        jset(on_exit_codes, "containerName", json_string(container));
+        on_exit_codes = jset(on_exit_codes, "containerName", json_string(container));
     return json_pack("{s:[{s:s, s:o}]}", "rules", "action", "FailJob", "onExitCodes",
                      on_exit_codes);
 }

@@ -1,6 +1,11 @@
 /*
  * Small builders for the pieces every pod template is made of (env, ports, volumes, placement).
  * Internal to manifest/.
+ *
+ * A builder that cannot build returns NULL, and NULL travels up: jset and jappend given a NULL
+ * object or value free the other and return NULL, json_pack fails when an "o" is NULL, so one
+ * string jansson refuses (not UTF-8) leaves no JobSet at all rather than a JobSet without the
+ * container it belonged to. Every result is therefore used: `spec = jset(spec, ...)`.
  */
 #ifndef GCLUSTER_MANIFEST_POD_H
 #define GCLUSTER_MANIFEST_POD_H
@@ -10,6 +15,11 @@
 #include <jansson.h>
 
 #define SHARED_TMP_VOLUME "shared-tmp"
+
+/* The Pathways servers' containers, each with its own --pathways-*-env flag. */
+#define PROXY_CONTAINER  "pathways-proxy"
+#define RM_CONTAINER     "pathways-rm"
+#define WORKER_CONTAINER "pathways-worker"
 
 /* Labels and annotations JobSet puts on every pod it creates; containers read them through the
  * downward API. */
@@ -24,8 +34,13 @@
  * record what was asked for, so `job list` and `job inspect` can show it. */
 json_t *jobset_object(const gc_workload *w, json_t *spec);
 
-/* Sets object[key] = value (stealing the reference) and returns object, for chaining. */
+/* Sets object[key] = value (stealing the reference) and returns object; NULL (with both freed)
+ * when either is NULL or the key is refused. */
 json_t *jset(json_t *object, const char *key, json_t *value);
+/* Appends value (stolen) to array and returns array; NULL (with both freed) on any failure. */
+json_t *jappend(json_t *array, json_t *value);
+/* Appends the user's --env variables for a container in `scope` (and every --env) to env. */
+json_t *with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope);
 
 json_t *env_value(const char *name, const char *value);
 json_t *env_from_label(const char *name, const char *label);
@@ -44,16 +59,21 @@ bool needs_gcsfuse(const gc_workload *w);
 
 /* Pod metadata: the workload label, plus the GCS FUSE annotation when `with_user_mounts`. */
 json_t *pod_metadata(const gc_workload *w, bool with_user_mounts);
+/* Adds annotation key: value to metadata (stolen) and returns it; NULL as jset does. */
+json_t *annotate(json_t *metadata, const char *key, const char *value);
 
-/* Fields common to every pod spec of the workload: service account, pull secrets, priority. */
-void set_identity(json_t *pod_spec, const gc_workload *w);
+/* Fields common to every pod spec of the workload: service account, pull secrets, priority.
+ * Returns pod_spec (NULL as jset does). */
+json_t *set_identity(json_t *pod_spec, const gc_workload *w);
 
 /* Where accelerator pods may run: the node selector (accelerator labels plus the user's
- * constraints), required node affinity for multi-valued constraints, and tolerations. */
-void set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
+ * constraints), required node affinity for multi-valued constraints, and tolerations. Returns
+ * pod_spec (NULL as jset does). */
+json_t *set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
 
-/* podFailurePolicy for --restart-on-exit-codes, or NULL. Only valid with restartPolicy Never.
- * `container` (may be NULL for every container) is the one whose exit code counts. */
+/* podFailurePolicy for --restart-on-exit-codes, for callers that have codes to list. Only
+ * valid with restartPolicy Never. `container` (may be NULL for every container) is the one
+ * whose exit code counts. */
 json_t *pod_failure_policy(const gc_workload *w, const char *container);
 
 /* The exclusive-topology annotation on a Job template: one pod (or one slice) per `key`. */

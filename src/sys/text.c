@@ -1,5 +1,6 @@
 /*
- * Edit distance, for "did you mean ...?" hints on commands, flags and compute types.
+ * Text: edit distance, for "did you mean ...?" hints on commands, flags and compute types, and
+ * the UTF-8 check for strings on their way into a manifest.
  */
 #include "gcluster/sys.h"
 
@@ -33,4 +34,48 @@ size_t gc_text_edit_distance(const char *a, const char *b)
     size_t distance = row[lb];
     free(row);
     return distance;
+}
+
+/* How many bytes the sequence starting at p has, if it is one well-formed character within
+ * `left` bytes; 0 if it is not. The second byte's range excludes overlong forms (after 0xE0 and
+ * 0xF0), surrogates (after 0xED) and code points above U+10FFFF (after 0xF4). */
+static size_t utf8_sequence(const unsigned char *p, size_t left)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned char low = 0x80, high = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        low = c == 0xE0 ? 0xA0 : 0x80;
+        high = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        low = c == 0xF0 ? 0x90 : 0x80;
+        high = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (left < n || p[1] < low || p[1] > high)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+size_t gc_text_utf8_prefix(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        size_t n = utf8_sequence(p + i, len - i);
+        if (!n)
+            break;
+        i += n;
+    }
+    return i;
 }

@@ -440,6 +440,68 @@ def test_server_rejection_shows_the_servers_reason(cli, tmp_path):
         cli.delete_job("blocked-job")
 
 
+def container_env(pod_spec, name):
+    containers = pod_spec.get("initContainers", []) + pod_spec["containers"]
+    container = next(c for c in containers if c["name"] == name)
+    return {e["name"]: e.get("value") for e in container.get("env", [])}
+
+
+def test_every_new_manifest_field_is_accepted_and_reaches_the_pods(cli, tmp_path):
+    """--env, --env-file, the per-role env flags, XCLOUD_ENVIRONMENT and the head's safe-to-evict
+    annotation: the real webhooks accept them (--dry-run=server creates nothing), and once created
+    the JobSet controller makes Jobs and pods that carry them."""
+    env_file = tmp_path / "train.env"
+    env_file.write_text("# comment\nFROM_FILE='quoted value'\nmy.var-1=dots and dashes\n")
+    flags = ["--env", "EVERY=1", "--env-file", str(env_file),
+             "--pathways-proxy-env", "PROXY_ONLY=2", "--pathways-server-env", "SERVER_ONLY=3",
+             "--pathways-worker-env", "WORKER_ONLY=$(PATHWAYS_HEAD):29001",
+             "--pathways-elastic-slices", "1", "--mount", "/mnt/disks/ssd:/data//x/"]
+    proc = submit_pathways(cli, "pw-env", *flags, "--dry-run", "server")
+    assert "The cluster accepted Pathways job pw-env" in proc.stdout, proc.stdout + proc.stderr
+    assert cli.kubectl("get", "jobset", "pw-env", check=False).returncode != 0
+
+    submit_pathways(cli, "pw-env", *flags)
+    pods = wait_for(lambda: cli.pods("pw-env") if len(cli.pods("pw-env")) == 9 else None,
+                    what="the 9 pods of pw-env")
+    head = next(p for p in pods if role(p) == "pathways-head")
+    worker = next(p for p in pods if role(p) == "worker")
+    assert head["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] \
+        == "false"
+    user = container_env(head["spec"], "workload-container")
+    assert user["XCLOUD_ENVIRONMENT"] == "GCP" and user["EVERY"] == "1"
+    assert user["FROM_FILE"] == "quoted value" and user["my.var-1"] == "dots and dashes"
+    assert "PROXY_ONLY" not in user and "WORKER_ONLY" not in user
+    assert container_env(head["spec"], "pathways-proxy")["PROXY_ONLY"] == "2"
+    assert container_env(head["spec"], "pathways-rm")["SERVER_ONLY"] == "3"
+    worker_env = container_env(worker["spec"], "pathways-worker")
+    assert worker_env["WORKER_ONLY"] == "$(PATHWAYS_HEAD):29001" and worker_env["EVERY"] == "1"
+    mounts = [m["mountPath"] for m in next(
+        c for c in head["spec"]["containers"] if c["name"] == "workload-container")["volumeMounts"]]
+    assert mounts[:2] == ["/tmp", "/data/x"]  # then the service account token
+
+
+def test_hostile_input_is_refused_before_anything_is_sent(cli, tmp_path):
+    """What once got through: each exits 2 naming the flag, with no request in the -v trace."""
+    bad_env = tmp_path / "bad.env"
+    bad_env.write_text("A=1\nexport B=2\n")
+    cases = [
+        (["--command", "echo \udcff"], "--command is not valid UTF-8"),
+        (["--image", "my image:1"], "--image \"my image:1\" is not a valid image reference"),
+        (["--pathways-server-image", "us-docker.pkg.dev/P/r/server:1"], "lower-case"),
+        (["--mount", "gs://test-bucket:/tmp"], "the Pathways head already mounts"),
+        (["--pathways-elastic-slices", "2"], "nothing would be left running"),
+        (["--env", "JAX_PLATFORMS=cpu"], "gcluster already sets in container workload-container"),
+        (["--env-file", str(bad_env)], "bad.env:2"),
+    ]
+    for extra, message in cases:
+        proc = submit_pathways(cli, "pw-hostile", *extra, "-v", check=2)
+        assert message in proc.stderr, proc.stderr
+        assert "https://" not in proc.stderr, proc.stderr
+    assert cli.kubectl("get", "jobset", "pw-hostile", check=False).returncode != 0
+    proc = cli.gcluster("job", "logs", "pw-hostile", *CLUSTER, "--slice", "-1", "-v", check=2)
+    assert "--slice must be 0 or more" in proc.stderr and "https://" not in proc.stderr
+
+
 def test_validation_errors_send_nothing(cli, tmp_path):
     """Bad input exits 2 before any request, even with an unreachable cluster."""
     bad = tmp_path / "unreachable"

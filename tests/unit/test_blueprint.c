@@ -322,6 +322,60 @@ static void test_tpu_pool_checks(void **state)
                  (const char *[]){"needs placement_policy.tpu_topology", NULL});
 }
 
+/* Deploy applies one Kueue configuration: a setting it reads once may come from one module. */
+static void test_setting_in_two_modules_is_located(void **state)
+{
+    (void)state;
+    expect_error(HEADER "  - id: kueue-a\n"
+                        "    source: modules/management/kubectl-apply\n"
+                        "    settings:\n"
+                        "      kueue: {install: true, config_path: a.yaml.tftpl}\n"
+                        "  - id: kueue-b\n"
+                        "    source: modules/management/kubectl-apply\n"
+                        "    settings:\n"
+                        "      kueue:\n"
+                        "        config_path: b.yaml.tftpl\n",
+                 (const char *[]){"blueprint.yaml:23:22:", "module kueue-b sets kueue.config_path",
+                                  "module kueue-a already sets it (", "blueprint.yaml:18:43);",
+                                  NULL});
+    expect_error(HEADER "  - id: jobset-a\n"
+                        "    source: modules/management/kubectl-apply\n"
+                        "    settings: {jobset: {install: true}}\n"
+                        "  - id: jobset-b\n"
+                        "    source: modules/management/kubectl-apply\n"
+                        "    settings: {jobset: {install: false}}\n",
+                 (const char *[]){"module jobset-b sets jobset.install", "jobset-a", NULL});
+    expect_error(HEADER "  - id: vars-a\n"
+                        "    source: modules/management/kubectl-apply\n"
+                        "    settings: {kueue: {config_template_vars: {tpu_quota: 8}}}\n"
+                        "  - id: vars-b\n"
+                        "    source: modules/management/kubectl-apply\n"
+                        "    settings: {kueue: {config_template_vars: {tpu_quota: 16}}}\n",
+                 (const char *[]){"module vars-b sets kueue.config_template_vars.tpu_quota",
+                                  "vars-a", NULL});
+}
+
+/* Two modules may split the work: one installs Kueue, the other JobSet. */
+static void test_modules_may_set_different_settings(void **state)
+{
+    (void)state;
+    gc_blueprint bp;
+    load_ok(write_blueprint(HEADER "  - id: kueue\n"
+                                   "    source: modules/management/kubectl-apply\n"
+                                   "    settings: {kueue: {install: true, config_template_vars: "
+                                   "{tpu_quota: 8}}}\n"
+                                   "  - id: jobset\n"
+                                   "    source: modules/management/kubectl-apply\n"
+                                   "    settings: {jobset: {install: true}, kueue: "
+                                   "{config_template_vars: {pathways_cpu_quota: 96}}}\n"),
+            NULL, 0, &bp);
+    assert_true(bp.kueue_install);
+    assert_true(bp.jobset_install);
+    assert_int_equal(json_integer_value(json_object_get(bp.kueue_vars, "tpu_quota")), 8);
+    assert_int_equal(json_integer_value(json_object_get(bp.kueue_vars, "pathways_cpu_quota")), 96);
+    gc_blueprint_free(&bp);
+}
+
 static void test_bad_vars_flag(void **state)
 {
     (void)state;
@@ -359,6 +413,8 @@ int main(void)
         cmocka_unit_test(test_unevaluable_reference),
         cmocka_unit_test(test_structure_errors),
         cmocka_unit_test(test_tpu_pool_checks),
+        cmocka_unit_test(test_setting_in_two_modules_is_located),
+        cmocka_unit_test(test_modules_may_set_different_settings),
         cmocka_unit_test(test_bad_vars_flag),
         cmocka_unit_test(test_missing_file),
     };

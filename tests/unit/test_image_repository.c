@@ -50,6 +50,11 @@ static void references_follow_docker_defaults(void **state)
     assert_ref("127.0.0.1:5000/a/b:v1", "127.0.0.1:5000", "a/b", "v1", NULL);
     assert_ref("gcr.io/p/img@" DIGEST, "gcr.io", "p/img", NULL, DIGEST);
     assert_ref("python:3.11@" DIGEST, "docker.io", "library/python", "3.11", DIGEST);
+    /* The grammar's corners: separators, \w tags, capitals only in the host, IPv6 hosts. */
+    assert_ref("ghcr.io/a__b/c-d--e/f.g_h:_x.Y-1", "ghcr.io", "a__b/c-d--e/f.g_h", "_x.Y-1", NULL);
+    assert_ref("Registry.Example.COM/p/img", "Registry.Example.COM", "p/img", "latest", NULL);
+    assert_ref("MyHost/img:1", "MyHost", "img", "1", NULL);
+    assert_ref("[::1]:5000/img:1", "[::1]:5000", "img", "1", NULL);
 }
 
 static void canonical_names_and_api_hosts(void **state)
@@ -81,6 +86,24 @@ static void bad_references_say_what_is_wrong(void **state)
         {"a//b", "empty path component"},
         {"repo/-x", "start and end"},
         {"ex ample/x", "may only contain"},
+        {"x/a..b", "separator"},
+        {"a/b___c", "separator"},
+        {"a/b._c", "separator"},
+        {"-host.io/x", "registry host"},
+        {"host-.io/x", "registry host"},
+        {"host..io/x", "registry host"},
+        {"host.io:http/x", "registry port"},
+        {"host.io:123456/x", "registry port"},
+        {"[::g]:5000/x", "IPv6"},
+        {"x@sha512:0123456789abcdef0123456789abcdef", "other than sha256"},
+        {"x@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+         "64 lower-case hex digits"},
+        {"x@1sha:0123456789abcdef0123456789abcdef", "ALGORITHM:HEX"},
+        {"x@sha+:0123456789abcdef0123456789abcdef", "ALGORITHM:HEX"},
+        {"x:"
+         "a123456789a123456789a123456789a123456789a123456789a123456789a123456789a123456789"
+         "a123456789a123456789a123456789a123456789a123456789",
+         "invalid tag"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         gc_image_ref ref;
@@ -94,6 +117,19 @@ static void bad_references_say_what_is_wrong(void **state)
     assert_int_equal(gc_image_repo_parse("us-docker.pkg.dev/p/r/img:tag", &ref, &err),
                      GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "takes neither"));
+
+    char long_name[300];
+    memset(long_name, 'a', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    long_name[100] = long_name[200] = '/';
+    assert_int_equal(gc_image_ref_parse(long_name, &ref, &err), GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "longer than 255"));
+
+    /* The check a flag gets says which flag and what the form is. */
+    assert_int_equal(gc_image_reference_check("--image", "my image:1", &err), GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "--image \"my image:1\" is not a valid image reference"));
+    assert_non_null(strstr(err.message, "[HOST[:PORT]/]PATH[:TAG][@sha256:HEX]"));
+    assert_int_equal(gc_image_reference_check("--image", "python:3.11", &err), 0);
 }
 
 static void only_this_machine_counts_as_loopback(void **state)
