@@ -35,6 +35,7 @@
 #define CHECK_FORWARD_MS 5000 /* while forwarding: a replaced pod is noticed */
 #define CHUNK            (64 * 1024)
 #define TUNNEL_QUEUE_MAX (1024 * 1024) /* local clients are not read above this */
+#define READS_PER_TURN   4             /* chunks from one local client per turn */
 #define CLIENT_BACKLOG_MAX                                                                         \
     (4 * 1024 * 1024) /* the tunnel is held while a client is this far                             \
                          behind */
@@ -337,20 +338,28 @@ static void on_tunnel_event(void *ctx, const gc_tunnel_event *ev)
     }
 }
 
+/* Reads what the local client sent, a few chunks at most and while the tunnel has room, so that
+ * a busy client costs few turns of the loop and the others still get theirs. */
 static void client_read(connect_run *c, client *cl)
 {
     char buf[CHUNK];
-    ssize_t n = recv(cl->fd, buf, sizeof(buf), 0);
     gc_error err = {0};
-    if (n > 0) {
-        if (gc_kube_tunnel_send(c->tunnel, cl->conn, buf, (size_t)n, &err))
+    for (int i = 0; i < READS_PER_TURN && gc_kube_tunnel_queued(c->tunnel) < TUNNEL_QUEUE_MAX;
+         i++) {
+        ssize_t n = recv(cl->fd, buf, sizeof(buf), 0);
+        if (n > 0 && !gc_kube_tunnel_send(c->tunnel, cl->conn, buf, (size_t)n, &err)) {
+            if ((size_t)n < sizeof(buf))
+                return; /* it had no more */
+            continue;
+        }
+        if (n == 0) {
+            cl->local_eof = true;
+            if (gc_kube_tunnel_shutdown(c->tunnel, cl->conn, &err))
+                client_close(c, cl);
+        } else if (n > 0 || (errno != EAGAIN && errno != EINTR)) {
             client_close(c, cl);
-    } else if (n == 0) {
-        cl->local_eof = true;
-        if (gc_kube_tunnel_shutdown(c->tunnel, cl->conn, &err))
-            client_close(c, cl);
-    } else if (errno != EAGAIN && errno != EINTR) {
-        client_close(c, cl);
+        }
+        return;
     }
 }
 
@@ -745,6 +754,22 @@ static void build_poll_set(connect_run *c, poll_set *p)
     }
 }
 
+static void pump_tunnel(connect_run *c, short revents)
+{
+    if (!c->tunnel)
+        return;
+    /* A break closes every connection of the tunnel: one line says so, not one per connection. */
+    unsigned failures = c->failures;
+    size_t open = gc_kube_tunnel_count(c->tunnel);
+    gc_error why = {0};
+    if (gc_kube_tunnel_pump(c->tunnel, revents, &why)) {
+        c->failures = failures;
+        tunnel_broke(c, why.message, open);
+    } else if (!gc_kube_tunnel_accepting(c->tunnel)) {
+        tunnel_broke(c, "the server is going away (GOAWAY)", gc_kube_tunnel_count(c->tunnel));
+    }
+}
+
 static void flush_fresh(connect_run *c)
 {
     for (size_t i = 0; i < c->client_count; i++) {
@@ -814,21 +839,12 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
         if (rc)
             return rc;
     }
-    if (c->tunnel) {
-        /* A break closes every connection of the tunnel: one line says so, not one per
-         * connection. */
-        unsigned failures = c->failures;
-        size_t open = gc_kube_tunnel_count(c->tunnel);
-        gc_error why = {0};
-        if (gc_kube_tunnel_pump(c->tunnel, revents_of(p, p->tunnel), &why)) {
-            c->failures = failures;
-            tunnel_broke(c, why.message, open);
-        } else if (!gc_kube_tunnel_accepting(c->tunnel)) {
-            tunnel_broke(c, "the server is going away (GOAWAY)", gc_kube_tunnel_count(c->tunnel));
-        }
-    }
+    pump_tunnel(c, revents_of(p, p->tunnel));
     flush_fresh(c);
     serve_clients(c, p);
+    /* What the clients just gave goes out now, not after the next poll. */
+    if (c->tunnel && gc_kube_tunnel_queued(c->tunnel))
+        pump_tunnel(c, POLLOUT);
     if (c->tunnel && (revents_of(p, p->listener) & POLLIN))
         accept_clients(c);
     sweep_clients(c);
