@@ -36,17 +36,16 @@
 #define CHUNK            (64 * 1024)
 #define TUNNEL_QUEUE_MAX (1024 * 1024) /* local clients are not read above this */
 #define READS_PER_TURN   4             /* chunks from one local client per turn */
-#define CLIENT_BACKLOG_MAX                                                                         \
-    (4 * 1024 * 1024) /* the tunnel is held while a client is this far                             \
-                         behind */
-#define ACCEPT_PER_TURN  64
-#define LISTEN_BACKLOG   512
-#define OPEN_TIMEOUT_MS  30000
-#define REOPEN_DELAY_MS  250
-#define REOPEN_DELAY_MAX 5000
-#define REPORT_EVERY_MS  10000 /* failed connections and failed checks: one line per this */
-#define COMMAND_GRACE_MS 5000
-#define MAX_WAIT_MS      1000
+/* The tunnel is held while a local client is this far behind. */
+#define CLIENT_BACKLOG_MAX (4 * 1024 * 1024)
+#define ACCEPT_PER_TURN    64
+#define LISTEN_BACKLOG     512
+#define OPEN_TIMEOUT_MS    30000
+#define REOPEN_DELAY_MS    250
+#define REOPEN_DELAY_MAX   5000
+#define REPORT_EVERY_MS    10000 /* failed connections and failed checks: one line per this */
+#define COMMAND_GRACE_MS   5000
+#define MAX_WAIT_MS        1000
 
 typedef struct client {
     int fd;
@@ -122,7 +121,7 @@ typedef struct connect_run {
 
 static int parse_wait(const gc_connect_request *r, long long *ms, gc_error *err)
 {
-    long seconds;
+    long seconds = 0;
     int rc =
         gc_parse_duration("--wait", r->wait ? r->wait : GC_CONNECT_DEFAULT_WAIT, &seconds, err);
     *ms = seconds * 1000LL;
@@ -520,6 +519,15 @@ static void tunnel_broke(connect_run *c, const char *why, size_t open)
 
 /* --- checking on the job ---------------------------------------------------------------- */
 
+/* The tunnel may well still work: say so now and then, and try again. */
+static void check_failed(connect_run *c, const char *why)
+{
+    if (gc_clock_ms() - c->check_failure_reported_ms < REPORT_EVERY_MS)
+        return;
+    gc_warn(c->ev, "cannot check on job %s: %s", c->r->name, why);
+    c->check_failure_reported_ms = gc_clock_ms();
+}
+
 static void start_check(connect_run *c)
 {
     memset(c->reads, 0, sizeof(c->reads));
@@ -545,7 +553,7 @@ static void start_check(connect_run *c)
         free(workloads);
         c->reads[READ_WORKLOADS].path = NULL;
         c->next_check_ms = gc_clock_ms() + CHECK_WAITING_MS;
-        gc_warn(c->ev, "cannot check on job %s: %s", c->r->name, err.message);
+        check_failed(c, err.message);
     }
 }
 
@@ -621,11 +629,7 @@ static int finish_check(connect_run *c, gc_error *err)
     const gc_kube_read *failed = gone ? NULL : js->rc ? js : pods->rc ? pods : NULL;
     int rc = 0;
     if (failed) {
-        /* The tunnel may well still work: say so now and then, and try again. */
-        if (gc_clock_ms() - c->check_failure_reported_ms >= REPORT_EVERY_MS) {
-            gc_warn(c->ev, "cannot check on job %s: %s", c->r->name, failed->err.message);
-            c->check_failure_reported_ms = gc_clock_ms();
-        }
+        check_failed(c, failed->err.message);
     } else if (gone && !c->seen_job) {
         rc = job_not_found(c->kube, c->r->name, err);
     } else {
