@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,6 +369,10 @@ static void accept_clients(connect_run *c)
         int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
+        /* Each write is a frame's payload, already as large as it gets: waiting for more
+         * (Nagle) only adds a delayed ACK's time to the tail of every one. */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         client *cl = gc_xcalloc(1, sizeof(*cl));
         cl->fd = fd;
         gc_buf_init(&cl->out);
