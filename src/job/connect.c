@@ -410,7 +410,8 @@ static void sweep_clients(connect_run *c)
 /* --- the tunnel ------------------------------------------------------------------------- */
 
 /* Ends the tunnel; its connections are closed (their bytes still delivered). Returns how many
- * were open. */
+ * were open. The closed clients stay in the list until the turn ends (sweep_clients): the
+ * turn's poll set still points at them. */
 static size_t drop_tunnel(connect_run *c)
 {
     size_t open = 0;
@@ -427,7 +428,6 @@ static size_t drop_tunnel(connect_run *c)
     }
     gc_kube_tunnel_close(c->tunnel);
     c->tunnel = NULL;
-    sweep_clients(c);
     return open;
 }
 
