@@ -402,6 +402,13 @@ static gc_kube_tunnel *tunnel_from(attempt *a, const gc_tunnel_options *o, gc_er
     gc_kube_tunnel *t = gc_xcalloc(1, sizeof(*t));
     t->e = a->e;
     a->e = NULL;
+    /* The handle outlives the attempt: nothing of the attempt may stay in it. libcurl writes
+     * its message for a failed receive into the error buffer, which was the attempt's (the
+     * tunnel says what failed from the result code). */
+    curl_easy_setopt(t->e, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(t->e, CURLOPT_XFERINFOFUNCTION, NULL);
+    curl_easy_setopt(t->e, CURLOPT_XFERINFODATA, NULL);
+    curl_easy_setopt(t->e, CURLOPT_NOPROGRESS, 1L);
     t->fd = a->fd;
     t->kind = a->kind;
     t->on_event = o->on_event;
