@@ -460,9 +460,13 @@ typedef struct gc_submit_result {
     char *compute; /* the compute type's canonical name: "v6e-16" */
     int num_slices;
     gc_pathways_mode pathways;
-    char *head_pool;     /* Pathways: the node pool of the head pod; else NULL */
-    char *image;         /* the user's image (built and pushed with --base-image); NULL headless */
-    bool dry_run;        /* --dry-run=server: the cluster accepted it and stored nothing */
+    char *head_pool; /* Pathways: the node pool of the head pod; else NULL */
+    char *image;     /* the user's image (built and pushed with --base-image); NULL headless */
+    bool dry_run;    /* --dry-run=server: the cluster accepted it and stored nothing */
+    /* Why the TPU workers request only google.com/tpu (the ClusterQueue keeps cpu and memory in
+     * a resource group of their own), also reported as a notice; NULL when they request
+     * google.com/tpu, cpu and memory. */
+    char *tpu_requests_note;
     gc_strings warnings; /* what the checks found, also reported on the events as they came */
     gc_next_step *next;  /* what to run next (none after a dry run) */
     size_t next_count;

@@ -128,14 +128,18 @@ typedef int (*gc_kube_item_fn)(json_t *item, void *ctx, gc_error *err);
 int gc_kube_list(gc_kube *kube, const char *path, const gc_kube_list_options *opts,
                  gc_kube_item_fn on_item, void *ctx, char resource_version[64], gc_error *err);
 
-/* One read of a gc_kube_read_all batch: a list (gc_kube_list's arguments) or, with `object` set,
- * a GET of the one object `path` names. */
+/* One read of a gc_kube_read_all batch: a list (gc_kube_list's arguments); with `object` set, a
+ * GET of the one object `path` names; or, with `dry_run` set, a server-side dry run of creating
+ * that object in the collection `path` (dryRun=All, fieldValidation=Strict), which stores
+ * nothing, so it batches and retries like a read. */
 typedef struct gc_kube_read {
     const char *path;
     const gc_kube_list_options *opts; /* lists */
     gc_kube_item_fn on_item;          /* lists: called for every item */
     void *ctx;                        /* of on_item */
-    json_t **object;                  /* gets: receives the object (json_decref it) */
+    json_t **object;                  /* gets and dry runs: receives the answer (json_decref it);
+                                         may be NULL for a dry run */
+    const json_t *dry_run;            /* dry runs: the object to create */
     int rc;                           /* out: what gc_kube_list or gc_kube_get returned */
     gc_error err;                     /* out: why it failed */
 } gc_kube_read;

@@ -107,6 +107,10 @@ typedef struct gc_workload {
     bool verbose;             /* verbose TPU/GPU logging env */
     bool numa_affinity;       /* --cpu-affinity numa: Guaranteed QoS for the workload containers */
     bool parallel_containers; /* tpu7x non-Pathways: two containers per host, half the chips */
+    /* Pathways workers request google.com/tpu alone, no cpu or memory: the cluster's ClusterQueue
+     * keeps cpu and memory in a resource group of their own, whose flavor would pin the workers
+     * to the head pool. Set by a connected submit; false offline (the unified configuration). */
+    bool tpu_only_requests;
 
     /* Pathways */
     bool pathways;

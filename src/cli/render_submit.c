@@ -63,11 +63,12 @@ static json_t *final_json(const gc_submit_result *r)
 
 json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:o, s:o, s:o, s:o}", "name",
-                     cli_json_text(r->name), "namespace", cli_json_text(r->ns), "queue",
+    return json_pack("{s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o}",
+                     "name", cli_json_text(r->name), "namespace", cli_json_text(r->ns), "queue",
                      cli_json_text(r->queue), "compute", cli_json_text(r->compute), "num_slices",
                      r->num_slices, "pathways", gc_pathways_mode_name(r->pathways), "head_pool",
                      cli_json_text(r->head_pool), "image", cli_json_text(r->image), "dry_run",
-                     r->dry_run, "warnings", cli_json_strings(&r->warnings), "next_commands",
-                     next_json(r), "final", final_json(r), "diagnosis", cli_why_json(why));
+                     r->dry_run, "tpu_requests_note", cli_json_text(r->tpu_requests_note),
+                     "warnings", cli_json_strings(&r->warnings), "next_commands", next_json(r),
+                     "final", final_json(r), "diagnosis", cli_why_json(why));
 }

@@ -1,19 +1,27 @@
 /*
  * `job submit` against a cluster, from a plan gc_submit_prepare made:
  *
- * 1. Gather the cluster's facts in one round trip (LocalQueues, ClusterQueues, node labels,
- *    PriorityClass).
+ * 1. Gather the cluster's facts in one round trip (LocalQueues, ClusterQueues, ResourceFlavors,
+ *    PriorityClass, and the labels of the nodes the job needs: of the workers' shape and of the
+ *    head pool, by label selector, so the reads grow with the job, not with the cluster).
  * 2. Refine the plan by them: the compute type against the real nodes (only when that can change
- *    it), the queue and the head pool discovered; errors for what would never run, warnings for
- *    what will wait (capacity) or needs fixing (quota).
- * 3. POST the JobSet once (fieldValidation=Strict). JobSet and version problems surface here
- *    for free: a 404 means no JobSet CRD, an unknown field means an older JobSet.
- * A happy path costs two round trips. gc_submit_await then follows the job to its end.
+ *    it), the queue and the head pool discovered, and what the TPU workers request, which follows
+ *    the ClusterQueue's resource groups. Then check the JobSet as Kueue would admit it: errors
+ *    for what would never run, warnings for what will wait (capacity, pools scaling from zero).
+ * 3. Have the API server validate the Jobs the JobSet controller will create (one batch of
+ *    server-side dry runs): it validates only the JobSet's own schema when the JobSet is created,
+ *    and a bad Job or pod template would otherwise fail in the controller after submit.
+ * 4. POST the JobSet once (fieldValidation=Strict). JobSet and version problems surface here
+ *    for free: a 404 means no JobSet CRD, an unknown field means an older JobSet. A server dry
+ *    run sends the JobSet's dry run with the Jobs' instead (step 3), and ends there.
+ * A happy path costs three round trips. gc_submit_await then follows the job to its end.
  */
 #include "gcluster/buf.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "job/cluster_facts.h"
+#include "job/diagnose.h"
+#include "job/submit_checks.h"
 #include "job/watch_job.h"
 
 #include <stdarg.h>
@@ -27,6 +35,7 @@ typedef struct submit_run {
     gc_submit_plan *plan;
     const gc_events *ev;
     gc_submit_result *result;
+    bool jobs_unchecked; /* the user may not create Jobs: their dry runs were skipped */
 } submit_run;
 
 /* A warning goes to the caller now and stays in the result. */
@@ -45,62 +54,79 @@ static void warn(submit_run *s, const char *fmt, ...)
     gc_buf_free(&text);
 }
 
-static bool covers(const json_t *group, const char *resource)
+/* A queue Kueue admits nothing from (missing, inactive) is an error: the job would wait
+ * forever. What cannot be read is said, and not checked. */
+static int check_cluster_queue(submit_run *s, const cluster_facts *f, gc_error *err)
 {
-    size_t i;
-    const json_t *r;
-    json_array_foreach(json_object_get(group, "coveredResources"), i, r)
-    {
-        if (json_string_value(r) && !strcmp(json_string_value(r), resource))
-            return true;
-    }
-    return false;
-}
-
-/* Pathways worker pods request google.com/tpu, cpu and memory together; Kueue can only admit
- * such a pod when one resource group covers all three (one flavor for all of them). */
-static void check_cluster_queue(submit_run *s, const cluster_facts *f)
-{
-    const gc_workload *w = &s->plan->workload;
     if (!f->kueue_version) {
         warn(s, "Kueue is not installed: the JobSet will start at once, without queueing or "
                 "quota (install it with gcluster deploy)");
-        return;
+        return 0;
     }
-    if (!f->cluster_queue_object) {
+    if (f->cluster_queue_forbidden || (f->cluster_queue_object && !f->flavors)) {
         warn(s,
-             "LocalQueue %s points to ClusterQueue \"%s\", which does not exist: the job "
-             "will stay queued until it does (gcluster deploy creates it)",
-             f->queue, f->cluster_queue);
-        return;
-    }
-    const char *accelerator = w->compute.kind == GC_ACCEL_TPU   ? "google.com/tpu"
-                              : w->compute.kind == GC_ACCEL_GPU ? "nvidia.com/gpu"
-                                                                : NULL;
-    const json_t *groups =
-        json_object_get(json_object_get(f->cluster_queue_object, "spec"), "resourceGroups");
-    size_t i;
-    const json_t *g;
-    json_array_foreach(groups, i, g)
-    {
-        if ((!accelerator || covers(g, accelerator)) && covers(g, "cpu") && covers(g, "memory"))
-            return;
-        if (!w->pathways && accelerator && covers(g, accelerator))
-            return;
-    }
-    if (w->pathways)
-        warn(s,
-             "ClusterQueue %s does not cover google.com/tpu, cpu and memory in one resource "
-             "group: Pathways worker pods request all three, so Kueue cannot admit this job; "
-             "run gcluster deploy BLUEPRINT to install the Pathways Kueue configuration",
+             "you may not read ClusterQueue %s or the ResourceFlavors: whether Kueue can admit "
+             "this job was not checked",
              f->cluster_queue);
-    else
-        warn(s, "ClusterQueue %s has no quota for %s: Kueue cannot admit this job",
-             f->cluster_queue, accelerator ? accelerator : "cpu and memory");
+        if (f->cluster_queue_forbidden)
+            return 0;
+    }
+    if (!f->cluster_queue_object)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "LocalQueue %s points to ClusterQueue \"%s\", which does not exist, so "
+                       "Kueue would never admit this job; create it with gcluster deploy "
+                       "BLUEPRINT, or submit to another --queue",
+                       f->queue, f->cluster_queue);
+    const json_t *objects[] = {f->cluster_queue_object, f->local_queue};
+    const char *kinds[] = {"ClusterQueue", "LocalQueue"};
+    const char *names[] = {f->cluster_queue, f->queue};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *active = job_condition(objects[i], "Active");
+        const char *status = job_string(active, "status");
+        if (!status || strcmp(status, "False") != 0)
+            continue;
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s %s is inactive (%s: %s), so Kueue would never admit this job; fix it "
+                       "(gcluster deploy BLUEPRINT configures a working queue), or submit to "
+                       "another --queue",
+                       kinds[i], names[i], job_string(active, "reason"),
+                       job_string(active, "message"));
+    }
+    return 0;
+}
+
+/* With cpu and memory in a resource group apart from google.com/tpu, Kueue would charge the
+ * workers' cpu and memory to that group's flavor, whose node labels (the head pool's) it adds
+ * to the workers: they would never be scheduled. So they ask for google.com/tpu alone, as xpk's
+ * workers do, and the result says why. */
+static int adapt_tpu_requests(submit_run *s, const cluster_facts *f, gc_error *err)
+{
+    gc_workload *w = &s->plan->workload;
+    if (w->compute.kind != GC_ACCEL_TPU || !f->cluster_queue_object)
+        return 0;
+    gc_buf why;
+    gc_buf_init(&why);
+    bool splits = job_queue_splits_tpu(f, &why);
+    int rc = 0;
+    if (splits && w->numa_affinity)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "--cpu-affinity numa makes the TPU pods request cpu and memory, but %s, "
+                     "away from the TPU hosts; drop --cpu-affinity, or submit to a --queue whose "
+                     "one resource group covers google.com/tpu, cpu and memory (gcluster deploy "
+                     "BLUEPRINT configures one)",
+                     why.data);
+    else if (splits && w->pathways) {
+        w->tpu_only_requests = true;
+        s->result->tpu_requests_note =
+            gc_xasprintf("the workers request only google.com/tpu: %s", why.data);
+        gc_notice(s->ev, "%s", s->result->tpu_requests_note);
+    }
+    gc_buf_free(&why);
+    return rc;
 }
 
 /* --pathways-head-np, else cpu-np, else pathways-np. */
-static int choose_head_pool(submit_run *s, const cluster_facts *f, gc_error *err)
+static int choose_head_pool(submit_run *s, cluster_facts *f, gc_error *err)
 {
     gc_workload *w = &s->plan->workload;
     if (!w->pathways)
@@ -167,7 +193,7 @@ static int refine_compute(gc_submit_plan *plan, const cluster_facts *f, gc_error
     return rc;
 }
 
-static int apply_cluster_facts(submit_run *s, const cluster_facts *f, gc_error *err)
+static int apply_cluster_facts(submit_run *s, cluster_facts *f, gc_error *err)
 {
     gc_workload *w = &s->plan->workload;
     int rc = refine_compute(s->plan, f, err);
@@ -184,11 +210,13 @@ static int apply_cluster_facts(submit_run *s, const cluster_facts *f, gc_error *
                        "installs very-low, low, medium, high and very-high)",
                        w->priority);
     rc = choose_head_pool(s, f, err);
-    if (rc)
-        return rc;
-    check_cluster_queue(s, f);
-    check_capacity(s, f);
-    return 0;
+    if (!rc)
+        rc = check_cluster_queue(s, f, err);
+    if (!rc)
+        rc = adapt_tpu_requests(s, f, err);
+    if (!rc)
+        check_capacity(s, f);
+    return rc;
 }
 
 /* The JobSet that already has this name: its age and status for the error message. */
@@ -237,19 +265,87 @@ static int explain_create_failure(gc_kube *kube, const char *path, const gc_work
     return err->code;
 }
 
-static int create_jobset(gc_kube *kube, const gc_submit_plan *plan, gc_error *err)
+static char *jobsets_path(gc_kube *kube)
 {
-    const gc_workload *w = &plan->workload;
-    char *path =
-        gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
-    json_t *jobset;
-    unsigned flags =
-        GC_KUBE_STRICT | (plan->mode == GC_SUBMIT_SERVER_DRY_RUN ? GC_KUBE_DRY_RUN : 0);
-    int rc = gc_workload_jobset(w, &jobset, err);
-    if (!rc && (rc = gc_kube_create(kube, path, jobset, flags, NULL, err)) != 0)
+    return gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
+}
+
+static int create_jobset(gc_kube *kube, const gc_workload *w, json_t *jobset, gc_error *err)
+{
+    char *path = jobsets_path(kube);
+    int rc = gc_kube_create(kube, path, jobset, GC_KUBE_STRICT, NULL, err);
+    if (rc)
         rc = explain_create_failure(kube, path, w, err);
-    json_decref(jobset);
     free(path);
+    return rc;
+}
+
+/* A child Job the API server refused: an error naming the flags that set the rejected fields.
+ * A user who may create JobSets but not Jobs (the controller creates them) gets a warning. */
+static int explain_child_failure(submit_run *s, const json_t *job, gc_error *err)
+{
+    const gc_workload *w = &s->plan->workload;
+    const char *role = job_string(json_object_get(json_object_get(job, "metadata"), "labels"),
+                                  "jobset.sigs.k8s.io/replicatedjob-name");
+    if (err->http_status == 409 && !strcmp(err->reason, "AlreadyExists")) {
+        char *path = jobsets_path(s->kube);
+        int rc = name_taken(s->kube, path, w, err);
+        free(path);
+        return rc;
+    }
+    if (err->http_status == 403 && strstr(err->message, "cannot create resource")) {
+        if (!s->jobs_unchecked)
+            warn(s,
+                 "you may not create Jobs in namespace %s, so the Jobs of this JobSet were not "
+                 "checked with a server-side dry run",
+                 gc_kube_namespace(s->kube));
+        s->jobs_unchecked = true;
+        gc_error_clear(err);
+        return 0;
+    }
+    if (err->http_status != 400 && err->http_status != 403 && err->http_status != 422)
+        return err->code;
+    gc_buf flags;
+    gc_buf_init(&flags);
+    job_rejected_flags(err->message, job, w, &flags);
+    gc_error rejected = *err;
+    gc_fail(err, GC_EXIT_USAGE,
+            "the JobSet controller could not create the Job of %s, so the job could never start "
+            "(found by a server-side dry run; nothing was created): %s%s%s%s",
+            job_role_words(role), rejected.message, flags.len ? " (set by " : "", flags.data,
+            flags.len ? ")" : "");
+    gc_buf_free(&flags);
+    return GC_EXIT_USAGE;
+}
+
+/* One batch of server-side dry runs: the Jobs the JobSet controller will create and, for
+ * --dry-run=server, the JobSet itself (first, so its own errors are told first). */
+static int dry_run(submit_run *s, json_t *jobset, gc_error *err)
+{
+    const char *ns = gc_kube_namespace(s->kube);
+    bool whole = s->plan->mode == GC_SUBMIT_SERVER_DRY_RUN;
+    json_t *jobs = job_child_jobs(jobset, ns);
+    size_t n = json_array_size(jobs) + whole;
+    gc_kube_read *reads = gc_xcalloc(n, sizeof(*reads));
+    char *jobs_path = gc_kube_path("batch", "v1", ns, "jobs", NULL);
+    char *jobsets = jobsets_path(s->kube);
+    if (whole)
+        reads[0] = (gc_kube_read){.path = jobsets, .dry_run = jobset};
+    for (size_t i = whole; i < n; i++)
+        reads[i] = (gc_kube_read){.path = jobs_path, .dry_run = json_array_get(jobs, i - whole)};
+    gc_kube_read_all(s->kube, reads, n);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (!reads[i].rc)
+            continue;
+        *err = reads[i].err;
+        rc = whole && i == 0 ? explain_create_failure(s->kube, jobsets, &s->plan->workload, err)
+                             : explain_child_failure(s, reads[i].dry_run, err);
+    }
+    free(jobsets);
+    free(jobs_path);
+    free(reads);
+    json_decref(jobs);
     return rc;
 }
 
@@ -318,22 +414,37 @@ static void fill_result(gc_kube *kube, const gc_submit_plan *plan, gc_submit_res
         add_next_steps(r, w);
 }
 
+/* The JobSet as the cluster's facts made it, checked against the ClusterQueue it will wait in. */
+static int build_jobset(submit_run *s, cluster_facts *f, json_t **jobset, gc_error *err)
+{
+    int rc = apply_cluster_facts(s, f, err);
+    if (!rc)
+        rc = gc_workload_jobset(&s->plan->workload, jobset, err);
+    if (!rc)
+        rc = job_queue_fit(f, *jobset, &s->plan->workload, err);
+    return rc;
+}
+
 int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
                    gc_submit_result *result, gc_error *err)
 {
     memset(result, 0, sizeof(*result));
     submit_run s = {.kube = kube, .plan = plan, .ev = ev, .result = result};
     cluster_facts f;
-    int rc = job_cluster_facts_gather(kube, &plan->workload, &f, err);
+    json_t *jobset = NULL;
+    int rc = job_cluster_facts_gather(kube, plan, &f, err);
     if (!rc)
-        rc = apply_cluster_facts(&s, &f, err);
+        rc = build_jobset(&s, &f, &jobset, err);
     job_cluster_facts_free(&f);
+    if (!rc)
+        rc = dry_run(&s, jobset, err);
     if (!rc && plan->build_image && plan->mode == GC_SUBMIT_CREATE)
         rc = push_image(plan, ev, err);
-    if (!rc)
-        rc = create_jobset(kube, plan, err);
+    if (!rc && plan->mode == GC_SUBMIT_CREATE)
+        rc = create_jobset(kube, &plan->workload, jobset, err);
     if (!rc)
         fill_result(kube, plan, result);
+    json_decref(jobset);
     return rc;
 }
 
@@ -353,6 +464,7 @@ void gc_submit_result_free(gc_submit_result *r)
     free(r->compute);
     free(r->head_pool);
     free(r->image);
+    free(r->tpu_requests_note);
     gc_strings_free(&r->warnings);
     for (size_t i = 0; i < r->next_count; i++) {
         free(r->next[i].command);

@@ -194,15 +194,19 @@ static json_t *worker_env(const gc_workload *w)
     return with_user_env(env, w, GC_ENV_WORKER);
 }
 
-/* google.com/tpu plus cpu and memory: worker pods ask for all three at once, which is why the
- * ClusterQueue must cover them in one resource group. Extended resources need requests equal
- * to limits; cpu and memory are requests (limits too with --cpu-affinity numa, for
+/* google.com/tpu plus cpu and memory: worker pods ask for all three at once, which a
+ * ClusterQueue admits on one flavor when one resource group covers them; with cpu and memory in
+ * a group of their own, only google.com/tpu (as xpk's workers). Extended resources need requests
+ * equal to limits; cpu and memory are requests (limits too with --cpu-affinity numa, for
  * Guaranteed QoS and so exclusive, NUMA-aligned CPUs). */
 static json_t *worker_resources(const gc_workload *w)
 {
+    json_int_t chips = w->compute.chips_per_vm;
+    if (w->tpu_only_requests)
+        return json_pack("{s:{s:I}, s:{s:I}}", "requests", "google.com/tpu", chips, "limits",
+                         "google.com/tpu", chips);
     char cpu[16], memory[16];
     gc_tpu_worker_requests(w->compute.tpu_machine, cpu, memory);
-    json_int_t chips = w->compute.chips_per_vm;
     json_t *requests =
         json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory, "google.com/tpu", chips);
     json_t *lim = w->numa_affinity ? json_pack("{s:s, s:s, s:I}", "cpu", cpu, "memory", memory,

@@ -267,11 +267,23 @@ json_t *set_accelerator_placement(json_t *pod_spec, const gc_workload *w)
     return pod_spec;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
 json_t *pod_failure_policy(const gc_workload *w, const char *container)
 {
+    /* Job validation wants the codes in ascending order ("must be ordered"); the JobSet's own
+     * schema does not check, so codes as typed would only fail in the JobSet controller. */
+    long *sorted = gc_xcalloc(w->restart_exit_code_count + 1, sizeof(long));
+    memcpy(sorted, w->restart_exit_codes, w->restart_exit_code_count * sizeof(long));
+    qsort(sorted, w->restart_exit_code_count, sizeof(long), by_value);
     json_t *codes = json_array();
     for (size_t i = 0; i < w->restart_exit_code_count; i++)
-        codes = jappend(codes, json_integer(w->restart_exit_codes[i]));
+        codes = jappend(codes, json_integer(sorted[i]));
+    free(sorted);
     /* Any other exit code fails the Job with reason PodFailurePolicy, which the JobSet's
      * FailJobSet rule turns into an immediate failure; the listed codes fall through to the
      * backoff limit and so to an ordinary JobSet restart (counted against --restarts). */

@@ -11,8 +11,9 @@ of their own: submit, all pods Running, `job list`, `job cancel`.
 Every cell must end one of two ways (issue 13): all pods Running on the right nodes (the head on
 the head pool, each slice's workers on one TPU node pool of the job's accelerator and topology,
 the slices in different pools), or refused with exit 2, a one-line error naming the fix and
-nothing created. A job that is created and then stuck fails its cell. The cells that fail today
-are marked xfail(strict=True) with what happens, so each mark has to go when submit is fixed.
+nothing created. A job that is created and then stuck fails its cell. On the configurations of
+xpk and earlier Cluster Toolkit releases (cpu and memory in a resource group of their own) the
+workers run because they request only google.com/tpu, which submit says; the cell notes it.
 
 The outcome of every cell is written as a table to build/compat-matrix.md.
 """
@@ -55,23 +56,6 @@ SHAPES = {
 }
 KUEUE = ["unified", "xpk", "toolkit-split", "none"]
 HEAD_POOLS = ["cpu-np", "pathways-np", CUSTOM_POOL, "none"]
-
-
-def failing_today(kueue, head_pool, shape):
-    """What happens today in a cell that fails (issue 13), else None. Submit warns that "Kueue
-    cannot admit this job", creates it anyway and exits 0; what follows depends on the cell.
-    Remove this (and its uses) when submit adapts to the ClusterQueue and refuses the rest."""
-    if kueue not in ("xpk", "toolkit-split") or head_pool == "none":
-        return None
-    flavor = "cpu-user" if kueue == "xpk" else "pathways-flavor"
-    if head_pool != "cpu-np":
-        return (f"created (exit 0), never admitted: the head selects node pool {head_pool}, and "
-                f"{flavor}, the only flavor with cpu/memory quota, is pinned to cpu-np")
-    if SHAPES[shape].slices > 1:
-        return (f"created (exit 0), never admitted: the workers' cpu/memory requests are charged "
-                f"to {flavor}, and two slices' exceed its quota (480 CPUs, 2000G)")
-    return (f"created (exit 0), admitted, head Running, workers Pending forever: their cpu/memory "
-            f"are charged to {flavor}, which adds nodeSelector cloud.google.com/gke-nodepool=cpu-np")
 
 
 def head_name(head_pool):
@@ -218,6 +202,8 @@ def run_cell(cli, name, shape, head_pool, when_running=None):
     proc = submit(cli, name, shape, head_pool)
     warning = next((line[len("gcluster: warning: "):] for line in proc.stderr.splitlines()
                     if line.startswith("gcluster: warning: ")), "")
+    tpu_only = any(line.startswith("gcluster: the workers request only google.com/tpu: ")
+                   for line in proc.stderr.splitlines())
     created = cli.kubectl("get", "jobset", name, check=False).returncode == 0
     try:
         if proc.returncode != 0:
@@ -234,6 +220,8 @@ def run_cell(cli, name, shape, head_pool, when_running=None):
             cell.notes = f"{cell.notes}; {notes}" if cell.notes else notes
             if not cell.ok:
                 cell.outcome = "RUNS, seed flow fails"
+        if tpu_only:
+            cell.notes += "; workers request google.com/tpu only"
         if warning:
             cell.notes += f"; submit warned: {warning[:120]}"
         return cell
@@ -251,9 +239,6 @@ def matrix_params():
         for head_pool in HEAD_POOLS:
             for i, shape in enumerate(SHAPES):
                 marks = [pytest.mark.testenv_profile(kueue, head_pool, SHAPES[shape].accelerator)]
-                reason = failing_today(kueue, head_pool, shape)
-                if reason:
-                    marks.append(pytest.mark.xfail(strict=True, reason=reason))
                 name = f"mx-{codes[kueue]}{HEAD_POOLS.index(head_pool)}{i}"
                 yield pytest.param(kueue, head_pool, shape, name, marks=marks,
                                    id=f"{kueue}/{head_name(head_pool)}/{shape}")
@@ -310,10 +295,8 @@ OLD_KUEUE = ["unified", "xpk"]
 def old_params():
     for kueue in OLD_KUEUE:
         for shape in OLD_SHAPES:
-            reason = failing_today(kueue, "cpu-np", shape)
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             name = f"old-{kueue[0]}{OLD_SHAPES.index(shape)}"
-            yield pytest.param(kueue, shape, name, id=f"old/{kueue}/{shape}", marks=marks)
+            yield pytest.param(kueue, shape, name, id=f"old/{kueue}/{shape}")
 
 
 @pytest.mark.parametrize("kueue,shape,name", list(old_params()))

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import time
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -123,9 +124,20 @@ def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
     requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
-    # LocalQueues, nodes and ClusterQueues (sent together), then the POST: on one connection.
-    assert len(requests) == 4, f"{len(requests)} requests:\n{proc.stderr}"
+    # LocalQueues, ClusterQueues, ResourceFlavors and the nodes the job needs (sent together),
+    # the dry runs of the two Jobs the JobSet will make (together), then the POST: on one
+    # connection, in three round trips.
+    assert len(requests) == 9, f"{len(requests)} requests:\n{proc.stderr}"
+    assert [("dryRun=All" in r) for r in requests] == [False] * 6 + [True] * 2 + [False]
     assert sum("new connection" in r for r in requests) == 1, proc.stderr
+    assert "gcluster: 9 API requests in 3 round trips" in proc.stderr
+    # Nodes by label selector, never all of them: the two v6e 4x4 slices' hosts, one node of each
+    # pool the head may be put on.
+    nodes = sorted(unquote(r.split("?", 1)[1].split(" ")[0]) for r in requests if "/nodes?" in r)
+    assert nodes == ["labelSelector=cloud.google.com/gke-nodepool=cpu-np&limit=1",
+                     "labelSelector=cloud.google.com/gke-nodepool=pathways-np&limit=1",
+                     "labelSelector=cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice,"
+                     "cloud.google.com/gke-tpu-topology=4x4&limit=8"], proc.stderr
     assert all("HTTP/2" in r for r in requests), proc.stderr
     assert f"Created Pathways job {job} in namespace default, queued on user-queue" in proc.stdout
 
@@ -362,43 +374,92 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: orphan-queue, namespace: default}
 spec: {clusterQueue: no-such-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: empty-pool-flavor}
+spec:
+  nodeLabels: {cloud.google.com/gke-nodepool: empty-np}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: empty-pool-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [google.com/tpu, cpu, memory]
+      flavors:
+        - name: empty-pool-flavor
+          resources:
+            - {name: google.com/tpu, nominalQuota: 0}
+            - {name: cpu, nominalQuota: 480}
+            - {name: memory, nominalQuota: 2000G}
+        - name: tpu-flavor
+          resources:
+            - {name: google.com/tpu, nominalQuota: 64}
+            - {name: cpu, nominalQuota: 4000}
+            - {name: memory, nominalQuota: 20Ti}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: empty-pool-queue, namespace: default}
+spec: {clusterQueue: empty-pool-cq}
 """
 
 
-def test_queue_and_priority_checks(cli, tmp_path):
-    """What submit learns in its one round trip: a PriorityClass that does not exist is an error;
-    a LocalQueue whose ClusterQueue is missing, or cannot admit Pathways pods, is a warning."""
+@pytest.fixture
+def queues_for_checks(cli, tmp_path):
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(QUEUES_FOR_CHECKS)
+    cli.kubectl("apply", "-f", str(queues))
+    # Kueue marks the ClusterQueues Active (or not) once it has seen their flavors.
+    wait_for(lambda: all(condition(cli.kubectl_json("get", "clusterqueue", cq), "Active")
+                         for cq in ("cpu-only-cq", "empty-pool-cq")),
+             what="Kueue to judge the test's ClusterQueues")
+    yield
+    cli.kubectl("delete", "-f", str(queues), "--wait=false", check=False)
+
+
+def test_queue_and_priority_checks(cli, queues_for_checks):
+    """What submit learns in its first round trip: a PriorityClass that does not exist, a
+    LocalQueue whose ClusterQueue is missing, and a ClusterQueue without TPU quota are errors
+    (exit 2, nothing created); a server dry run costs two round trips on one connection."""
     proc = submit_pathways(cli, "pw-prio", "--priority", "no-such-class", slices="1", check=2)
     assert "--priority no-such-class: no such PriorityClass in the cluster" in proc.stderr
     proc = submit_pathways(cli, "pw-prio", "--priority", "high", "--dry-run", "server", "-v",
                            slices="1")
     assert "The cluster accepted Pathways job pw-prio" in proc.stdout
     requests = re.findall(r"^(?:GET|POST) https://.*$", proc.stderr, re.M)
-    assert len(requests) == 5 and sum("new connection" in r for r in requests) == 1, proc.stderr
+    # LocalQueues, ClusterQueues, ResourceFlavors, the nodes (the slice's hosts, one of each head
+    # pool candidate), the PriorityClass; then the two Jobs' and the JobSet's dry runs.
+    assert len(requests) == 10 and sum("new connection" in r for r in requests) == 1, proc.stderr
+    assert sum("dryRun=All" in r for r in requests) == 3, proc.stderr
+    assert "gcluster: 10 API requests in 2 round trips" in proc.stderr
 
-    queues = tmp_path / "queues.yaml"
-    queues.write_text(QUEUES_FOR_CHECKS)
-    cli.kubectl("apply", "-f", str(queues))
-    try:
-        proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
-                               slices="1")
-        assert ('LocalQueue orphan-queue points to ClusterQueue "no-such-cq", which does not '
-                'exist') in proc.stderr
-        proc = submit_pathways(cli, "pw-cpuq", "--queue", "cpu-queue", "--dry-run", "server",
-                               slices="1")
-        assert ("ClusterQueue cpu-only-cq does not cover google.com/tpu, cpu and memory in one "
-                "resource group") in proc.stderr
-        assert "gcluster deploy" in proc.stderr
-    finally:
-        cli.kubectl("delete", "-f", str(queues), "--wait=false", check=False)
+    proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
+                           slices="1", check=2)
+    assert ('LocalQueue orphan-queue points to ClusterQueue "no-such-cq", which does not '
+            'exist, so Kueue would never admit this job') in proc.stderr
+    proc = submit_pathways(cli, "pw-cpuq", "--queue", "cpu-queue", slices="1", check=2)
+    assert ("the workers request google.com/tpu, which ClusterQueue cpu-only-cq has no quota "
+            "for, so Kueue would never admit this job") in proc.stderr
+    assert "gcluster deploy" in proc.stderr
+    assert cli.kubectl("get", "jobset", "pw-cpuq", check=False).returncode != 0
 
 
-def test_no_head_node_pool(cli):
-    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "no-such-pool", slices="1")
-    # An explicit pool without nodes is only a warning (it may be scaled to zero)...
-    assert "node pool no-such-pool has no nodes now" in proc.stderr
-    cli.delete_job("pw-nohead")
-    # ...but with no cpu-np or pathways-np nodes at all, auto-detection is an error.
+def test_no_head_node_pool(cli, queues_for_checks):
+    # A head pool that no flavor of the ClusterQueue places pods on is never admitted...
+    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "no-such-pool", slices="1",
+                           check=2)
+    assert ("ClusterQueue cluster-queue has no flavor for the cpu and memory of the head, whose "
+            "pods select cloud.google.com/gke-nodepool=no-such-pool") in proc.stderr
+    assert "--pathways-head-np cpu-np" in proc.stderr
+    # ...while one a flavor places pods on, without nodes now, is only a warning (it may be
+    # scaled to zero).
+    proc = submit_pathways(cli, "pw-nohead", "--pathways-head-np", "empty-np", "--queue",
+                           "empty-pool-queue", "--dry-run", "server", slices="1")
+    assert "node pool empty-np has no nodes now" in proc.stderr
+    # With no cpu-np or pathways-np nodes at all, auto-detection is an error.
     nodes = [n for n, labels in node_labels(cli).items()
              if labels.get("cloud.google.com/gke-nodepool") == "cpu-np"]
     try:
@@ -436,9 +497,12 @@ def test_server_rejection_shows_the_servers_reason(cli, tmp_path):
     path.write_text(yaml.safe_dump_all([policy, binding]))
     cli.kubectl("apply", "-f", str(path))
     try:
-        proc = wait_for(lambda: (lambda p: p if p.returncode == 1 else None)(
-            submit_pathways(cli, "blocked-job", slices="1", check=None)),
-            timeout=30, what="the policy to take effect")
+        # A server dry run until the policy is in effect (it runs for dry runs too), so no
+        # attempt creates the job before that.
+        wait_for(lambda: submit_pathways(cli, "blocked-job", "--dry-run", "server", slices="1",
+                                         check=None).returncode == 1,
+                 timeout=30, what="the policy to take effect")
+        proc = submit_pathways(cli, "blocked-job", slices="1", check=1)
         assert "the cluster rejected JobSet blocked-job" in proc.stderr
         assert "JobSets named blocked-* are not allowed here" in proc.stderr
     finally:

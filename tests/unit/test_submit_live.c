@@ -26,8 +26,12 @@
 #define LOCAL_QUEUES   "/apis/kueue.x-k8s.io/v1beta2/namespaces/" NS "/localqueues"
 #define CLUSTER_QUEUES "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
 #define PRIORITIES     "/apis/scheduling.k8s.io/v1/priorityclasses"
+#define FLAVORS        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors"
+#define JOBS           "/apis/batch/v1/namespaces/" NS "/jobs"
 #define NODES          "/api/v1/nodes"
 #define POOL_LABEL     "cloud.google.com/gke-nodepool"
+#define ACCELERATOR    "cloud.google.com/gke-tpu-accelerator"
+#define TOPOLOGY       "cloud.google.com/gke-tpu-topology"
 #define IMAGE          "us-docker.pkg.dev/p/r/jax:1"
 
 static int setup(void **state)
@@ -50,22 +54,92 @@ static json_t *local_queue(const char *name, const char *cluster_queue)
     return q;
 }
 
-/* A ClusterQueue whose resource groups cover these resources ("google.com/tpu cpu memory" is
- * one group; groups are separated by '|'). */
-static json_t *cluster_queue(const char *name, const char *groups)
+/* A ResourceFlavor selecting nodes by one label ("key=value"), or any node (NULL). */
+static json_t *flavor(const char *name, const char *label)
 {
-    json_t *q = named(name);
-    json_t *list = json_array();
-    char *copy = strdup(groups);
-    for (char *save, *g = strtok_r(copy, "|", &save); g; g = strtok_r(NULL, "|", &save)) {
-        json_t *covered = json_array();
-        for (char *save2, *r = strtok_r(g, " ", &save2); r; r = strtok_r(NULL, " ", &save2))
-            json_array_append_new(covered, json_string(r));
-        json_array_append_new(list, json_pack("{s:o}", "coveredResources", covered));
+    json_t *labels = json_object();
+    if (label) {
+        const char *eq = strchr(label, '=');
+        char *key = strndup(label, (size_t)(eq - label));
+        json_object_set_new(labels, key, json_string(eq + 1));
+        free(key);
+    }
+    json_t *f = named(name);
+    json_object_set_new(f, "spec", json_pack("{s:o}", "nodeLabels", labels));
+    return f;
+}
+
+#define HEAD_FLAVOR_LABEL POOL_LABEL "=cpu-np"
+#define TPU_FLAVOR_LABEL  "cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice"
+
+/* What gcluster deploy and testenv make: pathways-flavor on cpu-np, tpu-flavor on v6e hosts. */
+static json_t *deploy_flavors(void)
+{
+    return json_pack("[o, o]", flavor("pathways-flavor", HEAD_FLAVOR_LABEL),
+                     flavor("tpu-flavor", TPU_FLAVOR_LABEL));
+}
+
+/* One flavor's quotas in a resource group: "google.com/tpu=32 cpu=480 memory=2000G". */
+static json_t *flavor_quotas(const char *name, const char *quotas)
+{
+    json_t *resources = json_array();
+    char *copy = strdup(quotas);
+    for (char *save, *q = strtok_r(copy, " ", &save); q; q = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(q, '=');
+        *eq = '\0';
+        json_array_append_new(resources,
+                              json_pack("{s:s, s:s}", "name", q, "nominalQuota", eq + 1));
     }
     free(copy);
-    json_object_set_new(q, "spec", json_pack("{s:o}", "resourceGroups", list));
+    return json_pack("{s:s, s:o}", "name", name, "resources", resources);
+}
+
+/* A resource group covering `covered` ("cpu memory") with these flavors (stolen). */
+static json_t *group(const char *covered, json_t *flavors)
+{
+    json_t *list = json_array();
+    char *copy = strdup(covered);
+    for (char *save, *r = strtok_r(copy, " ", &save); r; r = strtok_r(NULL, " ", &save))
+        json_array_append_new(list, json_string(r));
+    free(copy);
+    return json_pack("{s:o, s:o}", "coveredResources", list, "flavors", flavors);
+}
+
+static json_t *cluster_queue(const char *name, json_t *groups)
+{
+    json_t *q = named(name);
+    json_object_set_new(q, "spec", json_pack("{s:o}", "resourceGroups", groups));
     return q;
+}
+
+#define UNIFIED "google.com/tpu cpu memory"
+
+/* gcluster deploy's ClusterQueue: one group for TPUs, cpu and memory, with `tpu` chips. */
+static json_t *unified_queue(const char *tpu)
+{
+    char *tpu_quotas = gc_xasprintf("google.com/tpu=%s cpu=10000 memory=100Ti", tpu);
+    json_t *q = cluster_queue(
+        "cluster-queue",
+        json_pack("[o]", group(UNIFIED, json_pack("[o, o]",
+                                                  flavor_quotas("pathways-flavor",
+                                                                "google.com/tpu=0 cpu=480 "
+                                                                "memory=2000G"),
+                                                  flavor_quotas("tpu-flavor", tpu_quotas)))));
+    free(tpu_quotas);
+    return q;
+}
+
+/* xpk's and earlier Cluster Toolkit releases': google.com/tpu in one group, cpu and memory in
+ * another, on the head pool's flavor. */
+static json_t *split_queue(void)
+{
+    return cluster_queue(
+        "cluster-queue",
+        json_pack("[o, o]",
+                  group("google.com/tpu",
+                        json_pack("[o]", flavor_quotas("tpu-flavor", "google.com/tpu=999999"))),
+                  group("cpu memory", json_pack("[o]", flavor_quotas("pathways-flavor",
+                                                                     "cpu=480 memory=2000G")))));
 }
 
 /* `count` nodes of one pool; accelerator and topology NULL for CPU nodes. */
@@ -104,27 +178,102 @@ static json_t *v6e_nodes(void)
     return nodes;
 }
 
-/* Scripts the pre-flight reads: LocalQueues, ClusterQueues and nodes (all stolen). */
-static void serve_cluster(json_t *local_queues, json_t *cluster_queues, json_t *nodes)
+/* The label selectors a submit may send for these nodes, each with the nodes it selects: a pool's,
+ * an accelerator's (any value, or one) and an accelerator's with a topology. */
+static json_t *nodes_by_selector(const json_t *nodes)
+{
+    json_t *by = json_object();
+    size_t i;
+    const json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
+        const char *pool = json_string_value(json_object_get(labels, POOL_LABEL));
+        const char *accelerator = json_string_value(json_object_get(labels, ACCELERATOR));
+        const char *topology = json_string_value(json_object_get(labels, TOPOLOGY));
+        char *keys[4] = {gc_xasprintf("%s=%s", POOL_LABEL, pool), NULL, NULL, NULL};
+        if (accelerator) {
+            keys[1] = gc_xstrdup(ACCELERATOR);
+            keys[2] = gc_xasprintf("%s=%s", ACCELERATOR, accelerator);
+            if (topology)
+                keys[3] = gc_xasprintf("%s=%s,%s=%s", ACCELERATOR, accelerator, TOPOLOGY, topology);
+        }
+        for (size_t k = 0; k < 4 && keys[k]; k++) {
+            if (!json_object_get(by, keys[k]))
+                json_object_set_new(by, keys[k], json_array());
+            json_array_append(json_object_get(by, keys[k]), (json_t *)node);
+            free(keys[k]);
+        }
+    }
+    return by;
+}
+
+/* The nodes (stolen) as the API server lists them for each label selector, after `hold` seconds
+ * (0: at once); any other selector selects none. */
+static void serve_nodes_held(json_t *nodes, double hold)
+{
+    json_t *by = nodes_by_selector(nodes);
+    json_object_set_new(by, "", json_array());
+    const char *selector;
+    json_t *items;
+    json_object_foreach(by, selector, items)
+    {
+        json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:O}", "kind", "NodeList", "apiVersion", "v1",
+                                 "metadata", "resourceVersion", "10", "items", items);
+        char *data = json_dumps(list, JSON_COMPACT);
+        json_t *when = json_pack("{s:n}", "watch");
+        if (*selector)
+            json_object_set_new(when, "labelSelector", json_string(selector));
+        jt_answer("GET " NODES,
+                  json_pack("{s:o, s:b, s:{s:s}, s:[{s:s, s:f}]}", "when", when, "repeat", 1,
+                            "headers", "Content-Type", "application/json", "chunks", "data", data,
+                            "delay", hold));
+        free(data);
+        json_decref(list);
+    }
+    json_decref(by);
+    json_decref(nodes);
+}
+
+static void serve_nodes(json_t *nodes)
+{
+    serve_nodes_held(nodes, 0);
+}
+
+/* The API server's answer to the dry runs of the Jobs the JobSet controller will create. */
+static void serve_job_dry_runs(void)
+{
+    jt_answer("POST " JOBS,
+              json_pack("{s:i, s:{s:s}, s:b}", "status", 201, "json", "kind", "Job", "repeat", 1));
+}
+
+/* Scripts the pre-flight reads (LocalQueues, ClusterQueues, ResourceFlavors and nodes, all
+ * stolen) and the Jobs' dry runs. */
+static void serve_cluster_with(json_t *local_queues, json_t *cluster_queues, json_t *flavors,
+                               json_t *nodes)
 {
     jt_list(LOCAL_QUEUES, "LocalQueueList", local_queues);
     jt_list(CLUSTER_QUEUES, "ClusterQueueList", cluster_queues);
-    jt_list(NODES, "NodeList", nodes);
+    jt_list(FLAVORS, "ResourceFlavorList", flavors);
+    serve_nodes(nodes);
+    serve_job_dry_runs();
 }
 
-/* One LocalQueue on ClusterQueue cluster-queue, whose groups cover `groups` (see
- * cluster_queue), and these nodes (stolen). */
-static void serve_one_queue(const char *queue, const char *groups, json_t *nodes)
+static void serve_cluster(json_t *local_queues, json_t *cluster_queues, json_t *nodes)
 {
-    serve_cluster(json_pack("[o]", local_queue(queue, "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", groups)), nodes);
+    serve_cluster_with(local_queues, cluster_queues, deploy_flavors(), nodes);
 }
 
-#define UNIFIED "google.com/tpu cpu memory"
+/* One LocalQueue on ClusterQueue `cq` (stolen), deploy's flavors and these nodes (stolen). */
+static void serve_one_queue(const char *queue, json_t *cq, json_t *nodes)
+{
+    serve_cluster(json_pack("[o]", local_queue(queue, "cluster-queue")), json_pack("[o]", cq),
+                  nodes);
+}
 
 static void serve_default_cluster(void)
 {
-    serve_one_queue("user-queue", UNIFIED, v6e_nodes());
+    serve_one_queue("user-queue", unified_queue("64"), v6e_nodes());
 }
 
 /* The API server's answer to the POST: 201 with the created object. */
@@ -176,12 +325,17 @@ static void outcome_free(outcome *o)
 
 /* What was sent */
 
-static size_t count_method(const json_t *log, const char *method)
+static const char *field(const json_t *req, const char *key)
+{
+    return json_string_value(json_object_get(req, key));
+}
+
+static size_t count_requests(const json_t *log, const char *method, const char *path)
 {
     size_t n = 0, i;
     const json_t *req;
     json_array_foreach(log, i, req) n +=
-        !strcmp(json_string_value(json_object_get(req, "method")), method);
+        !strcmp(field(req, "method"), method) && (!path || !strcmp(field(req, "path"), path));
     return n;
 }
 
@@ -190,23 +344,48 @@ static const char *param(const json_t *req, const char *key)
     return json_string_value(json_object_get(json_object_get(req, "params"), key));
 }
 
-/* The one POST, and the JobSet it carried (decref it). */
+static json_t *body_of(const json_t *req)
+{
+    json_error_t error;
+    json_t *body = json_loads(field(req, "body"), 0, &error);
+    if (!body)
+        fail_msg("%s %s: the body is not JSON: %s", field(req, "method"), field(req, "path"),
+                 error.text);
+    return body;
+}
+
+/* The JobSet POSTed (the last one, dry run or not; decref it). */
 static json_t *posted_jobset(const json_t *log)
+{
+    for (size_t i = json_array_size(log); i-- > 0;) {
+        const json_t *req = json_array_get(log, i);
+        if (!strcmp(field(req, "method"), "POST") && !strcmp(field(req, "path"), JOBSETS))
+            return body_of(req);
+    }
+    fail_msg("no JobSet was POSTed");
+    return NULL;
+}
+
+/* The Job dry-run for replicated job `rjob` (decref it). */
+static json_t *dry_run_job(const json_t *log, const char *rjob)
 {
     size_t i;
     const json_t *req;
     json_array_foreach(log, i, req)
     {
-        if (strcmp(json_string_value(json_object_get(req, "method")), "POST"))
+        if (strcmp(field(req, "method"), "POST") || strcmp(field(req, "path"), JOBS))
             continue;
-        assert_string_equal(json_string_value(json_object_get(req, "path")), JOBSETS);
-        json_error_t error;
-        json_t *body = json_loads(json_string_value(json_object_get(req, "body")), 0, &error);
-        if (!body)
-            fail_msg("POST body is not JSON: %s", error.text);
-        return body;
+        assert_string_equal(param(req, "dryRun"), "All");
+        assert_string_equal(param(req, "fieldValidation"), "Strict");
+        json_t *job = body_of(req);
+        const char *name = json_string_value(
+            json_object_get(json_object_get(json_object_get(job, "metadata"), "labels"),
+                            "jobset.sigs.k8s.io/replicatedjob-name"));
+        if (name && !strcmp(name, rjob))
+            return job;
+        json_decref(job);
     }
-    fail_msg("nothing was POSTed");
+    fail_msg("no dry run of the %s Job", rjob);
     return NULL;
 }
 
@@ -223,11 +402,15 @@ static const json_t *replicated_job(const json_t *jobset, const char *name)
     return NULL;
 }
 
+/* The pod spec of a Job or of a replicated job's Job template. */
+static const json_t *job_pod_spec(const json_t *job)
+{
+    return json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+}
+
 static const json_t *pod_spec(const json_t *rj)
 {
-    return json_object_get(
-        json_object_get(json_object_get(json_object_get(rj, "template"), "spec"), "template"),
-        "spec");
+    return job_pod_spec(json_object_get(rj, "template"));
 }
 
 static const char *head_pool_of(const json_t *jobset)
@@ -244,13 +427,100 @@ static const char *queue_label_of(const json_t *jobset)
                         "kueue.x-k8s.io/queue-name"));
 }
 
+/* The resources of a pod spec's first container (of `list`: "containers", "initContainers"), as
+ * compact JSON (caller frees). */
+static char *resources_in(const json_t *spec, const char *list)
+{
+    const json_t *resources =
+        json_object_get(json_array_get(json_object_get(spec, list), 0), "resources");
+    if (!resources)
+        fail_msg("the first of the %s has no resources", list);
+    return json_dumps(resources, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+static char *resources_of(const json_t *spec)
+{
+    return resources_in(spec, "containers");
+}
+
 /* Library tests */
 
-static void pathways_job_is_created_in_two_round_trips(void **state)
+/* Answers `method_path` with `body` (stolen) after a short hold, `times` times: requests sent
+ * together with it arrive while it is held. */
+static void held(const char *method_path, int status, json_t *body, int times)
+{
+    char *data = json_dumps(body, JSON_COMPACT);
+    for (int i = 0; i < times; i++)
+        jt_answer(method_path, json_pack("{s:i, s:{s:s}, s:[{s:s, s:f}]}", "status", status,
+                                         "headers", "Content-Type", "application/json", "chunks",
+                                         "data", data, "delay", 0.3));
+    free(data);
+    json_decref(body);
+}
+
+static json_t *list_of(const char *kind, json_t *items)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", kind, "apiVersion", "v1", "metadata",
+                     "resourceVersion", "10", "items", items);
+}
+
+/* Requests that arrived while no other was being answered: each starts a round trip, when every
+ * answer is held long enough for the rest of its batch to arrive meanwhile. */
+static size_t round_trips(const json_t *log)
+{
+    size_t n = 0, i;
+    const json_t *req;
+    json_array_foreach(log, i, req) n += json_integer_value(json_object_get(req, "in_flight")) == 1;
+    return n;
+}
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The nodes read, by the label selectors sent: "selector limit=N [metadata]" each, sorted (the
+ * reads go out together, in no fixed order). */
+static char *node_reads(const json_t *log)
+{
+    char *reads[16];
+    size_t n = 0, i;
+    const json_t *req;
+    json_array_foreach(log, i, req)
+    {
+        if (strcmp(field(req, "path"), NODES) != 0 || n == 16)
+            continue;
+        const char *accept =
+            json_string_value(json_object_get(json_object_get(req, "headers"), "accept"));
+        reads[n++] = gc_xasprintf(
+            "%s limit=%s%s", param(req, "labelSelector"), param(req, "limit"),
+            accept && strstr(accept, "as=PartialObjectMetadataList") ? " metadata" : "");
+    }
+    qsort(reads, n, sizeof(*reads), by_text);
+    gc_buf b;
+    gc_buf_init(&b);
+    for (i = 0; i < n; i++) {
+        gc_buf_printf(&b, "%s%s", i ? "; " : "", reads[i]);
+        free(reads[i]);
+    }
+    return gc_buf_detach(&b);
+}
+
+/* Six reads together (the Kueue lists, the nodes of the workers' shape and one node of each
+ * pool the head may go to), then the two Jobs' dry runs together, then the POST: nine requests
+ * in three round trips, one more than before the dry runs. */
+static void pathways_job_is_created_in_three_round_trips(void **state)
 {
     (void)state;
-    serve_default_cluster();
-    serve_created("pw-test");
+    held("GET " LOCAL_QUEUES, 200,
+         list_of("LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue"))),
+         1);
+    held("GET " CLUSTER_QUEUES, 200,
+         list_of("ClusterQueueList", json_pack("[o]", unified_queue("64"))), 1);
+    held("GET " FLAVORS, 200, list_of("ResourceFlavorList", deploy_flavors()), 1);
+    serve_nodes_held(v6e_nodes(), 0.3);
+    held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
+    held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
     gc_submit_request r = pathways_request();
     outcome o;
     run_submit(&o, &r);
@@ -266,27 +536,155 @@ static void pathways_job_is_created_in_two_round_trips(void **state)
     assert_string_equal(res->head_pool, "cpu-np");
     assert_string_equal(res->image, IMAGE);
     assert_false(res->dry_run);
+    assert_null(res->tpu_requests_note);
     assert_int_equal(res->warnings.count, 0);
-    assert_null(strstr(jt_recorded(), "warning:"));
+    assert_string_equal(jt_recorded(), "");
     assert_int_equal(res->next_count, 2);
     assert_string_equal(res->next[0].command, "gcluster job inspect pw-test");
     assert_string_equal(res->next[1].command, "gcluster job logs pw-test -f");
     assert_false(res->awaited);
 
-    /* The pre-flight reads went out together, then one POST: nothing else. */
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 4);
-    assert_int_equal(o.requests, 4);
-    assert_int_equal(count_method(log, "GET"), 3);
-    const json_t *post = json_array_get(log, 3);
-    assert_string_equal(json_string_value(json_object_get(post, "method")), "POST");
+    assert_int_equal(json_array_size(log), 9);
+    assert_int_equal(o.requests, 9);
+    assert_int_equal(round_trips(log), 3);
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(field(json_array_get(log, i), "method"), "GET");
+    /* Only the nodes the job needs, never the cluster's: 2 slices x 4 hosts of v6e 4x4, and one
+     * node of each head pool candidate; labels only. */
+    char *reads = node_reads(log);
+    assert_string_equal(reads, POOL_LABEL "=cpu-np limit=1 metadata; " POOL_LABEL
+                                          "=pathways-np limit=1 metadata; " ACCELERATOR
+                                          "=tpu-v6e-slice," TOPOLOGY "=4x4 limit=8 metadata");
+    free(reads);
+    assert_int_equal(count_requests(log, "POST", JOBS), 2);
+    const json_t *post = json_array_get(log, 8);
+    assert_string_equal(field(post, "path"), JOBSETS);
     assert_string_equal(param(post, "fieldValidation"), "Strict");
     assert_null(param(post, "dryRun"));
+    assert_int_equal(json_integer_value(json_object_get(post, "in_flight")), 1);
+
+    /* The unified ClusterQueue: the workers ask for TPUs, cpu and memory. */
     json_t *jobset = posted_jobset(log);
     assert_string_equal(queue_label_of(jobset), "user-queue");
     assert_string_equal(head_pool_of(jobset), "cpu-np");
     assert_int_equal(
         json_integer_value(json_object_get(replicated_job(jobset, "worker"), "replicas")), 2);
+    char *resources = resources_of(pod_spec(replicated_job(jobset, "worker")));
+    assert_string_equal(resources,
+                        "{\"limits\":{\"google.com/tpu\":4},\"requests\":{\"cpu\":\"90\","
+                        "\"google.com/tpu\":4,\"memory\":\"360Gi\"}}");
+    free(resources);
+    json_decref(jobset);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* The Jobs sent for the dry run are the ones the JobSet controller will make: the replicated
+ * job's template, named and labelled as the controller names and labels them, suspended (the
+ * JobSet waits in Kueue), without Kueue's queue label or an owner. */
+static void dry_run_jobs_are_the_controllers(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_equal(o.rc, 0);
+    json_t *log = jt_requests();
+    json_t *jobset = posted_jobset(log);
+    const json_t *rjob = replicated_job(jobset, "worker");
+    json_t *job = dry_run_job(log, "worker");
+    const json_t *metadata = json_object_get(job, "metadata");
+    assert_string_equal(json_string_value(json_object_get(job, "apiVersion")), "batch/v1");
+    assert_string_equal(json_string_value(json_object_get(job, "kind")), "Job");
+    assert_string_equal(json_string_value(json_object_get(metadata, "name")), "pw-test-worker-0");
+    assert_string_equal(json_string_value(json_object_get(metadata, "namespace")), NS);
+    assert_null(json_object_get(metadata, "ownerReferences"));
+    assert_true(json_is_true(json_object_get(json_object_get(job, "spec"), "suspend")));
+    const json_t *labels = json_object_get(metadata, "labels");
+    assert_null(json_object_get(labels, "kueue.x-k8s.io/queue-name"));
+    static const char *const expected[][2] = {
+        {"jobset.sigs.k8s.io/jobset-name", "pw-test"},
+        {"jobset.sigs.k8s.io/replicatedjob-name", "worker"},
+        {"jobset.sigs.k8s.io/replicatedjob-replicas", "2"},
+        {"jobset.sigs.k8s.io/global-replicas", "3"},
+        {"jobset.sigs.k8s.io/job-index", "0"},
+        {"jobset.sigs.k8s.io/job-global-index", "1"},
+        {"jobset.sigs.k8s.io/restart-attempt", "0"},
+        {"jobset.sigs.k8s.io/group-name", "default"},
+        {"jobset.sigs.k8s.io/coordinator", "pw-test-pathways-head-0-0.pw-test"},
+    };
+    const json_t *pod_metadata =
+        json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "metadata");
+    for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
+        const json_t *maps[] = {labels, json_object_get(metadata, "annotations"),
+                                json_object_get(pod_metadata, "labels"),
+                                json_object_get(pod_metadata, "annotations")};
+        for (size_t m = 0; m < 4; m++)
+            assert_string_equal(json_string_value(json_object_get(maps[m], expected[i][0])),
+                                expected[i][1]);
+    }
+    /* The template's own annotation stays, and the pod spec is the template's plus the
+     * subdomain the controller sets for DNS hostnames. */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(metadata, "annotations"),
+                                          "alpha.jobset.sigs.k8s.io/exclusive-topology")),
+        POOL_LABEL);
+    json_t *spec = json_deep_copy(job_pod_spec(job));
+    assert_string_equal(json_string_value(json_object_get(spec, "subdomain")), "pw-test");
+    json_object_del(spec, "subdomain");
+    assert_true(json_equal(spec, pod_spec(rjob)));
+    json_decref(spec);
+    json_decref(job);
+    job = dry_run_job(log, "pathways-head");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(job, "metadata"), "name")),
+        "pw-test-pathways-head-0");
+    json_decref(job);
+    json_decref(jobset);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* xpk's and earlier Cluster Toolkit releases' ClusterQueue: cpu and memory in a group of their
+ * own, whose flavor would pin the workers to the head pool. The workers ask for TPUs alone, in
+ * the JobSet and in the Jobs checked, and the result and a notice say why. */
+static void split_queue_workers_request_only_tpus(void **state)
+{
+    (void)state;
+    serve_one_queue("user-queue", split_queue(), v6e_nodes());
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_equal(o.rc, 0);
+    const char *note = "the workers request only google.com/tpu: ClusterQueue cluster-queue keeps "
+                       "cpu and memory apart from google.com/tpu, in a resource group whose "
+                       "flavors would pin pods requesting them to their nodes: pathways-flavor "
+                       "(" HEAD_FLAVOR_LABEL ")";
+    assert_string_equal(o.result.tpu_requests_note, note);
+    char *notice = gc_xasprintf("notice: %s\n", note);
+    assert_string_equal(jt_recorded(), notice);
+    free(notice);
+    assert_int_equal(o.result.warnings.count, 0);
+    json_t *log = jt_requests();
+    json_t *jobset = posted_jobset(log);
+    json_t *job = dry_run_job(log, "worker");
+    const char *tpu_only = "{\"limits\":{\"google.com/tpu\":4},\"requests\":"
+                           "{\"google.com/tpu\":4}}";
+    char *resources = resources_of(pod_spec(replicated_job(jobset, "worker")));
+    assert_string_equal(resources, tpu_only);
+    free(resources);
+    resources = resources_of(job_pod_spec(job));
+    assert_string_equal(resources, tpu_only);
+    free(resources);
+    /* The head keeps its limits: its flavor is the cpu and memory one. */
+    resources = resources_in(pod_spec(replicated_job(jobset, "pathways-head")), "initContainers");
+    assert_string_equal(resources, "{\"limits\":{\"cpu\":\"16\",\"memory\":\"100Gi\"}}");
+    free(resources);
+    json_decref(job);
     json_decref(jobset);
     json_decref(log);
     outcome_free(&o);
@@ -299,7 +697,11 @@ static void queue_and_head_pool_come_from_the_cluster(void **state)
     add_nodes(nodes, "pathways-np", 2, "n2-standard-32", NULL, NULL);
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
     add_nodes(nodes, "tpu-np-1", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
-    serve_one_queue("team-q", UNIFIED, nodes);
+    serve_cluster_with(json_pack("[o]", local_queue("team-q", "cluster-queue")),
+                       json_pack("[o]", unified_queue("64")),
+                       json_pack("[o, o]", flavor("pathways-flavor", POOL_LABEL "=pathways-np"),
+                                 flavor("tpu-flavor", TPU_FLAVOR_LABEL)),
+                       nodes);
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
     outcome o;
@@ -316,15 +718,48 @@ static void queue_and_head_pool_come_from_the_cluster(void **state)
     outcome_free(&o);
 }
 
-/* An error before the POST: the message, exit 2, and nothing created. */
-static void assert_refused(const outcome *o, const char *message)
+/* An error before anything is created: the message, exit 2, no JobSet POSTed; `dry_runs` Jobs
+ * were checked before it (0: the error came from the reads alone). */
+static void assert_refused(const outcome *o, const char *message, size_t dry_runs)
 {
-    assert_int_equal(o->rc, GC_EXIT_USAGE);
+    if (o->rc != GC_EXIT_USAGE)
+        fail_msg("exit %d, not %d: %s", o->rc, GC_EXIT_USAGE, o->err.message);
     if (!strstr(o->err.message, message))
         fail_msg("\"%s\" does not say \"%s\"", o->err.message, message);
+    assert_null(strchr(o->err.message, '\n'));
     json_t *log = jt_requests();
-    assert_int_equal(count_method(log, "POST"), 0);
+    assert_int_equal(count_requests(log, "POST", JOBSETS), 0);
+    assert_int_equal(count_requests(log, "POST", JOBS), dry_runs);
     json_decref(log);
+}
+
+/* Submits pw-test (Pathways v6e-16 x2, or as `r` says) and expects a refusal before any dry run. */
+static void expect_refusal(const gc_submit_request *r, const char *message)
+{
+    outcome o;
+    run_submit(&o, r);
+    assert_refused(&o, message, 0);
+    outcome_free(&o);
+}
+
+/* Submits pw-test (Pathways v6e-16 x2) and expects it created, with this one warning. */
+static void expect_created_with_one_warning(const char *warning)
+{
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.result.warnings.count, 1);
+    assert_string_equal(o.result.warnings.items[0], warning);
+    outcome_free(&o);
+}
+
+/* The same on the default nodes and a ClusterQueue `cq` (stolen) behind user-queue. */
+static void expect_refusal_on(json_t *cq, const char *message)
+{
+    serve_one_queue("user-queue", cq, v6e_nodes());
+    gc_submit_request r = pathways_request();
+    expect_refusal(&r, message);
 }
 
 static void named_queue_must_exist(void **state)
@@ -333,11 +768,7 @@ static void named_queue_must_exist(void **state)
     serve_default_cluster();
     gc_submit_request r = pathways_request();
     r.queue = "nope";
-    outcome o;
-    run_submit(&o, &r);
-    assert_refused(&o, "--queue nope: no such LocalQueue in namespace ns1 (it has: "
-                       "user-queue)");
-    outcome_free(&o);
+    expect_refusal(&r, "--queue nope: no such LocalQueue in namespace ns1 (it has: user-queue)");
 }
 
 static void several_queues_without_user_queue_need_a_choice(void **state)
@@ -346,10 +777,7 @@ static void several_queues_without_user_queue_need_a_choice(void **state)
     serve_cluster(json_pack("[o, o]", local_queue("a", "cq"), local_queue("b", "cq")), json_array(),
                   v6e_nodes());
     gc_submit_request r = pathways_request();
-    outcome o;
-    run_submit(&o, &r);
-    assert_refused(&o, "has several LocalQueues (a, b) and none is named user-queue");
-    outcome_free(&o);
+    expect_refusal(&r, "has several LocalQueues (a, b) and none is named user-queue");
 }
 
 static void no_head_pool_is_an_error(void **state)
@@ -357,13 +785,287 @@ static void no_head_pool_is_an_error(void **state)
     (void)state;
     json_t *nodes = json_array();
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
-    serve_one_queue("user-queue", UNIFIED, nodes);
+    serve_one_queue("user-queue", unified_queue("64"), nodes);
+    gc_submit_request r = pathways_request();
+    expect_refusal(&r, "no node pool for the Pathways head");
+}
+
+static void missing_cluster_queue_is_an_error(void **state)
+{
+    (void)state;
+    serve_cluster(json_pack("[o]", local_queue("user-queue", "gone-cq")),
+                  json_pack("[o]", unified_queue("64")), v6e_nodes());
+    gc_submit_request r = pathways_request();
+    expect_refusal(&r, "LocalQueue user-queue points to ClusterQueue \"gone-cq\", which does not "
+                       "exist, so Kueue would never admit this job; create it with gcluster "
+                       "deploy BLUEPRINT, or submit to another --queue");
+}
+
+static void inactive_cluster_queue_is_an_error(void **state)
+{
+    (void)state;
+    json_t *cq = unified_queue("64");
+    json_object_set_new(cq, "status",
+                        json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "conditions", "type", "Active",
+                                  "status", "False", "reason", "FlavorNotFound", "message",
+                                  "Can't admit new workloads: references missing "
+                                  "ResourceFlavor(s): tpu-flavor"));
+    expect_refusal_on(cq, "ClusterQueue cluster-queue is inactive (FlavorNotFound: Can't admit new "
+                          "workloads: references missing ResourceFlavor(s): tpu-flavor), so Kueue "
+                          "would never admit this job");
+}
+
+/* Two slices of 16 chips can never fit in a flavor with room for 8. */
+static void quota_below_the_job_is_an_error(void **state)
+{
+    (void)state;
+    expect_refusal_on(unified_queue("8"),
+                      "the workers need 32 google.com/tpu (8 pods x 4), and ClusterQueue "
+                      "cluster-queue has at most 8 in tpu-flavor, so Kueue would never admit "
+                      "this job; submit fewer --num-slices or a smaller --compute-type, or raise "
+                      "that quota");
+}
+
+/* A cohort may lend more than the nominal quota: nothing to refuse. */
+static void quota_a_cohort_may_lend_is_not_an_error(void **state)
+{
+    (void)state;
+    json_t *cq = unified_queue("8");
+    json_object_set_new(json_object_get(cq, "spec"), "cohortName", json_string("team"));
+    serve_one_queue("user-queue", cq, v6e_nodes());
+    serve_created("pw-test");
     gc_submit_request r = pathways_request();
     outcome o;
     run_submit(&o, &r);
-    assert_refused(&o, "no node pool for the Pathways head");
-    assert_non_null(strstr(o.err.message, "--pathways-head-np"));
+    assert_int_equal(o.rc, 0);
     outcome_free(&o);
+}
+
+static void no_flavor_for_the_workers_is_an_error(void **state)
+{
+    (void)state;
+    json_t *nodes = head_node();
+    add_nodes(nodes, "tpu7x-np", 2, "tpu7x-standard-4t", "tpu7x", "2x2x2");
+    serve_one_queue("user-queue", unified_queue("64"), nodes);
+    gc_submit_request r = pathways_request();
+    r.compute_type = "tpu7x-16";
+    r.num_slices = 1;
+    expect_refusal(&r, "ClusterQueue cluster-queue has no flavor for the google.com/tpu, cpu and "
+                       "memory of the workers, whose pods select "
+                       "cloud.google.com/gke-tpu-accelerator=tpu7x, "
+                       "cloud.google.com/gke-tpu-topology=2x2x2 (its flavors for them: "
+                       "pathways-flavor (" HEAD_FLAVOR_LABEL "); tpu-flavor (" TPU_FLAVOR_LABEL
+                       ")), so Kueue would never admit this job; submit to a --queue made for "
+                       "these nodes");
+}
+
+/* A flavor whose taint the pods do not tolerate is no flavor for them. */
+static void untolerated_flavor_taint_is_an_error(void **state)
+{
+    (void)state;
+    json_t *tainted = flavor("tpu-flavor", TPU_FLAVOR_LABEL);
+    json_object_set_new(json_object_get(tainted, "spec"), "nodeTaints",
+                        jt_json("[{'key': 'team', 'value': 'ml', 'effect': 'NoSchedule'}]"));
+    serve_cluster_with(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
+                       json_pack("[o]", unified_queue("64")),
+                       json_pack("[o, o]", flavor("pathways-flavor", HEAD_FLAVOR_LABEL), tainted),
+                       v6e_nodes());
+    gc_submit_request r = pathways_request();
+    expect_refusal(&r, "has no flavor for the google.com/tpu, cpu and memory of the workers");
+}
+
+/* xpk's flavor pins cpu and memory to cpu-np; a head on another pool is never admitted. */
+static void head_pool_without_a_flavor_is_an_error(void **state)
+{
+    (void)state;
+    json_t *nodes = v6e_nodes();
+    add_nodes(nodes, "pathways-np", 2, "n2-standard-32", NULL, NULL);
+    serve_one_queue("user-queue", split_queue(), nodes);
+    gc_submit_request r = pathways_request();
+    r.pathways_head_np = "pathways-np";
+    outcome o;
+    run_submit(&o, &r);
+    assert_refused(&o,
+                   "ClusterQueue cluster-queue has no flavor for the cpu and memory of the "
+                   "head, whose pods select " POOL_LABEL "=pathways-np (its flavors for them: "
+                   "pathways-flavor (" HEAD_FLAVOR_LABEL ")), so Kueue would never admit this "
+                   "job; put the head on that pool with --pathways-head-np cpu-np, or "
+                   "configure Kueue for head pool pathways-np with gcluster deploy BLUEPRINT "
+                   "--pathways-head-np pathways-np",
+                   0);
+    /* The head pool given is read with the workers' nodes; cpu-np, which only the flavor names,
+     * is read (one node) when the fix needs to know it has nodes, after the first round trip. */
+    json_t *log = jt_requests();
+    char *reads = node_reads(log);
+    assert_string_equal(reads, POOL_LABEL "=cpu-np limit=1 metadata; " POOL_LABEL
+                                          "=pathways-np limit=1 metadata; " ACCELERATOR
+                                          "=tpu-v6e-slice," TOPOLOGY "=4x4 limit=8 metadata");
+    free(reads);
+    const json_t *last = json_array_get(log, json_array_size(log) - 1);
+    assert_string_equal(param(last, "labelSelector"), POOL_LABEL "=cpu-np");
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* The flavor's pool has no nodes: only deploy can help. */
+static void head_pool_flavor_on_an_empty_pool_names_deploy(void **state)
+{
+    (void)state;
+    json_t *nodes = json_array();
+    add_nodes(nodes, "pathways-np", 2, "n2-standard-32", NULL, NULL);
+    add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
+    add_nodes(nodes, "tpu-np-1", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
+    serve_one_queue("user-queue", split_queue(), nodes);
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_refused(&o,
+                   "so Kueue would never admit this job; configure Kueue for head pool "
+                   "pathways-np with gcluster deploy BLUEPRINT --pathways-head-np pathways-np",
+                   0);
+    assert_null(strstr(o.err.message, "--pathways-head-np cpu-np"));
+    outcome_free(&o);
+}
+
+/* A ClusterQueue without google.com/tpu has no quota for the workers. */
+static void uncovered_resource_is_an_error(void **state)
+{
+    (void)state;
+    json_t *cq = cluster_queue(
+        "cluster-queue",
+        json_pack("[o]", group("cpu memory", json_pack("[o]", flavor_quotas("pathways-flavor",
+                                                                            "cpu=480 "
+                                                                            "memory=2000G")))));
+    expect_refusal_on(cq,
+                      "the workers request google.com/tpu, which ClusterQueue cluster-queue has "
+                      "no quota for, so Kueue would never admit this job; submit to a --queue "
+                      "that covers it");
+}
+
+/* One flavor on the head pool covers TPUs too: Kueue would send the workers to cpu-np, whose
+ * nodes have no TPUs. */
+static void flavors_pinning_pods_to_no_node_are_an_error(void **state)
+{
+    (void)state;
+    json_t *cq = cluster_queue(
+        "cluster-queue",
+        json_pack("[o]", group(UNIFIED, json_pack("[o]", flavor_quotas("pathways-flavor",
+                                                                       "google.com/tpu=64 "
+                                                                       "cpu=10000 "
+                                                                       "memory=100Ti")))));
+    expect_refusal_on(cq,
+                      "ClusterQueue cluster-queue would pin the workers to node pool cpu-np and "
+                      "to cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice at once, and no "
+                      "node of cpu-np has that label, so they could never be scheduled");
+}
+
+static void numa_affinity_on_a_split_queue_is_an_error(void **state)
+{
+    (void)state;
+    serve_one_queue("user-queue", split_queue(), v6e_nodes());
+    gc_submit_request r = pathways_request();
+    r.cpu_affinity = "numa";
+    expect_refusal(&r, "--cpu-affinity numa makes the TPU pods request cpu and memory, but "
+                       "ClusterQueue cluster-queue keeps cpu and memory apart from "
+                       "google.com/tpu");
+}
+
+/* A Job the API server rejects in the dry run: its message, the flag behind the field, exit 2,
+ * and no JobSet created. Both Jobs are refused here (the scripted server cannot tell them apart);
+ * the head's, first in the JobSet, is told. */
+static void rejected_job_names_the_flag(void **state)
+{
+    (void)state;
+    jt_list(LOCAL_QUEUES, "LocalQueueList",
+            json_pack("[o]", local_queue("user-queue", "cluster-queue")));
+    jt_list(CLUSTER_QUEUES, "ClusterQueueList", json_pack("[o]", unified_queue("64")));
+    jt_list(FLAVORS, "ResourceFlavorList", deploy_flavors());
+    serve_nodes(v6e_nodes());
+    const char *message = "Job.batch \"pw-test-pathways-head-0\" is invalid: "
+                          "spec.template.spec.volumes[1].hostPath.path: Invalid value: "
+                          "\"/data/../etc\": must not contain '..'";
+    jt_answer("POST " JOBS, json_pack("{s:i, s:{s:s, s:s, s:s, s:i}, s:b}", "status", 422, "json",
+                                      "kind", "Status", "reason", "Invalid", "message", message,
+                                      "code", 422, "repeat", 1));
+    gc_submit_request r = pathways_request();
+    r.mounts[0] = "/data/../etc:/data";
+    r.mount_count = 1;
+    outcome o;
+    run_submit(&o, &r);
+    assert_refused(&o, "could not create the Job of the head, so the job could never start", 2);
+    assert_non_null(strstr(o.err.message, message));
+    assert_non_null(strstr(o.err.message, "(set by --mount)"));
+    outcome_free(&o);
+}
+
+/* A user who may create JobSets but not Jobs: the dry runs are skipped with a warning. */
+static void jobs_the_user_may_not_create_are_not_checked(void **state)
+{
+    (void)state;
+    jt_list(LOCAL_QUEUES, "LocalQueueList",
+            json_pack("[o]", local_queue("user-queue", "cluster-queue")));
+    jt_list(CLUSTER_QUEUES, "ClusterQueueList", json_pack("[o]", unified_queue("64")));
+    jt_list(FLAVORS, "ResourceFlavorList", deploy_flavors());
+    serve_nodes(v6e_nodes());
+    jt_answer("POST " JOBS,
+              json_pack("{s:i, s:{s:s, s:s, s:s, s:i}, s:b}", "status", 403, "json", "kind",
+                        "Status", "reason", "Forbidden", "message",
+                        "jobs.batch is forbidden: User \"u\" cannot create resource \"jobs\" in "
+                        "API group \"batch\" in the namespace \"ns1\"",
+                        "code", 403, "repeat", 1));
+    serve_created("pw-test");
+    expect_created_with_one_warning("you may not create Jobs in namespace ns1, so the Jobs of "
+                                    "this JobSet were not checked with a server-side dry run");
+}
+
+/* Nobody may read the ClusterQueue: said, not checked, and the JobSet is made as offline. */
+static void unreadable_cluster_queue_is_a_warning(void **state)
+{
+    (void)state;
+    json_t *forbidden = jt_json("{'status': 403, 'json': {'kind': 'Status', 'reason': "
+                                "'Forbidden', 'code': 403, 'message': 'forbidden'}}");
+    jt_list(LOCAL_QUEUES, "LocalQueueList",
+            json_pack("[o]", local_queue("user-queue", "cluster-queue")));
+    jt_answer("GET " CLUSTER_QUEUES, json_deep_copy(forbidden));
+    jt_answer("GET " CLUSTER_QUEUES "/cluster-queue", json_deep_copy(forbidden));
+    jt_answer("GET " FLAVORS, forbidden);
+    serve_nodes(v6e_nodes());
+    serve_job_dry_runs();
+    serve_created("pw-test");
+    expect_created_with_one_warning("you may not read ClusterQueue cluster-queue or the "
+                                    "ResourceFlavors: whether Kueue can admit this job was not "
+                                    "checked");
+}
+
+/* Kueue v0.14 serves only v1beta1: its three lists are asked for again, together. */
+static void older_kueue_costs_one_more_round_trip(void **state)
+{
+    (void)state;
+    const char *v1beta1 = "/apis/kueue.x-k8s.io/v1beta1";
+    char *lq = gc_xasprintf("%s/namespaces/" NS "/localqueues", v1beta1);
+    char *cq = gc_xasprintf("%s/clusterqueues", v1beta1);
+    char *rf = gc_xasprintf("%s/resourceflavors", v1beta1);
+    jt_list(lq, "LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue")));
+    jt_list(cq, "ClusterQueueList", json_pack("[o]", split_queue()));
+    jt_list(rf, "ResourceFlavorList", deploy_flavors());
+    serve_nodes(v6e_nodes());
+    serve_job_dry_runs();
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_non_null(o.result.tpu_requests_note);
+    json_t *log = jt_requests();
+    /* 6 reads at v1beta2 (3 of them 404), the 3 lists at v1beta1, 2 dry runs, the POST. */
+    assert_int_equal(json_array_size(log), 12);
+    for (size_t i = 6; i < 9; i++)
+        assert_non_null(strstr(field(json_array_get(log, i), "path"), v1beta1));
+    json_decref(log);
+    outcome_free(&o);
+    free(lq);
+    free(cq);
+    free(rf);
 }
 
 static void unknown_priority_is_an_error(void **state)
@@ -373,23 +1075,20 @@ static void unknown_priority_is_an_error(void **state)
     jt_list(PRIORITIES, "PriorityClassList", json_array());
     gc_submit_request r = pathways_request();
     r.priority = "Urgent";
-    outcome o;
-    run_submit(&o, &r);
-    assert_refused(&o, "--priority urgent: no such PriorityClass in the cluster");
+    expect_refusal(&r, "--priority urgent: no such PriorityClass in the cluster");
     /* Asked for in the same round trip, by its Kubernetes (lower-case) name. */
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 4);
+    assert_int_equal(json_array_size(log), 7);
     size_t i;
     const json_t *req, *priority = NULL;
     json_array_foreach(log, i, req)
     {
-        if (!strcmp(json_string_value(json_object_get(req, "path")), PRIORITIES))
+        if (!strcmp(field(req, "path"), PRIORITIES))
             priority = req;
     }
     assert_non_null(priority);
     assert_string_equal(param(priority, "fieldSelector"), "metadata.name=urgent");
     json_decref(log);
-    outcome_free(&o);
 }
 
 static void name_taken_says_its_age_and_status(void **state)
@@ -430,6 +1129,7 @@ static void missing_jobset_crd_names_the_fix(void **state)
     outcome_free(&o);
 }
 
+/* --dry-run=server: the JobSet's dry run goes with the Jobs', and that is the last round trip. */
 static void server_dry_run_sends_dry_run_all(void **state)
 {
     (void)state;
@@ -443,10 +1143,18 @@ static void server_dry_run_sends_dry_run_all(void **state)
     assert_true(o.result.dry_run);
     assert_int_equal(o.result.next_count, 0);
     json_t *log = jt_requests();
-    const json_t *post = json_array_get(log, json_array_size(log) - 1);
-    assert_string_equal(json_string_value(json_object_get(post, "method")), "POST");
-    assert_string_equal(param(post, "dryRun"), "All");
-    assert_string_equal(param(post, "fieldValidation"), "Strict");
+    assert_int_equal(json_array_size(log), 9);
+    assert_int_equal(count_requests(log, "POST", JOBS), 2);
+    size_t i;
+    const json_t *req;
+    json_array_foreach(log, i, req)
+    {
+        if (!strcmp(field(req, "path"), JOBSETS)) {
+            assert_string_equal(param(req, "dryRun"), "All");
+            assert_string_equal(param(req, "fieldValidation"), "Strict");
+        }
+    }
+    assert_int_equal(count_requests(log, "POST", JOBSETS), 1);
     json_decref(log);
     outcome_free(&o);
 }
@@ -456,21 +1164,17 @@ static void warnings_are_sent_and_kept(void **state)
     (void)state;
     json_t *nodes = head_node();
     add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
-    serve_one_queue("user-queue", "google.com/tpu|cpu memory", nodes);
+    serve_one_queue("user-queue", unified_queue("64"), nodes);
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
     outcome o;
     run_submit(&o, &r);
-    assert_int_equal(o.rc, 0); /* both may resolve: created anyway */
-    assert_int_equal(o.result.warnings.count, 2);
-    assert_non_null(strstr(o.result.warnings.items[0],
-                           "ClusterQueue cluster-queue does not cover google.com/tpu, cpu and "
-                           "memory in one resource group"));
-    assert_non_null(strstr(o.result.warnings.items[1],
-                           "the cluster has 4 tpu-v6e-slice hosts with topology 4x4, and this job "
-                           "needs 8 (2 slices x 4): it will wait for capacity"));
-    char *sent = gc_xasprintf("warning: %s\nwarning: %s\n", o.result.warnings.items[0],
-                              o.result.warnings.items[1]);
+    assert_int_equal(o.rc, 0); /* may resolve (the autoscaler adds nodes): created anyway */
+    assert_int_equal(o.result.warnings.count, 1);
+    assert_string_equal(o.result.warnings.items[0],
+                        "the cluster has 4 tpu-v6e-slice hosts with topology 4x4, and this job "
+                        "needs 8 (2 slices x 4): it will wait for capacity");
+    char *sent = gc_xasprintf("warning: %s\n", o.result.warnings.items[0]);
     assert_string_equal(jt_recorded(), sent);
     free(sent);
     outcome_free(&o);
@@ -482,7 +1186,7 @@ static void compute_is_refined_by_the_nodes(void **state)
     (void)state;
     json_t *nodes = head_node();
     add_nodes(nodes, "tpu-8t", 1, "ct6e-standard-8t", "tpu-v6e-slice", "2x4");
-    serve_one_queue("user-queue", UNIFIED, nodes);
+    serve_one_queue("user-queue", unified_queue("64"), nodes);
     serve_created("pw-test");
     gc_submit_request r = pathways_request();
     r.compute_type = "v6e-8";
@@ -522,7 +1226,12 @@ static void pending_compute_is_resolved_by_the_nodes(void **state)
     r.dry_run_out = NULL;
     json_t *nodes = head_node();
     add_nodes(nodes, "tpu7x-np", 2, "tpu7x-standard-4t", "tpu7x", "2x2x2");
-    serve_one_queue("user-queue", UNIFIED, nodes);
+    serve_cluster_with(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
+                       json_pack("[o]", unified_queue("64")),
+                       json_pack("[o, o]", flavor("pathways-flavor", HEAD_FLAVOR_LABEL),
+                                 flavor("tpu-flavor", "cloud.google.com/gke-tpu-accelerator="
+                                                      "tpu7x")),
+                       nodes);
     serve_created("pw-test");
     outcome o;
     run_submit(&o, &r);
@@ -530,6 +1239,12 @@ static void pending_compute_is_resolved_by_the_nodes(void **state)
     assert_false(o.plan.compute.pending);
     assert_string_equal(o.result.compute, "tpu7x-16");
     json_t *log = jt_requests();
+    /* The shape is for the nodes to tell: all of the accelerator's, a page at a time. */
+    char *reads = node_reads(log);
+    assert_string_equal(reads, POOL_LABEL "=cpu-np limit=1 metadata; " POOL_LABEL
+                                          "=pathways-np limit=1 metadata; " ACCELERATOR
+                                          "=tpu7x limit=500 metadata");
+    free(reads);
     json_t *jobset = posted_jobset(log);
     assert_string_equal(
         json_string_value(json_object_get(
@@ -561,7 +1276,7 @@ static void await_returns_the_final_status(void **state)
     assert_int_equal(o.result.final.phase, GC_JOB_SUCCEEDED);
     json_t *log = jt_requests();
     const json_t *watch = json_array_get(log, json_array_size(log) - 1);
-    assert_string_equal(json_string_value(json_object_get(watch, "path")), JOBSETS);
+    assert_string_equal(field(watch, "path"), JOBSETS);
     assert_string_equal(param(watch, "fieldSelector"), "metadata.name=pw-test");
     json_decref(log);
     outcome_free(&o);
@@ -633,9 +1348,9 @@ static void headless_text_output_says_how_to_reach_the_proxy(void **state)
 static void json_output_follows_the_documented_schema(void **state)
 {
     (void)state;
-    serve_cluster(json_pack("[o]", local_queue("user-queue", "cluster-queue")),
-                  json_pack("[o]", cluster_queue("cluster-queue", "google.com/tpu|cpu memory")),
-                  v6e_nodes());
+    json_t *nodes = head_node();
+    add_nodes(nodes, "tpu-np-0", 4, "ct6e-standard-4t", "tpu-v6e-slice", "4x4");
+    serve_one_queue("user-queue", split_queue(), nodes);
     serve_created("pw-test");
     cli_result res;
     run_gcluster(&res, (const char *[]){"--command", "python train.py", "--image", IMAGE,
@@ -654,9 +1369,12 @@ static void json_output_follows_the_documented_schema(void **state)
     assert_string_equal(json_string_value(json_object_get(doc, "head_pool")), "cpu-np");
     assert_string_equal(json_string_value(json_object_get(doc, "image")), IMAGE);
     assert_true(json_is_false(json_object_get(doc, "dry_run")));
+    const char *note = json_string_value(json_object_get(doc, "tpu_requests_note"));
+    assert_non_null(note);
+    assert_non_null(strstr(note, "the workers request only google.com/tpu: ClusterQueue"));
     const json_t *warnings = json_object_get(doc, "warnings");
     assert_int_equal(json_array_size(warnings), 1);
-    assert_non_null(strstr(json_string_value(json_array_get(warnings, 0)), "does not cover"));
+    assert_non_null(strstr(json_string_value(json_array_get(warnings, 0)), "wait for capacity"));
     const json_t *next = json_object_get(doc, "next_commands");
     assert_int_equal(json_array_size(next), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(next, 1), "command")),
@@ -664,9 +1382,12 @@ static void json_output_follows_the_documented_schema(void **state)
     assert_true(json_is_null(json_object_get(json_array_get(next, 1), "note")));
     assert_true(json_is_null(json_object_get(doc, "final")));
     assert_true(json_is_null(json_object_get(doc, "diagnosis")));
-    assert_int_equal(json_object_size(doc), 13); /* nothing undocumented */
-    /* The warning also reached stderr, for people. */
-    assert_non_null(strstr(res.err.data, "gcluster: warning: ClusterQueue cluster-queue"));
+    assert_int_equal(json_object_size(doc), 14); /* nothing undocumented */
+    /* The warning and the note also reached stderr, for people. */
+    assert_non_null(strstr(res.err.data, "gcluster: warning: the cluster has 4"));
+    char *line = gc_xasprintf("gcluster: %s\n", note);
+    assert_non_null(strstr(res.err.data, line));
+    free(line);
     json_decref(doc);
     cli_result_free(&res);
 }
@@ -782,14 +1503,35 @@ static void bad_input_is_refused_before_anything_is_sent(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(pathways_job_is_created_in_two_round_trips, jt_open,
+        cmocka_unit_test_setup_teardown(pathways_job_is_created_in_three_round_trips, jt_open,
                                         jt_close),
+        cmocka_unit_test_setup_teardown(dry_run_jobs_are_the_controllers, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(split_queue_workers_request_only_tpus, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(queue_and_head_pool_come_from_the_cluster, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(named_queue_must_exist, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(several_queues_without_user_queue_need_a_choice, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(no_head_pool_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(missing_cluster_queue_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(inactive_cluster_queue_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(quota_below_the_job_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(quota_a_cohort_may_lend_is_not_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(no_flavor_for_the_workers_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(untolerated_flavor_taint_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(head_pool_without_a_flavor_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(head_pool_flavor_on_an_empty_pool_names_deploy, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(uncovered_resource_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(flavors_pinning_pods_to_no_node_are_an_error, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(numa_affinity_on_a_split_queue_is_an_error, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(rejected_job_names_the_flag, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(jobs_the_user_may_not_create_are_not_checked, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(unreadable_cluster_queue_is_a_warning, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(older_kueue_costs_one_more_round_trip, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(unknown_priority_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(name_taken_says_its_age_and_status, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_jobset_crd_names_the_fix, jt_open, jt_close),

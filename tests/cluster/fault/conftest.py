@@ -71,6 +71,26 @@ def numbered_job(env):
 
     yield make
     for name in created:
-        env.cli.delete_job(name)
-    env.wait_for(lambda: all(not env.cli.pods(n) for n in created), timeout=120,
-                 what="the numbered jobs' pods to be gone")
+        remove_numbered_job(env, name)
+
+    def all_gone():
+        left = [f"{p['metadata']['name']} ({p['status'].get('phase')}, deleting since "
+                f"{p['metadata'].get('deletionTimestamp', 'never')})"
+                for n in created for p in env.cli.pods(n)]
+        if left:
+            raise AssertionError("still there: " + ", ".join(left))  # reported if time runs out
+        return True
+
+    env.wait_for(all_gone, timeout=120, what="the numbered jobs' pods to be gone")
+
+
+def remove_numbered_job(env, name):
+    """Deletes the JobSet, its Jobs and its pods by label. Left to the garbage collector, the
+    Jobs and pods can outlive the test by minutes after an API server restart, while the
+    controller-manager's garbage collector waits for its watches to sync again."""
+    env.cli.delete_job(name)
+    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+    env.cli.kubectl("delete", "jobs", "-l", selector, "--ignore-not-found", "--wait=false",
+                    check=False)
+    env.cli.kubectl("delete", "pods", "-l", selector, "--ignore-not-found", "--wait=false",
+                    "--grace-period=0", "--force", check=False)
