@@ -21,11 +21,13 @@ typedef struct gone_state {
     bool synced;
 } gone_state;
 
+/* "812/1025 pods gone": a count a thousand pods can be followed by, on one line. */
 static void show_remaining(const gone_state *s)
 {
+    size_t total = s->remaining + s->deleted;
     if (s->synced && s->remaining)
-        gc_progress(s->ev, "cancelling %s: %zu %s%s left", s->name, s->remaining, s->what,
-                    s->remaining == 1 ? "" : "s");
+        gc_progress(s->ev, "cancelling %s: %zu/%zu %s%s gone", s->name, s->deleted, total, s->what,
+                    total == 1 ? "" : "s");
 }
 
 /* Counts objects seen (ADDED) and gone (DELETED); done when none are left. */

@@ -73,9 +73,9 @@ static void test_cancel_waits_until_the_pods_are_gone(void **state)
     assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), 0);
     assert_true(res.gone);
     assert_int_equal(res.pods_deleted, 2);
-    assert_string_equal(jt_recorded(), "progress: cancelling pw: 2 pods left\n"
-                                       "progress: cancelling pw: 1 pod left\n"
-                                       "progress: cancelling pw: 1 JobSet left\n"
+    assert_string_equal(jt_recorded(), "progress: cancelling pw: 0/2 pods gone\n"
+                                       "progress: cancelling pw: 1/2 pods gone\n"
+                                       "progress: cancelling pw: 0/1 JobSet gone\n"
                                        "end\n");
     gc_cancel_result_free(&res);
     json_t *req = jt_requests();
