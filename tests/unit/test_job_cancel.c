@@ -85,6 +85,32 @@ static void test_cancel_waits_until_the_pods_are_gone(void **state)
     json_decref(req);
 }
 
+/* A watch too far behind (410) lists the pods again, announcing each once more: none is
+ * counted twice, so the wait ends when both are gone. */
+static void test_cancel_wait_survives_a_relist(void **state)
+{
+    (void)state;
+    script_delete();
+    jt_list(JT_PODS, "PartialObjectMetadataList",
+            json_pack("[o, o]", metadata("p1"), metadata("p2")));
+    jt_answer("GET " JT_PODS,
+              json_pack("{s:{s:s}, s:i, s:{s:s, s:i, s:s}}", "when", "watch", "1", "status", 410,
+                        "json", "kind", "Status", "code", 410, "reason", "Gone"));
+    jt_list(JT_PODS, "PartialObjectMetadataList",
+            json_pack("[o, o]", metadata("p1"), metadata("p2")));
+    jt_watch(JT_PODS,
+             json_pack("[[s, o], [s, o]]", "DELETED", metadata("p1"), "DELETED", metadata("p2")));
+    jt_list(JT_JOBSETS, "PartialObjectMetadataList", json_pack("[o]", metadata("pw")));
+    jt_watch(JT_JOBSETS, json_pack("[[s, o]]", "DELETED", metadata("pw")));
+    gc_cancel_request r = {.name = "pw", .wait = true, .timeout = "10s"};
+    gc_cancel_result res;
+    gc_error err;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), 0);
+    assert_true(res.gone);
+    assert_int_equal(res.pods_deleted, 2);
+    gc_cancel_result_free(&res);
+}
+
 static void test_cancel_wait_times_out(void **state)
 {
     (void)state;
@@ -223,6 +249,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cancel, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_wait_survives_a_relist, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_waits_until_the_pods_are_gone, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_wait_times_out, jt_open, jt_close),
