@@ -30,8 +30,9 @@ class BenchError(Exception):
 class Sample:
     seconds: float
     rss_kib: int
-    exit: int | None  # None: stopped by the harness (log following)
+    exit: int | None  # None: stopped by the harness (log following, port-forwards)
     lines: int = 0
+    floor_s: float = 0.0  # port-forwards: one small request on a new connection, median
 
 
 def ensure_gnu_time():
@@ -156,6 +157,39 @@ def run_until_lines(argv, env, want_lines, timeout):
                          f"{errors.read().decode(errors='replace')[-3000:]}")
     errors.close()
     return Sample(reached, rss, None, lines)
+
+
+def run_serving(argv, env, ready, work, timeout):
+    """Runs a command that serves until it is stopped (a port-forward), waits until `ready()` is
+    true, then calls `work()` (what is measured: it returns the Sample's seconds and anything
+    else for it as a dict), stops the command with SIGTERM and waits for it. The RSS is the
+    command's peak over its whole run."""
+    with tempfile.NamedTemporaryFile(prefix="bench-time-") as report:
+        errors = tempfile.TemporaryFile()
+        proc = subprocess.Popen([TIME, "-v", "-o", report.name, *map(str, argv)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+        try:
+            deadline = time.monotonic() + timeout
+            while not ready():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    errors.seek(0)
+                    raise BenchError(f"`{_command_name(argv)} ...` was not ready within "
+                                     f"{timeout}s (exit {proc.returncode}):\n"
+                                     f"{errors.read().decode(errors='replace')[-3000:]}")
+                time.sleep(0.2)
+            seconds, extra = work()
+            _stop_child_of(proc.pid)
+            wait_with_watchdog(proc, 30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        rss, _ = _parse_time_report(report.name)
+    errors.close()
+    sample = Sample(seconds, rss, None)
+    for key, value in extra.items():
+        setattr(sample, key, value)
+    return sample
 
 
 def harness_overhead(env, runs=11):

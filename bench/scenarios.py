@@ -6,8 +6,12 @@ a result dict: which metric, each tool's summary, the exact command lines and no
 """
 
 import copy
+import json
 import os
+import socket
+import statistics
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +39,7 @@ class Context:
     warmup: int
     list_size: int
     log_mib: float
+    tunnel_mib: float
 
 
 def submit_argv(ctx, name, slices, *extra):
@@ -275,3 +280,116 @@ def inspect(ctx):
         "kubectl: 4 commands in a row (JobSet, its Kueue Workload, pods -o wide, Warning "
         "events); time summed, RSS the largest; the Workload's job-uid label is looked up "
         "beforehand, which a user would have to do too"]))
+
+
+# 6 ------------------------------------------------------------------------------------------
+
+PROXY_PORT = 29000
+FLOOR_REQUESTS = 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def echo_round_trip(port, payload, timeout=120):
+    """Sends `payload` on a new connection to 127.0.0.1:port, reads as many bytes back and checks
+    they are the same: testenv's echo server behind the head pod's port 29000 answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        sender = threading.Thread(target=s.sendall, args=(payload,))
+        sender.start()
+        got = bytearray()
+        while len(got) < len(payload):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got.extend(chunk)
+        sender.join()
+    if got != payload:
+        raise BenchError(f"the echo through 127.0.0.1:{port} came back with {len(got)} of "
+                         f"{len(payload)} bytes, or different ones")
+
+
+def answers(port):
+    try:
+        echo_round_trip(port, b"ready?", timeout=5)
+        return True
+    except (OSError, BenchError):
+        return False
+
+
+def proxy_ready_pod(cl, name):
+    pods = cl.kubectl_json("get", "pods", "-l", f"{JOBSET_LABEL}={name},"
+                           "jobset.sigs.k8s.io/replicatedjob-name=pathways-head")["items"]
+    for pod in pods:
+        for cs in pod.get("status", {}).get("containerStatuses", []):
+            if cs["name"] == "pathways-proxy" and cs.get("ready"):
+                return pod["metadata"]["name"]
+    return None
+
+
+def floor(port):
+    """The median time of one 1 KiB request on a new connection: what every connection pays."""
+    times = []
+    for _ in range(FLOOR_REQUESTS):
+        t0 = time.perf_counter()
+        echo_round_trip(port, b"x" * 1024)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def tunnel(ctx):
+    """`job connect` vs `kubectl port-forward` to the same head pod: tunnel_mib MiB echoed
+    through each (throughput), the tool's peak RSS, and the floor of one small request."""
+    cl, name = ctx.cluster, "bench-tunnel"
+    harness.run_timed([ctx.gcluster, "job", "submit", "--name", name, *CLUSTER_FLAGS,
+                       "--compute-type", "v6e-16", "--pathways", "--pathways-gcs-location", GCS,
+                       "--pathways-headless"], cl.env())
+    payload = os.urandom(1 << 20) * max(1, int(ctx.tunnel_mib))
+    commands = {}
+    try:
+        cl.wait_for(f"the IFRT proxy of {name}", lambda: proxy_ready_pod(cl, name), timeout=300)
+        pod = proxy_ready_pod(cl, name)
+
+        def run_one(tool, i):
+            port = free_port()
+            commands[tool] = (
+                [ctx.gcluster, "job", "connect", name, *CLUSTER_FLAGS, "--local-port", port]
+                if tool == "gcluster" else
+                ["kubectl", "port-forward", f"pod/{pod}", f"{port}:{PROXY_PORT}"])
+
+            def work():
+                request_floor = floor(port)
+                t0 = time.perf_counter()
+                echo_round_trip(port, payload)
+                return time.perf_counter() - t0, {"floor_s": request_floor}
+
+            return harness.run_serving(commands[tool], cl.env(), lambda: answers(port), work,
+                                       timeout=300)
+
+        samples = measure(ctx, ["gcluster", "kubectl"], run_one)
+        state = json.loads((Path(cl.kubeconfig).parent / "state.json").read_text())
+        direct = floor(state["echo_port"])
+    finally:
+        cl.delete_jobs_and_wait("default", timeout=300)
+    mib = len(payload) / (1 << 20)
+    out = result("tunnel", f"6 tunnel to the head pod, {mib:g} MiB echoed", "throughput",
+                 samples, commands, [
+                     f"both forward to port {PROXY_PORT} of the same head pod through the API "
+                     "server (WebSocket carrying SPDY for both); testenv's echo server answers",
+                     "throughput: the payload sent and received back on one connection, from the "
+                     "first byte out to the last byte in",
+                     f"last column for this row: the median of {FLOOR_REQUESTS} 1 KiB requests, each "
+                     "on a new connection through the tunnel (what every connection costs); "
+                     f"straight to the echo server, without a tunnel: {direct * 1000:.2f} ms"])
+    out["api"] = {tool: {"requests": FLOOR_REQUESTS,
+                         "seconds": statistics.median(s.floor_s for s in samples[tool])}
+                  for tool in samples}
+    out["direct_floor_s"] = direct
+    for summary in out["tools"].values():
+        summary["median_mib_s"] = mib / summary["median_s"]
+        for run in summary["runs"]:
+            run["mib_per_s"] = mib / run["seconds"]
+    return out

@@ -47,6 +47,11 @@ CONTROLLERS = ["job-controller", "garbage-collector-controller", "namespace-cont
                "ttl-after-finished-controller", "endpointslice-controller"]
 KUEUE_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io"}
 NUMBERED_CONTAINER, NUMBERED_LOG = "numbered-log", "numbered.log"
+# Port-forwards to a pod's port 29000 (the Pathways IFRT proxy's) reach this TCP echo server
+# through kwok; a PortForward object (kwok.x-k8s.io/v1alpha1, namespaced, named like the pod)
+# sends one pod's ports elsewhere.
+ECHO_SERVER = "echo-server"
+PROXY_PORT = 29000
 
 
 class Failure(Exception):
@@ -121,7 +126,9 @@ def our_processes(root):
         if pid in pids or pid == os.getpid() or not is_running(pid):
             continue
         args = read_cmdline(pid)
-        if args and Path(args[0]).name in COMPONENTS and refers_to(pid, root):
+        named = args and (Path(args[0]).name in COMPONENTS or
+                          any(Path(a).name == ECHO_SERVER for a in args[1:2]))
+        if named and refers_to(pid, root):
             pids.append(pid)
     return pids
 
@@ -408,6 +415,20 @@ def crds(yaml, upstream, kueue_webhook, ca_bundle):
                                                  "caBundle": ca_bundle}}}
             objects.append(crd)
     return objects
+
+
+def kwok_portforward_crd(yaml):
+    """kwok's PortForward CRD, from the kwok module testenv builds (Go's module cache), so that
+    tests can route one pod's port-forwards to a server of their own."""
+    proc = subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/kwok"],
+                          cwd=HERE / "go" / "kwok", capture_output=True, text=True, timeout=300)
+    try:
+        directory = Path(json.loads(proc.stdout)["Dir"])
+    except (ValueError, KeyError):
+        raise Failure("cannot find the kwok module for its PortForward CRD (go mod download "
+                      f"sigs.k8s.io/kwok in testenv/go/kwok): {proc.stderr.strip()}")
+    return load_all(yaml, directory / "kustomize" / "crd" / "bases" /
+                    "kwok.x-k8s.io_portforwards.yaml")[0]
 
 
 def kueue_api_of(crd):
@@ -787,7 +808,8 @@ def settings():
     if kueue != "minimal" and kueue not in KUEUE_PROFILES:
         raise Failure(f"GCLUSTER_TESTENV_KUEUE must be one of {', '.join(KUEUE_PROFILES)} "
                       f"(or minimal, the same as unified), not {kueue!r}")
-    wanted = {"nodepools": str(Path(pools).resolve()), "kueue": kueue}
+    # "portforward": what pods' port 29000 reaches; environments started before it had none.
+    wanted = {"nodepools": str(Path(pools).resolve()), "kueue": kueue, "portforward": "echo"}
     # An older release is recorded only when chosen, so environments started before the choice
     # existed still count as healthy.
     pins = read_pins()
@@ -977,7 +999,8 @@ class ControlPlane:
         """CRDs before the controllers that serve them; Nodes (with GKE's capacity) before kwok,
         so kwok only has to mark them Ready."""
         crd_objects = crds(self.yaml, self.upstream, self.urls["kueue"], self.ca_bundle)
-        self.kubectl.apply(crd_objects, f"{len(crd_objects)} JobSet and Kueue CRDs")
+        crd_objects.append(kwok_portforward_crd(self.yaml))
+        self.kubectl.apply(crd_objects, f"{len(crd_objects)} JobSet, Kueue and kwok CRDs")
         self.kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
                          *[f"crd/{c['metadata']['name']}" for c in crd_objects])
         self.kubectl.apply([{"apiVersion": "v1", "kind": "Namespace",
@@ -986,6 +1009,20 @@ class ControlPlane:
         self.kubectl.run("create", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "List", "items": self.nodes}))
         log(f"created {len(self.nodes)} nodes from {pools}")
+
+    def start_echo(self):
+        """The echo server behind every pod's port 29000, and kwok's rule that routes there."""
+        port_file = self.root / "echo.port"
+        self.launcher.start(ECHO_SERVER, [sys.executable, str(HERE / ECHO_SERVER),
+                                          f"--port-file={port_file}"])
+        self.echo_port = self.wait("the echo server", lambda: int(port_file.read_text()), 30,
+                                   ECHO_SERVER)
+        (self.config / "kwok-portforward.yaml").write_text(json.dumps({
+            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterPortForward",
+            "metadata": {"name": "testenv-echo"},
+            "spec": {"forwards": [{"ports": [PROXY_PORT],
+                                   "target": {"address": "127.0.0.1", "port": self.echo_port}}]}}))
+        log(f"echo server on 127.0.0.1:{self.echo_port} behind every pod's port {PROXY_PORT}")
 
     def start_controllers(self):
         ports, certs, config, kubeconfig = self.ports, self.certs, self.config, self.kubeconfig
@@ -1005,6 +1042,7 @@ class ControlPlane:
         start("kwok", [
             self.bin("kwok"), f"--kubeconfig={kubeconfig}",
             f"--config={config / 'kwok-stages.yaml'}", f"--config={config / 'kwok-logs.yaml'}",
+            f"--config={config / 'kwok-portforward.yaml'}", "--enable-crds=PortForward",
             "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
             f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}",
             "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16", "--node-lease-duration-seconds=40",
@@ -1075,6 +1113,7 @@ class ControlPlane:
                  "bin_dirs": {k: str(v) for k, v in self.bin_dirs.items()},
                  "kubeconfig": str(self.kubeconfig), "versions": versions,
                  "pids": {name: proc.pid for name, proc in self.launcher.procs.items()},
+                 "echo_port": self.echo_port,
                  "argv": self.launcher.argv, "startup_seconds": startup_seconds}
         (self.root / "state.json").write_text(json.dumps(state, indent=2) + "\n")
 
@@ -1091,6 +1130,7 @@ def start(root, wanted):
     plane.start_etcd()
     plane.start_apiserver()
     plane.register_apis()
+    plane.start_echo()
     plane.start_controllers()
     plane.register_webhooks()
     plane.wait_nodes_ready()

@@ -134,6 +134,11 @@ void gc_http_finish(gc_http_transfer *t, CURLcode result);
 /* gc_http_start, curl_easy_perform and gc_http_finish. */
 void gc_http_perform(gc_http_transfer *t, CURL *e, const gc_http_request *req);
 
+/* Traces an HTTP/1.1 head that went around this layer (the port-forward upgrade is written on a
+ * connection libcurl only opened): at verbose 2, line by line, credentials redacted as in the
+ * layer's own traces; `direction` is '>' for a head sent, '<' for one received. */
+void gc_http_trace_head(const gc_http_trace *trace, char direction, const char *head, size_t len);
+
 /* The value of a header of the final response (case-insensitive name), or NULL. */
 const char *gc_http_header(const gc_http_transfer *t, const char *name);
 

@@ -335,7 +335,25 @@ typedef struct gc_job_pod {
     char *phase;   /* Pending, Running, Succeeded, Failed, Unknown; NULL before the first status */
     long restarts; /* of all its containers */
     char *node;    /* NULL while unscheduled */
+    /* Why it is not simply running or done: Terminating, the pod's own reason (Evicted), a
+     * container's waiting reason (CrashLoopBackOff, ImagePullBackOff) or failed exit (Error,
+     * OOMKilled), or why it is not scheduled (Unschedulable, SchedulingGated); else NULL. */
+    char *reason;
 } gc_job_pod;
+
+/* One replicated job slice by slice (a slice is one of its Jobs: a TPU slice for the workers),
+ * so that a job of a thousand pods reads in a few lines. Every slice is in exactly one of the
+ * four groups. */
+typedef struct gc_slice_counts {
+    char *role;        /* the replicated job */
+    long slices;       /* its replicas */
+    long hosts;        /* pods per slice (its Jobs' parallelism) */
+    long running;      /* slices where every host has a Running pod with no reason */
+    long succeeded;    /* slices where every host's pod Succeeded */
+    long without_pods; /* slices with no pod at all (not admitted yet, or being recreated) */
+    long *problems;    /* the other slices' indexes, ascending */
+    size_t problem_count;
+} gc_slice_counts;
 
 /* Warning events of one object and reason, grouped (controllers repeat them). */
 typedef struct gc_job_warning {
@@ -365,7 +383,9 @@ typedef struct gc_inspect_report {
     gc_kueue_state kueue;
     gc_replicated_job_counts *replicated_jobs; /* in the order of the spec */
     size_t replicated_job_count;
-    gc_job_pod *pods; /* the head first, then by slice and host */
+    gc_slice_counts *slices; /* per replicated job, in the order of the spec */
+    size_t slice_count;
+    gc_job_pod *pods; /* every pod: the head first, then by role, slice and host */
     size_t pod_count;
     gc_job_warning *warnings; /* oldest first, at most GC_INSPECT_MAX_WARNINGS */
     size_t warning_count;

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct gc_process {
     const char *program;  /* the executable's path; NULL: argv[0] looked up on $PATH */
@@ -47,6 +48,25 @@ typedef struct gc_process_result {
  * fork); how the child ended is in `r`, which the caller frees in every case. */
 int gc_process_run(const gc_process *p, gc_process_result *r, gc_error *err);
 void gc_process_result_free(gc_process_result *r);
+
+/* A program that runs beside the caller's own work and uses the terminal (`job connect -- CMD`):
+ * it inherits our stdin, stdout and stderr (nothing is captured) and stays in our process group,
+ * so the terminal's Ctrl-C reaches it as it reaches us. It has no time limit. */
+typedef struct gc_process_child {
+    pid_t pid; /* -1 once it was reaped */
+    int fd;    /* readable once it has exited (a pidfd); -1 where the kernel has none */
+} gc_process_child;
+
+/* Starts p->argv (p->program, p->env_add; the other fields are gc_process_run's). A program that
+ * cannot be started is an error that says why. */
+int gc_process_start(const gc_process *p, gc_process_child *child, gc_error *err);
+/* Whether the child has exited; if so it is reaped and `r` says how it ended (exit_status,
+ * signal). Never waits. */
+bool gc_process_child_ended(gc_process_child *child, gc_process_result *r);
+/* Sends `sig` to the child. */
+void gc_process_child_signal(const gc_process_child *child, int sig);
+/* Ends the child: SIGTERM, SIGKILL after `grace_ms`, and reaps it into `r`. */
+void gc_process_child_stop(gc_process_child *child, int grace_ms, gc_process_result *r);
 
 /* True when the program ran and exited with status 0. */
 bool gc_process_succeeded(const gc_process_result *r);

@@ -5,6 +5,7 @@
 #define GCLUSTER_CLI_CLI_H
 
 #include "cli/commands.h"
+#include "gcluster/connect.h"
 #include "gcluster/events.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
@@ -33,6 +34,11 @@ int cli_job_name(const char *flag_value, const cli_parsed *parsed, const char *c
 /* Where the library's warnings, notices, traces and progress go: stderr, progress redrawn on
  * one line when stderr is a terminal and left out when it is not. */
 const gc_events *cli_events(void);
+
+/* Runs job connect for `r` on the terminal: Ctrl-C ends it, the JAX variables go to stdout
+ * (as `export` lines with `exports`) unless r->command runs with them. Returns connect's
+ * answer, or the command's exit status. */
+int cli_connect(gc_kube *kube, gc_connect_request *r, bool exports, gc_error *err);
 
 /* Writes `data` to `path` atomically (a temporary file renamed into place); "-" is stdout. */
 int cli_write_output(const char *path, const char *data, size_t len, gc_error *err);

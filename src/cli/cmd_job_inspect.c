@@ -1,5 +1,5 @@
 /*
- * gcluster job inspect NAME [--show] [-o text|json|yaml]
+ * gcluster job inspect NAME [--show] [--pods] [-o text|json|yaml]
  */
 #include "cli/cli.h"
 #include "cli/render.h"
@@ -10,6 +10,7 @@ typedef struct inspect_args {
     cli_globals g;
     const char *name;
     bool show;
+    bool pods;
     const char *output;
     cli_format format;
 } inspect_args;
@@ -19,6 +20,9 @@ static const cli_option inspect_options[] = {
                "the job (or give it as an argument)"),
     CLI_BOOL(0, "show", inspect_args, show,
              "also print the stored manifest as YAML (status lines become comments)"),
+    CLI_BOOL(0, "pods", inspect_args, pods,
+             "list every pod (text; by default the slices are summed up, with the pods of those "
+             "with problems; -o json|yaml always carries every pod)"),
     CLI_VALUES('o', "output", inspect_args, output, NULL, &cli_text_formats,
                "output format (default text; README.md describes the fields)"),
     CLI_END,
@@ -32,7 +36,7 @@ static int inspect_with(gc_kube *kube, void *ctx, gc_error *err)
     if (rc)
         return rc;
     if (a->format == CLI_FORMAT_TEXT)
-        rc = cli_render_inspect_text(stdout, &report, err);
+        rc = cli_render_inspect_text(stdout, &report, a->pods, err);
     else
         rc = cli_print_document(cli_inspect_json(&report), a->format, err);
     gc_inspect_report_free(&report);
@@ -52,8 +56,8 @@ static int inspect_run(void *args, const cli_parsed *parsed, gc_error *err)
 
 const cli_command cmd_job_inspect = {
     .name = "inspect",
-    .summary = "status of one job: admission, replicated jobs, pods and nodes, warnings",
-    .usage = "job inspect NAME [--show] [-o text|json|yaml]",
+    .summary = "status of one job: admission, replicated jobs, slices and their pods, warnings",
+    .usage = "job inspect NAME [--show] [--pods] [-o text|json|yaml]",
     .options = inspect_options,
     .args_size = sizeof(inspect_args),
     .run = inspect_run,

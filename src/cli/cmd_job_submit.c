@@ -25,6 +25,8 @@ typedef struct submit_args {
     cli_list node_constraints;
     cli_list exit_codes;
     const char *output;
+    bool connect;
+    gc_connect_request connect_request;
 } submit_args;
 
 #define R(field) r.field
@@ -119,6 +121,8 @@ static const cli_option submit_options[] = {
                "gs://BUCKET/PREFIX", "scratch space for Pathways (required with --pathways)"),
     CLI_BOOL(0, "pathways-headless", submit_args, R(pathways_headless),
              "only the Pathways servers, for a JAX client outside the cluster"),
+    CLI_BOOL(0, "connect", submit_args, connect,
+             "headless: then connect to its IFRT proxy as `job connect` does (-- CMD runs CMD)"),
     CLI_STRING(0, "pathways-head-np", submit_args, R(pathways_head_np), "POOL",
                "node pool of the head pod (default: cpu-np, else pathways-np)"),
     CLI_STRING(0, "pathways-proxy-server-image", submit_args, R(pathways_proxy_image), "IMAGE",
@@ -202,6 +206,7 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
 typedef struct live_submit {
     gc_submit_plan *plan;
     cli_format format;
+    gc_connect_request *connect; /* --connect: what to connect to once it is created */
 } live_submit;
 
 /* Text is written as soon as each part is known (the job is created long before an awaited one
@@ -219,6 +224,8 @@ static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
     }
     if (created && s->plan->await_completion)
         rc = gc_submit_await(kube, s->plan, ev, &result, err);
+    if (created && s->connect)
+        rc = cli_connect(kube, s->connect, false, err);
     /* A job that failed, or is still not done when the wait ends: say why. */
     gc_diagnosis why;
     gc_error why_err = {0};
@@ -237,10 +244,46 @@ static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
     return rc;
 }
 
+/* --connect [-- CMD ...]: the job connect that follows the submit, checked before anything is
+ * sent, like every other flag. */
+static int prepare_connect(submit_args *a, const cli_parsed *parsed, cli_format format,
+                           char **command, gc_error *err)
+{
+    if (parsed->dashdash && !a->connect)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "-- %s: a command after -- runs with --connect only (job submit "
+                       "--pathways-headless --connect -- CMD)",
+                       parsed->positional_count > parsed->dashdash_at
+                           ? parsed->positional[parsed->dashdash_at]
+                           : "");
+    if (!a->connect)
+        return 0;
+    if (!a->r.pathways_headless)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--connect reaches the IFRT proxy of a headless job: add "
+                       "--pathways-headless (a full Pathways job runs its client in the cluster)");
+    if (a->r.dry_run_out || a->r.dry_run || a->r.await_completion || a->r.timeout ||
+        format != CLI_FORMAT_TEXT)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--connect stays connected to the job it created: it does not go with "
+                       "--dry-run-out, --dry-run, --await-job-completion, --timeout or --output");
+    gc_connect_request *c = &a->connect_request;
+    c->name = a->r.name;
+    c->local_port = GC_CONNECT_PROXY_PORT;
+    c->stop_fd = -1;
+    if (parsed->dashdash) {
+        for (size_t i = parsed->dashdash_at; i < parsed->positional_count; i++)
+            command[i - parsed->dashdash_at] = (char *)parsed->positional[i];
+        c->command = command;
+    }
+    return gc_job_connect_check(c, err);
+}
+
 static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
 {
     submit_args *a = opaque;
-    if (parsed->positional_count)
+    size_t before = parsed->dashdash ? parsed->dashdash_at : parsed->positional_count;
+    if (before)
         return gc_fail(err, GC_EXIT_USAGE,
                        "job submit takes no arguments (got \"%s\"); did you mean --name %s?",
                        parsed->positional[0], parsed->positional[0]);
@@ -267,11 +310,17 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;
     rc = gc_submit_prepare(r, &plan, err);
+    char *command[CLI_POSITIONAL_MAX + 1] = {0};
+    if (!rc)
+        rc = prepare_connect(a, parsed, format, command, err);
     if (!rc && plan.mode == GC_SUBMIT_OFFLINE)
         rc = write_manifest(&plan, format, err);
     else if (!rc)
-        rc =
-            cli_with_kube(&a->g, submit_with, &(live_submit){.plan = &plan, .format = format}, err);
+        rc = cli_with_kube(&a->g, submit_with,
+                           &(live_submit){.plan = &plan,
+                                          .format = format,
+                                          .connect = a->connect ? &a->connect_request : NULL},
+                           err);
     gc_submit_plan_free(&plan);
     return rc;
 }

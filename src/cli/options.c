@@ -260,9 +260,11 @@ int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int rc = 0;
-        if (!only_positional && !strcmp(a, "--"))
+        if (!only_positional && !strcmp(a, "--")) {
             only_positional = true;
-        else if (!only_positional && a[0] == '-' && a[1] == '-')
+            parsed->dashdash = true;
+            parsed->dashdash_at = parsed->positional_count;
+        } else if (!only_positional && a[0] == '-' && a[1] == '-')
             rc = parse_long(options, args, argc, argv, &i, err);
         else if (!only_positional && a[0] == '-' && a[1])
             rc = parse_short(options, args, argc, argv, &i, err);

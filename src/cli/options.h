@@ -139,6 +139,10 @@ void cli_values_join(const cli_values *values, const char *separator, char *out,
 typedef struct cli_parsed {
     const char *positional[CLI_POSITIONAL_MAX];
     size_t positional_count;
+    /* `--` was given: the positional arguments from dashdash_at on came after it (a command
+     * line to run, for job connect). */
+    bool dashdash;
+    size_t dashdash_at;
 } cli_parsed;
 
 /* Parses argv (after the command words) into `args` using `options` and the global options.

@@ -41,7 +41,9 @@ json_t *cli_json_text(const char *s);
 json_t *cli_json_strings(const gc_strings *list);
 
 /* `job inspect`: the summary; with a manifest, the summary as YAML comments, then the YAML. */
-int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err);
+/* `all_pods`: a row for every pod; otherwise the slices summed up, with the pods of the slices
+ * that have problems. */
+int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, bool all_pods, gc_error *err);
 json_t *cli_inspect_json(const gc_inspect_report *r);
 
 /* `job list`: the table (NAMESPACE first with -A; QUEUE and REASON when wide). */

@@ -1,6 +1,7 @@
 /*
- * `job inspect` as text (one screen: overview with the diagnosis, Kueue, replicated jobs, pods,
- * warnings) and as a JSON document.
+ * `job inspect` as text (one screen: overview with the diagnosis, Kueue, replicated jobs, the
+ * slices summed up with the pods of those with problems, warnings; --pods: every pod) and as a
+ * JSON document (always every pod).
  */
 #include "cli/render.h"
 
@@ -103,6 +104,101 @@ static void print_replicated_jobs(const printer *p, const gc_inspect_report *r)
     }
 }
 
+/* A job of 64 slices with every pod stuck would otherwise print a thousand lines: the first
+ * slices with problems are shown, and --pods shows the rest. */
+#define MAX_PROBLEM_SLICES 8
+#define MAX_PODS_PER_SLICE 8
+
+static bool running_well(const gc_job_pod *pod)
+{
+    return pod->phase && !strcmp(pod->phase, "Running") && !pod->reason;
+}
+
+static const char *plural(long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
+static void print_slice_counts(const printer *p, const gc_slice_counts *c)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    gc_buf_printf(&b, "%ld %s of %ld %s: %ld fully running", c->slices,
+                  plural(c->slices, "slice", "slices"), c->hosts, plural(c->hosts, "pod", "pods"),
+                  c->running);
+    if (c->succeeded)
+        gc_buf_printf(&b, ", %ld finished", c->succeeded);
+    if (c->problem_count)
+        gc_buf_printf(&b, ", %zu with problems", c->problem_count);
+    if (c->without_pods)
+        gc_buf_printf(&b, ", %ld without pods", c->without_pods);
+    line(p, "  %-16s %s", or (c->role, "?"), b.data);
+    gc_buf_free(&b);
+}
+
+static void print_pod_row(const printer *p, const gc_job_pod *pod)
+{
+    line(p, "    %-10s %-22s %-26s %s", or (pod->phase, "?"), or (pod->reason, "-"),
+         or (pod->node, "(unscheduled)"), or (pod->name, "?"));
+}
+
+/* The slice's pods that are not running well, and how many of its hosts are. */
+static void print_problem_slice(const printer *p, const gc_inspect_report *r,
+                                const gc_slice_counts *c, long slice)
+{
+    long running = 0, shown = 0, more = 0;
+    for (size_t i = 0; i < r->pod_count; i++) {
+        const gc_job_pod *pod = &r->pods[i];
+        if (pod->slice != slice || !pod->role || !c->role || strcmp(pod->role, c->role))
+            continue;
+        running += running_well(pod);
+    }
+    line(p, "  %s slice %ld: %ld of %ld %s running", c->role, slice, running, c->hosts,
+         plural(c->hosts, "pod", "pods"));
+    for (size_t i = 0; i < r->pod_count; i++) {
+        const gc_job_pod *pod = &r->pods[i];
+        if (pod->slice != slice || !pod->role || strcmp(pod->role, c->role) || running_well(pod))
+            continue;
+        if (shown < MAX_PODS_PER_SLICE) {
+            print_pod_row(p, pod);
+            shown++;
+        } else {
+            more++;
+        }
+    }
+    if (more)
+        line(p, "    ... and %ld more", more);
+}
+
+static void print_slices(const printer *p, const gc_inspect_report *r)
+{
+    line(p, "%s", "");
+    line(p, "Slices:");
+    for (size_t i = 0; i < r->slice_count; i++)
+        print_slice_counts(p, &r->slices[i]);
+    for (size_t i = 0; i < r->pod_count; i++) {
+        const gc_job_pod *pod = &r->pods[i];
+        if (pod->role && !strcmp(pod->role, GC_PATHWAYS_HEAD))
+            line(p, "Head pod:   %s (%s%s%s, on %s)", or (pod->name, "?"), or (pod->phase, "?"),
+                 pod->reason ? ": " : "", or (pod->reason, ""), or (pod->node, "no node yet"));
+    }
+    size_t problems = 0, shown = 0;
+    for (size_t i = 0; i < r->slice_count; i++)
+        problems += r->slices[i].problem_count;
+    if (!problems)
+        return;
+    line(p, "%s", "");
+    line(p, "Slices with problems (the pods not running: PHASE REASON NODE POD):");
+    for (size_t i = 0; i < r->slice_count && shown < MAX_PROBLEM_SLICES; i++) {
+        const gc_slice_counts *c = &r->slices[i];
+        for (size_t j = 0; j < c->problem_count && shown < MAX_PROBLEM_SLICES; j++, shown++)
+            print_problem_slice(p, r, c, c->problems[j]);
+    }
+    if (problems > shown)
+        line(p, "  ... and %zu more slices with problems (--pods lists every pod)",
+             problems - shown);
+}
+
 static void print_pods(const printer *p, const gc_inspect_report *r)
 {
     line(p, "%s", "");
@@ -111,8 +207,8 @@ static void print_pods(const printer *p, const gc_inspect_report *r)
         return;
     }
     line(p, "Pods:");
-    line(p, "  %-14s %-6s %-5s %-10s %-9s %-26s %s", "ROLE", "SLICE", "HOST", "PHASE", "RESTARTS",
-         "NODE", "POD");
+    line(p, "  %-14s %-6s %-5s %-10s %-9s %-26s %-40s %s", "ROLE", "SLICE", "HOST", "PHASE",
+         "RESTARTS", "NODE", "POD", "REASON");
     for (size_t i = 0; i < r->pod_count; i++) {
         const gc_job_pod *pod = &r->pods[i];
         char slice[24] = "-", host[24] = "-";
@@ -120,9 +216,9 @@ static void print_pods(const printer *p, const gc_inspect_report *r)
             snprintf(slice, sizeof(slice), "%ld", pod->slice);
         if (pod->host >= 0)
             snprintf(host, sizeof(host), "%ld", pod->host);
-        line(p, "  %-14s %-6s %-5s %-10s %-9ld %-26s %s", or (pod->role, "?"), slice, host,
+        line(p, "  %-14s %-6s %-5s %-10s %-9ld %-26s %-40s %s", or (pod->role, "?"), slice, host,
              or (pod->phase, "?"), pod->restarts, or (pod->node, "(unscheduled)"),
-             or (pod->name, "?"));
+             or (pod->name, "?"), or (pod->reason, "-"));
     }
 }
 
@@ -142,14 +238,16 @@ static void print_warnings(const printer *p, const gc_inspect_report *r, long lo
     }
 }
 
-int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err)
+int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, bool all_pods, gc_error *err)
 {
     printer p = {.out = out, .prefix = r->manifest ? "# " : ""};
     long long now = (long long)time(NULL);
     print_overview(&p, r, now);
     print_kueue(&p, r);
     print_replicated_jobs(&p, r);
-    print_pods(&p, r);
+    print_slices(&p, r);
+    if (all_pods)
+        print_pods(&p, r);
     print_warnings(&p, r, now);
     if (!r->manifest)
         return 0;
@@ -207,12 +305,31 @@ static json_t *pods_json(const gc_inspect_report *r)
     for (size_t i = 0; i < r->pod_count; i++) {
         const gc_job_pod *p = &r->pods[i];
         json_array_append_new(
-            pods, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "name", cli_json_text(p->name),
-                            "role", cli_json_text(p->role), "slice", index_or_null(p->slice),
-                            "host", index_or_null(p->host), "phase", cli_json_text(p->phase),
-                            "restarts", (json_int_t)p->restarts, "node", cli_json_text(p->node)));
+            pods, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "name",
+                            cli_json_text(p->name), "role", cli_json_text(p->role), "slice",
+                            index_or_null(p->slice), "host", index_or_null(p->host), "phase",
+                            cli_json_text(p->phase), "restarts", (json_int_t)p->restarts, "node",
+                            cli_json_text(p->node), "reason", cli_json_text(p->reason)));
     }
     return pods;
+}
+
+static json_t *slices_json(const gc_inspect_report *r)
+{
+    json_t *roles = json_array();
+    for (size_t i = 0; i < r->slice_count; i++) {
+        const gc_slice_counts *c = &r->slices[i];
+        json_t *problems = json_array();
+        for (size_t j = 0; j < c->problem_count; j++)
+            json_array_append_new(problems, json_integer(c->problems[j]));
+        json_array_append_new(
+            roles,
+            json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:o}", "role", cli_json_text(c->role),
+                      "slices", (json_int_t)c->slices, "hosts", (json_int_t)c->hosts, "running",
+                      (json_int_t)c->running, "succeeded", (json_int_t)c->succeeded, "without_pods",
+                      (json_int_t)c->without_pods, "with_problems", problems));
+    }
+    return roles;
 }
 
 static json_t *warnings_json(const gc_inspect_report *r)
@@ -244,6 +361,7 @@ json_t *cli_inspect_json(const gc_inspect_report *r)
     json_object_set_new(doc, "replicated_jobs", replicated_jobs_json(r));
     json_object_set_new(doc, "pods", pods_json(r));
     json_object_set_new(doc, "warnings", warnings_json(r));
+    json_object_set_new(doc, "slices", slices_json(r));
     if (r->manifest)
         json_object_set(doc, "manifest", r->manifest);
     return doc;

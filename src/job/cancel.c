@@ -16,33 +16,36 @@ typedef struct gone_state {
     const char *name;
     const char *what; /* "pod", "JobSet" */
     const gc_events *ev;
-    size_t remaining;
+    json_t *present; /* name -> true, of every object not yet gone */
     size_t deleted;
     bool synced;
 } gone_state;
 
+/* "812/1025 pods gone": a count a thousand pods can be followed by, on one line. */
 static void show_remaining(const gone_state *s)
 {
-    if (s->synced && s->remaining)
-        gc_progress(s->ev, "cancelling %s: %zu %s%s left", s->name, s->remaining, s->what,
-                    s->remaining == 1 ? "" : "s");
+    size_t remaining = json_object_size(s->present), total = remaining + s->deleted;
+    if (s->synced && remaining)
+        gc_progress(s->ev, "cancelling %s: %zu/%zu %s%s gone", s->name, s->deleted, total, s->what,
+                    total == 1 ? "" : "s");
 }
 
-/* Counts objects seen (ADDED) and gone (DELETED); done when none are left. */
+/* Follows objects by name, so that a re-list (after 410 Gone), which announces every object
+ * again as ADDED, counts none twice; done when none are left. */
 static int on_event(enum gc_kube_event_type type, json_t *object, void *ctx, gc_error *err)
 {
-    (void)object;
     (void)err;
     gone_state *s = ctx;
-    if (type == GC_KUBE_ADDED) {
-        s->remaining++;
-    } else if (type == GC_KUBE_DELETED && s->remaining > 0) {
-        s->remaining--;
+    const char *name = job_meta_string(object, NULL, "name");
+    if (type == GC_KUBE_ADDED && name) {
+        json_object_set_new(s->present, name, json_true());
+    } else if (type == GC_KUBE_DELETED && name && json_object_get(s->present, name)) {
+        json_object_del(s->present, name);
         s->deleted++;
     } else if (type == GC_KUBE_SYNCED) {
         s->synced = true;
     }
-    if ((type == GC_KUBE_SYNCED || type == GC_KUBE_DELETED) && s->remaining == 0)
+    if ((type == GC_KUBE_SYNCED || type == GC_KUBE_DELETED) && !json_object_size(s->present))
         return GC_KUBE_STOP;
     show_remaining(s);
     return 0;
@@ -57,19 +60,21 @@ static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const 
     snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
     gc_kube_list_options pods = {.label_selector = selector, .accept = GC_KUBE_ACCEPT_METADATA};
     char *pod_path = gc_kube_path(NULL, "v1", gc_kube_namespace(kube), "pods", NULL);
-    gone_state pod_state = {.name = name, .what = "pod", .ev = ev};
+    gone_state pod_state = {.name = name, .what = "pod", .ev = ev, .present = json_object()};
     int rc = gc_kube_list_watch(kube, pod_path, &pods, (int)timeout, on_event, &pod_state, err);
     free(pod_path);
+    json_decref(pod_state.present);
     out->pods_deleted = pod_state.deleted;
 
     char field[300];
     snprintf(field, sizeof(field), "metadata.name=%s", name);
     gc_kube_list_options jobsets = {.field_selector = field, .accept = GC_KUBE_ACCEPT_METADATA};
     char *path = job_jobset_path(kube, NULL);
-    gone_state jobset_state = {.name = name, .what = "JobSet", .ev = ev};
+    gone_state jobset_state = {.name = name, .what = "JobSet", .ev = ev, .present = json_object()};
     if (!rc)
         rc = gc_kube_list_watch(kube, path, &jobsets, (int)timeout, on_event, &jobset_state, err);
     free(path);
+    json_decref(jobset_state.present);
     gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
     if (rc && !strcmp(err->reason, "Timeout"))
         return gc_fail(err, GC_EXIT_RUNTIME,

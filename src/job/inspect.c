@@ -8,6 +8,7 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
+#include "job/diagnose.h"
 #include "job/lookup.h"
 #include "job/why.h"
 
@@ -140,6 +141,11 @@ static long index_label(const json_t *pod, const char *key)
     return *end || n < 0 ? -1 : n;
 }
 
+static int compare_strings(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
 static int compare_pods(const void *a, const void *b)
 {
     const gc_job_pod *x = a, *y = b;
@@ -147,11 +153,40 @@ static int compare_pods(const void *a, const void *b)
     bool y_head = y->role && !strcmp(y->role, GC_PATHWAYS_HEAD);
     if (x_head != y_head)
         return x_head ? -1 : 1;
+    int role = compare_strings(x->role, y->role);
+    if (role)
+        return role;
     if (x->slice != y->slice)
         return x->slice < y->slice ? -1 : 1;
     if (x->host != y->host)
         return x->host < y->host ? -1 : 1;
-    return strcmp(x->name ? x->name : "", y->name ? y->name : "");
+    return compare_strings(x->name, y->name);
+}
+
+/* A container waiting, or one that exited with an error. */
+static bool troubled(const json_t *cs, void *ctx)
+{
+    (void)ctx;
+    const json_t *state = json_object_get(cs, "state");
+    const json_t *terminated = json_object_get(state, "terminated");
+    return json_object_get(state, "waiting") ||
+           (terminated && json_integer_value(json_object_get(terminated, "exitCode")) != 0);
+}
+
+static const char *pod_reason(const json_t *pod)
+{
+    if (job_meta_string(pod, NULL, "deletionTimestamp"))
+        return "Terminating";
+    const char *own = string_at(json_object_get(pod, "status"), "reason");
+    if (own)
+        return own;
+    container_state c;
+    if (job_each_container(pod, troubled, NULL, &c) && c.reason)
+        return c.reason;
+    const json_t *scheduled = job_condition(pod, "PodScheduled");
+    if (scheduled && !job_condition_true(pod, "PodScheduled"))
+        return string_at(scheduled, "reason");
+    return NULL;
 }
 
 static void report_pods(gc_inspect_report *r, const json_t *pods)
@@ -171,9 +206,83 @@ static void report_pods(gc_inspect_report *r, const json_t *pods)
             .phase = job_strdup_or_null(string_at(json_object_get(pod, "status"), "phase")),
             .restarts = restarts_of(pod),
             .node = job_strdup_or_null(string_at(json_object_get(pod, "spec"), "nodeName")),
+            .reason = job_strdup_or_null(pod_reason(pod)),
         };
     }
     qsort(r->pods, r->pod_count, sizeof(*r->pods), compare_pods);
+}
+
+static bool phase_is(const gc_job_pod *pod, const char *phase)
+{
+    return pod->phase && !strcmp(pod->phase, phase);
+}
+
+/* Puts one slice, whose pods are pods[0..n) sorted by host, in its group. */
+static void count_slice(gc_slice_counts *c, long slice, const gc_job_pod *pods, size_t n)
+{
+    long running = 0, succeeded = 0;
+    long last_running = -1, last_succeeded = -1;
+    for (size_t i = 0; i < n; i++) {
+        const gc_job_pod *p = &pods[i];
+        if (phase_is(p, "Running") && !p->reason && p->host > last_running) {
+            running++;
+            last_running = p->host;
+        }
+        if (phase_is(p, "Succeeded") && p->host > last_succeeded) {
+            succeeded++;
+            last_succeeded = p->host;
+        }
+    }
+    if (n && running >= c->hosts)
+        c->running++;
+    else if (n && succeeded >= c->hosts)
+        c->succeeded++;
+    else if (!n)
+        c->without_pods++;
+    else
+        c->problems[c->problem_count++] = slice;
+}
+
+/* The role's pods are a run of the sorted pods (-1 slices first); each slice in 0..replicas is
+ * counted, with or without pods. */
+static void count_role(gc_slice_counts *c, const gc_inspect_report *r)
+{
+    size_t at = 0;
+    while (at < r->pod_count && compare_strings(r->pods[at].role, c->role))
+        at++;
+    for (long slice = 0; slice < c->slices; slice++) {
+        while (at < r->pod_count && !compare_strings(r->pods[at].role, c->role) &&
+               r->pods[at].slice < slice)
+            at++;
+        size_t end = at;
+        while (end < r->pod_count && !compare_strings(r->pods[end].role, c->role) &&
+               r->pods[end].slice == slice)
+            end++;
+        count_slice(c, slice, r->pods + at, end - at);
+        at = end;
+    }
+}
+
+static void report_slices(gc_inspect_report *r, const json_t *jobset)
+{
+    const json_t *specs = json_object_get(json_object_get(jobset, "spec"), "replicatedJobs");
+    r->slice_count = json_array_size(specs);
+    r->slices = gc_xcalloc(r->slice_count ? r->slice_count : 1, sizeof(*r->slices));
+    size_t i;
+    const json_t *rjob;
+    json_array_foreach(specs, i, rjob)
+    {
+        gc_slice_counts *c = &r->slices[i];
+        const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
+        long replicas = long_at(rjob, "replicas");
+        long parallelism = long_at(job_spec, "parallelism");
+        c->role = job_strdup_or_null(string_at(rjob, "name"));
+        /* The API defaults both to 1 when left out. */
+        c->slices = json_object_get(rjob, "replicas") ? replicas : 1;
+        c->hosts = json_object_get(job_spec, "parallelism") ? parallelism : 1;
+        c->problems = gc_xcalloc(c->slices > 0 ? (size_t)c->slices : 1, sizeof(*c->problems));
+        count_role(c, r);
+    }
 }
 
 static void free_warning(gc_job_warning *g)
@@ -261,6 +370,7 @@ static void build_report(const job_why_inputs *d, bool show, gc_inspect_report *
     report_kueue(&r->kueue, d->workload, &f);
     report_replicated_jobs(r, d->jobset);
     report_pods(r, d->pods);
+    report_slices(r, d->jobset);
     report_warnings(r, d->warnings);
     if (show)
         r->manifest = stored_manifest(d->jobset);
@@ -312,11 +422,17 @@ void gc_inspect_report_free(gc_inspect_report *r)
     for (size_t i = 0; i < r->replicated_job_count; i++)
         free(r->replicated_jobs[i].name);
     free(r->replicated_jobs);
+    for (size_t i = 0; i < r->slice_count; i++) {
+        free(r->slices[i].role);
+        free(r->slices[i].problems);
+    }
+    free(r->slices);
     for (size_t i = 0; i < r->pod_count; i++) {
         free(r->pods[i].name);
         free(r->pods[i].role);
         free(r->pods[i].phase);
         free(r->pods[i].node);
+        free(r->pods[i].reason);
     }
     free(r->pods);
     for (size_t i = 0; i < r->warning_count; i++)

@@ -145,7 +145,10 @@ static int collect_pod(json_t *pod, void *ctx, gc_error *err)
 /* What choosing pods and following them needs of a pod (gc_json_load_fields shape); the pods'
  * specs and managedFields, nine tenths of their bytes, are skipped. */
 static const char POD_FIELDS[] =
-    "{\"metadata\": {\"name\": true, \"labels\": true, \"deletionTimestamp\": true},"
+    "{\"metadata\": {\"name\": true, \"deletionTimestamp\": true,"
+    "              \"labels\": {\"jobset.sigs.k8s.io/replicatedjob-name\": true,"
+    "                         \"jobset.sigs.k8s.io/job-index\": true,"
+    "                         \"batch.kubernetes.io/job-completion-index\": true}},"
     " \"spec\": {\"initContainers\": [{\"name\": true}], \"containers\": [{\"name\": true}]},"
     " \"status\": {\"phase\": true}}";
 

@@ -398,12 +398,10 @@ static void add_next_steps(gc_submit_result *r, const gc_workload *w)
         return;
     }
     add_next(r, "the IFRT proxy", "gcluster job logs %s -f", w->name);
-    add_next(r, NULL,
-             "kubectl get pods -l jobset.sigs.k8s.io/jobset-name=%s,"
-             "jobset.sigs.k8s.io/replicatedjob-name=pathways-head",
-             w->name);
-    add_next(r, "then JAX_BACKEND_TARGET=grpc://127.0.0.1:29000 JAX_PLATFORMS=proxy", "%s",
-             "kubectl port-forward <that pod> 29000:29000");
+    add_next(r,
+             "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://127.0.0.1:29000 (or -- python3 "
+             "your_program.py)",
+             "gcluster job connect %s", w->name);
     add_next(r, "when you are done", "gcluster job cancel %s", w->name);
 }
 

@@ -55,6 +55,9 @@ static const char HOLDER_FIELDS[] =
     "              \"ownerReferences\": true},"
     " \"spec\": {\"nodeName\": true}, \"status\": {\"phase\": true}}";
 
+/* Pods per list request: a 1,024-pod job in three pages, each a few MB of JSON at most. */
+#define POD_PAGE 500
+
 /* Pods bound to a node and not finished: the ones holding a host. */
 #define HOLDING_A_NODE "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
@@ -141,7 +144,9 @@ int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_err
     snprintf(selector, sizeof(selector), JOBSET_LABEL "=%s", name);
     json_t *pod_fields = shape(POD_FIELDS), *job_fields = shape(JOB_FIELDS);
     json_t *event_fields = shape(EVENT_FIELDS);
-    gc_kube_list_options pods = {.label_selector = selector, .fields = pod_fields};
+    /* A job of a thousand pods comes in pages, each decoded to the fields above as it arrives. */
+    gc_kube_list_options pods = {
+        .label_selector = selector, .fields = pod_fields, .page_size = POD_PAGE};
     gc_kube_list_options jobs = {.label_selector = selector, .fields = job_fields};
     gc_kube_list_options warnings = {.field_selector = "type=Warning", .fields = event_fields};
     json_t *events = json_array();

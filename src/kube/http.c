@@ -65,9 +65,9 @@ static int set_user_timeout(void *ctx, curl_socket_t fd, curlsocktype purpose)
     return CURL_SOCKOPT_OK;
 }
 
-/* What reaching this API server takes, beyond the request itself. Every connection probes its
- * peer when idle, so a pooled connection that died is found before a request waits on it. */
-static void set_connection(gc_kube *k, CURL *e)
+/* Every connection probes its peer when idle, so a pooled connection that died is found before
+ * a request waits on it. */
+void kube_set_connection(gc_kube *k, CURL *e)
 {
     const kube_cluster *c = k->sel.cluster;
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -168,7 +168,7 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
         .trace = &k->trace,
     };
     gc_http_start(&x->http, e, &hr);
-    set_connection(k, e);
+    kube_set_connection(k, e);
     x->credential = k->credential_generation;
     k->request_count++;
     /* One sent alongside requests still in flight shares their round trip; one sent from a

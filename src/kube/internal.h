@@ -134,6 +134,10 @@ typedef struct kube_exchange {
     unsigned credential;     /* generation of the credential the attempt was sent with */
 } kube_exchange;
 
+/* What reaching this API server takes on `e`, beyond the request itself: HTTP/2, keep-alive,
+ * proxy, the TLS trust and the client certificate. */
+void kube_set_connection(gc_kube *k, CURL *e);
+
 void kube_exchange_init(kube_exchange *x, const kube_request *req);
 void kube_exchange_free(kube_exchange *x);
 /* Sets up an attempt on `e` (the request, the endpoint's TLS and proxy, the credential), and

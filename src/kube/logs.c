@@ -2,10 +2,9 @@
  * Pod logs from many containers at once, on libcurl's multi interface, each line delivered
  * exactly once even when connections break.
  *
- * Every container is one GET .../pods/<pod>/log stream; with HTTP/2 they share a connection
- * (PIPEWAIT makes later streams wait for it rather than open their own). Bytes are cut into
- * whole lines per stream before the caller sees them, so lines of different containers never
- * mix.
+ * Every container is one GET .../pods/<pod>/log stream; with HTTP/2 they share connections,
+ * STREAMS_PER_CONNECTION on each (see may_start). Bytes are cut into whole lines per stream
+ * before the caller sees them, so lines of different containers never mix.
  *
  * Resuming: streams always ask for timestamps=true, so every line starts with the time the
  * container wrote it (stripped again unless the caller wants it). When a stream breaks (reset,
@@ -39,6 +38,17 @@
 #define ENDED_RETRY_MAX_MS  5000 /* a followed log that ended is asked again at least this often */
 #define CONNECTED_MS        1000 /* a connection that lived this long was working */
 #define NOTICE_EVERY_MS     5000
+
+/* HTTP/2 streams per connection. A server allows a number of concurrent streams per connection
+ * (Go's HTTP/2 server, and so the kube-apiserver, 250 unless configured; others 100), and
+ * libcurl keeps to 100 of its own (CURLMOPT_MAX_CONCURRENT_STREAMS); a log stream beyond both
+ * needs another connection. libcurl shares a connection still being set up only with transfers
+ * added while it knows of no other (PIPEWAIT): later ones each open their own, so a thousand
+ * streams added at once opened ~900 TLS connections (~120 KiB each). So streams start in
+ * waves: the first of a wave opens a connection and the rest of the wave starts once it is
+ * set up, and finds it. */
+#define STREAMS_PER_CONNECTION 100
+#define WAVE_POLL_MS           5 /* how often a waiting wave looks at its opener */
 
 struct logs_run;
 
@@ -105,8 +115,10 @@ typedef struct logs_run {
     gc_kube_log_line_fn on_line;
     gc_kube_log_continue_fn keep_going;
     void *ctx;
-    bool stop;      /* the line handler said so */
-    bool following; /* follow, and keep_going has not ended it */
+    bool stop;          /* the line handler said so */
+    bool following;     /* follow, and keep_going has not ended it */
+    log_stream *opener; /* the first stream of the wave, while its connection is set up */
+    size_t room;        /* streams the wave may still start */
     long long notice_at;
     bool noticed; /* a reconnect notice is standing */
 } logs_run;
@@ -665,6 +677,31 @@ static void reset_connections(logs_run *run)
     curl_multi_cleanup(run->multi);
     run->multi = curl_multi_init();
     curl_multi_setopt(run->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    run->opener = NULL;
+    run->room = 0;
+}
+
+/* Whether a stream may start now: not while the first of a wave is still connecting (see
+ * STREAMS_PER_CONNECTION). A stream that has sent its request is past connecting. */
+static bool may_start(logs_run *run)
+{
+    if (run->opener && run->opener->running) {
+        curl_off_t sent = 0;
+        curl_easy_getinfo(run->opener->e, CURLINFO_PRETRANSFER_TIME_T, &sent);
+        if (!sent)
+            return false;
+    }
+    run->opener = NULL;
+    return true;
+}
+
+static void started(logs_run *run, log_stream *s)
+{
+    if (!run->room) {
+        run->opener = s;
+        run->room = STREAMS_PER_CONNECTION;
+    }
+    run->room--;
 }
 
 /* Starts streams whose time has come, and ends attempts that received nothing for their stall
@@ -684,10 +721,14 @@ static int start_due(logs_run *run, gc_error *err, int *rc)
             next = due < next ? due : next;
         } else if (s->running) {
             s->stalled = stalled = true;
+        } else if (!may_start(run)) {
+            next = now + WAVE_POLL_MS < next ? now + WAVE_POLL_MS : next;
         } else {
             *rc = kube_auth_ensure(run->k, err);
-            if (!*rc)
+            if (!*rc) {
                 start_attempt(s);
+                started(run, s);
+            }
         }
     }
     if (stalled) {

@@ -38,6 +38,8 @@
     X(char *, curl_version, (void))                                                                \
     X(CURL *, curl_easy_init, (void))                                                              \
     X(CURLcode, curl_easy_perform, (CURL *))                                                       \
+    X(CURLcode, curl_easy_send, (CURL *, const void *, size_t, size_t *))                          \
+    X(CURLcode, curl_easy_recv, (CURL *, void *, size_t, size_t *))                                \
     X(void, curl_easy_cleanup, (CURL *))                                                           \
     X(void, curl_easy_reset, (CURL *))                                                             \
     X(const char *, curl_easy_strerror, (CURLcode))                                                \
@@ -54,6 +56,8 @@
     X(CURLMcode, curl_multi_remove_handle, (CURLM *, CURL *))                                      \
     X(CURLMcode, curl_multi_perform, (CURLM *, int *))                                             \
     X(CURLMcode, curl_multi_poll, (CURLM *, struct curl_waitfd *, unsigned int, int, int *))       \
+    X(CURLMcode, curl_multi_fdset, (CURLM *, fd_set *, fd_set *, fd_set *, int *))                 \
+    X(CURLMcode, curl_multi_timeout, (CURLM *, long *))                                            \
     X(CURLMsg *, curl_multi_info_read, (CURLM *, int *))                                           \
     X(CURLMcode, curl_multi_cleanup, (CURLM *))                                                    \
     X(CURLSH *, curl_share_init, (void))                                                           \
@@ -149,6 +153,18 @@ CURL *curl_easy_init(void)
 CURLcode curl_easy_perform(CURL *curl)
 {
     return available() ? real.curl_easy_perform(curl) : CURLE_FAILED_INIT;
+}
+
+CURLcode curl_easy_send(CURL *curl, const void *buffer, size_t buflen, size_t *n)
+{
+    *n = 0;
+    return available() ? real.curl_easy_send(curl, buffer, buflen, n) : CURLE_FAILED_INIT;
+}
+
+CURLcode curl_easy_recv(CURL *curl, void *buffer, size_t buflen, size_t *n)
+{
+    *n = 0;
+    return available() ? real.curl_easy_recv(curl, buffer, buflen, n) : CURLE_FAILED_INIT;
 }
 
 void curl_easy_cleanup(CURL *curl)
@@ -265,6 +281,20 @@ CURLMcode curl_multi_poll(CURLM *multi, struct curl_waitfd extra_fds[], unsigned
 {
     return available() ? real.curl_multi_poll(multi, extra_fds, extra_nfds, timeout_ms, ret)
                        : CURLM_BAD_HANDLE;
+}
+
+CURLMcode curl_multi_fdset(CURLM *multi, fd_set *read_fd_set, fd_set *write_fd_set,
+                           fd_set *exc_fd_set, int *max_fd)
+{
+    *max_fd = -1;
+    return available() ? real.curl_multi_fdset(multi, read_fd_set, write_fd_set, exc_fd_set, max_fd)
+                       : CURLM_BAD_HANDLE;
+}
+
+CURLMcode curl_multi_timeout(CURLM *multi, long *milliseconds)
+{
+    *milliseconds = -1;
+    return available() ? real.curl_multi_timeout(multi, milliseconds) : CURLM_BAD_HANDLE;
 }
 
 CURLMsg *curl_multi_info_read(CURLM *multi, int *msgs_in_queue)

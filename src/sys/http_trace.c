@@ -25,6 +25,7 @@ static const struct {
     long code;
     const char *phrase;
 } phrases[] = {
+    {101, "Switching Protocols"},
     {200, "OK"},
     {201, "Created"},
     {202, "Accepted"},
@@ -318,12 +319,11 @@ static int verbosity(const gc_http_transfer *t)
 }
 
 /* One trace line, through the client's own redaction (the secrets it knows) when it has one. */
-static void trace(const gc_http_transfer *t, const char *fmt, ...)
+static void trace_to(const gc_http_trace *tr, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void trace(const gc_http_transfer *t, const char *fmt, ...)
+static void trace_to(const gc_http_trace *tr, const char *fmt, ...)
 {
-    const gc_http_trace *tr = t->req.trace;
     if (!tr || !tr->events)
         return;
     gc_buf line;
@@ -342,8 +342,7 @@ static void trace(const gc_http_transfer *t, const char *fmt, ...)
 /* "Name: value" with the value replaced when the name says it is a credential; the scheme of
  * an Authorization value ("Bearer", "Basic") is kept, as it tells which credential went out.
  * Response header lines from libcurl are not NUL-terminated. */
-static void trace_header_line(const gc_http_transfer *t, char direction, const char *data,
-                              size_t len)
+static void trace_header_line(const gc_http_trace *tr, char direction, const char *data, size_t len)
 {
     while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
         len--;
@@ -352,7 +351,7 @@ static void trace_header_line(const gc_http_transfer *t, char direction, const c
     char *line = gc_xstrndup(data, len);
     const char *colon = strchr(line, ':');
     if (!colon || !secret_header(line, (size_t)(colon - line))) {
-        trace(t, "%c %s", direction, line);
+        trace_to(tr, "%c %s", direction, line);
     } else {
         int name_len = (int)(colon - line + 1);
         const char *value = colon + 1 + strspn(colon + 1, " ");
@@ -361,9 +360,9 @@ static void trace_header_line(const gc_http_transfer *t, char direction, const c
                            !strncasecmp(line, "proxy-authorization:", 20)) &&
                           value[scheme] == ' ';
         if (has_scheme)
-            trace(t, "%c %.*s %.*s " REDACTED, direction, name_len, line, (int)scheme, value);
+            trace_to(tr, "%c %.*s %.*s " REDACTED, direction, name_len, line, (int)scheme, value);
         else
-            trace(t, "%c %.*s " REDACTED, direction, name_len, line);
+            trace_to(tr, "%c %.*s " REDACTED, direction, name_len, line);
     }
     explicit_bzero(line, len);
     free(line);
@@ -373,18 +372,18 @@ void sys_http_trace_request(const gc_http_transfer *t)
 {
     if (verbosity(t) < 2)
         return;
-    trace(t, "> %s %s", t->req.method, t->shown_url);
+    trace_to(t->req.trace, "> %s %s", t->req.method, t->shown_url);
     for (const struct curl_slist *h = t->header_list; h; h = h->next) {
         size_t len = strlen(h->data);
         if (len && h->data[len - 1] != ':') /* "Expect:": a header removed, not sent */
-            trace_header_line(t, '>', h->data, len);
+            trace_header_line(t->req.trace, '>', h->data, len);
     }
     const gc_http_body *body = t->req.body;
     if (body && body->read) {
-        trace(t, "> (body, %lld bytes, not shown)", body->size);
+        trace_to(t->req.trace, "> (body, %lld bytes, not shown)", body->size);
     } else if (body && body->len) {
         char *shown = gc_http_redact_body(body->data, body->len, TRACE_BODY_MAX);
-        trace(t, "> (body, %zu bytes) %s", body->len, shown);
+        trace_to(t->req.trace, "> (body, %zu bytes) %s", body->len, shown);
         free(shown);
     }
 }
@@ -392,7 +391,19 @@ void sys_http_trace_request(const gc_http_transfer *t)
 void sys_http_trace_header(const gc_http_transfer *t, const char *line, size_t len)
 {
     if (verbosity(t) >= 2)
-        trace_header_line(t, '<', line, len);
+        trace_header_line(t->req.trace, '<', line, len);
+}
+
+void gc_http_trace_head(const gc_http_trace *trace, char direction, const char *head, size_t len)
+{
+    if (!trace || trace->verbose < 2)
+        return;
+    for (const char *p = head, *end = head + len; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t line = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        trace_header_line(trace, direction, p, line);
+        p += line + 1;
+    }
 }
 
 void sys_http_trace_result(gc_http_transfer *t, CURLcode result)
@@ -411,12 +422,12 @@ void sys_http_trace_result(gc_http_transfer *t, CURLcode result)
     curl_easy_getinfo(t->e, CURLINFO_NUM_CONNECTS, &connects);
     const char *connection = connects > 0 ? ", new connection" : "";
     if (result != CURLE_OK)
-        trace(t, "%s %s -> failed: %s (%lld ms%s)", t->req.method, t->shown_url,
-              curl_easy_strerror(result), t->elapsed_ms, connection);
+        trace_to(t->req.trace, "%s %s -> failed: %s (%lld ms%s)", t->req.method, t->shown_url,
+                 curl_easy_strerror(result), t->elapsed_ms, connection);
     else
-        trace(t, "%s %s -> %ld %s (%lld ms%s%s%s)", t->req.method, t->shown_url, t->status,
-              gc_http_reason_phrase(t->status), t->elapsed_ms, protocol, connection,
-              t->req.streaming ? ", streaming" : "");
+        trace_to(t->req.trace, "%s %s -> %ld %s (%lld ms%s%s%s)", t->req.method, t->shown_url,
+                 t->status, gc_http_reason_phrase(t->status), t->elapsed_ms, protocol, connection,
+                 t->req.streaming ? ", streaming" : "");
 }
 
 void sys_http_trace_response_body(const gc_http_transfer *t)
@@ -424,6 +435,6 @@ void sys_http_trace_response_body(const gc_http_transfer *t)
     if (verbosity(t) < 2 || !t->body.len)
         return;
     char *shown = gc_http_redact_body(t->body.data, t->body.len, TRACE_BODY_MAX);
-    trace(t, "< (body, %zu bytes) %s", t->body.len, shown);
+    trace_to(t->req.trace, "< (body, %zu bytes) %s", t->body.len, shown);
     free(shown);
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,7 +91,7 @@ _Noreturn static void child_exec(const char *program, char *const *argv, char **
 {
     if (own_group)
         setpgid(0, 0);
-    if ((in_fd >= 0 && dup2(in_fd, 0) < 0) || dup2(out_fd, 1) < 0 ||
+    if ((in_fd >= 0 && dup2(in_fd, 0) < 0) || (out_fd >= 0 && dup2(out_fd, 1) < 0) ||
         (err_fd >= 0 && dup2(err_fd, 2) < 0))
         _exit(126);
     /* Keep only 0-2 and the status pipe (moved to 3, close-on-exec). */
@@ -350,6 +351,110 @@ int gc_process_run(const gc_process *p, gc_process_result *r, gc_error *err)
     close_fd(&x.err_fd);
     reap(&x);
     return 0;
+}
+
+/* --- a child that runs beside the caller ------------------------------------------------- */
+
+/* Waits for the exec (the status pipe closes on success, or carries execve's errno). */
+static int exec_errno_of(int status_fd)
+{
+    int e = 0;
+    ssize_t got;
+    do
+        got = read(status_fd, &e, sizeof(e));
+    while (got < 0 && errno == EINTR);
+    return got == (ssize_t)sizeof(e) ? e : 0;
+}
+
+static void reap_into(pid_t pid, gc_process_result *r)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    r->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+int gc_process_start(const gc_process *p, gc_process_child *child, gc_error *err)
+{
+    child->pid = -1;
+    child->fd = -1;
+    char *program = p->program ? gc_xstrdup(p->program) : gc_process_find_program(p->argv[0]);
+    if (!program)
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot run %s: not found on PATH", p->argv[0]);
+    int status[2];
+    if (cloexec_pipe(status)) {
+        int e = errno;
+        free(program);
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot start %s: %s", p->argv[0], strerror(e));
+    }
+    char **env = child_environment(p->env_add, p->env_add_count);
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(program, p->argv, env, false, -1, -1, -1, status[1]);
+    int fork_errno = errno;
+    free(env);
+    free(program);
+    close(status[1]);
+    if (pid < 0) {
+        close(status[0]);
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot start %s: %s", p->argv[0],
+                       strerror(fork_errno));
+    }
+    int exec_errno = exec_errno_of(status[0]);
+    close(status[0]);
+    if (exec_errno) {
+        gc_process_result r;
+        reap_into(pid, &r);
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot run %s: %s", p->argv[0], strerror(exec_errno));
+    }
+    child->pid = pid;
+    /* Linux >= 5.3: a descriptor that polls readable when the child exits. */
+    child->fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (child->fd >= 0)
+        fcntl(child->fd, F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+bool gc_process_child_ended(gc_process_child *child, gc_process_result *r)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (child->pid <= 0 ||
+        waitid(P_PID, (id_t)child->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+        info.si_pid != child->pid)
+        return false;
+    memset(r, 0, sizeof(*r));
+    gc_buf_init(&r->out);
+    gc_buf_init(&r->err);
+    reap_into(child->pid, r);
+    child->pid = -1;
+    if (child->fd >= 0)
+        close(child->fd);
+    child->fd = -1;
+    return true;
+}
+
+void gc_process_child_stop(gc_process_child *child, int grace_ms, gc_process_result *r)
+{
+    if (child->pid <= 0)
+        return;
+    kill(child->pid, SIGTERM);
+    long long deadline = gc_clock_ms() + grace_ms;
+    while (!gc_process_child_ended(child, r)) {
+        if (gc_clock_ms() >= deadline) {
+            kill(child->pid, SIGKILL);
+            deadline = gc_clock_ms() + 60 * 1000;
+        }
+        struct pollfd p = {.fd = child->fd, .events = POLLIN}; /* a -1 fd just waits */
+        poll(&p, 1, EXIT_POLL_MS * 10);
+    }
+}
+
+void gc_process_child_signal(const gc_process_child *child, int sig)
+{
+    if (child->pid > 0)
+        kill(child->pid, sig);
 }
 
 void gc_process_result_free(gc_process_result *r)

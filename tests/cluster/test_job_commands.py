@@ -78,7 +78,7 @@ def test_headless_flow(cli):
     job = "pw-headless"
     out = submit_pathways(cli, job, slices="1", headless=True).stdout
     assert f"Created headless Pathways job {job}" in out
-    assert "kubectl port-forward" in out
+    assert f"gcluster job connect {job}" in out and "kubectl" not in out
 
     js = cli.kubectl_json("get", "jobset", job)
     # No success policy aimed at the head (the webhook defaults "all jobs", which servers

@@ -24,6 +24,15 @@ class ValgrindCli(Cli):
         return proc
 
 
+ECHO_CLIENT = """
+import os, socket
+host, port = os.environ["JAX_BACKEND_TARGET"][len("grpc://"):].rsplit(":", 1)
+with socket.create_connection((host, int(port)), timeout=60) as s:
+    s.sendall(b"ping")
+    print("echoed", s.recv(4))
+"""
+
+
 def test_live_commands_are_clean_under_valgrind(testenv, tmp_path):
     # scripts/install-deps installs valgrind, as `make cluster-test` runs it: missing is a failure.
     assert shutil.which("valgrind"), "valgrind is not on PATH: run scripts/install-deps"
@@ -39,6 +48,11 @@ def test_live_commands_are_clean_under_valgrind(testenv, tmp_path):
         cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0)
         cli.gcluster("job", "inspect", job, *CLUSTER, "--show", check=0)
         cli.gcluster("job", "logs", job, *CLUSTER, "--all", "--timestamps", check=0)
+        # A tunnel through the API server to the head pod's proxy port (testenv's echo server),
+        # a command run with it, and everything closed again.
+        echoed = cli.gcluster("job", "connect", job, *CLUSTER, "--local-port", "0", "--",
+                              "python3", "-c", ECHO_CLIENT, check=0)
+        assert "echoed b'ping'" in echoed.stdout
         cli.gcluster("job", "inspect", "no-such-job", *CLUSTER, check=1)
         cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "2m", check=0)
         # --plan runs every request of a deploy (server-side dry runs) and changes nothing.

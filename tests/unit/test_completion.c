@@ -80,8 +80,8 @@ static void test_flags(void **state)
 {
     (void)state;
     assert_completes("--status\n", "job", "list", "--st");
-    assert_completes("--command\n--compute-type\n--context\n", "job", "submit", "--name", "pw",
-                     "--co");
+    assert_completes("--command\n--compute-type\n--connect\n--context\n", "job", "submit", "--name",
+                     "pw", "--co");
     /* A flag given once is not offered again; repeatable ones are. */
     assert_completes("", "job", "list", "-o", "json", "--out");
     assert_completes("--mount\n", "job", "submit", "--mount", "/a:/b", "--mou");

@@ -57,32 +57,62 @@ static json_t *metadata(const char *name)
                      "meta.k8s.io/v1", "metadata", "name", name, "namespace", "ns1");
 }
 
-static void test_cancel_waits_until_the_pods_are_gone(void **state)
+/* Cancels pw with --wait while its two pods and then the JobSet go; with `relist`, the first
+ * pod watch is too far behind (410) and the pods are listed again. */
+static void cancel_while_pods_go(bool relist)
 {
-    (void)state;
     script_delete();
     jt_list(JT_PODS, "PartialObjectMetadataList",
             json_pack("[o, o]", metadata("p1"), metadata("p2")));
+    if (relist) {
+        jt_answer("GET " JT_PODS,
+                  json_pack("{s:{s:s}, s:i, s:{s:s, s:i, s:s}}", "when", "watch", "1", "status",
+                            410, "json", "kind", "Status", "code", 410, "reason", "Gone"));
+        jt_list(JT_PODS, "PartialObjectMetadataList",
+                json_pack("[o, o]", metadata("p1"), metadata("p2")));
+    }
     jt_watch(JT_PODS,
              json_pack("[[s, o], [s, o]]", "DELETED", metadata("p1"), "DELETED", metadata("p2")));
     jt_list(JT_JOBSETS, "PartialObjectMetadataList", json_pack("[o]", metadata("pw")));
     jt_watch(JT_JOBSETS, json_pack("[[s, o]]", "DELETED", metadata("pw")));
-    gc_cancel_request r = {.name = "pw", .wait = true, .timeout = "30s"};
+    gc_cancel_request r = {.name = "pw", .wait = true, .timeout = "10s"};
     gc_cancel_result res;
     gc_error err;
     assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), 0);
     assert_true(res.gone);
     assert_int_equal(res.pods_deleted, 2);
-    assert_string_equal(jt_recorded(), "progress: cancelling pw: 2 pods left\n"
-                                       "progress: cancelling pw: 1 pod left\n"
-                                       "progress: cancelling pw: 1 JobSet left\n"
-                                       "end\n");
     gc_cancel_result_free(&res);
+}
+
+static void test_cancel_waits_until_the_pods_are_gone(void **state)
+{
+    (void)state;
+    cancel_while_pods_go(false);
+    assert_string_equal(jt_recorded(), "progress: cancelling pw: 0/2 pods gone\n"
+                                       "progress: cancelling pw: 1/2 pods gone\n"
+                                       "progress: cancelling pw: 0/1 JobSet gone\n"
+                                       "end\n");
     json_t *req = jt_requests();
     assert_int_equal(json_array_size(req), 5);
     assert_string_equal(jt_param(req, 1, "labelSelector"), "jobset.sigs.k8s.io/jobset-name=pw");
     assert_string_equal(jt_param(req, 3, "fieldSelector"), "metadata.name=pw");
     json_decref(req);
+}
+
+/* A re-list announces every pod once more: none is counted twice, so the wait ends when both
+ * are gone. */
+static void test_cancel_wait_survives_a_relist(void **state)
+{
+    (void)state;
+    cancel_while_pods_go(true);
+    /* The re-list's announcements redraw the same count: never 0/4. */
+    assert_string_equal(jt_recorded(), "progress: cancelling pw: 0/2 pods gone\n"
+                                       "progress: cancelling pw: 0/2 pods gone\n"
+                                       "progress: cancelling pw: 0/2 pods gone\n"
+                                       "progress: cancelling pw: 0/2 pods gone\n"
+                                       "progress: cancelling pw: 1/2 pods gone\n"
+                                       "progress: cancelling pw: 0/1 JobSet gone\n"
+                                       "end\n");
 }
 
 static void test_cancel_wait_times_out(void **state)
@@ -223,6 +253,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cancel, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_wait_survives_a_relist, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_waits_until_the_pods_are_gone, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_wait_times_out, jt_open, jt_close),

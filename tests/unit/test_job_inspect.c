@@ -222,6 +222,97 @@ static void test_terminating_job_without_kueue(void **state)
     json_decref(req);
 }
 
+/* 64 slices of 16 hosts: the pods arrive in pages of 500, every one is in the report, and the
+ * slices are summed up with the two that have problems named. */
+static void test_big_job_slice_by_slice(void **state)
+{
+    (void)state;
+    jt_script_big_job("big", 64, 16, 5, 40);
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "big", false, &r, &err), 0);
+    assert_int_equal(r.pod_count, 1025);
+    assert_string_equal(r.pods[0].role, "pathways-head");
+    assert_int_equal(r.pods[1].slice, 0);
+    assert_int_equal(r.pods[1].host, 0);
+    assert_int_equal(r.pods[1024].slice, 63);
+    assert_int_equal(r.pods[1024].host, 15);
+    const gc_job_pod *pending = &r.pods[1 + 5 * 16 + 3], *crashing = &r.pods[1 + 40 * 16];
+    assert_string_equal(pending->phase, "Pending");
+    assert_string_equal(pending->reason, "Unschedulable");
+    assert_null(pending->node);
+    assert_string_equal(crashing->phase, "Running");
+    assert_string_equal(crashing->reason, "CrashLoopBackOff");
+    assert_int_equal(crashing->restarts, 5);
+    assert_null(r.pods[1].reason);
+
+    assert_int_equal(r.slice_count, 2);
+    const gc_slice_counts *head = &r.slices[0], *workers = &r.slices[1];
+    assert_string_equal(head->role, "pathways-head");
+    assert_int_equal(head->slices, 1);
+    assert_int_equal(head->running, 1);
+    assert_string_equal(workers->role, "worker");
+    assert_int_equal(workers->slices, 64);
+    assert_int_equal(workers->hosts, 16);
+    assert_int_equal(workers->running, 62);
+    assert_int_equal(workers->succeeded, 0);
+    assert_int_equal(workers->without_pods, 0);
+    assert_int_equal(workers->problem_count, 2);
+    assert_int_equal(workers->problems[0], 5);
+    assert_int_equal(workers->problems[1], 40);
+    gc_inspect_report_free(&r);
+
+    /* Three pages of at most 500, each asking for the next with the token it was given. */
+    json_t *req = jt_requests();
+    size_t pages = 0;
+    for (size_t i = 0; i < json_array_size(req); i++) {
+        const char *path = json_string_value(json_object_get(json_array_get(req, i), "path"));
+        if (strcmp(path, JT_PODS))
+            continue;
+        assert_string_equal(jt_param(req, i, "limit"), "500");
+        const char *token = jt_param(req, i, "continue");
+        if (pages)
+            assert_int_equal(token[1] - '0', (int)pages);
+        else
+            assert_null(token);
+        pages++;
+    }
+    assert_int_equal(pages, 3);
+    json_decref(req);
+}
+
+/* Slices without pods (queued) and finished ones are counted apart from those with problems. */
+static void test_slices_waiting_and_finished(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 3);
+    json_t *pods = json_pack("[o, o, o, o, o, o]", jt_pod("pw", "worker", 0, 0, "Succeeded", "a"),
+                             jt_pod("pw", "worker", 0, 1, "Succeeded", "b"),
+                             jt_pod("pw", "worker", 0, 2, "Succeeded", "c"),
+                             jt_pod("pw", "worker", 0, 3, "Succeeded", "d"),
+                             jt_pod("pw", "worker", 2, 0, "Failed", "e"),
+                             jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu"));
+    jt_pod_exit(json_array_get(pods, 4), "pathways-worker", 1);
+    json_t *statuses =
+        json_object_get(json_object_get(json_array_get(pods, 4), "status"), "containerStatuses");
+    json_object_set_new(
+        json_object_get(json_object_get(json_array_get(statuses, 0), "state"), "terminated"),
+        "reason", json_string("Error"));
+    script_job(js, pods, NULL, NULL);
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", false, &r, &err), 0);
+    const gc_slice_counts *workers = &r.slices[1];
+    assert_int_equal(workers->slices, 3);
+    assert_int_equal(workers->succeeded, 1);
+    assert_int_equal(workers->without_pods, 1);
+    assert_int_equal(workers->running, 0);
+    assert_int_equal(workers->problem_count, 1);
+    assert_int_equal(workers->problems[0], 2);
+    assert_string_equal(r.pods[5].reason, "Error");
+    gc_inspect_report_free(&r);
+}
+
 static void test_missing_job(void **state)
 {
     (void)state;
@@ -266,6 +357,8 @@ int main(void)
                                         jt_close),
         cmocka_unit_test_setup_teardown(test_succeeded_job_with_its_manifest, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_terminating_job_without_kueue, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_big_job_slice_by_slice, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_slices_waiting_and_finished, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_missing_job, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_bad_name_sends_nothing, jt_open, jt_close),
     };

@@ -98,7 +98,7 @@ static void test_inspect_json(void **state)
                                       "detail",       "compute",   "topology", "pathways",
                                       "queue",        "created",   "finished", "restarts",
                                       "max_restarts", "diagnosis", "kueue",    "replicated_jobs",
-                                      "pods",         "warnings",  NULL};
+                                      "pods",         "warnings",  "slices",   NULL};
     assert_keys(doc, top);
     /* The diagnosis, as `job why -o json` gives it. */
     json_t *why = json_object_get(doc, "diagnosis");
@@ -135,12 +135,25 @@ static void test_inspect_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(rjob, "replicas")), 1);
 
     json_t *head = json_array_get(json_object_get(doc, "pods"), 0);
-    static const char *const pod_keys[] = {"name",  "role",     "slice", "host",
-                                           "phase", "restarts", "node",  NULL};
+    static const char *const pod_keys[] = {"name",     "role", "slice",  "host", "phase",
+                                           "restarts", "node", "reason", NULL};
     assert_keys(head, pod_keys);
     assert_string_equal(str(head, "role"), "pathways-head");
     assert_int_equal(json_integer_value(json_object_get(head, "slice")), 0);
     assert_string_equal(str(head, "node"), "cpu-1");
+    assert_true(json_is_null(json_object_get(head, "reason")));
+
+    /* Slice by slice: the worker's one slice runs (its one host of a v6e-16 slice of 4 does
+     * not fill it), so it is a slice with problems. */
+    json_t *workers = json_array_get(json_object_get(doc, "slices"), 1);
+    static const char *const slice_keys[] = {
+        "role", "slices", "hosts", "running", "succeeded", "without_pods", "with_problems", NULL};
+    assert_keys(workers, slice_keys);
+    assert_string_equal(str(workers, "role"), "worker");
+    assert_int_equal(json_integer_value(json_object_get(workers, "hosts")), 4);
+    assert_int_equal(json_integer_value(json_object_get(workers, "running")), 0);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(workers, "with_problems"), 0)), 0);
 
     json_t *warning = json_array_get(json_object_get(doc, "warnings"), 0);
     static const char *const warning_keys[] = {"kind",      "object",  "reason", "count",
@@ -195,8 +208,21 @@ static void test_inspect_text(void **state)
                                 "  Admitted to ClusterQueue cluster-queue; flavors per pod set:\n"
                                 "  pathways-head  cpu=pathways-flavor, memory=pathways-flavor\n"
                                 "  worker         google.com/tpu=tpu-flavor\n"));
-    assert_non_null(strstr(out, "  pathways-head  0      0     Running    0         cpu-1"));
+    assert_non_null(strstr(out, "Slices:\n"
+                                "  pathways-head    1 slice of 1 pod: 1 fully running\n"
+                                "  worker           1 slice of 4 pods: 0 fully running, "
+                                "1 with problems\n"));
+    assert_non_null(strstr(out, "  worker slice 0: 1 of 4 pods running\n"));
+    assert_null(strstr(out, "ROLE"));
     assert_non_null(strstr(out, "Pod/pw-worker-0-0-x0: BackOff (x2): restarting\n"));
+    cli_result_free(&res);
+
+    /* --pods: a row for every pod. */
+    script_running_job();
+    gcluster(&res, "inspect", "pw", "--pods");
+    assert_int_equal(res.exit_code, 0);
+    assert_non_null(
+        strstr(res.out.data, "  pathways-head  0      0     Running    0         cpu-1"));
     cli_result_free(&res);
 
     /* --show: the summary becomes YAML comments above the manifest. */
@@ -205,6 +231,60 @@ static void test_inspect_text(void **state)
     assert_int_equal(res.exit_code, 0);
     assert_non_null(strstr(res.out.data, "# Status:     Running 2/5\n"));
     assert_non_null(strstr(res.out.data, "\nkind: JobSet\n"));
+    cli_result_free(&res);
+}
+
+static size_t count_lines(const char *text, const char *containing)
+{
+    size_t n = 0;
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line += !!line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char *copy = gc_xasprintf("%.*s", (int)len, line);
+        n += strstr(copy, containing) != NULL;
+        free(copy);
+    }
+    return n;
+}
+
+/* A job of 1,025 pods reads in a screen; --pods and -o json carry every pod. */
+static void test_inspect_big_job(void **state)
+{
+    (void)state;
+    jt_script_big_job("big", 64, 16, 5, 40);
+    cli_result res;
+    gcluster(&res, "inspect", "big");
+    assert_int_equal(res.exit_code, 0);
+    const char *out = res.out.data;
+    assert_non_null(strstr(out, "Slices:\n"
+                                "  pathways-head    1 slice of 1 pod: 1 fully running\n"
+                                "  worker           64 slices of 16 pods: 62 fully running, "
+                                "2 with problems\n"
+                                "Head pod:   big-pathways-head-0-0-x0 (Running, on cpu-np-0)\n"));
+    assert_non_null(strstr(out, "  worker slice 5: 15 of 16 pods running\n"
+                                "    Pending    Unschedulable          (unscheduled)              "
+                                "big-worker-5-3-x53\n"
+                                "  worker slice 40: 15 of 16 pods running\n"
+                                "    Running    CrashLoopBackOff       tpu-40-0                   "
+                                "big-worker-40-0-x400\n"));
+    assert_true(count_lines(out, "") < 40);
+    cli_result_free(&res);
+
+    jt_script_big_job("big", 64, 16, 5, 40);
+    gcluster(&res, "inspect", "big", "--pods");
+    assert_int_equal(res.exit_code, 0);
+    /* A row per pod, besides the problem slices above the table and the diagnosis. */
+    assert_in_range(count_lines(res.out.data, " big-worker-"), 1024, 1024 + 4);
+    assert_non_null(strstr(res.out.data, "  worker         63     15    Running    0         "
+                                         "tpu-63-15                  big-worker-63-15-x645"));
+    cli_result_free(&res);
+
+    jt_script_big_job("big", 64, 16, 5, 40);
+    gcluster(&res, "inspect", "big", "-o", "json");
+    assert_int_equal(res.exit_code, 0);
+    json_t *doc = parse_json(&res);
+    assert_int_equal(json_array_size(json_object_get(doc, "pods")), 1025);
+    json_decref(doc);
     cli_result_free(&res);
 }
 
@@ -356,6 +436,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inspect_json, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_inspect_yaml_with_manifest, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_inspect_text, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_inspect_big_job, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_list_json_and_table, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_json_and_text, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_logs_all_prefixes_lines, jt_open, jt_close),

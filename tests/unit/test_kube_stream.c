@@ -721,6 +721,65 @@ static void test_logs_of_several_containers(void **state)
     lines_free(&l);
 }
 
+#define MANY_STREAMS 250
+
+typedef struct many_lines {
+    int per_stream[MANY_STREAMS];
+    int wrong; /* lines that are not the stream's own */
+} many_lines;
+
+static int count_line(size_t index, const char *line, size_t len, void *ctx)
+{
+    many_lines *m = ctx;
+    char want[32];
+    int n = snprintf(want, sizeof(want), "p%zu line", index);
+    if (len < (size_t)n || memcmp(line, want, (size_t)n))
+        m->wrong++;
+    m->per_stream[index]++;
+    return 0;
+}
+
+/* More streams than libcurl puts on one connection (100) or the kube-apiserver allows on one
+ * (250), in waves: every line of every stream arrives once, with its own stream, and a stream
+ * that fails (p7: 404) does not stop the others. */
+static void test_logs_of_many_containers(void **state)
+{
+    (void)state;
+    json_t *doc = json_object();
+    gc_kube_log_source sources[MANY_STREAMS];
+    char names[MANY_STREAMS][16];
+    for (int i = 0; i < MANY_STREAMS; i++) {
+        snprintf(names[i], sizeof(names[i]), "p%d", i);
+        sources[i] = (gc_kube_log_source){.pod = names[i], .container = "c"};
+        char *key = gc_xasprintf("GET /api/v1/namespaces/ns1/pods/p%d/log", i);
+        char *text = gc_xasprintf("2026-01-02T03:04:05.000000001Z p%d line 1\n"
+                                  "2026-01-02T03:04:05.000000002Z p%d line 2\n",
+                                  i, i);
+        json_object_set_new(doc, key,
+                            i == 7 ? json_pack("[{s:i, s:s}]", "status", 404, "body", "gone")
+                                   : json_pack("[{s:[{s:s}]}]", "chunks", "data", text));
+        free(key);
+        free(text);
+    }
+    char *script_text = json_dumps(doc, JSON_COMPACT);
+    assert_true(kube_test_server_script(&server, script_text));
+    free(script_text);
+    json_decref(doc);
+
+    many_lines m = {0};
+    gc_kube_log_options opts = {.tail_lines = -1};
+    gc_error err;
+    assert_int_equal(gc_kube_logs(kube, sources, MANY_STREAMS, &opts, count_line, NULL, &m, &err),
+                     0);
+    assert_int_equal(m.wrong, 0);
+    for (int i = 0; i < MANY_STREAMS; i++)
+        assert_int_equal(m.per_stream[i], i == 7 ? 0 : 2);
+    assert_int_equal(test_events_count(&notices, "notice: no logs from p7/c:"), 1);
+    json_t *log = kube_test_server_log(&server);
+    assert_int_equal(json_array_size(log), MANY_STREAMS);
+    json_decref(log);
+}
+
 static void test_logs_all_failing_is_an_error(void **state)
 {
     (void)state;
@@ -1050,6 +1109,7 @@ int main(void)
                                         close_client),
         cmocka_unit_test_setup_teardown(test_watch_error_status, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_logs_of_several_containers, open_client, close_client),
+        cmocka_unit_test_setup_teardown(test_logs_of_many_containers, open_client, close_client),
         cmocka_unit_test_setup_teardown(test_logs_all_failing_is_an_error, open_client,
                                         close_client),
         cmocka_unit_test_setup_teardown(test_logs_stop_when_caller_says_so, open_client,

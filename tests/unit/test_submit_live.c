@@ -1323,7 +1323,8 @@ static void text_output_names_the_job_and_the_next_commands(void **state)
     cli_result_free(&res);
 }
 
-/* The notes of a headless job's next commands line up after the longest noted command. */
+/* A headless job's next commands end in job connect; their notes line up after the longest
+ * noted command. */
 static void headless_text_output_says_how_to_reach_the_proxy(void **state)
 {
     (void)state;
@@ -1337,12 +1338,10 @@ static void headless_text_output_says_how_to_reach_the_proxy(void **state)
         "Created headless Pathways job pw-test in namespace ns1, queued on user-queue "
         "(v6e-16 x2).\n"
         "  gcluster job inspect pw-test\n"
-        "  gcluster job logs pw-test -f                 # the IFRT proxy\n"
-        "  kubectl get pods -l jobset.sigs.k8s.io/jobset-name=pw-test,"
-        "jobset.sigs.k8s.io/replicatedjob-name=pathways-head\n"
-        "  kubectl port-forward <that pod> 29000:29000  # then "
-        "JAX_BACKEND_TARGET=grpc://127.0.0.1:29000 JAX_PLATFORMS=proxy\n"
-        "  gcluster job cancel pw-test                  # when you are done\n");
+        "  gcluster job logs pw-test -f  # the IFRT proxy\n"
+        "  gcluster job connect pw-test  # JAX_PLATFORMS=proxy "
+        "JAX_BACKEND_TARGET=grpc://127.0.0.1:29000 (or -- python3 your_program.py)\n"
+        "  gcluster job cancel pw-test   # when you are done\n");
     cli_result_free(&res);
 }
 

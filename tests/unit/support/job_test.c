@@ -135,6 +135,68 @@ void jt_list(const char *path, const char *kind, json_t *items)
     free(key);
 }
 
+void jt_list_pages(const char *path, const char *kind, json_t *items, size_t page)
+{
+    char *key = gc_xasprintf("GET %s", path);
+    size_t count = json_array_size(items), pages = count ? (count + page - 1) / page : 1;
+    for (size_t p = 0; p < pages; p++) {
+        json_t *part = json_array();
+        for (size_t i = p * page; i < count && i < (p + 1) * page; i++)
+            json_array_append(part, json_array_get(items, i));
+        char token[24], next[24];
+        snprintf(token, sizeof(token), "p%zu", p);
+        snprintf(next, sizeof(next), "p%zu", p + 1);
+        json_t *when =
+            json_pack("{s:n, s:o}", "watch", "continue", p ? json_string(token) : json_null());
+        json_t *meta = json_pack("{s:s}", "resourceVersion", "10");
+        if (p + 1 < pages)
+            json_object_set_new(meta, "continue", json_string(next));
+        jt_answer(key, json_pack("{s:o, s:{s:s, s:s, s:o, s:o}}", "when", when, "json", "kind",
+                                 kind, "apiVersion", "v1", "metadata", meta, "items", part));
+    }
+    json_decref(items);
+    free(key);
+}
+
+void jt_script_big_job(const char *name, int slices, int hosts, int pending, int crashing)
+{
+    json_t *js = jt_jobset(name, slices);
+    json_t *worker =
+        json_array_get(json_object_get(json_object_get(js, "spec"), "replicatedJobs"), 1);
+    json_object_set_new(json_object_get(json_object_get(worker, "template"), "spec"), "parallelism",
+                        json_integer(hosts));
+    char *path = gc_xasprintf(JT_JOBSETS "/%s", name);
+    jt_get(path, js);
+    free(path);
+    json_t *pods = json_array();
+    for (int slice = slices - 1; slice >= 0; slice--) {
+        for (int host = 0; host < hosts; host++) {
+            char node[64];
+            snprintf(node, sizeof(node), "tpu-%d-%d", slice, host);
+            bool unscheduled = slice == pending && host == 3;
+            json_t *pod = jt_pod(name, "worker", slice, host, unscheduled ? "Pending" : "Running",
+                                 unscheduled ? NULL : node);
+            json_t *status = json_object_get(pod, "status");
+            if (unscheduled)
+                json_object_set_new(status, "conditions",
+                                    jt_json("[{'type': 'PodScheduled', 'status': 'False',"
+                                            " 'reason': 'Unschedulable',"
+                                            " 'message': '0/2000 nodes are available'}]"));
+            if (slice == crashing && host == 0)
+                json_object_set_new(
+                    status, "containerStatuses",
+                    jt_json("[{'name': 'pathways-worker', 'restartCount': 5,"
+                            " 'state': {'waiting': {'reason': 'CrashLoopBackOff'}}}]"));
+            json_array_append_new(pods, pod);
+        }
+    }
+    json_array_append_new(pods, jt_pod(name, "pathways-head", 0, 0, "Running", "cpu-np-0"));
+    jt_list_pages(JT_PODS, "PodList", pods, 500);
+    jt_list(JT_JOBS, "JobList", json_array());
+    jt_list(JT_EVENTS, "EventList", json_array());
+    jt_list(JT_WORKLOADS, "WorkloadList", json_array());
+}
+
 void jt_watch(const char *path, json_t *events)
 {
     json_t *chunks = json_array();

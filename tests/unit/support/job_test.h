@@ -46,6 +46,16 @@ void jt_get(const char *path, json_t *object);
 /* GET `path` (a collection) answers a list of `items` (stolen), kind `kind` ("PodList"), at
  * resourceVersion 10; only for requests without watch=1. */
 void jt_list(const char *path, const char *kind, json_t *items);
+
+/* The same list in pages of `page` items linked by continue tokens ("p1", "p2", ...), as the
+ * API server answers a request with limit=page. Takes `items`. */
+void jt_list_pages(const char *path, const char *kind, json_t *items, size_t page);
+
+/* A Pathways JobSet `name` of `slices` slices of `hosts` hosts, with every pod Running on its
+ * node, except that slice `pending` host 3 is unschedulable and slice `crashing` host 0's
+ * container is in CrashLoopBackOff; scripted (JobSet, pods in pages of 500, no Jobs, events or
+ * Workload) as inspect reads it. */
+void jt_script_big_job(const char *name, int slices, int hosts, int pending, int crashing);
 /* GET `path` with watch=1 streams `events` (stolen: [[type, object], ...]), then holds the
  * stream open for a while. */
 void jt_watch(const char *path, json_t *events);

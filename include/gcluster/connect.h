@@ -1,0 +1,73 @@
+/*
+ * connect: `job connect`, the headless Pathways client path in one command.
+ *
+ * A JAX client outside the cluster talks to the IFRT proxy (port 29000) in the job's head pod.
+ * gc_job_connect finds that pod from the JobSet's labels, waits until the proxy is ready, and
+ * forwards every connection made to a local listener through the API server's port-forward to
+ * it (gcluster/portforward.h), many at once. It heals: when the tunnel breaks (the API server
+ * restarts, the network drops) a new one is opened, and when the head pod is replaced (the
+ * JobSet restarted) new connections go to the new pod; connections that were open are closed,
+ * and the client reconnects. It ends when the caller says so (stop_fd), when the command it runs
+ * ends, or when the job ends.
+ */
+#ifndef GCLUSTER_CONNECT_H
+#define GCLUSTER_CONNECT_H
+
+#include "gcluster/error.h"
+#include "gcluster/events.h"
+#include "gcluster/kube.h"
+
+#include <stdbool.h>
+
+/* The IFRT proxy's port in the head pod, and the local port job connect listens on by default
+ * (the client's JAX_BACKEND_TARGET then looks as it would inside the cluster). */
+#define GC_CONNECT_PROXY_PORT 29000
+/* How long the head pod may take to be ready: a cold head pool scales up from zero nodes, which
+ * takes minutes on GKE. */
+#define GC_CONNECT_DEFAULT_WAIT "20m"
+
+typedef struct gc_connect_request {
+    const char *name;
+    const char *address;  /* --address: where to listen; NULL: 127.0.0.1 */
+    long local_port;      /* --local-port (0: any free port) */
+    const char *wait;     /* --wait: a duration; NULL: GC_CONNECT_DEFAULT_WAIT */
+    char *const *command; /* -- CMD [ARGS...], NULL-terminated, run with the JAX variables set;
+                             NULL: none */
+    /* Readable when the caller wants connect to end: one byte, the signal number (SIGINT,
+     * SIGTERM). Without a command connect then closes everything and returns 0; with one, the
+     * command is told (SIGINT reaches it from the terminal; other signals are passed on) and
+     * connect ends with it. -1: none. */
+    int stop_fd;
+} gc_connect_request;
+
+/* Where a JAX client finds the proxy once the tunnel works. */
+typedef struct gc_connect_ready {
+    const char *pod;        /* the head pod forwarded to */
+    const char *listen;     /* "127.0.0.1:29000", as bound */
+    const char *const *env; /* "JAX_PLATFORMS=proxy", "JAX_BACKEND_TARGET=grpc://HOST:PORT", NULL */
+} gc_connect_ready;
+
+typedef struct gc_connect_hooks {
+    /* Once, when the first tunnel carries connections (before the command starts). */
+    void (*ready)(void *ctx, const gc_connect_ready *ready);
+    void *ctx;
+} gc_connect_hooks;
+
+typedef struct gc_connect_result {
+    bool command_ran;
+    int command_status; /* the command's exit status; 128 + N when signal N ended it */
+} gc_connect_result;
+
+/* Every check of the request before anything is sent: the name, --address, --local-port,
+ * --wait, that the command can be found. GC_EXIT_USAGE. */
+int gc_job_connect_check(const gc_connect_request *r, gc_error *err);
+
+/* Runs connect until it ends (see above). Progress while waiting (queued, admitted, head pod
+ * running, proxy ready) and one line per heal go to `ev`. Returns 0 when the caller stopped it
+ * or the command ended (result->command_status says how); GC_EXIT_RUNTIME when the job ended
+ * (succeeded, failed or cancelled: the message says which), the head pod was not ready within
+ * --wait, or the local address cannot be used; GC_EXIT_USAGE for a bad request. */
+int gc_job_connect(gc_kube *kube, const gc_connect_request *r, const gc_connect_hooks *hooks,
+                   const gc_events *ev, gc_connect_result *result, gc_error *err);
+
+#endif

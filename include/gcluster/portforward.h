@@ -1,0 +1,135 @@
+/*
+ * portforward: a pod's port reached through the API server, as `kubectl port-forward` does it,
+ * for a caller that runs its own poll loop (job connect forwards many local connections while it
+ * keeps an eye on its job). Nothing here blocks but opening a tunnel: the tunnel's socket and the
+ * client's background reads are waited on together with the caller's own file descriptors.
+ *
+ * A tunnel is one connection to the API server, opened with the client's TLS, proxy and
+ * credentials like every request and traced the same way (-v, credentials redacted):
+ * GET .../pods/POD/portforward?ports=PORT upgraded to a WebSocket that carries SPDY/3.1
+ * (Kubernetes >= 1.31), or, when the API server refuses the WebSocket, POST upgraded to SPDY/3.1
+ * directly. One tunnel carries many forwarded TCP connections at once, each byte for byte in
+ * both directions, with half-close. Creating one needs RBAC `create` on pods/portforward.
+ *
+ * The server side has no flow control: whatever is sent is buffered by the API server and the
+ * kubelet, and a connection whose reader is slow holds up every other connection of its tunnel.
+ * So the caller bounds both directions: it reads its local sockets only while
+ * gc_kube_tunnel_queued() is small, and holds the tunnel (gc_kube_tunnel_hold) while one of its
+ * local sockets does not take the bytes the pod sends.
+ */
+#ifndef GCLUSTER_PORTFORWARD_H
+#define GCLUSTER_PORTFORWARD_H
+
+#include "gcluster/error.h"
+#include "gcluster/kube.h"
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gc_kube_tunnel gc_kube_tunnel;
+
+typedef enum gc_tunnel_event_type {
+    GC_TUNNEL_OPENED,   /* the pod side took the connection: its bytes may be sent now */
+    GC_TUNNEL_DATA,     /* bytes from the pod side */
+    GC_TUNNEL_PEER_FIN, /* the pod side sends nothing more (half-close) */
+    GC_TUNNEL_CLOSED,   /* the connection is over and its id is gone */
+} gc_tunnel_event_type;
+
+typedef struct gc_tunnel_event {
+    gc_tunnel_event_type type;
+    uint32_t conn;    /* the connection, as gc_kube_tunnel_connect returned it */
+    void *user;       /* what the caller gave gc_kube_tunnel_connect */
+    const void *data; /* DATA: valid during the callback only */
+    size_t len;
+    /* CLOSED: why it failed (the pod side's error text, a reset, the tunnel ending), or NULL
+     * after a clean end in both directions. */
+    const char *text;
+} gc_tunnel_event;
+
+/* Called from gc_kube_tunnel_pump, and with CLOSED from gc_kube_tunnel_shutdown when that
+ * completes a connection. It may call gc_kube_tunnel_connect, _send, _shutdown and _reset, but
+ * not _pump or _close. */
+typedef void (*gc_tunnel_event_fn)(void *ctx, const gc_tunnel_event *ev);
+
+typedef struct gc_tunnel_options {
+    const char *pod; /* in the client's namespace */
+    uint16_t port;
+    long long deadline_ms; /* gc_clock_ms() time by which the API server must have answered */
+    int cancel_fd;         /* opening gives up once this is readable (Ctrl-C); -1: none */
+    gc_tunnel_event_fn on_event;
+    void *ctx;
+} gc_tunnel_options;
+
+/* Connects, upgrades and checks the answer (blocking, until o->deadline_ms at most). A refused
+ * WebSocket is retried as SPDY; a 401 once with a fresh credential. Failures say what the API
+ * server answered (a missing pod is err->http_status 404; no permission is 403 with the RBAC
+ * rule to ask for). */
+int gc_kube_tunnel_open(gc_kube *kube, const gc_tunnel_options *o, gc_kube_tunnel **out,
+                        gc_error *err);
+/* Ends the tunnel politely (its open connections are reset, the server is told GOAWAY and, in a
+ * WebSocket, gets a close frame, sent within a moment if the socket takes it) and frees it. */
+void gc_kube_tunnel_close(gc_kube_tunnel *t);
+
+/* For the caller's poll(2): the socket, the events to wait for (POLLIN unless held, POLLOUT
+ * while bytes wait to be sent), and the longest wait before gc_kube_tunnel_pump must run again
+ * (for keep-alive pings, 0 while received bytes wait inside TLS, -1 while held: nothing is
+ * due). */
+int gc_kube_tunnel_fd(const gc_kube_tunnel *t);
+short gc_kube_tunnel_poll_events(const gc_kube_tunnel *t);
+int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t);
+
+/* After poll (revents for its socket, 0 when it was not polled): reads what arrived, reporting
+ * events, and sends what is queued; pings the server every 10 s. Returns GC_EXIT_RUNTIME once the
+ * tunnel is over (the server closed it, the connection broke, 30 s without an answer to a ping),
+ * with the reason in err, after reporting every open connection CLOSED. */
+int gc_kube_tunnel_pump(gc_kube_tunnel *t, short revents, gc_error *err);
+
+/* Stops reading from the API server while `hold` is true (a local reader is behind). */
+void gc_kube_tunnel_hold(gc_kube_tunnel *t, bool hold);
+/* Bytes queued for the API server and not yet sent. */
+size_t gc_kube_tunnel_queued(const gc_kube_tunnel *t);
+/* False once the server said GOAWAY: open connections go on, new ones need a new tunnel. */
+bool gc_kube_tunnel_accepting(const gc_kube_tunnel *t);
+/* How the tunnel is framed: "WebSocket" or "SPDY". */
+const char *gc_kube_tunnel_kind(const gc_kube_tunnel *t);
+
+/* A new forwarded connection to the pod's port; GC_TUNNEL_OPENED follows when the pod side
+ * takes it. Read the local socket only after that: bytes are held until then. */
+int gc_kube_tunnel_connect(gc_kube_tunnel *t, void *user, uint32_t *conn, gc_error *err);
+int gc_kube_tunnel_send(gc_kube_tunnel *t, uint32_t conn, const void *data, size_t len,
+                        gc_error *err);
+/* Half-closes: the pod side reads end of file after the bytes sent so far. */
+int gc_kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err);
+/* Abandons the connection (the pod side sees a reset); no event follows. */
+void gc_kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn);
+/* Connections open (taken and not yet CLOSED or reset). */
+size_t gc_kube_tunnel_count(const gc_kube_tunnel *t);
+
+/*
+ * Background reads: gc_kube_read_all's GETs started without waiting for them, whose answers
+ * arrive while gc_kube_background_poll waits on the caller's file descriptors. Each read is a
+ * GET of `path` (with opts->label_selector and field_selector as the query) whose whole answer,
+ * a list or an object, goes to *read->object; `on_item` is not used. The reads go out together
+ * on one connection, which later rounds reuse. A round is not retried: its failures are in each
+ * read's rc and err (a 401 drops the credential, so the next round gets a fresh one).
+ */
+typedef struct gc_kube_background gc_kube_background;
+
+gc_kube_background *gc_kube_background_new(gc_kube *kube);
+/* Frees it, abandoning reads under way. */
+void gc_kube_background_free(gc_kube_background *b);
+/* Starts a round; `reads` must live until it is done. Fails while a round is under way, and
+ * when credentials cannot be had. */
+int gc_kube_background_start(gc_kube_background *b, gc_kube_read *reads, size_t count,
+                             gc_error *err);
+/* poll(2) on `fds` and the round's sockets, for up to timeout_ms (-1: no limit), then moves the
+ * round along. Returns poll's count of `fds` entries with revents (0 on timeout), or -1 with
+ * errno. */
+int gc_kube_background_poll(gc_kube_background *b, struct pollfd *fds, size_t count,
+                            int timeout_ms);
+/* Whether the round is over (every read's rc, err and object are set); true before any. */
+bool gc_kube_background_done(const gc_kube_background *b);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * gcluster job connect NAME [--local-port 29000] [--address 127.0.0.1] [--wait DURATION] [--env]
+ *                          [-- CMD [ARGS...]]
+ */
+#include "cli/cli.h"
+
+#include <stddef.h>
+
+typedef struct connect_args {
+    cli_globals g;
+    const char *name;
+    bool env;
+    gc_connect_request r;
+} connect_args;
+
+static const cli_option connect_options[] = {
+    CLI_VALUES('n', "name", connect_args, name, "NAME", &cli_job_names,
+               "the job (or give it as an argument)"),
+    CLI_INT(0, "local-port", connect_args, r.local_port, "PORT",
+            "local port to listen on (default 29000; 0: any free port)"),
+    CLI_STRING(0, "address", connect_args, r.address, "ADDRESS",
+               "local address to listen on (default 127.0.0.1)"),
+    CLI_STRING(0, "wait", connect_args, r.wait, "DURATION",
+               "how long the head pod may take to be ready (default " GC_CONNECT_DEFAULT_WAIT ")"),
+    CLI_BOOL(0, "env", connect_args, env, "print the variables as export lines, for eval"),
+    CLI_END,
+};
+
+static void connect_defaults(void *args)
+{
+    connect_args *a = args;
+    a->r.local_port = GC_CONNECT_PROXY_PORT;
+}
+
+static int connect_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    connect_args *a = ctx;
+    return cli_connect(kube, &a->r, a->env, err);
+}
+
+static int connect_run(void *args, const cli_parsed *parsed, gc_error *err)
+{
+    connect_args *a = args;
+    cli_parsed before = *parsed;
+    if (parsed->dashdash)
+        before.positional_count = parsed->dashdash_at;
+    int rc = cli_job_name(a->name, &before, "connect", &a->r.name, err);
+    char *command[CLI_POSITIONAL_MAX + 1] = {0};
+    if (parsed->dashdash) {
+        for (size_t i = parsed->dashdash_at; i < parsed->positional_count; i++)
+            command[i - parsed->dashdash_at] = (char *)parsed->positional[i];
+        a->r.command = command;
+    }
+    a->r.stop_fd = -1;
+    if (!rc && a->env && a->r.command)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "--env prints the variables for a shell; with -- CMD they are set for CMD "
+                     "itself: use one or the other");
+    if (!rc)
+        rc = gc_job_connect_check(&a->r, err);
+    return rc ? rc : cli_with_kube(&a->g, connect_with, a, err);
+}
+
+const cli_command cmd_job_connect = {
+    .name = "connect",
+    .summary = "reach a headless job's IFRT proxy from here (a self-healing tunnel)",
+    .usage = "job connect NAME [--local-port 29000] [--address 127.0.0.1] [--wait DURATION] "
+             "[--env] [-- CMD [ARGS...]]",
+    .description =
+        "Waits until the job's head pod is running and its IFRT proxy ready, then forwards every\n"
+        "connection to the local port through the API server to port 29000 of the head pod.\n"
+        "Prints JAX_PLATFORMS=proxy and JAX_BACKEND_TARGET=grpc://127.0.0.1:PORT, or runs CMD\n"
+        "with them set and exits with its status. A broken connection to the API server or a\n"
+        "replaced head pod is healed: the local port stays, new connections go to the new pod.\n"
+        "Ends with Ctrl-C, with CMD, or when the job ends (exit 1, saying why).",
+    .options = connect_options,
+    .args_size = sizeof(connect_args),
+    .init_args = connect_defaults,
+    .run = connect_run,
+    .operands = &cli_job_names,
+};

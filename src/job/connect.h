@@ -1,0 +1,32 @@
+/*
+ * job connect's view of its job, from one round of reads (connect.c runs the rounds). Internal
+ * to job/.
+ */
+#ifndef GCLUSTER_JOB_CONNECT_H
+#define GCLUSTER_JOB_CONNECT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef enum job_connect_state {
+    JOB_CONNECT_WAIT,  /* no head pod whose proxy is ready (yet): `text` says what is awaited */
+    JOB_CONNECT_READY, /* `pod` is the head pod, its proxy ready */
+    JOB_CONNECT_ENDED, /* the job is over, or never had a proxy: `text` says why */
+} job_connect_state;
+
+typedef struct job_connect_view {
+    job_connect_state state;
+    char pod[256];
+    char uid[64];
+    bool queued; /* waiting for Kueue: its Workload says why */
+    char text[1024];
+} job_connect_view;
+
+/* Judges the job `name` by its JobSet (NULL: there is none), the pods of its pathways-head
+ * replicated job (a PodList) and, when it is queued, its Kueue Workloads (a list, or NULL). Of
+ * several head pods (a restart's old one still terminating) the newest that is not going away
+ * counts. */
+void job_connect_judge(const char *name, const json_t *jobset, const json_t *head_pods,
+                       const json_t *workloads, job_connect_view *view);
+
+#endif
