@@ -16,9 +16,9 @@ while traffic flows:
                           a watch waiting for its next event
     stall_after(n, count) connections stop forwarding once n bytes came from the server, and
                           stay open, `count` times
-    lose_answer(size, n, count)
-                          once the client sent a chunk of at least `size` bytes (a request
-                          with a body, such as a create, among small ones), n more bytes from
+    lose_answer(size, n, count, upto)
+                          once the client sent a chunk of `size` to `upto` bytes (a request
+                          with a body, such as a create, among others), n more bytes from
                           the server reach the client, then the client's side is reset while
                           the server's side is closed quietly a moment later, so the server
                           still reads the whole request and answers into the void: an answer
@@ -191,9 +191,9 @@ class FaultProxy:
         with self.lock:
             self._rules["stall"] = [nbytes, count]
 
-    def lose_answer(self, request_size, nbytes, count=1):
+    def lose_answer(self, request_size, nbytes, count=1, upto=None):
         with self.lock:
-            self._rules["lose"] = [request_size, nbytes, count]
+            self._rules["lose"] = [request_size, nbytes, count, upto]
 
     def refuse_for(self, seconds):
         with self.lock:
@@ -269,7 +269,7 @@ class FaultProxy:
         it (n None: measure only), else None."""
         with self.lock:
             rule = self._rules.get("lose")
-            if not rule or chunk < rule[0]:
+            if not rule or chunk < rule[0] or (rule[3] is not None and chunk > rule[3]):
                 return None
             self.stats["big requests"] += 1
             self.big_requests.append(chunk)
