@@ -213,6 +213,9 @@ typedef struct gc_job_status {
 void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *facts);
 void gc_job_facts_add_workload(gc_job_facts *facts, const json_t *workload);
 void gc_job_facts_add_pod(gc_job_facts *facts, const json_t *pod);
+/* Instead of the pods, when they are not read: the pods of the JobSet's ready Jobs count as
+ * running (a Job is ready when all its pods are). */
+void gc_job_facts_add_ready_jobs(gc_job_facts *facts, const json_t *jobset);
 void gc_job_status_derive(const gc_job_facts *facts, gc_job_status *status);
 const char *gc_job_phase_name(gc_job_phase phase);
 /* Parses a --status filter (case-insensitive; Google's Pending means queued or admitted). */
@@ -234,7 +237,7 @@ typedef struct gc_list_request {
     const char *name_contains; /* --name-contains, or NULL */
     bool all_namespaces;       /* -A */
     /* Also read the Kueue Workloads (one more list, only when a job is queued) so that a queued
-     * row's detail says why it waits. */
+     * row's detail says why it waits, and give every row the diagnosis' reason. */
     bool queue_reasons;
 } gc_list_request;
 
@@ -246,6 +249,8 @@ typedef struct gc_job_row {
     gc_job_phase phase;
     char *status;  /* "Running 9/9", "Queued", "Failed" */
     char *detail;  /* why: Kueue's reason (with queue_reasons), the failing pod; or NULL */
+    char *reason;  /* with queue_reasons: the diagnosis' short reason ("Running", "QuotaShort")
+                      from the JobSet and, for a queued job, its Workload; else NULL */
     char *compute; /* "v6e-16 x2"; NULL when the JobSet does not say */
     gc_pathways_mode pathways;
     char *queue;     /* the LocalQueue; NULL when the job is not queued through Kueue */
@@ -269,6 +274,17 @@ void gc_job_list_result_free(gc_job_list_result *result);
  * `prefix`, for shell completion: one list of object metadata only. */
 int gc_job_names(gc_kube *kube, const char *prefix, void (*on_name)(void *ctx, const char *name),
                  void *ctx, gc_error *err);
+
+/* A job's diagnosis: why it is not running or why it ended (gcluster/diagnose.h). */
+typedef struct gc_diagnosis gc_diagnosis;
+
+/* `job why`: reads what the diagnosis needs, in as few round trips as it needs: the JobSet, its
+ * pods, child Jobs and Warning events together, then its Workload (what `job inspect` reads,
+ * and all a healthy running job costs), then only the reads the engine asks for (the queues and
+ * the nodes together, the failed container's log). Reads the cluster refuses to this user leave
+ * the diagnosis with what was known and say so in its evidence. A missing job is
+ * GC_EXIT_RUNTIME with err->http_status 404; a bad name GC_EXIT_USAGE with nothing sent. */
+int gc_job_why(gc_kube *kube, const char *name, gc_diagnosis *out, gc_error *err);
 
 /* `job inspect`: everything about one job. */
 
@@ -348,7 +364,8 @@ typedef struct gc_inspect_report {
     size_t pod_count;
     gc_job_warning *warnings; /* oldest first, at most GC_INSPECT_MAX_WARNINGS */
     size_t warning_count;
-    json_t *manifest; /* with `show`: the stored JobSet without managedFields and status */
+    json_t *manifest;        /* with `show`: the stored JobSet without managedFields and status */
+    gc_diagnosis *diagnosis; /* as `job why` says it */
 } gc_inspect_report;
 
 /* A job name the commands accept: a Kubernetes object name (lower-case letters, digits, '-' and
@@ -356,9 +373,11 @@ typedef struct gc_inspect_report {
  * otherwise. */
 int gc_job_name_check(const char *name, gc_error *err);
 
-/* Reads the JobSet, its pods, its Kueue Workload and its Warning events (two round trips) and
- * reports them. A missing job is GC_EXIT_RUNTIME with err->http_status 404, and the message says
- * in which other namespace a job of that name exists. */
+/* Reads the JobSet, its pods, its child Jobs and its Warning events (one round trip), then its
+ * Kueue Workload, and reports them with the job's diagnosis (which may read more, as gc_job_why
+ * does: a healthy running job costs the two round trips and no more). A missing job is
+ * GC_EXIT_RUNTIME with err->http_status 404, and the message says in which other namespace a job of
+ * that name exists. */
 int gc_job_inspect(gc_kube *kube, const char *name, bool show, gc_inspect_report *report,
                    gc_error *err);
 void gc_inspect_report_free(gc_inspect_report *report);
@@ -524,8 +543,12 @@ int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc
                 gc_error *err);
 void gc_wait_result_free(gc_wait_result *result);
 
-/* "45s", "12m", "3h", "5d" since an RFC 3339 time stamp ("?" if unparsable). */
-void gc_format_age(const char *timestamp, char *out, size_t size);
+/* A duration as kubectl shows ages: "45s", "12m", "3h", "5d" (whole hours under two days as
+ * hours: "1h", not "60m"). */
+void gc_format_duration(long long seconds, char *out, size_t size);
+/* The age at `now` (seconds since the epoch) of an RFC 3339 time stamp, as gc_format_duration
+ * writes it; "?" and false when the time stamp is unparsable or `now` is 0. */
+bool gc_format_age(const char *timestamp, long long now, char *out, size_t size);
 /* Seconds since the epoch of an RFC 3339 time stamp, or -1. */
 long long gc_parse_timestamp(const char *timestamp);
 

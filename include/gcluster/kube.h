@@ -57,6 +57,10 @@ const char *gc_kube_context_name(const gc_kube *kube);
 const char *gc_kube_server(const gc_kube *kube);
 /* HTTP requests sent so far (retries included), for -v summaries and tests. */
 unsigned gc_kube_request_count(const gc_kube *kube);
+/* The round trips those requests cost: requests sent together (gc_kube_read_all, log streams)
+ * while others are in flight share one; a request made from inside another's callback costs
+ * its own. */
+unsigned gc_kube_round_trip_count(const gc_kube *kube);
 
 /* Query parameters are a NULL-terminated array of key, value, key, value, ...; values are
  * URL-encoded by the client. `query` may be NULL. */
@@ -214,6 +218,15 @@ typedef bool (*gc_kube_log_continue_fn)(void *ctx);
 int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
                  const gc_kube_log_options *opts, gc_kube_log_line_fn on_line,
                  gc_kube_log_continue_fn keep_going, void *ctx, gc_error *err);
+
+/* Kubernetes resource quantities ("32", "1.5k", "2000G", "512Gi", "500m", "1e3"): digits with an
+ * optional fraction, then a decimal or binary suffix or an exponent. */
+bool gc_quantity_valid(const char *text);
+/* The API server's canonical spelling ("2000G" -> "2T"); NULL if `text` is not a quantity.
+ * Caller frees. */
+char *gc_quantity_canonical(const char *text);
+/* The amount as a number ("132Gi" -> 141733920768, "500m" -> 0.5); -1 if not a quantity. */
+double gc_quantity_value(const char *text);
 
 /* Builds "/apis/<group>/<version>/namespaces/<ns>/<resource>[/<name>]" (group NULL or "" for the
  * core API "/api/v1/..."); ns NULL for cluster-scoped resources. Caller frees. */

@@ -2,7 +2,7 @@
  * manifest: the Kubernetes objects a workload becomes, built as jansson data.
  *
  * A gc_workload is a fully validated and resolved description of one job (nothing in it needs
- * checking any more); the builders turn it into a JobSet: the Pathways shape of SPEC §4 (head
+ * checking any more); the builders turn it into a JobSet: the Pathways shape (head
  * pod with resource manager and IFRT proxy, TPU workers per slice, optional colocated Python
  * sidecars) or the ordinary one-replicated-job shape for TPU, GPU and CPU compute types.
  * Builders never print. One that cannot build (a string jansson refuses because it is not
@@ -108,7 +108,7 @@ typedef struct gc_workload {
     bool numa_affinity;       /* --cpu-affinity numa: Guaranteed QoS for the workload containers */
     bool parallel_containers; /* tpu7x non-Pathways: two containers per host, half the chips */
 
-    /* Pathways (SPEC §4) */
+    /* Pathways */
     bool pathways;
     bool headless;
     char *gcs_location;

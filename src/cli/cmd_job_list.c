@@ -65,7 +65,7 @@ static int list_run(void *args, const cli_parsed *parsed, gc_error *err)
         rc = cli_format_parse(a->output, true, &a->format, err);
     if (rc)
         return rc;
-    /* The table leaves out why queued jobs wait; the other formats say it. */
+    /* The table leaves out why jobs wait or ended; the other formats (wide: REASON) say it. */
     a->r.queue_reasons = a->format != CLI_FORMAT_TEXT;
     return cli_with_kube(&a->g, list_with, a, err);
 }

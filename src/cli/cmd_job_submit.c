@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/render.h"
 
+#include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
 
@@ -218,11 +219,18 @@ static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
     }
     if (created && s->plan->await_completion)
         rc = gc_submit_await(kube, s->plan, ev, &result, err);
+    /* A job that failed, or is still not done when the wait ends: say why. */
+    gc_diagnosis why;
+    gc_error why_err = {0};
+    bool diagnosed =
+        created && rc && result.final.text[0] && gc_job_why(kube, result.name, &why, &why_err) == 0;
     if (created && s->format == CLI_FORMAT_TEXT) {
-        cli_render_submit_final_text(stdout, &result);
+        cli_render_submit_final_text(stdout, &result, diagnosed ? &why : NULL);
     } else if (created) {
         gc_error print_err = {0};
-        if (cli_print_document(cli_submit_json(&result), s->format, &print_err) && !rc)
+        if (cli_print_document(cli_submit_json(&result, diagnosed ? &why : NULL), s->format,
+                               &print_err) &&
+            !rc)
             rc = gc_fail(err, print_err.code, "%s", print_err.message);
     }
     gc_submit_result_free(&result);

@@ -32,6 +32,7 @@ extern const cli_command cli_root;
 
 extern const cli_command cmd_job_submit;
 extern const cli_command cmd_job_inspect;
+extern const cli_command cmd_job_why;
 extern const cli_command cmd_job_list;
 extern const cli_command cmd_job_logs;
 extern const cli_command cmd_job_cancel;

@@ -39,7 +39,8 @@ int cli_with_kube(cli_globals *g, cli_kube_fn fn, void *ctx, gc_error *err)
         return rc;
     rc = fn(kube, ctx, err);
     if (g->verbose)
-        gc_notice(cli_events(), "%u API requests", gc_kube_request_count(kube));
+        gc_notice(cli_events(), "%u API requests in %u round trips", gc_kube_request_count(kube),
+                  gc_kube_round_trip_count(kube));
     gc_kube_close(kube);
     return rc;
 }

@@ -42,15 +42,21 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
                            bool all_namespaces);
 json_t *cli_list_json(const gc_job_list_result *list);
 
+/* `job why`: "Cause: ..." and "Fix: ..." (then the evidence lines, with `evidence`); as JSON
+ * {state, reason, cause, fix, evidence}, or null for no diagnosis. */
+void cli_render_why_text(FILE *out, const gc_diagnosis *d, bool evidence);
+json_t *cli_why_json(const gc_diagnosis *d);
+
 /* `job cancel`. */
 void cli_render_cancel_text(FILE *out, const gc_cancel_result *r);
 json_t *cli_cancel_json(const gc_cancel_result *r);
 
 /* `job submit`: what was created (or accepted by a server dry run) and the next commands; after
- * --await-job-completion, how the job ended. */
+ * --await-job-completion, how the job ended and, when it failed or the wait timed out, why
+ * (`why`: NULL when there is no diagnosis). */
 void cli_render_submit_text(FILE *out, const gc_submit_result *r);
-void cli_render_submit_final_text(FILE *out, const gc_submit_result *r);
-json_t *cli_submit_json(const gc_submit_result *r);
+void cli_render_submit_final_text(FILE *out, const gc_submit_result *r, const gc_diagnosis *why);
+json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why);
 
 /* `deploy`: the blueprint, the node pools, the Kueue objects (text: missing Kueue or JobSet on
  * `log`, the rest on `out`). */

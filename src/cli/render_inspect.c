@@ -1,14 +1,16 @@
 /*
- * `job inspect` as text (one screen: overview, Kueue, replicated jobs, pods, warnings) and as a
- * JSON document.
+ * `job inspect` as text (one screen: overview with the diagnosis, Kueue, replicated jobs, pods,
+ * warnings) and as a JSON document.
  */
 #include "cli/render.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 /* Lines of the summary; with --show they become YAML comments above the manifest. */
 typedef struct printer {
@@ -33,15 +35,19 @@ static const char * or (const char *s, const char *fallback)
     return s ? s : fallback;
 }
 
-static void print_overview(const printer *p, const gc_inspect_report *r)
+static void print_overview(const printer *p, const gc_inspect_report *r, long long now)
 {
     char age[16];
-    gc_format_age(r->created, age, sizeof(age));
+    gc_format_age(r->created, now, age, sizeof(age));
     line(p, "Name:       %s", or (r->name, "?"));
     line(p, "Namespace:  %s", or (r->ns, "?"));
     line(p, "Status:     %s", r->status.text);
     if (r->status.detail[0])
         line(p, "            %s", r->status.detail);
+    if (r->diagnosis) {
+        line(p, "Cause:      %s", r->diagnosis->cause);
+        line(p, "Fix:        %s", r->diagnosis->fix[0] ? r->diagnosis->fix : "-");
+    }
     line(p, "Compute:    %s%s%s", or (r->compute, "-"), r->topology ? ", topology " : "",
          or (r->topology, ""));
     line(p, "Pathways:   %s",
@@ -118,7 +124,7 @@ static void print_pods(const printer *p, const gc_inspect_report *r)
 }
 
 /* Each group once, with how often and the latest message cut to one line. */
-static void print_warnings(const printer *p, const gc_inspect_report *r)
+static void print_warnings(const printer *p, const gc_inspect_report *r, long long now)
 {
     if (!r->warning_count)
         return;
@@ -127,7 +133,7 @@ static void print_warnings(const printer *p, const gc_inspect_report *r)
     for (size_t i = 0; i < r->warning_count; i++) {
         const gc_job_warning *w = &r->warnings[i];
         char age[16];
-        gc_format_age(w->last_seen, age, sizeof(age));
+        gc_format_age(w->last_seen, now, age, sizeof(age));
         line(p, "  %-5s %s/%s: %s (x%ld): %.160s%s", age, w->kind, w->object, w->reason, w->count,
              w->message, strlen(w->message) > 160 ? "..." : "");
     }
@@ -136,11 +142,12 @@ static void print_warnings(const printer *p, const gc_inspect_report *r)
 int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, gc_error *err)
 {
     printer p = {.out = out, .prefix = r->manifest ? "# " : ""};
-    print_overview(&p, r);
+    long long now = (long long)time(NULL);
+    print_overview(&p, r, now);
     print_kueue(&p, r);
     print_replicated_jobs(&p, r);
     print_pods(&p, r);
-    print_warnings(&p, r);
+    print_warnings(&p, r, now);
     if (!r->manifest)
         return 0;
     gc_buf yaml;
@@ -229,6 +236,7 @@ json_t *cli_inspect_json(const gc_inspect_report *r)
                   gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue), "created",
                   cli_json_text(r->created), "finished", cli_json_text(r->finished), "restarts",
                   (json_int_t)r->restarts, "max_restarts", (json_int_t)r->max_restarts);
+    json_object_set_new(doc, "diagnosis", cli_why_json(r->diagnosis));
     json_object_set_new(doc, "kueue", kueue_json(&r->kueue));
     json_object_set_new(doc, "replicated_jobs", replicated_jobs_json(r));
     json_object_set_new(doc, "pods", pods_json(r));

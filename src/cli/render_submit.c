@@ -34,10 +34,12 @@ void cli_render_submit_text(FILE *out, const gc_submit_result *r)
     }
 }
 
-void cli_render_submit_final_text(FILE *out, const gc_submit_result *r)
+void cli_render_submit_final_text(FILE *out, const gc_submit_result *r, const gc_diagnosis *why)
 {
     if (r->awaited && r->final.phase == GC_JOB_SUCCEEDED)
         fprintf(out, "Job %s succeeded.\n", r->name);
+    if (why)
+        cli_render_why_text(out, why, false);
 }
 
 static json_t *next_json(const gc_submit_result *r)
@@ -59,13 +61,13 @@ static json_t *final_json(const gc_submit_result *r)
                      cli_json_text(r->final.detail[0] ? r->final.detail : NULL));
 }
 
-json_t *cli_submit_json(const gc_submit_result *r)
+json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "name",
+    return json_pack("{s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:b, s:o, s:o, s:o, s:o}", "name",
                      cli_json_text(r->name), "namespace", cli_json_text(r->ns), "queue",
                      cli_json_text(r->queue), "compute", cli_json_text(r->compute), "num_slices",
                      r->num_slices, "pathways", gc_pathways_mode_name(r->pathways), "head_pool",
                      cli_json_text(r->head_pool), "image", cli_json_text(r->image), "dry_run",
                      r->dry_run, "warnings", cli_json_strings(&r->warnings), "next_commands",
-                     next_json(r), "final", final_json(r));
+                     next_json(r), "final", final_json(r), "diagnosis", cli_why_json(why));
 }

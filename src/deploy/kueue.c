@@ -1,5 +1,5 @@
 /*
- * The Kueue configuration a Pathways cluster needs (SPEC §6), built as objects.
+ * The Kueue configuration a Pathways cluster needs, built as objects.
  *
  * Why one resource group: a Pathways worker pod asks for google.com/tpu, cpu and memory at
  * once, and Kueue assigns all of a pod's resources from one flavor only when they sit in the
@@ -14,8 +14,8 @@
  */
 #include "gcluster/deploy.h"
 
-#include "deploy/quantity.h"
 #include "gcluster/emit.h"
+#include "gcluster/kube.h"
 #include "gcluster/sys.h"
 
 #include <ctype.h>
@@ -115,7 +115,7 @@ static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t *
 }
 
 /* A quantity written as a JSON number or string, in canonical spelling as a new JSON string
- * (see deploy/quantity.c for why); NULL when it is not a quantity. */
+ * (see kube/quantity.c for why); NULL when it is not a quantity. */
 static json_t *canonical_quantity(const json_t *v)
 {
     char text[64] = "";

@@ -7,23 +7,37 @@
  */
 #include "job/diagnose.h"
 
+#include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static void vline(char *out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 static void vline(char *out, const char *fmt, va_list ap)
 {
-    vsnprintf(out, GC_DIAGNOSIS_LINE, fmt, ap);
-    /* One line each: a server message with a newline must not break the two-line answer. */
+    int n = vsnprintf(out, GC_DIAGNOSIS_LINE, fmt, ap);
+    /* One line each: a server message with a newline (or another control character) must not
+     * break the two-line answer or the terminal it is printed on. */
     for (char *p = out; *p; p++)
-        if (*p == '\n' || *p == '\r')
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
+    /* Cut to fit, the line may end inside a UTF-8 character: drop the partial one, or the
+     * line is no longer valid text (and JSON refuses it). */
+    if (n >= GC_DIAGNOSIS_LINE) {
+        size_t len = strlen(out), start = len;
+        while (start > 0 && ((unsigned char)out[start - 1] & 0xC0) == 0x80)
+            start--;
+        if (start > 0 && (unsigned char)out[start - 1] >= 0xC0) {
+            unsigned char lead = (unsigned char)out[start - 1];
+            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+            if (len - (start - 1) < need)
+                out[start - 1] = '\0';
+        }
+    }
 }
 
 void job_diag_set(gc_diagnosis *d, gc_job_phase state, const char *reason)
@@ -118,65 +132,17 @@ const char *job_owner_name(const json_t *object)
     return name ? name : "?";
 }
 
-/* "45s", "12m", "3h", "5d", as kubectl shows ages (whole hours as hours: "1h"). */
-static void duration_words(long long s, char *out, size_t size)
-{
-    if (s >= 3600 && s % 3600 == 0 && s < 2 * 86400)
-        snprintf(out, size, "%lldh", s / 3600);
-    else if (s < 120)
-        snprintf(out, size, "%llds", s);
-    else if (s < 2 * 3600)
-        snprintf(out, size, "%lldm", s / 60);
-    else if (s < 2 * 86400)
-        snprintf(out, size, "%lldh", s / 3600);
-    else
-        snprintf(out, size, "%lldd", s / 86400);
-}
-
 void job_age(const char *timestamp, long long now, char *out, size_t size)
 {
-    long long then = gc_parse_timestamp(timestamp);
-    out[0] = '\0';
-    if (then >= 0 && now > 0)
-        duration_words(now > then ? now - then : 0, out, size);
+    if (!gc_format_age(timestamp, now, out, size))
+        out[0] = '\0';
 }
 
 double job_quantity(const json_t *value)
 {
     if (json_is_number(value))
         return json_number_value(value);
-    const char *text = json_string_value(value);
-    if (!text || !*text)
-        return -1;
-    static const struct {
-        const char *suffix;
-        double factor;
-    } suffixes[] = {
-        {"Ki", 1024.0},
-        {"Mi", 1048576.0},
-        {"Gi", 1073741824.0},
-        {"Ti", 1099511627776.0},
-        {"Pi", 1125899906842624.0},
-        {"Ei", 1152921504606846976.0},
-        {"n", 1e-9},
-        {"u", 1e-6},
-        {"m", 1e-3},
-        {"k", 1e3},
-        {"M", 1e6},
-        {"G", 1e9},
-        {"T", 1e12},
-        {"P", 1e15},
-        {"E", 1e18},
-        {"", 1.0},
-    };
-    char *end;
-    double number = strtod(text, &end);
-    if (end == text || number < 0)
-        return -1;
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
-        if (!strcmp(end, suffixes[i].suffix))
-            return number * suffixes[i].factor;
-    return -1;
+    return gc_quantity_value(json_string_value(value));
 }
 
 void job_format_quantity(double value, const char *resource, char *out, size_t size)
@@ -239,7 +205,7 @@ static void succeeded(const gc_diagnose_input *in, const gc_job_facts *f, gc_dia
         json_object_get(json_object_get(in->jobset, "spec"), "ttlSecondsAfterFinished"));
     if (ttl > 0) {
         char after[16];
-        duration_words((long long)ttl, after, sizeof(after));
+        gc_format_duration((long long)ttl, after, sizeof(after));
         job_diag_fix(d,
                      "nothing to do; its output: gcluster job logs %s (the job is deleted %s "
                      "after it finished)",
@@ -296,6 +262,8 @@ void gc_diagnose(const gc_diagnose_input *in, gc_diagnosis *d)
     size_t i;
     const json_t *pod;
     json_array_foreach(in->pods, i, pod) gc_job_facts_add_pod(&f, pod);
+    if (!in->pods)
+        gc_job_facts_add_ready_jobs(&f, in->jobset);
     gc_job_status st;
     gc_job_status_derive(&f, &st);
     d->state = st.phase;

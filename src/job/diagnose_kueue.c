@@ -734,14 +734,34 @@ static void no_workload(const gc_diagnose_input *in, gc_diagnosis *d)
                       job_field(in->jobset, NULL, "uid"));
 }
 
-/* What is known from Kueue's own words while the queues are not read yet. */
+/* Kueue's words for a queue it cannot use ("LocalQueue q doesn't exist", "ClusterQueue cq is
+ * inactive") are plain enough to name the reason; its words on quota are not (they are about
+ * the pod set it tried last), so anything else stays Pending. */
+static const char *reason_in_message(const char *message)
+{
+    if (!message)
+        return "Pending";
+    bool local = !strncmp(message, "LocalQueue ", 11);
+    bool cluster = !strncmp(message, "ClusterQueue ", 13);
+    if (local && strstr(message, " doesn't exist"))
+        return "QueueMissing";
+    if (cluster && strstr(message, " doesn't exist"))
+        return "ClusterQueueMissing";
+    if (cluster && strstr(message, " is inactive"))
+        return "ClusterQueueInactive";
+    return "Pending";
+}
+
+/* What is known from Kueue's own words while the queues are not read (yet). */
 static void pending_by_message(const gc_diagnose_input *in, gc_diagnosis *d)
 {
     const json_t *c = job_condition(in->workload, "QuotaReserved");
     const char *message = job_string(c, "message");
-    job_diag_set(d, GC_JOB_QUEUED, "Pending");
+    job_diag_set(d, GC_JOB_QUEUED, reason_in_message(message));
     job_diag_cause(d, "waiting for Kueue to admit it%s%s", message ? ": " : "",
                    message ? message : "");
+    job_diag_fix(d, "kubectl describe workload %s -n %s shows what Kueue waits for",
+                 job_field(in->workload, NULL, "name"), job_field(in->workload, NULL, "namespace"));
 }
 
 void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)

@@ -629,7 +629,27 @@ static void restarts_words(const json_t *jobset, char *out, size_t size)
         snprintf(out, size, "no restarts so far (at most %ld)", max);
 }
 
-/* "head 1/1, workers 8/8" from the pods by replicated job. */
+/* The running pods of one replicated job: from the pods, or without them from the JobSet's
+ * count of ready Jobs (a Job is ready when all its pods are). */
+static long running_in(const gc_diagnose_input *in, const char *rjob, long parallelism)
+{
+    long running = 0;
+    size_t i;
+    const json_t *pod, *rs;
+    if (in->pods) {
+        json_array_foreach(in->pods, i, pod) running +=
+            job_same(job_pod_role(pod), rjob) &&
+            job_same(job_string(json_object_get(pod, "status"), "phase"), "Running");
+        return running;
+    }
+    json_array_foreach(
+        json_object_get(json_object_get(in->jobset, "status"), "replicatedJobsStatus"), i,
+        rs) if (job_same(job_string(rs, "name"), rjob)) running +=
+        (long)json_integer_value(json_object_get(rs, "ready")) * parallelism;
+    return running;
+}
+
+/* "head 1/1, workers 8/8" by replicated job. */
 static void per_role(const gc_diagnose_input *in, char *out, size_t size)
 {
     size_t len = 0, i;
@@ -642,13 +662,9 @@ static void per_role(const gc_diagnose_input *in, char *out, size_t size)
         const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
         json_int_t replicas = json_integer_value(json_object_get(rjob, "replicas"));
         json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
-        long expected = (long)((replicas ? replicas : 1) * (parallelism ? parallelism : 1));
-        long running = 0;
-        size_t j;
-        const json_t *pod;
-        json_array_foreach(in->pods, j, pod) running +=
-            job_same(job_pod_role(pod), rname) &&
-            job_same(job_string(json_object_get(pod, "status"), "phase"), "Running");
+        long per_job = (long)(parallelism ? parallelism : 1);
+        long expected = (long)(replicas ? replicas : 1) * per_job;
+        long running = running_in(in, rname, per_job);
         const char *label = job_same(rname, GC_PATHWAYS_HEAD)     ? "head"
                             : job_same(rname, GC_PATHWAYS_WORKER) ? "workers"
                                                                   : rname;
@@ -658,13 +674,45 @@ static void per_role(const gc_diagnose_input *in, char *out, size_t size)
     }
 }
 
+/* What the JobSet controller counts: "JobSet pw: restarts 0 of 1; Jobs ready: pathways-head 1/1,
+ * worker 2/2". */
+static void jobset_counts(const gc_diagnose_input *in, gc_diagnosis *d)
+{
+    char ready[256] = "";
+    size_t len = 0, i;
+    const json_t *rjob;
+    json_array_foreach(json_object_get(json_object_get(in->jobset, "spec"), "replicatedJobs"), i,
+                       rjob)
+    {
+        const char *rname = job_string(rjob, "name");
+        json_int_t jobs = 0;
+        size_t j;
+        const json_t *rs;
+        json_array_foreach(
+            json_object_get(json_object_get(in->jobset, "status"), "replicatedJobsStatus"), j,
+            rs) if (job_same(job_string(rs, "name"), rname)) jobs =
+            json_integer_value(json_object_get(rs, "ready"));
+        json_int_t replicas = json_integer_value(json_object_get(rjob, "replicas"));
+        if (len < sizeof(ready))
+            len += (size_t)snprintf(ready + len, sizeof(ready) - len, "%s%s %lld/%lld",
+                                    len ? ", " : "", rname ? rname : "?", (long long)jobs,
+                                    (long long)(replicas ? replicas : 1));
+    }
+    job_diag_evidence(d, "JobSet %s: restarts %ld of %ld; Jobs ready: %s",
+                      job_field(in->jobset, NULL, "name"), job_restarts(in->jobset),
+                      job_max_restarts(in->jobset), ready);
+}
+
 void job_diagnose_running(const gc_diagnose_input *in, gc_diagnosis *d)
 {
+    jobset_counts(in, d);
     gc_job_facts f;
     gc_job_facts_from_jobset(in->jobset, &f);
     size_t i;
     const json_t *pod;
     json_array_foreach(in->pods, i, pod) gc_job_facts_add_pod(&f, pod);
+    if (!in->pods)
+        gc_job_facts_add_ready_jobs(&f, in->jobset);
     const char *name = job_field(in->jobset, NULL, "name");
     char roles[160], again[64];
     per_role(in, roles, sizeof(roles));
@@ -709,7 +757,10 @@ void job_diagnose_running(const gc_diagnose_input *in, gc_diagnosis *d)
         return;
     }
     job_diag_set(d, d->state, "Starting");
-    job_diag_cause(d, "starting: %d/%d pods running (%s), %d created; %s", f.pods_running, expected,
-                   roles, f.pods_seen, again);
+    char created[32] = "";
+    if (in->pods)
+        snprintf(created, sizeof(created), ", %d created", f.pods_seen);
+    job_diag_cause(d, "starting: %d/%d pods running (%s)%s; %s", f.pods_running, expected, roles,
+                   created, again);
     job_diag_fix(d, "nothing to do yet; gcluster job inspect %s shows each pod", name);
 }

@@ -1,108 +1,20 @@
 /*
- * `job inspect`: everything about one job, as a report. Four requests in two round trips: the
- * JobSet, its pods and the namespace's Warning events (filtered to this job's objects) together,
- * then its Kueue Workload.
+ * `job inspect`: everything about one job, as a report: what `job why` reads first (the
+ * JobSet, its pods, child Jobs and Warning events in one round trip, then its Kueue Workload;
+ * see why.c), laid out, with the job's diagnosis on top.
  */
 #include "gcluster/buf.h"
+#include "gcluster/diagnose.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "job/lookup.h"
+#include "job/why.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct inspect_data {
-    json_t *jobset;
-    json_t *workload; /* NULL when Kueue has none */
-    json_t *pods;
-    json_t *warnings;
-} inspect_data;
-
-static int append_item(json_t *item, void *ctx, gc_error *err)
-{
-    (void)err;
-    json_array_append(ctx, item);
-    return 0;
-}
-
-static int list_items(gc_kube *kube, const char *group, const char *version, const char *resource,
-                      const gc_kube_list_options *opts, json_t *items, gc_error *err)
-{
-    char *path = gc_kube_path(group, version, gc_kube_namespace(kube), resource, NULL);
-    int rc = gc_kube_list(kube, path, opts, append_item, items, NULL, err);
-    free(path);
-    return rc;
-}
-
-static int fetch_workload(gc_kube *kube, inspect_data *d, gc_error *err)
-{
-    const char *uid = job_meta_string(d->jobset, NULL, "uid");
-    char selector[128];
-    snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid ? uid : "");
-    gc_kube_list_options opts = {.label_selector = selector};
-    json_t *items = json_array();
-    int rc = list_items(kube, "kueue.x-k8s.io", "v1beta2", "workloads", &opts, items, err);
-    if (rc && err->http_status == 404) { /* no Kueue (or an old one): nothing to show */
-        gc_error_clear(err);
-        rc = 0;
-    }
-    if (json_array_size(items))
-        d->workload = json_incref(json_array_get(items, json_array_size(items) - 1));
-    json_decref(items);
-    return rc;
-}
-
-static bool belongs_to_job(const json_t *event, const char *name, const char *workload)
-{
-    const char *object =
-        json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
-    if (!object)
-        return false;
-    size_t n = strlen(name);
-    return !strcmp(object, name) || (!strncmp(object, name, n) && object[n] == '-') ||
-           (workload && !strcmp(object, workload));
-}
-
-static void keep_job_warnings(const json_t *events, const char *name, inspect_data *d)
-{
-    const char *workload = d->workload ? job_meta_string(d->workload, NULL, "name") : NULL;
-    size_t i;
-    json_t *e;
-    json_array_foreach(events, i, e)
-    {
-        if (belongs_to_job(e, name, workload))
-            json_array_append(d->warnings, e);
-    }
-}
-
-/* The JobSet, its pods and the namespace's Warning events do not depend on each other, so they
- * are asked for together (one round trip); the Workload is found by the JobSet's UID, after. */
-static int fetch(gc_kube *kube, const char *name, inspect_data *d, gc_error *err)
-{
-    const char *ns = gc_kube_namespace(kube);
-    char *pods = gc_kube_path(NULL, "v1", ns, "pods", NULL);
-    char *events_path = gc_kube_path(NULL, "v1", ns, "events", NULL);
-    char selector[300];
-    snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
-    gc_kube_list_options of_job = {.label_selector = selector};
-    gc_kube_list_options warnings = {.field_selector = "type=Warning"};
-    json_t *events = json_array();
-    gc_kube_read reads[] = {
-        {.path = pods, .opts = &of_job, .on_item = append_item, .ctx = d->pods},
-        {.path = events_path, .opts = &warnings, .on_item = append_item, .ctx = events},
-    };
-    int rc = job_find_jobset_with(kube, name, &d->jobset, reads, 2, err);
-    if (!rc)
-        rc = fetch_workload(kube, d, err);
-    if (!rc)
-        keep_job_warnings(events, name, d);
-    json_decref(events);
-    free(pods);
-    free(events_path);
-    return rc;
-}
+#include <time.h>
 
 static const char *string_at(const json_t *object, const char *key)
 {
@@ -114,7 +26,7 @@ static long long_at(const json_t *object, const char *key)
     return (long)json_integer_value(json_object_get(object, key));
 }
 
-static void report_overview(gc_inspect_report *r, const inspect_data *d, const gc_job_facts *f)
+static void report_overview(gc_inspect_report *r, const job_why_inputs *d, const gc_job_facts *f)
 {
     char compute[96];
     const json_t *policy = json_object_get(json_object_get(d->jobset, "spec"), "failurePolicy");
@@ -332,7 +244,7 @@ static json_t *stored_manifest(const json_t *jobset)
     return manifest;
 }
 
-static void build_report(const inspect_data *d, bool show, gc_inspect_report *r)
+static void build_report(const job_why_inputs *d, bool show, gc_inspect_report *r)
 {
     gc_job_facts f;
     gc_job_facts_from_jobset(d->jobset, &f);
@@ -361,14 +273,16 @@ int gc_job_inspect(gc_kube *kube, const char *name, bool show, gc_inspect_report
     int rc = gc_job_name_check(name, err);
     if (rc)
         return rc;
-    inspect_data d = {.pods = json_array(), .warnings = json_array()};
-    rc = fetch(kube, name, &d, err);
-    if (!rc)
-        build_report(&d, show, report);
-    json_decref(d.jobset);
-    json_decref(d.workload);
-    json_decref(d.pods);
-    json_decref(d.warnings);
+    job_why_inputs in;
+    rc = job_why_read_job(kube, name, &in, err);
+    if (!rc) {
+        build_report(&in, show, report);
+        report->diagnosis = gc_xcalloc(1, sizeof(*report->diagnosis));
+        rc = job_why_diagnose(kube, &in, (long long)time(NULL), report->diagnosis, err);
+    }
+    job_why_inputs_free(&in);
+    if (rc)
+        gc_inspect_report_free(report);
     return rc;
 }
 
@@ -409,5 +323,6 @@ void gc_inspect_report_free(gc_inspect_report *r)
         free_warning(&r->warnings[i]);
     free(r->warnings);
     json_decref(r->manifest);
+    free(r->diagnosis);
     memset(r, 0, sizeof(*r));
 }

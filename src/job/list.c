@@ -1,10 +1,12 @@
 /*
  * `job list`: one paged list of JobSets, each reduced to a short row as it arrives (only the
- * fields a row needs are decoded), so memory holds rows, not objects. The status comes from the
- * JobSet alone (its conditions and the ready counts of its Jobs); queue_reasons also lists Kueue
- * Workloads to say why a queued job waits.
+ * fields a row needs are decoded), so memory holds rows, not objects. The status and the
+ * diagnosis' short reason come from the JobSet alone (its conditions and the ready counts of
+ * its Jobs); queue_reasons also lists Kueue Workloads to say why a queued job waits, and only
+ * queued rows keep their (trimmed) JobSet until then. Nothing is read per job.
  */
 #include "gcluster/buf.h"
+#include "gcluster/diagnose.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
@@ -36,28 +38,10 @@ static const char ROW_FIELDS[] =
 typedef struct list_state {
     const gc_list_request *r;
     gc_job_row *rows;
+    json_t **queued; /* per row: a queued row's JobSet, for its diagnosis; else NULL */
     size_t count;
     size_t cap;
 } list_state;
-
-/* Ready Jobs times their pods: a Job counts as ready when all its pods are. */
-static int ready_pods(const json_t *jobset)
-{
-    int pods = 0;
-    size_t i;
-    const json_t *rs;
-    json_array_foreach(json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus"),
-                       i, rs)
-    {
-        const json_t *rjob =
-            job_replicated_job(jobset, json_string_value(json_object_get(rs, "name")));
-        const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
-        json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
-        pods += (int)(json_integer_value(json_object_get(rs, "ready")) *
-                      (parallelism ? parallelism : 1));
-    }
-    return pods;
-}
 
 /* The JobSet alone cannot say why a job waits: a queued row's detail comes from its Workload
  * (when asked for), and an admitted row has none, as pods are not read. */
@@ -65,7 +49,7 @@ static void fill_row(gc_job_row *row, const json_t *jobset)
 {
     gc_job_facts facts;
     gc_job_facts_from_jobset(jobset, &facts);
-    facts.pods_running = ready_pods(jobset);
+    gc_job_facts_add_ready_jobs(&facts, jobset);
     gc_job_status st;
     gc_job_status_derive(&facts, &st);
 
@@ -87,10 +71,20 @@ static void fill_row(gc_job_row *row, const json_t *jobset)
     };
 }
 
+/* The diagnosis' reason from what the list read: the JobSet (pods are not read: its ready
+ * Jobs count), and a queued job's Workload (NULL: none). */
+static char *reason_of(const json_t *jobset, const json_t *workload)
+{
+    gc_diagnose_input in = {.jobset = jobset, .workload = workload};
+    gc_diagnosis d;
+    gc_diagnose(&in, &d);
+    return gc_xstrdup(d.reason);
+}
+
 static void free_row(gc_job_row *row)
 {
-    char *fields[] = {row->ns,      row->name,  row->uid,     row->status,   row->detail,
-                      row->compute, row->queue, row->created, row->completed};
+    char *fields[] = {row->ns,     row->name,    row->uid,   row->status,  row->detail,
+                      row->reason, row->compute, row->queue, row->created, row->completed};
     for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
         free(fields[i]);
 }
@@ -112,7 +106,14 @@ static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
     if (s->count == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 64;
         s->rows = gc_xrealloc(s->rows, s->cap * sizeof(*s->rows));
+        s->queued = gc_xrealloc(s->queued, s->cap * sizeof(*s->queued));
     }
+    /* Reasons only when asked for (the plain table has no column for them); a queued job's is
+     * its Workload's to tell, so it waits for the Workloads. */
+    bool queued = row.phase == GC_JOB_QUEUED;
+    if (s->r->queue_reasons && !queued)
+        row.reason = reason_of(jobset, NULL);
+    s->queued[s->count] = queued && s->r->queue_reasons ? json_incref(jobset) : NULL;
     s->rows[s->count++] = row;
     return 0;
 }
@@ -133,6 +134,8 @@ static int on_workload(json_t *workload, void *ctx, gc_error *err)
         gc_job_status_derive(&facts, &st);
         free(row->detail);
         row->detail = gc_xstrdup(st.detail[0] ? st.detail : "waiting for Kueue");
+        free(row->reason);
+        row->reason = reason_of(s->queued[i], workload);
     }
     return 0;
 }
@@ -154,9 +157,12 @@ static int add_queue_reasons(gc_kube *kube, list_state *s, gc_error *err)
         gc_error_clear(err);
         rc = 0;
     }
-    for (size_t i = 0; !rc && i < s->count; i++)
-        if (s->rows[i].phase == GC_JOB_QUEUED && !s->rows[i].detail)
-            s->rows[i].detail = gc_xstrdup("no Kueue Workload yet");
+    for (size_t i = 0; !rc && i < s->count; i++) {
+        if (s->rows[i].phase != GC_JOB_QUEUED || s->rows[i].detail)
+            continue;
+        s->rows[i].detail = gc_xstrdup("no Kueue Workload yet");
+        s->rows[i].reason = reason_of(s->queued[i], NULL);
+    }
     return rc;
 }
 
@@ -194,6 +200,9 @@ int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out
                      "JobSet (gcluster deploy does)");
     if (!rc && r->queue_reasons)
         rc = add_queue_reasons(kube, &s, err);
+    for (size_t i = 0; i < s.count; i++)
+        json_decref(s.queued[i]);
+    free(s.queued);
     out->rows = s.rows;
     out->count = s.count;
     if (rc)

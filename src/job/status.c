@@ -82,6 +82,30 @@ void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *f)
         replicated_job_pods(rjob);
 }
 
+void gc_job_facts_add_ready_jobs(gc_job_facts *f, const json_t *jobset)
+{
+    const json_t *spec = json_object_get(jobset, "spec");
+    size_t i;
+    const json_t *rs;
+    json_array_foreach(json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus"),
+                       i, rs)
+    {
+        const char *name = json_string_value(json_object_get(rs, "name"));
+        size_t j;
+        const json_t *rjob;
+        json_array_foreach(json_object_get(spec, "replicatedJobs"), j, rjob)
+        {
+            const char *n = json_string_value(json_object_get(rjob, "name"));
+            if (!name || !n || strcmp(n, name))
+                continue;
+            const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
+            json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
+            f->pods_running += (int)(json_integer_value(json_object_get(rs, "ready")) *
+                                     (parallelism ? parallelism : 1));
+        }
+    }
+}
+
 void gc_job_facts_add_workload(gc_job_facts *f, const json_t *workload)
 {
     f->workload_found = true;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct submit_run {
     gc_kube *kube;
@@ -206,7 +207,7 @@ static int name_taken(gc_kube *kube, const char *path, const gc_workload *w, gc_
         snprintf(status, sizeof(status), "%s", st.text);
         gc_format_age(json_string_value(json_object_get(json_object_get(existing, "metadata"),
                                                         "creationTimestamp")),
-                      age, sizeof(age));
+                      (long long)time(NULL), age, sizeof(age));
     }
     json_decref(existing);
     free(item);

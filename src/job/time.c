@@ -20,17 +20,12 @@ long long gc_parse_timestamp(const char *timestamp)
     return (long long)timegm(&tm);
 }
 
-void gc_format_age(const char *timestamp, char *out, size_t size)
+void gc_format_duration(long long seconds, char *out, size_t size)
 {
-    long long then = gc_parse_timestamp(timestamp);
-    if (then < 0) {
-        snprintf(out, size, "?");
-        return;
-    }
-    long long s = (long long)time(NULL) - then;
-    if (s < 0)
-        s = 0;
-    if (s < 120)
+    long long s = seconds < 0 ? 0 : seconds;
+    if (s >= 3600 && s % 3600 == 0 && s < 2 * 86400)
+        snprintf(out, size, "%lldh", s / 3600);
+    else if (s < 120)
         snprintf(out, size, "%llds", s);
     else if (s < 2 * 3600)
         snprintf(out, size, "%lldm", s / 60);
@@ -38,4 +33,15 @@ void gc_format_age(const char *timestamp, char *out, size_t size)
         snprintf(out, size, "%lldh", s / 3600);
     else
         snprintf(out, size, "%lldd", s / 86400);
+}
+
+bool gc_format_age(const char *timestamp, long long now, char *out, size_t size)
+{
+    long long then = gc_parse_timestamp(timestamp);
+    if (then < 0 || now <= 0) {
+        snprintf(out, size, "?");
+        return false;
+    }
+    gc_format_duration(now - then, out, size);
+    return true;
 }

@@ -213,3 +213,8 @@ unsigned gc_kube_request_count(const gc_kube *kube)
 {
     return kube->request_count;
 }
+
+unsigned gc_kube_round_trip_count(const gc_kube *kube)
+{
+    return kube->round_trips;
+}

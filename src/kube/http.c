@@ -140,6 +140,11 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
     set_connection(k, e);
     x->credential = k->credential_generation;
     k->request_count++;
+    /* One sent alongside requests still in flight shares their round trip; one sent from a
+     * callback waits while the others stand still, so it costs its own. */
+    if (!k->in_flight || k->depth > 0)
+        k->round_trips++;
+    k->in_flight++;
     free(url);
     free(trace_url);
     free(accept_line);
@@ -163,6 +168,7 @@ static void note_server_clock(gc_kube *k, const kube_exchange *x)
 void kube_exchange_end(gc_kube *k, kube_exchange *x, CURLcode result)
 {
     gc_http_finish(&x->http, result);
+    k->in_flight--;
     const char *retry_after = gc_http_header(&x->http, "Retry-After");
     x->retry_after_ms = retry_after ? parse_retry_after(retry_after) : -1;
     note_server_clock(k, x);

@@ -65,6 +65,8 @@ struct gc_kube {
     int depth;
     CURLSH *share; /* level 0's connections, shared with concurrent batches (http.c) */
     unsigned request_count;
+    unsigned round_trips;
+    unsigned in_flight; /* requests started and not ended */
     uint64_t rng;
     gc_buf warnings_seen;     /* Warning texts already shown, NUL-separated */
     long long clock_offset_s; /* server Date minus local time, once a response was seen */

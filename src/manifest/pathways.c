@@ -1,5 +1,5 @@
 /*
- * The Pathways JobSet (SPEC §4): one JobSet with two replicated jobs.
+ * The Pathways JobSet: one JobSet with two replicated jobs.
  *
  *   pathways-head  one pod on the CPU head pool: the resource manager (pathways-rm), the IFRT
  *                  proxy (pathways-proxy) and, unless headless, the user's JAX program, which

@@ -168,10 +168,12 @@ def test_pathways_flow(cli):
     shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "yaml", "--show",
                                         check=0).stdout)
     assert shown["manifest"]["metadata"]["name"] == job and "status" not in shown["manifest"]
-    # The JobSet, pods and events together, then the Workload: four requests, one connection.
+    # The JobSet, pods, Jobs and events together, then the Workload: five requests in two round
+    # trips, one connection; the job runs as it should, so the diagnosis asks for nothing more.
     traced = cli.gcluster("job", "inspect", job, *CLUSTER, "-v", check=0).stderr
     requests = re.findall(r"^GET https://.*$", traced, re.M)
-    assert len(requests) == 4 and sum("new connection" in r for r in requests) == 1, traced
+    assert len(requests) == 5 and sum("new connection" in r for r in requests) == 1, traced
+    assert "5 API requests in 2 round trips" in traced, traced
 
     logs = cli.gcluster("job", "logs", job, *CLUSTER, check=0).stdout
     assert "testenv: fake log line 1" in logs
@@ -249,6 +251,10 @@ def test_await_returns_3_when_the_job_fails_and_0_when_it_succeeds(cli):
         assert waiter.returncode == want, err
         if want == 3:
             assert f"job {job} failed" in err and "exited with code 3" in err
+            assert re.search(r"^Cause: the head failed \d+s ago: container workload-container of "
+                             rf"pod {job}-pathways-head-0-0-\w+ exited with code 3; no restarts "
+                             r"were left \(0 of at most 0\)$", out, re.M), out
+            assert f"\nFix:   see why: gcluster job logs {job}; fix it, then submit again" in out
         else:
             assert f"Job {job} succeeded." in out
         cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout", "90s", check=0)

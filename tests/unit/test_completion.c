@@ -72,7 +72,7 @@ static void test_commands(void **state)
     /* Flags before a command word: groups take only the global ones. */
     assert_completes("set\nlist\n", "job", "config", "-v", "");
     assert_completes("submit\n", "job", "--help", "su");
-    assert_completes("wait\n", "job", "-x", "--bogus=1", "w");
+    assert_completes("wait\n", "job", "-x", "--bogus=1", "wa");
     assert_completes("bash\nzsh\nfish\n", "completion", "");
 }
 

@@ -345,7 +345,7 @@ static void test_queued_wants_queues(void **state)
     expect(&d, "Queued", "Pending",
            "waiting for Kueue to admit it: couldn't assign flavors to pod set pathways-head: "
            "flavor tpu-flavor doesn't match node affinity",
-           "");
+           "kubectl describe workload jobset-pw-b-e0c2a -n default shows what Kueue waits for");
     assert_int_equal(d.wants, GC_DIAGNOSE_WANT_QUEUES);
     json_decref(f.root);
 }
@@ -377,6 +377,8 @@ static void test_running_wants_nothing(void **state)
     gc_diagnose(&f.in, &d);
     assert_string_equal(d.reason, "Running");
     assert_int_equal(d.wants, 0);
+    assert_true(has_evidence(&d, "JobSet pw-run: restarts 0 of 1; Jobs ready: pathways-head 1/1, "
+                                 "worker 2/2"));
     json_decref(f.root);
 }
 

@@ -9,7 +9,9 @@
 
 #include <cmocka.h>
 
+#include "gcluster/diagnose.h"
 #include "gcluster/job.h"
+#include "gcluster/kube.h"
 #include "job_test.h"
 
 #include <string.h>
@@ -20,7 +22,8 @@ static int setup(void **state)
     return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
 }
 
-/* The JobSet's pods, Warning events and Workload (NULL: Kueue has none) as inspect reads them. */
+/* The JobSet's pods, Warning events and Workload (NULL: Kueue has none) as inspect reads them;
+ * it has no child Jobs. */
 static void script_job(json_t *jobset, json_t *pods, json_t *events, json_t *workload)
 {
     char *path = gc_xasprintf(JT_JOBSETS "/%s", json_string_value(json_object_get(
@@ -28,6 +31,7 @@ static void script_job(json_t *jobset, json_t *pods, json_t *events, json_t *wor
     jt_get(path, jobset);
     free(path);
     jt_list(JT_PODS, "PodList", pods);
+    jt_list(JT_JOBS, "JobList", json_array());
     jt_list(JT_EVENTS, "EventList", events ? events : json_array());
     jt_list(JT_WORKLOADS, "WorkloadList", workload ? json_pack("[o]", workload) : json_array());
 }
@@ -104,14 +108,20 @@ static void test_running_job(void **state)
     assert_int_equal(r.warnings[0].count, 5);
     assert_string_equal(r.warnings[0].message, "0/9 nodes are available");
     assert_string_equal(r.warnings[1].kind, "Workload");
+
+    /* The diagnosis on top, from what was read: nothing more was asked for. */
+    assert_string_equal(r.diagnosis->reason, "Starting");
+    assert_string_equal(r.diagnosis->cause, "starting: 3/9 pods running (head 1/1, workers 2/8), "
+                                            "4 created; no restarts so far (at most 2)");
     gc_inspect_report_free(&r);
 
-    /* The JobSet, pods and events together, then the Workload by the JobSet's UID. */
+    /* The JobSet, pods, Jobs and events together, then the Workload by the JobSet's UID. */
     json_t *req = jt_requests();
-    assert_int_equal(json_array_size(req), 4);
-    const char *last = json_string_value(json_object_get(json_array_get(req, 3), "path"));
+    assert_int_equal(json_array_size(req), 5);
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 2);
+    const char *last = json_string_value(json_object_get(json_array_get(req, 4), "path"));
     assert_string_equal(last, JT_WORKLOADS);
-    assert_string_equal(jt_param(req, 3, "labelSelector"), "kueue.x-k8s.io/job-uid=uid-pw");
+    assert_string_equal(jt_param(req, 4, "labelSelector"), "kueue.x-k8s.io/job-uid=uid-pw");
     json_decref(req);
 }
 
@@ -194,6 +204,7 @@ static void test_terminating_job_without_kueue(void **state)
     jt_get(JT_JOBSETS "/pw", js);
     jt_list(JT_PODS, "PodList",
             json_pack("[o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-np-1")));
+    jt_list(JT_JOBS, "JobList", json_array());
     jt_list(JT_EVENTS, "EventList", json_array());
     gc_inspect_report r;
     gc_error err;
@@ -201,7 +212,14 @@ static void test_terminating_job_without_kueue(void **state)
     assert_int_equal(r.status.phase, GC_JOB_TERMINATING);
     assert_string_equal(r.status.text, "Terminating");
     assert_null(r.kueue.workload);
+    assert_string_equal(r.diagnosis->reason, "Deleting");
     gc_inspect_report_free(&r);
+    /* Both Workload API versions were asked for: an older Kueue serves only v1beta1. */
+    json_t *req = jt_requests();
+    assert_int_equal(json_array_size(req), 6);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(req, 5), "path")),
+                        "/apis/kueue.x-k8s.io/v1beta1/namespaces/ns1/workloads");
+    json_decref(req);
 }
 
 static void test_missing_job(void **state)

@@ -79,6 +79,7 @@ static void script_running_job(void)
     jt_list(JT_PODS, "PodList",
             json_pack("[o, o]", jt_pod("pw", "worker", 0, 0, "Running", "tpu-a"),
                       jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-1")));
+    jt_list(JT_JOBS, "JobList", json_array());
     jt_list(JT_EVENTS, "EventList",
             json_pack("[o]", jt_warning("Pod", "pw-worker-0-0-x0", "BackOff", "restarting", 2)));
     jt_list(JT_WORKLOADS, "WorkloadList",
@@ -93,11 +94,23 @@ static void test_inspect_json(void **state)
     gcluster(&res, "inspect", "pw", "-o", "json");
     assert_int_equal(res.exit_code, 0);
     json_t *doc = parse_json(&res);
-    static const char *const top[] = {
-        "name",         "namespace", "phase",           "status",  "detail",   "compute",
-        "topology",     "pathways",  "queue",           "created", "finished", "restarts",
-        "max_restarts", "kueue",     "replicated_jobs", "pods",    "warnings", NULL};
+    static const char *const top[] = {"name",         "namespace", "phase",    "status",
+                                      "detail",       "compute",   "topology", "pathways",
+                                      "queue",        "created",   "finished", "restarts",
+                                      "max_restarts", "diagnosis", "kueue",    "replicated_jobs",
+                                      "pods",         "warnings",  NULL};
     assert_keys(doc, top);
+    /* The diagnosis, as `job why -o json` gives it. */
+    json_t *why = json_object_get(doc, "diagnosis");
+    static const char *const why_keys[] = {"state", "reason", "cause", "fix", "evidence", NULL};
+    assert_keys(why, why_keys);
+    assert_string_equal(str(why, "state"), "Running");
+    assert_string_equal(str(why, "reason"), "Starting");
+    assert_string_equal(str(why, "cause"), "starting: 2/5 pods running (head 1/1, workers 1/4), 2 "
+                                           "created; no restarts so far (at most 2)");
+    assert_string_equal(str(why, "fix"), "nothing to do yet; gcluster job inspect pw shows each "
+                                         "pod");
+    assert_true(json_is_array(json_object_get(why, "evidence")));
     assert_string_equal(str(doc, "phase"), "Running");
     assert_string_equal(str(doc, "status"), "Running 2/5");
     assert_true(json_is_null(json_object_get(doc, "detail")));
@@ -172,6 +185,10 @@ static void test_inspect_text(void **state)
     assert_int_equal(res.exit_code, 0);
     const char *out = res.out.data;
     assert_non_null(strstr(out, "Name:       pw\nNamespace:  ns1\nStatus:     Running 2/5\n"
+                                "Cause:      starting: 2/5 pods running (head 1/1, workers 1/4), "
+                                "2 created; no restarts so far (at most 2)\n"
+                                "Fix:        nothing to do yet; gcluster job inspect pw shows "
+                                "each pod\n"
                                 "Compute:    v6e-16 x1, topology 4x4\nPathways:   yes\n"
                                 "Queue:      user-queue\n"));
     assert_non_null(strstr(out, "Kueue workload jobset-pw-1a2b3:\n"
@@ -204,17 +221,45 @@ static void test_list_json_and_table(void **state)
     assert_int_equal(res.exit_code, 0);
     json_t *rows = parse_json(&res);
     assert_int_equal(json_array_size(rows), 2);
-    static const char *const row_keys[] = {"name",   "namespace", "uid",       "phase",
-                                           "status", "detail",    "compute",   "pathways",
-                                           "queue",  "created",   "completed", NULL};
+    static const char *const row_keys[] = {"name",    "namespace", "uid",     "phase",    "status",
+                                           "detail",  "reason",    "compute", "pathways", "queue",
+                                           "created", "completed", NULL};
     json_t *row = json_array_get(rows, 0);
     assert_keys(row, row_keys);
     assert_string_equal(str(row, "phase"), "Admitted");
+    assert_string_equal(str(row, "reason"), "Starting");
     assert_string_equal(str(row, "compute"), "v6e-16 x2");
     assert_true(json_is_null(json_object_get(row, "completed")));
     /* JSON says why a queued job waits. */
     assert_string_equal(str(json_array_get(rows, 1), "detail"), "Pending: no quota");
+    assert_string_equal(str(json_array_get(rows, 1), "reason"), "Pending");
     json_decref(rows);
+    cli_result_free(&res);
+
+    /* Wide: the queue and the diagnosis' short reason, from the JobSets and Workloads only. */
+    json_t *running = jt_jobset("run", 1);
+    json_object_set_new(json_object_get(running, "status"), "replicatedJobsStatus",
+                        jt_json("[{'name': 'pathways-head', 'ready': 1},"
+                                " {'name': 'worker', 'ready': 1}]"));
+    json_t *missing = jt_jobset("lost", 1);
+    json_object_set_new(json_object_get(missing, "spec"), "suspend", json_true());
+    jt_list(JT_JOBSETS, "JobSetList", json_pack("[o, o]", running, missing));
+    jt_list(JT_WORKLOADS, "WorkloadList",
+            json_pack("[o]", jt_workload("lost", false, "Inadmissible",
+                                         "LocalQueue user-queue doesn't exist")));
+    gcluster(&res, "list", "-o", "wide");
+    assert_int_equal(res.exit_code, 0);
+    assert_non_null(strstr(res.out.data, "   QUEUE        REASON\n"));
+    assert_non_null(strstr(res.out.data, "   user-queue   Running\n"));
+    assert_non_null(strstr(res.out.data, "   user-queue   QueueMissing\n"));
+    json_t *req = jt_requests();
+    size_t n = json_array_size(req);
+    /* The JobSets, then the Workloads: no read per job. */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(req, n - 2), "path")),
+                        JT_JOBSETS);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(req, n - 1), "path")),
+                        JT_WORKLOADS);
+    json_decref(req);
     cli_result_free(&res);
 
     jt_list(JT_JOBSETS, "JobSetList", json_pack("[o]", jt_jobset("pw", 2)));

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "deploy/quantity.h"
 #include "gcluster/deploy.h"
+#include "gcluster/kube.h"
 #include "kube_test.h"
 
 #include <stdio.h>

@@ -664,11 +664,62 @@ static void json_output_follows_the_documented_schema(void **state)
                         "gcluster job logs pw-test -f");
     assert_true(json_is_null(json_object_get(json_array_get(next, 1), "note")));
     assert_true(json_is_null(json_object_get(doc, "final")));
-    assert_int_equal(json_object_size(doc), 12); /* nothing undocumented */
+    assert_true(json_is_null(json_object_get(doc, "diagnosis")));
+    assert_int_equal(json_object_size(doc), 13); /* nothing undocumented */
     /* The warning also reached stderr, for people. */
     assert_non_null(strstr(res.err.data, "gcluster: warning: ClusterQueue cluster-queue"));
     json_decref(doc);
     cli_result_free(&res);
+}
+
+/* The job failed while awaited: exit 3, and why, in text and in the JSON document. */
+static void await_failure_says_why(void **state)
+{
+    (void)state;
+    const char *formats[] = {"text", "json"};
+    for (size_t f = 0; f < 2; f++) {
+        serve_default_cluster();
+        serve_created("pw-test");
+        json_t *failed = jt_jobset("pw-test", 2);
+        jt_condition(failed, "Failed", "ReachedMaxRestarts",
+                     "jobset failed due to reaching max "
+                     "number of restarts");
+        jt_list(JOBSETS, "JobSetList", json_pack("[O]", failed)); /* the watch's first list */
+        json_t *head = jt_pod("pw-test", "pathways-head", 0, 0, "Failed", "cpu-np-0");
+        jt_pod_exit(head, "workload-container", 3);
+        jt_list(JT_PODS, "PodList", json_pack("[O]", head)); /* the watch's look at the pods */
+        /* What the diagnosis reads. */
+        jt_get(JOBSETS "/pw-test", failed);
+        jt_list(JT_PODS, "PodList", json_pack("[o]", head));
+        jt_list(JT_JOBS, "JobList", json_array());
+        jt_list(JT_EVENTS, "EventList", json_array());
+        jt_list(JT_WORKLOADS, "WorkloadList", json_array());
+        jt_answer("GET " JT_PODS "/pw-test-pathways-head-0-0-x0/log",
+                  jt_json("{'body': 'ValueError: batch size 0\\n'}"));
+        cli_result res;
+        run_gcluster(&res,
+                     (const char *[]){"--command", "python train.py", "--image", IMAGE,
+                                      "--await-job-completion", "--output", formats[f], NULL});
+        assert_int_equal(res.exit_code, 3);
+        /* "the head failed 5d ago: ...": the age depends on the day the test runs. */
+        const char *cause = ": container workload-container of pod pw-test-pathways-head-0-0-x0 "
+                            "exited with code 3; no restarts were left (0 of at most 2)";
+        const char *fix = "see why: gcluster job logs pw-test; fix it, then submit again";
+        if (f == 0) {
+            char *want = gc_xasprintf("%s\nFix:   %s\n", cause, fix);
+            assert_non_null(strstr(res.out.data, "\nCause: the head failed "));
+            assert_non_null(strstr(res.out.data, want));
+            free(want);
+        } else {
+            json_t *doc = json_loads(res.out.data, 0, NULL);
+            json_t *why = json_object_get(doc, "diagnosis");
+            assert_string_equal(json_string_value(json_object_get(why, "state")), "Failed");
+            assert_non_null(strstr(json_string_value(json_object_get(why, "cause")), cause));
+            assert_string_equal(json_string_value(json_object_get(why, "fix")), fix);
+            json_decref(doc);
+        }
+        cli_result_free(&res);
+    }
 }
 
 static void dry_run_out_json_is_the_jobset(void **state)
@@ -749,6 +800,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(pending_compute_is_resolved_by_the_nodes, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(await_returns_the_final_status, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(await_failure_says_why, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(text_output_names_the_job_and_the_next_commands, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(headless_text_output_says_how_to_reach_the_proxy, jt_open,

@@ -18,6 +18,7 @@
 #define JT_ALL_JOBSETS "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
 #define JT_PODS        "/api/v1/namespaces/ns1/pods"
 #define JT_EVENTS      "/api/v1/namespaces/ns1/events"
+#define JT_JOBS        "/apis/batch/v1/namespaces/ns1/jobs"
 #define JT_WORKLOADS   "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns1/workloads"
 
 /* Group setup: the PKI and the server (tests pass GCLUSTER_SOURCE_DIR

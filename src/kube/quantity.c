@@ -1,7 +1,10 @@
 /*
- * Kubernetes resource quantities in their canonical spelling.
+ * Kubernetes resource quantities ("16", "132Gi", "500m", "1.5e3"): checked, in their canonical
+ * spelling, and as numbers. One parser for every reader of quantities (deploy's Kueue quotas,
+ * the diagnosis of a job's quota).
  *
- * Why: Kueue's webhook rewrites the quotas of a new ClusterQueue into the canonical form
+ * Why the canonical spelling: Kueue's webhook rewrites the quotas of a new ClusterQueue into the
+ * canonical form
  * ("2000G" becomes "2T", 480 becomes "480") but an update stores what was sent. Applying the
  * blueprint's spelling would therefore change the object on the second run and settle only on the
  * third. Sending the canonical form makes the first apply final, as `deploy` promises.
@@ -11,9 +14,10 @@
  * keep the largest power-of-1024 suffix that divides them ("2048Mi" -> "2Gi"); a binary amount
  * with a fraction that no binary suffix makes integral is left as written.
  */
-#include "deploy/quantity.h"
-
 #include "gcluster/buf.h"
+#include "gcluster/kube.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,4 +151,13 @@ char *gc_quantity_canonical(const char *text)
             ? canonical_binary(&q)
             : canonical_decimal(q.digits, q.decimal_power - q.fraction_digits, q.exponent_form);
     return out ? out : gc_xstrdup(text);
+}
+
+double gc_quantity_value(const char *text)
+{
+    parsed_quantity q;
+    if (!text || !parse(text, &q))
+        return -1;
+    double value = (double)q.digits * pow(10.0, q.decimal_power - q.fraction_digits);
+    return q.binary_power > 0 ? value * pow(1024.0, q.binary_power) : value;
 }

@@ -1,0 +1,426 @@
+/*
+ * `job why`: the diagnosis engine's inputs, read in as few round trips as the answer needs.
+ *
+ *   1. the JobSet, its pods, its child Jobs and the namespace's Warning events, together (what
+ *      `job inspect` reads anyway; the Jobs say why a job failed after Pathways deleted its
+ *      pods);
+ *   2. its Kueue Workload, found by the JobSet's UID;
+ *   3. only what the engine asks for: the queues (LocalQueues, ClusterQueues, ResourceFlavors,
+ *      Workloads) and the nodes with the pods holding them, sent together; then the failed
+ *      container's last log lines.
+ * A healthy running job stops after 2, as `job inspect` does. Lists are decoded down to the
+ * fields the engine and inspect read, and scoped by label or field selectors where the API
+ * allows.
+ */
+#include "job/why.h"
+
+#include "gcluster/buf.h"
+#include "job/diagnose.h"
+#include "job/lookup.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define JOBSET_LABEL "jobset.sigs.k8s.io/jobset-name"
+
+/* What the engine and inspect read of each kind (gc_json_load_fields shapes). */
+static const char POD_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"namespace\": true, \"labels\": true,"
+    "              \"creationTimestamp\": true, \"deletionTimestamp\": true,"
+    "              \"ownerReferences\": true},"
+    " \"spec\": {\"nodeName\": true, \"nodeSelector\": true, \"tolerations\": true,"
+    "          \"schedulingGates\": true},"
+    " \"status\": true}";
+static const char JOB_FIELDS[] = "{\"metadata\": {\"name\": true, \"labels\": true},"
+                                 " \"status\": {\"conditions\": true}}";
+static const char EVENT_FIELDS[] =
+    "{\"involvedObject\": {\"kind\": true, \"name\": true}, \"reason\": true, \"message\": true,"
+    " \"count\": true, \"lastTimestamp\": true, \"eventTime\": true}";
+static const char WORKLOAD_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"namespace\": true, \"uid\": true, \"labels\": true,"
+    "              \"creationTimestamp\": true, \"ownerReferences\": true},"
+    " \"spec\": true, \"status\": true}";
+static const char LOCAL_QUEUE_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"namespace\": true}, \"spec\": true}";
+static const char CLUSTER_QUEUE_FIELDS[] =
+    "{\"metadata\": {\"name\": true}, \"spec\": true, \"status\": true}";
+static const char FLAVOR_FIELDS[] = "{\"metadata\": {\"name\": true}, \"spec\": true}";
+static const char NODE_FIELDS[] = "{\"metadata\": {\"name\": true, \"labels\": true},"
+                                  " \"spec\": {\"taints\": true, \"unschedulable\": true},"
+                                  " \"status\": {\"allocatable\": true}}";
+static const char HOLDER_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"namespace\": true, \"labels\": true,"
+    "              \"ownerReferences\": true},"
+    " \"spec\": {\"nodeName\": true}, \"status\": {\"phase\": true}}";
+
+/* Pods bound to a node and not finished: the ones holding a host. */
+#define HOLDING_A_NODE "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+static json_t *shape(const char *fields)
+{
+    return json_loads(fields, 0, NULL);
+}
+
+static int append_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    json_array_append(ctx, item);
+    return 0;
+}
+
+/* ---- 1 and 2: the job itself ------------------------------------------------------------ */
+
+static int read_workload(gc_kube *kube, job_why_inputs *in, gc_error *err)
+{
+    const char *uid = job_meta_string(in->jobset, NULL, "uid");
+    char selector[128];
+    snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid ? uid : "");
+    json_t *fields = shape(WORKLOAD_FIELDS);
+    gc_kube_list_options opts = {.label_selector = selector, .fields = fields};
+    static const char *const versions[] = {"v1beta2", "v1beta1"};
+    int rc = 0;
+    for (size_t v = 0; v < 2; v++) {
+        json_t *items = json_array();
+        char *path =
+            gc_kube_path("kueue.x-k8s.io", versions[v], gc_kube_namespace(kube), "workloads", NULL);
+        rc = gc_kube_list(kube, path, &opts, append_item, items, NULL, err);
+        free(path);
+        if (!rc) {
+            in->kueue_version = versions[v];
+            if (json_array_size(items))
+                in->workload = json_incref(json_array_get(items, json_array_size(items) - 1));
+        }
+        json_decref(items);
+        if (!rc || err->http_status != 404)
+            break;
+        /* Not served: an older Kueue (v1beta1 only), or none at all. */
+        gc_error_clear(err);
+        rc = 0;
+    }
+    json_decref(fields);
+    return rc;
+}
+
+/* An event about the JobSet, one of its Jobs or pods (named after it) or its Workload. */
+static bool about_job(const json_t *event, const char *name, const char *workload)
+{
+    const char *object =
+        json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
+    if (!object)
+        return false;
+    size_t n = strlen(name);
+    return !strcmp(object, name) || (!strncmp(object, name, n) && object[n] == '-') ||
+           (workload && !strcmp(object, workload));
+}
+
+static void keep_job_warnings(const json_t *events, const char *name, job_why_inputs *in)
+{
+    const char *workload = in->workload ? job_meta_string(in->workload, NULL, "name") : NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        if (about_job(e, name, workload))
+            json_array_append(in->warnings, e);
+    }
+}
+
+int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_error *err)
+{
+    memset(in, 0, sizeof(*in));
+    in->pods = json_array();
+    in->jobs = json_array();
+    in->warnings = json_array();
+    const char *ns = gc_kube_namespace(kube);
+    char *pods_path = gc_kube_path(NULL, "v1", ns, "pods", NULL);
+    char *jobs_path = gc_kube_path("batch", "v1", ns, "jobs", NULL);
+    char *events_path = gc_kube_path(NULL, "v1", ns, "events", NULL);
+    char selector[300];
+    snprintf(selector, sizeof(selector), JOBSET_LABEL "=%s", name);
+    json_t *pod_fields = shape(POD_FIELDS), *job_fields = shape(JOB_FIELDS);
+    json_t *event_fields = shape(EVENT_FIELDS);
+    gc_kube_list_options pods = {.label_selector = selector, .fields = pod_fields};
+    gc_kube_list_options jobs = {.label_selector = selector, .fields = job_fields};
+    gc_kube_list_options warnings = {.field_selector = "type=Warning", .fields = event_fields};
+    json_t *events = json_array();
+    gc_kube_read reads[] = {
+        {.path = pods_path, .opts = &pods, .on_item = append_item, .ctx = in->pods},
+        {.path = jobs_path, .opts = &jobs, .on_item = append_item, .ctx = in->jobs},
+        {.path = events_path, .opts = &warnings, .on_item = append_item, .ctx = events},
+    };
+    int rc = job_find_jobset_with(kube, name, &in->jobset, reads, 3, err);
+    if (!rc)
+        rc = read_workload(kube, in, err);
+    if (!rc)
+        keep_job_warnings(events, name, in);
+    json_decref(events);
+    json_decref(pod_fields);
+    json_decref(job_fields);
+    json_decref(event_fields);
+    free(pods_path);
+    free(jobs_path);
+    free(events_path);
+    return rc;
+}
+
+/* ---- 3: what the engine asks for -------------------------------------------------------- */
+
+/* The reads of one round trip, with what they need to stay alive until it is over. */
+typedef struct wanted_round {
+    gc_kube_read reads[6];
+    char *paths[6];
+    json_t *fields[6];
+    gc_kube_list_options opts[6];
+    int want[6]; /* the GC_DIAGNOSE_WANT_* each read serves */
+    size_t count;
+} wanted_round;
+
+static void add_list(wanted_round *r, int want, char *path, const char *fields,
+                     gc_kube_item_fn on_item, void *ctx)
+{
+    size_t i = r->count++;
+    r->paths[i] = path;
+    r->fields[i] = shape(fields);
+    r->opts[i].fields = r->fields[i];
+    r->want[i] = want;
+    r->reads[i] = (gc_kube_read){.path = path, .opts = &r->opts[i], .on_item = on_item, .ctx = ctx};
+}
+
+static void wanted_round_free(wanted_round *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        free(r->paths[i]);
+        json_decref(r->fields[i]);
+    }
+}
+
+/* The pods holding nodes, except the job's own (the engine asks who else holds a host). */
+typedef struct holders {
+    json_t *into;
+    const char *ns;
+    const char *name;
+} holders;
+
+static int keep_holder(json_t *pod, void *ctx, gc_error *err)
+{
+    (void)err;
+    holders *h = ctx;
+    bool own = job_same(job_meta_string(pod, NULL, "namespace"), h->ns) &&
+               job_same(job_meta_string(pod, "labels", JOBSET_LABEL), h->name);
+    if (!own)
+        json_array_append(h->into, pod);
+    return 0;
+}
+
+/* The queue lists, empty: what the engine reads as "no queues" once they are known. */
+static void new_queue_lists(job_why_inputs *in)
+{
+    in->local_queues = json_array();
+    in->cluster_queues = json_array();
+    in->flavors = json_array();
+    in->workloads = json_array();
+}
+
+static void add_queue_reads(wanted_round *r, job_why_inputs *in)
+{
+    new_queue_lists(in);
+    const struct {
+        const char *resource;
+        const char *fields;
+        json_t *into;
+    } lists[] = {
+        {"localqueues", LOCAL_QUEUE_FIELDS, in->local_queues},
+        {"clusterqueues", CLUSTER_QUEUE_FIELDS, in->cluster_queues},
+        {"resourceflavors", FLAVOR_FIELDS, in->flavors},
+        {"workloads", WORKLOAD_FIELDS, in->workloads},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
+        add_list(r, GC_DIAGNOSE_WANT_QUEUES,
+                 gc_kube_path("kueue.x-k8s.io", in->kueue_version, NULL, lists[i].resource, NULL),
+                 lists[i].fields, append_item, lists[i].into);
+}
+
+static void add_node_reads(wanted_round *r, job_why_inputs *in, holders *h)
+{
+    in->nodes = json_array();
+    in->node_pods = json_array();
+    add_list(r, GC_DIAGNOSE_WANT_NODES, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), NODE_FIELDS,
+             append_item, in->nodes);
+    *h = (holders){.into = in->node_pods,
+                   .ns = job_meta_string(in->jobset, NULL, "namespace"),
+                   .name = job_meta_string(in->jobset, NULL, "name")};
+    size_t i = r->count;
+    add_list(r, GC_DIAGNOSE_WANT_NODES, gc_kube_path(NULL, "v1", NULL, "pods", NULL), HOLDER_FIELDS,
+             keep_holder, h);
+    r->opts[i].label_selector = JOBSET_LABEL;
+    r->opts[i].field_selector = HOLDING_A_NODE;
+}
+
+/* A read the cluster refuses to this user, or does not serve: the diagnosis goes on without
+ * it. Anything else (the server or the network failing) is an error. */
+static bool refused(const gc_error *err)
+{
+    return err->http_status == 401 || err->http_status == 403 || err->http_status == 404;
+}
+
+static void unreadable(job_why_inputs *in, const char *what, const gc_error *why)
+{
+    char *line = gc_xasprintf("%s could not be read: %s", what, why->message);
+    gc_strings_push(&in->unreadable, line);
+    free(line);
+}
+
+static void forget_queues(job_why_inputs *in)
+{
+    json_t **lists[] = {&in->local_queues, &in->cluster_queues, &in->flavors, &in->workloads};
+    for (size_t i = 0; i < 4; i++) {
+        json_decref(*lists[i]);
+        *lists[i] = NULL;
+    }
+}
+
+static void forget_nodes(job_why_inputs *in)
+{
+    json_decref(in->nodes);
+    json_decref(in->node_pods);
+    in->nodes = in->node_pods = NULL;
+}
+
+/* The queues and the nodes, as wanted, in one round trip. */
+static int read_lists(gc_kube *kube, job_why_inputs *in, int want, gc_error *err)
+{
+    wanted_round r = {0};
+    holders h;
+    bool queues = want & GC_DIAGNOSE_WANT_QUEUES;
+    if (queues && !in->kueue_version) { /* no Kueue: there are no queues, nothing to ask */
+        new_queue_lists(in);
+        in->queues_read = true;
+        queues = false;
+    }
+    if (queues)
+        add_queue_reads(&r, in);
+    if (want & GC_DIAGNOSE_WANT_NODES)
+        add_node_reads(&r, in, &h);
+    if (r.count)
+        gc_kube_read_all(kube, r.reads, r.count);
+    int rc = 0, refusals = 0;
+    for (size_t i = 0; i < r.count && !rc; i++) {
+        gc_kube_read *read = &r.reads[i];
+        if (!read->rc || (refusals & r.want[i]))
+            continue;
+        if (!refused(&read->err)) {
+            *err = read->err;
+            rc = read->rc;
+        } else {
+            refusals |= r.want[i];
+            unreadable(in, r.want[i] == GC_DIAGNOSE_WANT_QUEUES ? "the queues" : "the nodes",
+                       &read->err);
+        }
+    }
+    if (queues && !(refusals & GC_DIAGNOSE_WANT_QUEUES))
+        in->queues_read = true;
+    if (refusals & GC_DIAGNOSE_WANT_QUEUES)
+        forget_queues(in);
+    if (refusals & GC_DIAGNOSE_WANT_NODES)
+        forget_nodes(in);
+    wanted_round_free(&r);
+    return rc;
+}
+
+static int collect_line(size_t index, const char *line, size_t len, void *ctx)
+{
+    (void)index;
+    gc_buf *tail = ctx;
+    gc_buf_append(tail, line, len);
+    gc_buf_putc(tail, '\n');
+    return 0;
+}
+
+/* The failed container's last lines; a pod that is gone leaves the log out. */
+static void read_log_tail(gc_kube *kube, job_why_inputs *in, const gc_diagnosis *d)
+{
+    gc_kube_log_source source = {.pod = d->log_pod, .container = d->log_container};
+    gc_kube_log_options opts = {.tail_lines = GC_DIAGNOSIS_LOG_LINES};
+    gc_buf tail;
+    gc_buf_init(&tail);
+    gc_error err = {0};
+    if (gc_kube_logs(kube, &source, 1, &opts, collect_line, NULL, &tail, &err)) {
+        char *what = gc_xasprintf("the log of %s/%s", d->log_pod, d->log_container);
+        unreadable(in, what, &err);
+        free(what);
+        gc_buf_free(&tail);
+        return;
+    }
+    in->log_tail = gc_buf_detach(&tail);
+}
+
+static void engine_input(const job_why_inputs *in, long long now, gc_diagnose_input *out)
+{
+    *out = (gc_diagnose_input){
+        .jobset = in->jobset,
+        .workload = in->workload,
+        .pods = in->pods,
+        .jobs = in->jobs,
+        .events = in->warnings,
+        .queues_read = in->queues_read,
+        .local_queues = in->local_queues,
+        .cluster_queues = in->cluster_queues,
+        .flavors = in->flavors,
+        .workloads = in->workloads,
+        .nodes = in->nodes,
+        .node_pods = in->node_pods,
+        .log_tail = in->log_tail,
+        .now = now,
+    };
+}
+
+int job_why_diagnose(gc_kube *kube, job_why_inputs *in, long long now, gc_diagnosis *out,
+                     gc_error *err)
+{
+    gc_diagnose_input din;
+    engine_input(in, now, &din);
+    gc_diagnose(&din, out);
+    /* Each kind of read at most once: the answer may ask for another kind after a read. */
+    int rc = 0;
+    for (int want = out->wants & ~in->tried; want && !rc; want = out->wants & ~in->tried) {
+        in->tried |= want;
+        rc = read_lists(kube, in, want & (GC_DIAGNOSE_WANT_QUEUES | GC_DIAGNOSE_WANT_NODES), err);
+        if (!rc && (want & GC_DIAGNOSE_WANT_LOG) && out->log_pod[0])
+            read_log_tail(kube, in, out);
+        engine_input(in, now, &din);
+        gc_diagnose(&din, out);
+    }
+    for (size_t i = 0; i < in->unreadable.count; i++)
+        job_diag_evidence(out, "%s", in->unreadable.items[i]);
+    return rc;
+}
+
+void job_why_inputs_free(job_why_inputs *in)
+{
+    json_decref(in->jobset);
+    json_decref(in->workload);
+    json_decref(in->pods);
+    json_decref(in->jobs);
+    json_decref(in->warnings);
+    forget_queues(in);
+    forget_nodes(in);
+    free(in->log_tail);
+    gc_strings_free(&in->unreadable);
+    memset(in, 0, sizeof(*in));
+}
+
+int gc_job_why(gc_kube *kube, const char *name, gc_diagnosis *out, gc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = gc_job_name_check(name, err);
+    if (rc)
+        return rc;
+    job_why_inputs in;
+    rc = job_why_read_job(kube, name, &in, err);
+    if (!rc)
+        rc = job_why_diagnose(kube, &in, (long long)time(NULL), out, err);
+    job_why_inputs_free(&in);
+    return rc;
+}
