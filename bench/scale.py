@@ -111,10 +111,11 @@ def api_port(kubeconfig):
 TRACE_FLAG = {"gcluster": "-v", "kubectl": "-v=6"}
 
 
-def run_counted(cl, tool, argvs, work, timeout=900):
+def run_counted(cl, tool, argvs, work, timeout=900, trace=None):
     """One run of each command through a ByteProxy with request tracing on: requests (trace
-    lines), MiB received, and the run's time and peak RSS (the trace included)."""
-    requests, received, seconds, rss, lines = 0, 0, 0.0, 0, 0
+    lines), MiB received, and the run's time and peak RSS (the trace included). The traces go
+    to the file `trace` when given (where the time goes: every request with its duration)."""
+    requests, received, seconds, rss, lines, connections = 0, 0, 0.0, 0, 0, 0
     for argv in argvs:
         proxy = ByteProxy(api_port(cl.kubeconfig))
         try:
@@ -124,14 +125,18 @@ def run_counted(cl, tool, argvs, work, timeout=900):
             s, stderr = run_once([*argv, *flag], env, timeout)
         finally:
             proxy.close()
+        if trace:
+            with open(trace, "a") as f:
+                f.write(f"$ {' '.join(map(str, argv))} {' '.join(flag)}\n{stderr}\n")
         requests += sum(1 for line in stderr.splitlines()
                         if tool in harness.REQUEST_TIME and harness.REQUEST_TIME[tool].search(line))
         received += proxy.received
+        connections += proxy.connections
         seconds += s.seconds
         rss = max(rss, s.rss_kib)
         lines += s.lines
     return {"requests": requests, "mib_received": received / 2**20, "seconds": seconds,
-            "rss_kib": rss, "lines": lines}
+            "rss_kib": rss, "lines": lines, "connections": connections}
 
 
 def run_once(argv, env, timeout=900):
@@ -183,14 +188,20 @@ def start_env(name, nodepools, fake_log, work):
 
 
 class Scale:
-    def __init__(self, ctx, slices, log_lines):
+    def __init__(self, ctx, slices, log_lines, trace_dir):
         self.ctx = ctx
+        self.trace_dir = trace_dir
+        self.timings = {}  # seconds per part of the run
         self.sizes = slices
         self.log_lines = log_lines
         self.rows = []  # one per (command, cluster, job size)
         self.work = ctx.work
 
     # -- measuring ---------------------------------------------------------------------------
+
+    def trace(self, command, where, job, tool):
+        name = re.sub(r"[^A-Za-z0-9]+", "-", f"{command} {where} {job} {tool}").strip("-")
+        return self.trace_dir / f"{name}.txt"
 
     def measure(self, command, where, job, argvs, cl, counted=("gcluster", "kubectl"),
                 metric="time", payload_lines=0):
@@ -210,8 +221,10 @@ class Scale:
                      "median_rss_kib": statistics.median(s.rss_kib for s in runs),
                      "lines": runs[-1].lines, "argv": [" ".join(map(str, a)) for a in argvs[tool]]}
             if tool in counted:
-                entry.update({k: v for k, v in run_counted(cl, tool, argvs[tool], self.work).items()
-                              if k in ("requests", "mib_received")})
+                counted_run = run_counted(cl, tool, argvs[tool], self.work,
+                                          trace=self.trace(command, where, job, tool))
+                entry.update({k: v for k, v in counted_run.items()
+                              if k in ("requests", "mib_received", "connections")})
             if payload_lines:
                 entry["mib_s"] = payload_lines * cluster.FAKE_LOG_PAYLOAD / 2**20 / entry["median_s"]
             row["tools"][tool] = entry
@@ -221,7 +234,8 @@ class Scale:
     def measure_once(self, command, where, job, argv, cl):
         """A command that changes the cluster (cancel): one counted gcluster run is the sample."""
         log(f"{command} on {where}, {job}")
-        c = run_counted(cl, "gcluster", [argv], self.work)
+        c = run_counted(cl, "gcluster", [argv], self.work,
+                        trace=self.trace(command, where, job, "gcluster"))
         self.rows.append({"command": command, "cluster": where, "job": job, "metric": "time",
                           "tools": {"gcluster": {"median_s": c["seconds"],
                                                  "median_rss_kib": c["rss_kib"],
@@ -277,7 +291,8 @@ class Scale:
         row = {"command": "job submit (live)", "cluster": where, "job": "v6e-16 x1",
                "metric": "time", "tools": {}}
         for tool, runs in samples.items():
-            c = run_counted(cl, tool, [live(tool)], self.work)
+            c = run_counted(cl, tool, [live(tool)], self.work,
+                            trace=self.trace("job submit live", where, "", tool))
             cl.delete_jobs_and_wait(ns)
             row["tools"][tool] = {"median_s": statistics.median(s.seconds for s in runs),
                                   "median_rss_kib": statistics.median(s.rss_kib for s in runs),
@@ -294,7 +309,8 @@ class Scale:
         awaiting = {}
         waiter = threading.Thread(target=lambda: awaiting.update(run_counted(
             cl, "gcluster", [self.submit_argv(name, "v6e-64", slices, "--await-job-completion")],
-            self.work, timeout=3 * START_TIMEOUT)), daemon=True)
+            self.work, timeout=3 * START_TIMEOUT,
+            trace=self.trace("await", where, job, "gcluster"))), daemon=True)
         waiter.start()
         cl.wait_for(f"{pods} running pods of {name}", lambda: cl.running_pods(name) == pods,
                     timeout=START_TIMEOUT, interval=5)
@@ -342,8 +358,12 @@ class Scale:
             row["tools"][tool]["every_line"] = row["tools"][tool]["lines"] >= total_lines
         self.follow(cl, where, job, name, total_lines)
         log(f"finishing the {pods} pods of {name} (exit 0) so --await-job-completion returns")
-        cl.kubectl("annotate", "pods", "--overwrite", "-l", f"{JOBSET_LABEL}={name}",
-                   f"{EXIT_CODE_ANNOTATION}=0", timeout=600)
+        # A pod the JobSet controller replaced meanwhile fails the whole command (NotFound);
+        # annotating again covers its successor.
+        cl.wait_for(f"every pod of {name} annotated to exit 0", lambda: cl.kubectl(
+            "annotate", "pods", "--overwrite", "-l", f"{JOBSET_LABEL}={name}",
+            f"{EXIT_CODE_ANNOTATION}=0", check=False, timeout=600).returncode == 0,
+            timeout=900, interval=2)
         waiter.join(timeout=START_TIMEOUT)
         if waiter.is_alive() or not awaiting:
             raise BenchError(f"`job submit --await-job-completion` of {name} did not return")
@@ -477,13 +497,13 @@ def targets(rows):
 SMALL, LARGE = "13 nodes", "1,994 nodes"
 
 
-def run(ctx, slices, log_lines, keep_env=False):
-    """Both environments, one after the other (the large one takes ~9 GiB). Returns the rows
-    and the targets."""
-    scale = Scale(ctx, slices, log_lines)
+def run(ctx, scale, keep_env=False):
+    """Both environments, one after the other. Fills scale.rows (kept when a later step fails)
+    and returns how long each part took."""
+    log_lines, slices = scale.log_lines, scale.sizes
     fake_log = ctx.work / f"scale-log-{log_lines}.log"
     write_fake_log(fake_log, log_lines)
-    timings = {}
+    timings = scale.timings
     for name, pools in (("small", SMALL_NODEPOOLS), ("large", SCALE_NODEPOOLS)):
         where = SMALL if name == "small" else LARGE
         t0 = time.monotonic()
@@ -503,4 +523,3 @@ def run(ctx, slices, log_lines, keep_env=False):
                 log(f"control plane left running: GCLUSTER_TESTENV_DIR={state_dir}")
             else:
                 cluster.testenv_down(state_dir)
-    return scale.rows, targets(scale.rows), timings

@@ -4,8 +4,10 @@ that size. Not part of `make test`; run it with `make scale-test`.
 
 The session fixture `scale_env` starts its own environment (state directory
 ~/.cache/gcluster-testenv/pytest-<pid>-scale, stopped at the end, also by the next session if
-this one was killed) or uses KUBECONFIG_TESTENV=<kubeconfig> when that names a running one of
-this size. Startup takes ~2.5 min and ~9 GiB (testenv/README.md, "At scale"). Every wait is
+this one was killed), or:
+  KUBECONFIG_TESTENV=<kubeconfig>  use a running environment of this size (left alone);
+  GCLUSTER_TESTENV_KEEP=1          keep it after the session, in GCLUSTER_TESTENV_DIR or else
+                                   ~/.cache/gcluster-testenv/scale (reused by the next session). Startup takes ~2.5 min and ~9 GiB (testenv/README.md, "At scale"). Every wait is
 bounded and everything talks to 127.0.0.1 only.
 """
 
@@ -45,13 +47,18 @@ def scale_env():
     if given:
         yield cluster.TestEnv(given)
         return
-    cluster._stop_abandoned_sessions()
-    state_dir = cluster.CACHE / f"{cluster.SESSION_PREFIX}{os.getpid()}-scale"
+    keep = os.environ.get("GCLUSTER_TESTENV_KEEP") == "1"
+    if keep:
+        state_dir = os.environ.get("GCLUSTER_TESTENV_DIR") or cluster.CACHE / "scale"
+    else:
+        cluster._stop_abandoned_sessions()
+        state_dir = cluster.CACHE / f"{cluster.SESSION_PREFIX}{os.getpid()}-scale"
     kubeconfig = cluster._start(state_dir, {"GCLUSTER_TESTENV_NODEPOOLS": str(NODEPOOLS)})
     try:
         yield cluster.TestEnv(kubeconfig)
     finally:
-        cluster._run_testenv("down", state_dir, 300)
+        if not keep:
+            cluster._run_testenv("down", state_dir, 300)
 
 
 @pytest.fixture(scope="module")
