@@ -24,6 +24,7 @@ from pathlib import Path
 import cluster
 import harness
 from harness import TIME, BenchError
+from scenarios import CLUSTER_FLAGS, COMMAND, GCS, IMAGE
 
 HERE = Path(__file__).resolve().parent
 SCALE_NODEPOOLS = cluster.TESTENV / "nodepools-scale.yaml"
@@ -247,7 +248,7 @@ class Scale:
     # -- scenarios ---------------------------------------------------------------------------
 
     def submit_argv(self, name, compute, slices, *extra):
-        return [self.ctx.gcluster, "job", "submit", "--name", name, *SCALE_CLUSTER_FLAGS,
+        return [self.ctx.gcluster, "job", "submit", "--name", name, *CLUSTER_FLAGS,
                 "--compute-type", compute, "--num-slices", str(slices), "--pathways",
                 "--pathways-gcs-location", GCS, "--command", COMMAND, "--image", IMAGE, *extra]
 
@@ -334,7 +335,7 @@ class Scale:
             return argv
 
         self.measure("job inspect", where, job, {
-            "gcluster": [[self.ctx.gcluster, "job", "inspect", name, *SCALE_CLUSTER_FLAGS]],
+            "gcluster": [[self.ctx.gcluster, "job", "inspect", name, *CLUSTER_FLAGS]],
             "kubectl": [["kubectl", "get", "jobset", name, "-o", "yaml"],
                         ["kubectl", "get", "workloads.kueue.x-k8s.io", "-l",
                          f"kueue.x-k8s.io/job-uid={uid}", "-o", "yaml"],
@@ -342,14 +343,14 @@ class Scale:
                         ["kubectl", "get", "events", "--field-selector", "type=Warning"]],
             "curl": [fetch(reads)]}, cl)
         self.measure("job list", where, job, {
-            "gcluster": [[self.ctx.gcluster, "job", "list", *SCALE_CLUSTER_FLAGS]],
+            "gcluster": [[self.ctx.gcluster, "job", "list", *CLUSTER_FLAGS]],
             "kubectl": [["kubectl", "get", "jobsets"]],
             "curl": [fetch(["/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"])]}, cl)
         total_lines = len(containers) * self.log_lines
         logs_k = ["kubectl", "logs", "-l", f"{JOBSET_LABEL}={name}", "--all-containers",
                   "--max-log-requests=1100", "--prefix", "--tail=-1"]
         row = self.measure("job logs --all", where, job, {
-            "gcluster": [[self.ctx.gcluster, "job", "logs", name, "--all", *SCALE_CLUSTER_FLAGS]],
+            "gcluster": [[self.ctx.gcluster, "job", "logs", name, "--all", *CLUSTER_FLAGS]],
             "kubectl": [logs_k],
             "curl": [fetch([f"/api/v1/namespaces/default/pods/{p}/log?container={c}"
                             for p, c in containers], parallel=True)]},
@@ -375,7 +376,7 @@ class Scale:
                               "mib_received": awaiting["mib_received"], "runs": 1}}})
         self.measure_once("job cancel --wait", where, job,
                           [self.ctx.gcluster, "job", "cancel", name, "--wait", "--timeout", "600s",
-                           *SCALE_CLUSTER_FLAGS], cl)
+                           *CLUSTER_FLAGS], cl)
         left = cl.kubectl_json("get", "pods", "-l", f"{JOBSET_LABEL}={name}")["items"]
         if left:
             raise BenchError(f"{len(left)} pods of {name} left after `job cancel --wait`")
@@ -385,7 +386,7 @@ class Scale:
         want = total_lines // 2
         log(f"job logs -f --all on {where}, {job}: until {want} lines")
         argvs = {"gcluster": [self.ctx.gcluster, "job", "logs", name, "--all", "-f",
-                              *SCALE_CLUSTER_FLAGS],
+                              *CLUSTER_FLAGS],
                  "kubectl": ["kubectl", "logs", "-f", "-l", f"{JOBSET_LABEL}={name}",
                              "--all-containers", "--max-log-requests=1100", "--prefix",
                              "--tail=-1"]}
@@ -400,13 +401,6 @@ class Scale:
                                   "median_rss_kib": statistics.median(s.rss_kib for s in runs),
                                   "mib_s": want * cluster.FAKE_LOG_PAYLOAD / 2**20 / median}
         self.rows.append(row)
-
-
-GCS = "gs://bench-bucket/pathways"
-IMAGE = "us-docker.pkg.dev/bench-project/bench-repo/jax:1"
-COMMAND = "python3 train.py"
-SCALE_CLUSTER_FLAGS = ["--cluster", "local", "--location", "us-east5", "--project",
-                       "gcluster-testenv"]
 
 
 # ---------------------------------------------------------------------------------------------
