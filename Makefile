@@ -5,6 +5,8 @@
 #                restarts; see tests/cluster/fault)
 #   make demo    the seed's flow end to end on the built-in local cluster
 #   make bench   side-by-side benchmarks (see bench/README.md)
+#   make bench-scale  how each command's cost grows with the cluster and the job (bench/README.md)
+#   make scale-test   the scale tier: a 1,024-host job on ~2,000 nodes (tests/scale; not in test)
 #   make install install the binary, man pages and shell completions (PREFIX, DESTDIR)
 #   make package build the Debian package (build/package/gcluster_VERSION_ARCH.deb)
 BUILD_DIR      ?= build
@@ -16,7 +18,7 @@ PREFIX         ?= /usr/local
 
 .PHONY: all deps gcluster asan-build test-peers unit-test asan-test valgrind-test \
         peer-test format format-check testenv cluster-test fault-test test demo bench clean \
-        install package install-test
+        install package install-test bench-scale scale-test
 
 all: gcluster
 
@@ -104,6 +106,14 @@ demo: gcluster testenv
 
 bench: gcluster testenv
 	bench/run
+
+bench-scale: gcluster testenv
+	bench/run --scale
+
+# Its own ~2,000-node control plane (~2.5 min to start, ~9 GiB); not part of `make test`.
+scale-test: gcluster testenv
+	@scripts/install-deps --with-python
+	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/scale
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) gcluster

@@ -103,6 +103,14 @@ class Cluster:
             env.pop(var, None)
         return env
 
+    def api_url(self):
+        return f"https://{self.api.host}:{self.api.port}"
+
+    def api_curl_auth(self):
+        """curl's flags for the kubeconfig's credentials (the same ones the tools use)."""
+        f = self.api.files
+        return ["--cacert", f["ca.crt"], "--cert", f["client.crt"], "--key", f["client.key"]]
+
     def kubectl(self, *args, input=None, check=True, timeout=120):
         proc = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True,
                               timeout=timeout, env=self.env())
@@ -167,6 +175,7 @@ class Api:
             path.touch(mode=0o600)
             path.write_bytes(base64.b64decode(cluster.get(key) or user.get(key)))
             files[name] = str(path)
+        self.files = files
         self.ctx = ssl.create_default_context(cafile=files["ca.crt"])
         self.ctx.load_cert_chain(files["client.crt"], files["client.key"])
         self.local = threading.local()

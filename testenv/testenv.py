@@ -612,20 +612,21 @@ def profile_variables(nodes, profile):
         raise Failure(f"accelerator {accelerator} has no xpk device type here; known: "
                       f"{', '.join(XPK_DEVICE_TYPES)}")
     topologies = {n["metadata"]["labels"][TOPOLOGY_LABEL] for n in tpu}
-    if len(topologies) != 1:
-        raise Failure(f"the {accelerator} nodes have several topologies ({sorted(topologies)}); "
-                      "a profile's TPU flavor selects one")
     pools = {n["metadata"]["labels"][NODEPOOL_LABEL] for n in tpu}
     chips = sum(int(n["status"]["capacity"]["google.com/tpu"]) for n in tpu)
     family, cores_per_chip = XPK_DEVICE_TYPES[accelerator]
     cpu_nodes = [n for n in nodes if ACCELERATOR_LABEL not in n["metadata"]["labels"]]
     head_pool = profile["head_pool"]
+    # A flavor made for one slice shape (xpk's) needs a single topology; the others select the
+    # accelerator only, so a cluster may mix slice sizes (nodepools-scale.yaml does).
+    shape = {}
+    if len(topologies) == 1:
+        shape = {"topology": topologies.pop(), "num_slices": len(pools),
+                 "device_type": f"{family}-{chips // len(pools) * cores_per_chip}"}
     return {
         "head_pool": "cpu-np" if head_pool == NO_HEAD_POOL else head_pool,
         "accelerator": accelerator,
-        "topology": topologies.pop(),
-        "num_slices": len(pools),
-        "device_type": f"{family}-{chips // len(pools) * cores_per_chip}",
+        **shape,
         "tpu_chips": chips,
         "tpu_cpu": sum(int(n["status"]["capacity"]["cpu"]) for n in tpu),
         "tpu_memory": f"{sum(gibibytes(n['status']['capacity']['memory']) for n in tpu)}Gi",
@@ -640,7 +641,13 @@ def render_profile(yaml, kueue, variables, kueue_api):
     only v1beta1: the fields the profiles use (flavors, queues, quotas) are the same in both."""
     if kueue == "none":
         return []
-    text = string.Template((PROFILES / f"kueue-{kueue}.yaml").read_text()).substitute(variables)
+    try:
+        text = string.Template((PROFILES / f"kueue-{kueue}.yaml").read_text()).substitute(
+            variables)
+    except KeyError as e:
+        raise Failure(f"Kueue profile {kueue} is made for one slice shape (${{{e.args[0]}}}), "
+                      f"and the {variables['accelerator']} nodes have several topologies; use a "
+                      "node pool file with one topology for that accelerator") from e
     objects = [d for d in yaml.safe_load_all(text) if d]
     for obj in objects:
         if obj["apiVersion"] == "kueue.x-k8s.io/v1beta2" and kueue_api == "v1beta1":
@@ -1039,13 +1046,18 @@ class ControlPlane:
             self.bin("kube-scheduler"), f"--config={config / 'scheduler.yaml'}",
             "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
             f"--cert-dir={certs / 'scheduler-generated'}", "--v=1"])
+        # kwok renews every node's lease each quarter of its duration; with thousands of nodes
+        # that is most of the API server's work when idle, so the duration grows with the node
+        # count (nothing here reads leases: the node lifecycle controller is off).
+        lease_seconds = max(40, len(self.nodes) // 5)
         start("kwok", [
             self.bin("kwok"), f"--kubeconfig={kubeconfig}",
             f"--config={config / 'kwok-stages.yaml'}", f"--config={config / 'kwok-logs.yaml'}",
             f"--config={config / 'kwok-portforward.yaml'}", "--enable-crds=PortForward",
             "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
             f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}",
-            "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16", "--node-lease-duration-seconds=40",
+            "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16",
+            f"--node-lease-duration-seconds={lease_seconds}",
             f"--tls-cert-file={certs / 'kwok.crt'}",
             f"--tls-private-key-file={certs / 'kwok.key'}"])
         for name in ("jobset", "kueue"):
@@ -1095,7 +1107,9 @@ class ControlPlane:
                 raise RuntimeError(f"{len(missing)} not Ready, e.g. {sorted(missing)[0]}")
             return True
 
-        self.wait(f"{len(self.nodes)} nodes to be Ready", nodes_ready, 60, "kwok", interval=0.5)
+        # kwok marks a few dozen nodes Ready a second: allow for that on a large node pool file.
+        self.wait(f"{len(self.nodes)} nodes to be Ready", nodes_ready, 60 + len(self.nodes) / 10,
+                  "kwok", interval=0.5)
         log(f"{len(self.nodes)} nodes are Ready")
         self.wait("service account default/default", lambda: self.kubectl.run(
             "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
