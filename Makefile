@@ -12,7 +12,7 @@
 BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 CMAKE_FLAGS    ?=
-PYTEST_FLAGS   ?=
+PYTEST_FLAGS   ?= --durations=15
 PYTHON         ?= python3
 PREFIX         ?= /usr/local
 
