@@ -155,6 +155,21 @@ def _start(state_dir, settings=None):
     return lines[-1].split("=", 1)[1]
 
 
+@pytest.fixture
+def cli(testenv, tmp_path):
+    """A client for one test; every JobSet the test submitted is deleted afterwards and the test
+    ends when their pods are gone, so the next test starts on a quiet cluster. A test file that
+    needs more (nodes cordoned, objects of its own) defines its own `cli`."""
+    from gcluster_cli import Cli  # here, not at the top: gcluster_cli is this folder's module
+
+    client = Cli(testenv.kubeconfig, tmp_path)
+    yield client
+    for job in client.submitted:
+        client.delete_job(job)
+    wait_for(lambda: all(not client.pods(job) for job in client.submitted), timeout=120,
+             what="the test's pods to be gone")
+
+
 @pytest.fixture(scope="session")
 def testenv():
     given = os.environ.get("KUBECONFIG_TESTENV")

@@ -13,22 +13,11 @@ import re
 
 import pytest
 
-from conftest import wait_for
-from gcluster_cli import Cli, submit_pathways
+from gcluster_cli import submit_pathways
 
 BAD_MOUNT = "/data/../etc:/data"
 SERVER_REASON = "spec.template.spec.volumes[1].hostPath.path: Invalid value: \"/data/../etc\": " \
                 "must not contain '..'"
-
-
-@pytest.fixture
-def cli(testenv, tmp_path):
-    cli = Cli(testenv.kubeconfig, tmp_path)
-    yield cli
-    for job in cli.submitted:
-        cli.delete_job(job)
-    wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
-             what="the test's pods to be gone")
 
 
 def assert_nothing_created(cli, name):

@@ -3,15 +3,13 @@ and rejected plugins, a wrong CA, and that no credential ever reaches the -v tra
 """
 
 import base64
-import json
 import stat
 import textwrap
 
 import pytest
 import yaml
 
-from conftest import wait_for
-from gcluster_cli import CLUSTER, GCS, IMAGE, Cli
+from gcluster_cli import CLUSTER, GCS, Cli
 
 CONTEXT = "gke_gcluster-testenv_us-east5_local"
 

@@ -14,19 +14,8 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from conftest import FAKE_LOG_LINES, wait_for
-from gcluster_cli import CLUSTER, GCLUSTER, GCS, IMAGE, Cli, condition, is_true, submit_pathways
-
-
-@pytest.fixture
-def cli(testenv, tmp_path):
-    """A client for one test; every JobSet the test created is deleted afterwards."""
-    cli = Cli(testenv.kubeconfig, tmp_path)
-    yield cli
-    for job in cli.submitted:
-        cli.delete_job(job)
-    wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
-             what="the test's pods to be gone")
+from conftest import wait_for
+from gcluster_cli import CLUSTER, GCLUSTER, GCS, IMAGE, condition, is_true, submit_pathways
 
 
 def node_labels(cli):

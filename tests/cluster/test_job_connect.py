@@ -34,16 +34,6 @@ READY_TIMEOUT = 120  # a headless job admitted, scheduled and its proxy ready on
 EXIT_TIMEOUT = 60
 
 
-@pytest.fixture
-def cli(testenv, tmp_path):
-    cli = Cli(testenv.kubeconfig, tmp_path)
-    yield cli
-    for job in cli.submitted:
-        cli.delete_job(job)
-    wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
-             what="the test's pods to be gone")
-
-
 @pytest.fixture(scope="module")
 def headless(testenv, tmp_path_factory):
     """One headless job for the tests that only connect to it: (its name, a Cli)."""
@@ -221,7 +211,7 @@ def test_command_gets_the_variables_and_its_exit_status(headless):
     assert proc.returncode == 7, proc.stderr
     assert "echoed: through the tunnel target: grpc://127.0.0.1:" in proc.stdout
     assert "JAX_BACKEND_TARGET" not in proc.stderr  # the variables are CMD's, not printed
-    assert f"forwarding 127.0.0.1:" in proc.stderr and f"(job {job})" in proc.stderr
+    assert "forwarding 127.0.0.1:" in proc.stderr and f"(job {job})" in proc.stderr
 
     ok = cli.gcluster("job", "connect", job, *CLUSTER, "--local-port", "0", "--",
                       "python3", "-c", CLIENT, "0", timeout=READY_TIMEOUT)

@@ -12,7 +12,6 @@ import time
 
 from conftest import wait_for
 from gcluster_cli import CLUSTER, GCLUSTER, submit_pathways
-from test_job_commands import cli  # noqa: F401 - the fixture: its submitted jobs are deleted after
 
 WAIT_LIMIT = 180  # seconds any waiter of these tests is given before the test fails
 

@@ -6,8 +6,6 @@ cluster: every pod listed by `job inspect --pods`, every container's last log li
 
 import json
 
-import pytest
-
 from gcluster_cli import CLUSTER  # tests/cluster, put on the path by conftest.py
 
 # The last line of every fake container log (testenv/fake-logs/container.log).
