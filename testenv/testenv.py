@@ -1180,7 +1180,31 @@ def start_with_retry(root, wanted):
             raise
 
 
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+INOTIFY_WANTED = 1024
+
+
+def raise_inotify_limit():
+    """Every controller's file watches (certificates, configs) take inotify instances, and
+    Debian's default of 128 per user runs out with two or three environments up at once (the
+    matrix's second environment, a bench beside the tests): a controller then dies with "too many
+    open files". As root, raise the limit; otherwise say what to run."""
+    try:
+        current = int(INOTIFY_INSTANCES.read_text())
+    except (OSError, ValueError):
+        return
+    if current >= INOTIFY_WANTED:
+        return
+    try:
+        INOTIFY_INSTANCES.write_text(f"{INOTIFY_WANTED}\n")
+        log(f"raised fs.inotify.max_user_instances from {current} to {INOTIFY_WANTED}")
+    except OSError:
+        log(f"warning: fs.inotify.max_user_instances is {current}; several environments at once "
+            f"need more: sudo sysctl fs.inotify.max_user_instances={INOTIFY_WANTED}")
+
+
 def up():
+    raise_inotify_limit()
     root = state_dir()
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f".{root.name}.lock", "w") as lock:
