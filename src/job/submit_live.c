@@ -55,7 +55,9 @@ static void warn(submit_run *s, const char *fmt, ...)
 }
 
 /* A queue Kueue admits nothing from (missing, inactive) is an error: the job would wait
- * forever. What cannot be read is said, and not checked. */
+ * forever. A queue stopped by its stopPolicy is not: an administrator paused it and resumes it
+ * by hand, and the job is admitted then, so that is a warning with the command that resumes it.
+ * What cannot be read is said, and not checked. */
 static int check_cluster_queue(submit_run *s, const cluster_facts *f, gc_error *err)
 {
     if (!f->kueue_version) {
@@ -80,11 +82,22 @@ static int check_cluster_queue(submit_run *s, const cluster_facts *f, gc_error *
     const json_t *objects[] = {f->cluster_queue_object, f->local_queue};
     const char *kinds[] = {"ClusterQueue", "LocalQueue"};
     const char *names[] = {f->cluster_queue, f->queue};
+    const char *patch_targets[] = {"clusterqueue", "localqueue"};
     for (size_t i = 0; i < 2; i++) {
         const json_t *active = job_condition(objects[i], "Active");
         const char *status = job_string(active, "status");
         if (!status || strcmp(status, "False") != 0)
             continue;
+        const char *reason = job_string(active, "reason");
+        if (reason && !strcmp(reason, "Stopped")) {
+            const char *message = job_string(active, "message");
+            warn(s,
+                 "%s %s is stopped (%s): the job waits in its queue until the queue is resumed: "
+                 "kubectl patch %s %s%s%s --type=merge -p '{\"spec\":{\"stopPolicy\":\"None\"}}'",
+                 kinds[i], names[i], message ? message : "stopPolicy", patch_targets[i], names[i],
+                 i == 1 ? " -n " : "", i == 1 ? gc_kube_namespace(s->kube) : "");
+            continue;
+        }
         return gc_fail(err, GC_EXIT_USAGE,
                        "%s %s is inactive (%s: %s), so Kueue would never admit this job; fix it "
                        "(gcluster deploy BLUEPRINT configures a working queue), or submit to "

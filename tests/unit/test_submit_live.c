@@ -815,6 +815,24 @@ static void inactive_cluster_queue_is_an_error(void **state)
                           "would never admit this job");
 }
 
+/* A queue its administrator stopped (stopPolicy Hold) admits the job once resumed: the job is
+ * created, with a warning that says how to resume the queue. */
+static void stopped_cluster_queue_is_a_warning(void **state)
+{
+    (void)state;
+    json_t *cq = unified_queue("64");
+    json_object_set_new(cq, "status",
+                        json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "conditions", "type", "Active",
+                                  "status", "False", "reason", "Stopped", "message",
+                                  "Can't admit new workloads: is stopped."));
+    serve_one_queue("user-queue", cq, v6e_nodes());
+    serve_created("pw-test");
+    expect_created_with_one_warning(
+        "ClusterQueue cluster-queue is stopped (Can't admit new workloads: is stopped.): the job "
+        "waits in its queue until the queue is resumed: kubectl patch clusterqueue cluster-queue "
+        "--type=merge -p '{\"spec\":{\"stopPolicy\":\"None\"}}'");
+}
+
 /* Two slices of 16 chips can never fit in a flavor with room for 8. */
 static void quota_below_the_job_is_an_error(void **state)
 {
@@ -1515,6 +1533,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(no_head_pool_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_cluster_queue_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(inactive_cluster_queue_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(stopped_cluster_queue_is_a_warning, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(quota_below_the_job_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(quota_a_cohort_may_lend_is_not_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(no_flavor_for_the_workers_is_an_error, jt_open, jt_close),
