@@ -50,6 +50,13 @@
 #define STREAMS_PER_CONNECTION 100
 #define WAVE_POLL_MS           5 /* how often a waiting wave looks at its opener */
 
+/* Without follow every stream ends, so at most this many are open at once and the next starts
+ * when one ends: memory then grows with this number, not with the number of containers (each
+ * open stream holds a libcurl handle, its receive buffer and a line end, ~20-30 KiB), and one
+ * HTTP/2 connection's worth keeps the API server busy enough to read a thousand containers in
+ * seconds. Followed streams never end on their own, so all of them are open. */
+#define MAX_OPEN_STREAMS STREAMS_PER_CONNECTION
+
 struct logs_run;
 
 /* A log line's time stamp. */
@@ -102,6 +109,7 @@ typedef struct log_stream {
     bool refreshed;
     long long start_at; /* > 0: (re)start at this time */
 
+    bool admitted; /* counted among the open streams (MAX_OPEN_STREAMS) until it ends */
     bool running, done, failed, incomplete;
     gc_error error; /* why it failed, or why it is incomplete */
 } log_stream;
@@ -119,6 +127,8 @@ typedef struct logs_run {
     bool following;     /* follow, and keep_going has not ended it */
     log_stream *opener; /* the first stream of the wave, while its connection is set up */
     size_t room;        /* streams the wave may still start */
+    size_t max_open;    /* streams admitted at once */
+    size_t open;        /* streams admitted and not ended */
     long long notice_at;
     bool noticed; /* a reconnect notice is standing */
 } logs_run;
@@ -704,18 +714,44 @@ static void started(logs_run *run, log_stream *s)
     run->room--;
 }
 
-/* Starts streams whose time has come, and ends attempts that received nothing for their stall
+/* A stream about to start for the first time takes one of the open places, and its line
+ * buffer. */
+static void admit(log_stream *s)
+{
+    if (s->admitted)
+        return;
+    s->admitted = true;
+    s->run->open++;
+    gc_buf_init(&s->partial);
+}
+
+/* An ended stream gives its place to the next, and its memory back: only its counts and its
+ * error stay for the report. */
+static void release(log_stream *s)
+{
+    if (!s->admitted)
+        return;
+    s->admitted = false;
+    s->run->open--;
+    gc_buf_free(&s->partial);
+    kube_exchange_free(&s->x);
+}
+
+/* Starts streams whose time has come (while fewer than max_open are open), and ends attempts that received nothing for their stall
  * limit. Returns ms until the next start or stall check, at most POLL_MS. */
 static int start_due(logs_run *run, gc_error *err, int *rc)
 {
     long long now = gc_clock_ms(), next = now + POLL_MS;
     bool stalled = false;
+    for (size_t i = 0; i < run->count; i++)
+        if (!pending(&run->streams[i]))
+            release(&run->streams[i]);
     for (size_t i = 0; i < run->count && !*rc; i++) {
         log_stream *s = &run->streams[i];
         if (!pending(s))
             continue;
         long long due = s->running ? (s->stall_ms ? s->last_bytes + s->stall_ms : 0) : s->start_at;
-        if (!due)
+        if (!due || (!s->admitted && run->open >= run->max_open))
             continue;
         if (due > now) {
             next = due < next ? due : next;
@@ -726,6 +762,7 @@ static int start_due(logs_run *run, gc_error *err, int *rc)
         } else {
             *rc = kube_auth_ensure(run->k, err);
             if (!*rc) {
+                admit(s);
                 start_attempt(s);
                 started(run, s);
             }
@@ -841,6 +878,7 @@ int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
     if (run.opts.stall_seconds <= 0)
         run.opts.stall_seconds = DEFAULT_STALL_S;
     run.following = run.opts.follow;
+    run.max_open = run.opts.follow ? count : MAX_OPEN_STREAMS;
     curl_multi_setopt(run.multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     run.streams = gc_xcalloc(count, sizeof(*run.streams));
     long long now = gc_clock_ms();
@@ -852,8 +890,6 @@ int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
         s->name = gc_xasprintf("%s/%s", src->pod, src->container ? src->container : "");
         s->pod_path = gc_kube_path(NULL, "v1", ns, "pods", src->pod);
         s->log_path = gc_xasprintf("%s/log", s->pod_path);
-        gc_buf_init(&s->partial);
-        kube_exchange_init(&s->x, &s->req);
     }
     rc = run_streams(&run, err);
     for (size_t i = 0; i < count; i++)
