@@ -217,12 +217,16 @@ typedef int (*gc_kube_log_line_fn)(size_t index, const char *line, size_t len, v
 /* Polled about once a second while following; return false to end following. */
 typedef bool (*gc_kube_log_continue_fn)(void *ctx);
 
+/* Without follow, gc_kube_logs keeps at most this many log streams open at once (the next
+ * starts when one ends), so its memory does not grow with the number of containers. */
+#define GC_KUBE_LOGS_MAX_OPEN 100
+
 /* Streams the logs of several containers at once over one connection pool (HTTP/2 streams
- * when available), delivering whole lines, each exactly once: a stream that breaks (a reset or
- * cut connection, an API server restart, no bytes for stall_seconds) is asked again from its
- * last line's time stamp and the lines already delivered are dropped; a container that
- * restarted meanwhile is read to the end of the instance that was being read, then (following)
- * from the start of its new one, with a notice.
+ * when available; following, all at once, else at most GC_KUBE_LOGS_MAX_OPEN at a time), delivering
+ * whole lines, each exactly once: a stream that breaks (a reset or cut connection, an API server
+ * restart, no bytes for stall_seconds) is asked again from its last line's time stamp and the lines
+ * already delivered are dropped; a container that restarted meanwhile is read to the end of the
+ * instance that was being read, then (following) from the start of its new one, with a notice.
  *
  * With `follow`, broken streams are reconnected for as long as the caller follows (a notice
  * says so while the API server cannot be reached), and a stream whose container exited is asked

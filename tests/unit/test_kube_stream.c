@@ -740,8 +740,9 @@ static int count_line(size_t index, const char *line, size_t len, void *ctx)
 }
 
 /* More streams than libcurl puts on one connection (100) or the kube-apiserver allows on one
- * (250), in waves: every line of every stream arrives once, with its own stream, and a stream
- * that fails (p7: 404) does not stop the others. */
+ * (250): every line of every stream arrives once, with its own stream, a stream that fails
+ * (p7: 404) does not stop the others, and never more than GC_KUBE_LOGS_MAX_OPEN are open at
+ * once (each answer stays open a moment, so the streams overlap), though several are. */
 static void test_logs_of_many_containers(void **state)
 {
     (void)state;
@@ -755,9 +756,10 @@ static void test_logs_of_many_containers(void **state)
         char *text = gc_xasprintf("2026-01-02T03:04:05.000000001Z p%d line 1\n"
                                   "2026-01-02T03:04:05.000000002Z p%d line 2\n",
                                   i, i);
-        json_object_set_new(doc, key,
-                            i == 7 ? json_pack("[{s:i, s:s}]", "status", 404, "body", "gone")
-                                   : json_pack("[{s:[{s:s}]}]", "chunks", "data", text));
+        json_object_set_new(
+            doc, key,
+            i == 7 ? json_pack("[{s:i, s:s}]", "status", 404, "body", "gone")
+                   : json_pack("[{s:[{s:s}], s:f}]", "chunks", "data", text, "hold", 1.0));
         free(key);
         free(text);
     }
@@ -777,6 +779,16 @@ static void test_logs_of_many_containers(void **state)
     assert_int_equal(test_events_count(&notices, "notice: no logs from p7/c:"), 1);
     json_t *log = kube_test_server_log(&server);
     assert_int_equal(json_array_size(log), MANY_STREAMS);
+    json_int_t most = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(log, i, r)
+    {
+        json_int_t n = json_integer_value(json_object_get(r, "in_flight"));
+        most = n > most ? n : most;
+    }
+    assert_true(most <= GC_KUBE_LOGS_MAX_OPEN);
+    assert_true(most >= 2);
     json_decref(log);
 }
 
