@@ -3,8 +3,9 @@
  * exactly once even when connections break.
  *
  * Every container is one GET .../pods/<pod>/log stream; with HTTP/2 they share connections,
- * STREAMS_PER_CONNECTION on each (see may_start). Bytes are cut into whole lines per stream
- * before the caller sees them, so lines of different containers never mix.
+ * STREAMS_PER_CONNECTION on each (see may_start). Without follow at most MAX_OPEN_STREAMS are
+ * open at once. Bytes are cut into whole lines per stream before the caller sees them, so lines
+ * of different containers never mix.
  *
  * Resuming: streams always ask for timestamps=true, so every line starts with the time the
  * container wrote it (stripped again unless the caller wants it). When a stream breaks (reset,
