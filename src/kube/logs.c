@@ -112,7 +112,9 @@ typedef struct log_stream {
 
     bool admitted; /* counted among the open streams (MAX_OPEN_STREAMS) until it ends */
     bool running, done, failed, incomplete;
-    gc_error error; /* why it failed, or why it is incomplete */
+    /* Why it failed, or why it is incomplete; allocated then: 4 KiB in every one of a thousand
+     * streams would be most of what they take. */
+    gc_error *error;
 } log_stream;
 
 typedef struct logs_run {
@@ -392,14 +394,21 @@ static void schedule(log_stream *s, long delay_ms)
     s->start_at = gc_clock_ms() + (delay_ms > 0 ? delay_ms : 0) + 1;
 }
 
+static gc_error *stream_error(log_stream *s)
+{
+    if (!s->error)
+        s->error = gc_xcalloc(1, sizeof(*s->error));
+    return s->error;
+}
+
 /* Records why a stream that never delivered a line gave up, as a single request would have
  * said it. */
 static void stream_failed(log_stream *s)
 {
     if (s->x.http.result != CURLE_OK)
-        kube_transport_error(s->run->k, &s->x, &s->error);
+        kube_transport_error(s->run->k, &s->x, stream_error(s));
     else
-        kube_http_error(s->run->k, &s->x, &s->error);
+        kube_http_error(s->run->k, &s->x, stream_error(s));
     s->failed = true;
 }
 
@@ -411,11 +420,11 @@ static void mark_incomplete(log_stream *s, const char *why)
     char after[48] = "";
     if (s->positioned)
         format_stamp(s->last, true, after, sizeof(after));
-    gc_fail(&s->error, GC_EXIT_INCOMPLETE, "%s: %s; lines %s%s may be missing", s->name, why,
+    gc_fail(stream_error(s), GC_EXIT_INCOMPLETE, "%s: %s; lines %s%s may be missing", s->name, why,
             after[0] ? "after " : "", after);
     s->incomplete = true;
     if (following(s)) /* the stream goes on: say it now, not only at the end */
-        gc_warn(events(s), "%s", s->error.message);
+        gc_warn(events(s), "%s", s->error->message);
 }
 
 /* The container restarted: from now on its new instance's log, from its first line. */
@@ -844,17 +853,17 @@ static int report(logs_run *run, gc_error *err)
     for (size_t i = 0; i < run->count; i++) {
         const log_stream *s = &run->streams[i];
         if (s->failed && failed < run->count)
-            gc_notice(run->k->trace.events, "no logs from %s: %s", s->name, s->error.message);
+            gc_notice(run->k->trace.events, "no logs from %s: %s", s->name, s->error->message);
     }
     if (incomplete) {
-        *err = first_incomplete->error;
+        *err = *first_incomplete->error;
         if (incomplete > 1)
             gc_error_prefix(err, "%zu of %zu log streams are incomplete; the first: ", incomplete,
                             run->count);
         return GC_EXIT_INCOMPLETE;
     }
     if (failed && failed == run->count) {
-        *err = first->error;
+        *err = *first->error;
         if (run->count > 1)
             gc_error_prefix(err, "none of the %zu log streams could be read; the first (%s) said: ",
                             run->count, first->name);
@@ -904,6 +913,7 @@ int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
         log_stream *s = &run.streams[i];
         gc_buf_free(&s->partial);
         kube_exchange_free(&s->x);
+        free(s->error);
         free(s->name);
         free(s->pod_path);
         free(s->log_path);
