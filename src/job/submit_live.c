@@ -89,6 +89,9 @@ static int check_cluster_queue(submit_run *s, const cluster_facts *f, gc_error *
         if (!status || strcmp(status, "False") != 0)
             continue;
         const char *reason = job_string(active, "reason");
+        /* A LocalQueue is inactive when its ClusterQueue is: the ClusterQueue said why. */
+        if (i == 1 && reason && !strcmp(reason, "ClusterQueueIsInactive"))
+            continue;
         if (reason && !strcmp(reason, "Stopped")) {
             const char *message = job_string(active, "message");
             warn(s,

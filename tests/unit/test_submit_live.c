@@ -816,7 +816,8 @@ static void inactive_cluster_queue_is_an_error(void **state)
 }
 
 /* A queue its administrator stopped (stopPolicy Hold) admits the job once resumed: the job is
- * created, with a warning that says how to resume the queue. */
+ * created, with one warning that says how to resume the queue (its LocalQueue, inactive
+ * because of it, adds none). */
 static void stopped_cluster_queue_is_a_warning(void **state)
 {
     (void)state;
@@ -825,7 +826,12 @@ static void stopped_cluster_queue_is_a_warning(void **state)
                         json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "conditions", "type", "Active",
                                   "status", "False", "reason", "Stopped", "message",
                                   "Can't admit new workloads: is stopped."));
-    serve_one_queue("user-queue", cq, v6e_nodes());
+    json_t *lq = local_queue("user-queue", "cluster-queue");
+    json_object_set_new(lq, "status",
+                        json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "conditions", "type", "Active",
+                                  "status", "False", "reason", "ClusterQueueIsInactive", "message",
+                                  "Can't submit new workloads to clusterQueue"));
+    serve_cluster(json_pack("[o]", lq), json_pack("[o]", cq), v6e_nodes());
     serve_created("pw-test");
     expect_created_with_one_warning(
         "ClusterQueue cluster-queue is stopped (Can't admit new workloads: is stopped.): the job "
