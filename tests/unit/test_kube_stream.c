@@ -645,8 +645,8 @@ typedef struct lines {
     gc_buf text[3];
     int count;
     int polls;
-    int stop_after_polls; /* keep_going returns false after this many polls; 0: never */
-    int want; /* > 0: keep_going returns false once this many lines came (or after MAX_POLLS) */
+    int want;  /* > 0: keep_going returns false once this many lines came (or after MAX_POLLS) */
+    int stops; /* how often keep_going returned false */
 } lines;
 
 static int on_line(size_t index, const char *line, size_t len, void *ctx)
@@ -662,9 +662,10 @@ static bool keep_going(void *ctx)
 {
     lines *l = ctx;
     l->polls++;
-    if (l->want)
-        return l->count < l->want && l->polls < MAX_POLLS;
-    return !l->stop_after_polls || l->polls < l->stop_after_polls;
+    bool go = !l->want || (l->count < l->want && l->polls < MAX_POLLS);
+    if (!go)
+        l->stops++;
+    return go;
 }
 
 static void lines_init(lines *l)
@@ -824,12 +825,13 @@ static void test_logs_stop_when_caller_says_so(void **state)
     gc_kube_log_options opts = {.follow = true, .tail_lines = -1};
     lines l;
     lines_init(&l);
-    l.stop_after_polls = 2;
+    l.want = 1; /* "stop" once the line came, whenever that is */
     gc_error err;
     assert_int_equal(gc_kube_logs(kube, &source, 1, &opts, on_line, keep_going, &l, &err), 0);
+    assert_int_equal(l.count, 1);
     assert_string_equal(l.text[0].data, "only line|");
     /* It ended at the first "stop", hanging up on the stream the server held for 30 s. */
-    assert_int_equal(l.polls, 2);
+    assert_int_equal(l.stops, 1);
     json_t *log = kube_test_server_log(&server);
     assert_int_equal(json_array_size(log), 1);
     assert_string_equal(ended_by(log, 0), "client");
