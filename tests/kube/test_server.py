@@ -10,7 +10,9 @@ Control endpoints (never recorded):
     POST /_test/script  {"GET /api/v1/...": [answer, ...], ...}   queue answers per method+path
     GET  /_test/log     every recorded request, oldest first, with what the server saw:
                         in_flight  requests it was answering when this one arrived (itself
-                                   included): more than 1 means the client sent them together
+                                   included): more than 1 means the client sent them together;
+                                   a whole answer stops counting before its body is written,
+                                   so a request sent after it never finds it still counted
                         ended_by   for a streamed answer: "server" (it ran to its end) or
                                    "client" (the client hung up first, e.g. during a hold)
     POST /_test/reset   forget scripts and the log
@@ -123,6 +125,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.answered()
         self.end_headers()
         self.wfile.write(data)
 
@@ -146,8 +149,10 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         body = self.read_body()
         if url.path.startswith("/_test/"):
+            self._answered = True  # control requests are not counted
             return self.control(url.path, body)
         query = parse_qs(url.query, keep_blank_values=True)
+        self._answered = False  # one handler serves every request of its connection: reset
         with STATE.lock:
             STATE.in_flight += 1
             self.entry = {
@@ -167,8 +172,17 @@ class Handler(BaseHTTPRequestHandler):
                         {"json": json.loads(body)})
             self.answer(answer)
         finally:
-            with STATE.lock:
-                STATE.in_flight -= 1
+            self.answered()
+
+    def answered(self):
+        """The request stops counting as in flight, once. A whole answer calls this before its
+        last bytes go out: once the client has them it may send its next request at once, which
+        must not find this one still counted (the round trips tests count would be wrong)."""
+        if self._answered:
+            return
+        self._answered = True
+        with STATE.lock:
+            STATE.in_flight -= 1
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
 
