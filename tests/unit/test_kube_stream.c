@@ -54,14 +54,8 @@ static int open_client(void **state)
     (void)state;
     if (!kube_test_server_reset(&server))
         return -1;
-    char *path = gc_xasprintf("%s/kubeconfig", tmp);
-    kube_test_write_kubeconfig(path, &server, pki.ca, "ns1");
     test_events_init(&notices);
-    gc_kube_options opts = {.kubeconfig = path, .events = &notices.events, .verbose = 1};
-    gc_error err;
-    int rc = gc_kube_open(&opts, &kube, &err);
-    free(path);
-    return rc;
+    return kube_test_open_client(&server, &pki, tmp, &notices.events, 1, &kube);
 }
 
 static int close_client(void **state)

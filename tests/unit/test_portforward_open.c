@@ -36,14 +36,8 @@ static int open_client(void **state)
     env = *state;
     if (kube_test_env_reset(state))
         return -1;
-    char *path = gc_xasprintf("%s/kubeconfig", env->tmp);
-    kube_test_write_kubeconfig(path, &env->server, env->pki.ca, "ns1");
     test_events_init(&events);
-    gc_kube_options opts = {.kubeconfig = path, .events = &events.events, .verbose = 2};
-    gc_error err;
-    int rc = gc_kube_open(&opts, &kube, &err);
-    free(path);
-    return rc;
+    return kube_test_open_client(&env->server, &env->pki, env->tmp, &events.events, 2, &kube);
 }
 
 static int close_client(void **state)

@@ -55,13 +55,8 @@ int jt_open(void **state)
     (void)state;
     if (!kube_test_server_reset(&server))
         return -1;
-    const char *path = jt_kubeconfig();
-    kube_test_write_kubeconfig(path, &server, pki.ca, "ns1");
-    gc_kube_options opts = {.kubeconfig = path};
-    gc_error err;
-    int rc = gc_kube_open(&opts, &kube, &err);
     gc_buf_init(&recorded);
-    return rc;
+    return kube_test_open_client(&server, &pki, tmp, NULL, 0, &kube);
 }
 
 int jt_close(void **state)

@@ -343,6 +343,18 @@ void kube_test_write_kubeconfig(const char *path, const kube_test_server *s, con
                     s->url, ca, ns ? ", namespace: " : "", ns ? ns : "");
 }
 
+int kube_test_open_client(const kube_test_server *s, const kube_test_pki *pki, const char *dir,
+                          const gc_events *events, int verbose, gc_kube **out)
+{
+    char *path = gc_xasprintf("%s/kubeconfig", dir);
+    kube_test_write_kubeconfig(path, s, pki->ca, "ns1");
+    gc_kube_options opts = {.kubeconfig = path, .events = events, .verbose = verbose};
+    gc_error err;
+    int rc = gc_kube_open(&opts, out, &err);
+    free(path);
+    return rc;
+}
+
 bool kube_test_server_script(kube_test_server *s, const char *json)
 {
     char *r = control(s, "POST", "/_test/script", json);

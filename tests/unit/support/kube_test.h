@@ -6,6 +6,9 @@
 #ifndef GCLUSTER_TEST_KUBE_TEST_H
 #define GCLUSTER_TEST_KUBE_TEST_H
 
+#include "gcluster/events.h"
+#include "gcluster/kube.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -58,6 +61,10 @@ void kube_test_server_stop(kube_test_server *s);
  * namespace `ns` (NULL: none set). */
 void kube_test_write_kubeconfig(const char *path, const kube_test_server *s, const char *ca,
                                 const char *ns);
+/* Writes DIR/kubeconfig for `s` (namespace ns1, a bearer token) and opens a client on it that
+ * reports to `events` (may be NULL) at `verbose`. 0, or what gc_kube_open returned. */
+int kube_test_open_client(const kube_test_server *s, const kube_test_pki *pki, const char *dir,
+                          const gc_events *events, int verbose, gc_kube **out);
 /* Queues answers: `json` maps "METHOD /path" to a list of answers (see test_server.py). */
 bool kube_test_server_script(kube_test_server *s, const char *json);
 /* The same, with ' written for " so scripts in C strings stay readable. */
