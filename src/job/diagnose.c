@@ -156,6 +156,80 @@ void job_format_quantity(double value, const char *resource, char *out, size_t s
         snprintf(out, size, "%g", round(value * 1000) / 1000);
 }
 
+/* A container's requests after the API server's defaulting: a resource with a limit and no
+ * request is requested at its limit. Added to `into`. */
+static void add_container(json_t *into, const json_t *container)
+{
+    const json_t *resources = json_object_get(container, "resources");
+    const json_t *requests = json_object_get(resources, "requests");
+    const json_t *limits = json_object_get(resources, "limits");
+    const json_t *sources[] = {requests, limits};
+    for (size_t s = 0; s < 2; s++) {
+        const char *resource;
+        const json_t *value;
+        json_object_foreach((json_t *)sources[s], resource, value)
+        {
+            if (s == 1 && json_object_get(requests, resource))
+                continue;
+            double amount = job_quantity(value);
+            if (amount <= 0)
+                continue;
+            double before = json_real_value(json_object_get(into, resource));
+            json_object_set_new(into, resource, json_real(before + amount));
+        }
+    }
+}
+
+/* An ordinary init container runs alone (beside the sidecars started before it: here all of
+ * them, which can only overstate), so it raises a resource only where it alone asks for more. */
+json_t *job_pod_requests(const json_t *spec)
+{
+    json_t *total = json_object();
+    json_t *sidecars = json_object();
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
+    {
+        if (job_same(job_string(c, "restartPolicy"), "Always"))
+            add_container(sidecars, c);
+    }
+    json_array_foreach(json_object_get(spec, "containers"), i, c) add_container(total, c);
+    const char *resource;
+    json_t *value;
+    json_object_foreach(sidecars, resource, value)
+    {
+        double before = json_real_value(json_object_get(total, resource));
+        json_object_set_new(total, resource, json_real(before + json_real_value(value)));
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
+    {
+        if (job_string(c, "restartPolicy"))
+            continue;
+        json_t *alone = json_deep_copy(sidecars);
+        add_container(alone, c);
+        json_object_foreach(alone, resource, value)
+        {
+            if (json_real_value(value) > json_real_value(json_object_get(total, resource)))
+                json_object_set_new(total, resource, json_real(json_real_value(value)));
+        }
+        json_decref(alone);
+    }
+    json_decref(sidecars);
+    return total;
+}
+
+bool job_group_covers(const json_t *group, const char *resource)
+{
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(group, "coveredResources"), i, r)
+    {
+        if (job_same(json_string_value(r), resource))
+            return true;
+    }
+    return false;
+}
+
 const char *job_role_words(const char *replicated_job)
 {
     if (!replicated_job)

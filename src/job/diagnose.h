@@ -38,6 +38,14 @@ double job_quantity(const json_t *value);
 /* A number back in the style of `like` ("2880Gi" style for memory, plain for counts). */
 void job_format_quantity(double value, const char *resource, char *out, size_t size);
 
+/* Kueue's view of a pod: its requests after the API server's defaulting (a limit stands in for
+ * a missing request), containers and native sidecars together, an ordinary init container
+ * counted only where it alone (beside the sidecars) asks for more. A new object: resource ->
+ * amount. Submit's admission check and the why engine both count with it. */
+json_t *job_pod_requests(const json_t *pod_spec);
+/* Whether a ClusterQueue resource group covers `resource`. */
+bool job_group_covers(const json_t *group, const char *resource);
+
 /* A pod's replicated job (label jobset.sigs.k8s.io/replicatedjob-name). */
 const char *job_pod_role(const json_t *pod);
 /* The JobSet's restarts so far and its failurePolicy.maxRestarts. */

@@ -100,50 +100,6 @@ static void add_request(json_t *requests, const char *resource, double amount)
     json_object_set_new(requests, resource, json_real(had + amount));
 }
 
-/* One pod's requests, as Kueue counts them: a limit stands in for a missing request; native
- * sidecars run alongside the containers; an ordinary init container only needs its own
- * requests while it runs. */
-static void pod_requests(const json_t *pod_spec, json_t *out)
-{
-    json_t *init_peak = json_object();
-    size_t i;
-    const json_t *c;
-    const char *lists[] = {"containers", "initContainers"};
-    for (size_t l = 0; l < 2; l++) {
-        json_array_foreach(json_object_get(pod_spec, lists[l]), i, c)
-        {
-            const json_t *resources = json_object_get(c, "resources");
-            const json_t *requests = json_object_get(resources, "requests");
-            const json_t *limits = json_object_get(resources, "limits");
-            bool sidecar = l == 1 && job_same(job_string(c, "restartPolicy"), "Always");
-            json_t *both = json_object();
-            json_object_update(both, (json_t *)limits);
-            json_object_update(both, (json_t *)requests);
-            const char *resource;
-            json_t *value;
-            json_object_foreach(both, resource, value)
-            {
-                double amount = job_quantity(value);
-                if (amount < 0)
-                    continue;
-                if (l == 0 || sidecar)
-                    add_request(out, resource, amount);
-                else if (amount > json_real_value(json_object_get(init_peak, resource)))
-                    json_object_set_new(init_peak, resource, json_real(amount));
-            }
-            json_decref(both);
-        }
-    }
-    const char *resource;
-    json_t *value;
-    json_object_foreach(init_peak, resource, value)
-    {
-        if (json_real_value(value) > json_real_value(json_object_get(out, resource)))
-            json_object_set(out, resource, value);
-    }
-    json_decref(init_peak);
-}
-
 static size_t pod_sets_of(const json_t *workload, pod_set *sets, size_t max)
 {
     const json_t *spec_sets = json_object_get(json_object_get(workload, "spec"), "podSets");
@@ -172,8 +128,7 @@ static size_t pod_sets_of(const json_t *workload, pod_set *sets, size_t max)
                 add_request(s->requests, resource, job_quantity(value));
             continue;
         }
-        json_t *one = json_object();
-        pod_requests(pod_spec, one);
+        json_t *one = job_pod_requests(pod_spec);
         json_int_t count = json_integer_value(json_object_get(ps, "count"));
         const char *resource;
         json_t *value;
@@ -217,15 +172,6 @@ static double used_in(const json_t *cq, const char *flavor, const char *resource
         reserved = json_object_get(status, "flavorsUsage");
     double used = flavor_amount(reserved, flavor, resource, "total");
     return used > 0 ? used : 0;
-}
-
-static bool covers(const json_t *group, const char *resource)
-{
-    size_t i;
-    const json_t *r;
-    json_array_foreach(json_object_get(group, "coveredResources"), i,
-                       r) if (job_same(json_string_value(r), resource)) return true;
-    return false;
 }
 
 /* Kueue's rule: a flavor suits a pod set unless the pod set selects, on a label key that some
@@ -282,7 +228,8 @@ static bool fits(const gc_diagnose_input *in, const json_t *cq, pod_set *sets, s
             bool covered = false;
             size_t g;
             const json_t *group;
-            json_array_foreach(groups, g, group) covered = covered || covers(group, resource);
+            json_array_foreach(groups, g, group) covered =
+                covered || job_group_covers(group, resource);
             if (!covered && json_real_value(amount) > 0) {
                 *s = (shortage){.pod_set = sets[p].name,
                                 .resource = resource,
@@ -300,7 +247,7 @@ static bool fits(const gc_diagnose_input *in, const json_t *cq, pod_set *sets, s
                 break;
             bool wanted = false;
             json_object_foreach(sets[p].requests, resource, amount) wanted =
-                wanted || (covers(group, resource) && json_real_value(amount) > 0);
+                wanted || (job_group_covers(group, resource) && json_real_value(amount) > 0);
             if (!wanted)
                 continue;
             shortage first = {
@@ -316,7 +263,7 @@ static bool fits(const gc_diagnose_input *in, const json_t *cq, pod_set *sets, s
                 bool room = true;
                 json_object_foreach(sets[p].requests, resource, amount)
                 {
-                    if (!covers(group, resource) || json_real_value(amount) <= 0)
+                    if (!job_group_covers(group, resource) || json_real_value(amount) <= 0)
                         continue;
                     char key[320];
                     snprintf(key, sizeof(key), "%s/%s", fname, resource);
@@ -349,7 +296,7 @@ static bool fits(const gc_diagnose_input *in, const json_t *cq, pod_set *sets, s
             }
             json_object_foreach(sets[p].requests, resource, amount)
             {
-                if (!covers(group, resource))
+                if (!job_group_covers(group, resource))
                     continue;
                 char key[320];
                 snprintf(key, sizeof(key), "%s/%s", chosen, resource);

@@ -26,14 +26,9 @@
 
 #define NODE_POOL_LABEL "cloud.google.com/gke-nodepool"
 
-static const char *text(const json_t *object, const char *key)
-{
-    return json_string_value(json_object_get(object, key));
-}
-
 static const char *name_of(const json_t *object)
 {
-    return text(json_object_get(object, "metadata"), "name");
+    return job_string(json_object_get(object, "metadata"), "name");
 }
 
 /* One replicated job as Kueue sees it. */
@@ -43,69 +38,6 @@ typedef struct pod_set {
     const json_t *spec; /* the pod template's spec */
     json_t *requests;   /* per pod: resource name -> amount */
 } pod_set;
-
-/* A container's requests after the API server's defaulting: a resource with a limit and no
- * request is requested at its limit. Added to `into`. */
-static void add_container(json_t *into, const json_t *container, double factor)
-{
-    const json_t *resources = json_object_get(container, "resources");
-    const json_t *requests = json_object_get(resources, "requests");
-    const json_t *limits = json_object_get(resources, "limits");
-    const json_t *sources[] = {requests, limits};
-    for (size_t s = 0; s < 2; s++) {
-        const char *resource;
-        const json_t *value;
-        json_object_foreach((json_t *)sources[s], resource, value)
-        {
-            if (s == 1 && json_object_get(requests, resource))
-                continue;
-            double amount = job_quantity(value);
-            if (amount <= 0)
-                continue;
-            double before = json_real_value(json_object_get(into, resource));
-            json_object_set_new(into, resource, json_real(before + factor * amount));
-        }
-    }
-}
-
-/* A pod's requests: its containers and native sidecars together; an ordinary init container
- * runs alone (beside the sidecars started before it), so it raises a resource only where it
- * alone asks for more. */
-static json_t *pod_requests(const json_t *spec)
-{
-    json_t *total = json_object();
-    json_t *sidecars = json_object();
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
-    {
-        if (!strcmp(text(c, "restartPolicy") ? text(c, "restartPolicy") : "", "Always"))
-            add_container(sidecars, c, 1);
-    }
-    json_array_foreach(json_object_get(spec, "containers"), i, c) add_container(total, c, 1);
-    const char *resource;
-    json_t *value;
-    json_object_foreach(sidecars, resource, value)
-    {
-        double before = json_real_value(json_object_get(total, resource));
-        json_object_set_new(total, resource, json_real(before + json_real_value(value)));
-    }
-    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
-    {
-        if (text(c, "restartPolicy"))
-            continue;
-        json_t *alone = json_deep_copy(sidecars);
-        add_container(alone, c, 1);
-        json_object_foreach(alone, resource, value)
-        {
-            if (json_real_value(value) > json_real_value(json_object_get(total, resource)))
-                json_object_set_new(total, resource, json_real(json_real_value(value)));
-        }
-        json_decref(alone);
-    }
-    json_decref(sidecars);
-    return total;
-}
 
 static size_t pod_sets_of(const json_t *jobset, pod_set **out)
 {
@@ -118,11 +50,11 @@ static size_t pod_sets_of(const json_t *jobset, pod_set **out)
         const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
         const json_t *replicas = json_object_get(rjob, "replicas");
         const json_t *parallelism = json_object_get(job_spec, "parallelism");
-        sets[i].name = text(rjob, "name");
+        sets[i].name = job_string(rjob, "name");
         sets[i].count = (replicas ? json_integer_value(replicas) : 1) *
                         (parallelism ? json_integer_value(parallelism) : 1);
         sets[i].spec = json_object_get(json_object_get(job_spec, "template"), "spec");
-        sets[i].requests = pod_requests(sets[i].spec);
+        sets[i].requests = job_pod_requests(sets[i].spec);
     }
     *out = sets;
     return json_array_size(rjobs);
@@ -133,18 +65,6 @@ static void pod_sets_free(pod_set *sets, size_t n)
     for (size_t i = 0; i < n; i++)
         json_decref(sets[i].requests);
     free(sets);
-}
-
-static bool covers(const json_t *group, const char *resource)
-{
-    size_t i;
-    const json_t *r;
-    json_array_foreach(json_object_get(group, "coveredResources"), i, r)
-    {
-        if (json_string_value(r) && !strcmp(json_string_value(r), resource))
-            return true;
-    }
-    return false;
 }
 
 static const json_t *resource_groups(const cluster_facts *f)
@@ -158,7 +78,7 @@ static const json_t *group_covering(const cluster_facts *f, const char *resource
     const json_t *g;
     json_array_foreach(resource_groups(f), i, g)
     {
-        if (covers(g, resource))
+        if (job_group_covers(g, resource))
             return g;
     }
     return NULL;
@@ -189,8 +109,8 @@ static void describe_flavors(const cluster_facts *f, const json_t *group, gc_buf
     const json_t *entry;
     json_array_foreach(json_object_get(group, "flavors"), i, entry)
     {
-        gc_buf_printf(out, "%s%s", i ? "; " : "", text(entry, "name"));
-        const json_t *labels = node_labels(flavor_named(f, text(entry, "name")));
+        gc_buf_printf(out, "%s%s", i ? "; " : "", job_string(entry, "name"));
+        const json_t *labels = node_labels(flavor_named(f, job_string(entry, "name")));
         const char *key;
         const json_t *value;
         size_t n = 0;
@@ -203,7 +123,7 @@ static void describe_flavors(const cluster_facts *f, const json_t *group, gc_buf
 bool job_queue_splits_tpu(const cluster_facts *f, gc_buf *why)
 {
     const json_t *tpu = group_covering(f, "google.com/tpu");
-    if (!tpu || (covers(tpu, "cpu") && covers(tpu, "memory")))
+    if (!tpu || (job_group_covers(tpu, "cpu") && job_group_covers(tpu, "memory")))
         return false;
     const json_t *cpu = group_covering(f, "cpu");
     gc_buf_printf(why, "ClusterQueue %s keeps cpu and memory apart from google.com/tpu",
@@ -223,7 +143,7 @@ static bool group_has_key(const cluster_facts *f, const json_t *group, const cha
     const json_t *entry;
     json_array_foreach(json_object_get(group, "flavors"), i, entry)
     {
-        if (json_object_get(node_labels(flavor_named(f, text(entry, "name"))), key))
+        if (json_object_get(node_labels(flavor_named(f, job_string(entry, "name"))), key))
             return true;
     }
     return false;
@@ -232,8 +152,8 @@ static bool group_has_key(const cluster_facts *f, const json_t *group, const cha
 /* One node selector requirement against a flavor's labels (unknown operators match). */
 static bool requirement_holds(const json_t *req, const json_t *labels)
 {
-    const char *op = text(req, "operator") ? text(req, "operator") : "";
-    const char *have = text(labels, text(req, "key") ? text(req, "key") : "");
+    const char *op = job_string(req, "operator") ? job_string(req, "operator") : "";
+    const char *have = job_string(labels, job_string(req, "key") ? job_string(req, "key") : "");
     if (!strcmp(op, "Exists"))
         return have != NULL;
     if (!strcmp(op, "DoesNotExist"))
@@ -269,7 +189,7 @@ static bool affinity_matches(const cluster_facts *f, const json_t *group, const 
         size_t relevant = 0;
         json_array_foreach(json_object_get(term, "matchExpressions"), j, req)
         {
-            if (!group_has_key(f, group, text(req, "key") ? text(req, "key") : ""))
+            if (!group_has_key(f, group, job_string(req, "key") ? job_string(req, "key") : ""))
                 continue;
             relevant++;
             holds &= requirement_holds(req, labels);
@@ -286,19 +206,20 @@ static bool tolerates(const json_t *tolerations, const json_t *taint)
     const json_t *t;
     json_array_foreach(tolerations, i, t)
     {
-        const char *key = text(t, "key"), *effect = text(t, "effect");
-        bool exists = text(t, "operator") && !strcmp(text(t, "operator"), "Exists");
-        if (effect && *effect && (!text(taint, "effect") || strcmp(effect, text(taint, "effect"))))
+        const char *key = job_string(t, "key"), *effect = job_string(t, "effect");
+        bool exists = job_string(t, "operator") && !strcmp(job_string(t, "operator"), "Exists");
+        if (effect && *effect &&
+            (!job_string(taint, "effect") || strcmp(effect, job_string(taint, "effect"))))
             continue;
         if (!key || !*key) {
             if (exists)
                 return true;
             continue;
         }
-        if (!text(taint, "key") || strcmp(key, text(taint, "key")))
+        if (!job_string(taint, "key") || strcmp(key, job_string(taint, "key")))
             continue;
-        const char *value = text(t, "value") ? text(t, "value") : "";
-        if (exists || !strcmp(value, text(taint, "value") ? text(taint, "value") : ""))
+        const char *value = job_string(t, "value") ? job_string(t, "value") : "";
+        if (exists || !strcmp(value, job_string(taint, "value") ? job_string(taint, "value") : ""))
             return true;
     }
     return false;
@@ -312,7 +233,7 @@ static bool taints_tolerated(const json_t *spec, const json_t *flavor)
     const json_t *taint;
     json_array_foreach(json_object_get(fspec, "nodeTaints"), i, taint)
     {
-        const char *effect = text(taint, "effect") ? text(taint, "effect") : "";
+        const char *effect = job_string(taint, "effect") ? job_string(taint, "effect") : "";
         if (strcmp(effect, "NoSchedule") != 0 && strcmp(effect, "NoExecute") != 0)
             continue;
         if (!tolerates(json_object_get(spec, "tolerations"), taint) &&
@@ -332,7 +253,7 @@ static bool flavor_matches(const cluster_facts *f, const json_t *group, const js
     {
         if (!group_has_key(f, group, key))
             continue;
-        const char *have = text(labels, key);
+        const char *have = job_string(labels, key);
         if (!have || !json_string_value(value) || strcmp(have, json_string_value(value)))
             return false;
     }
@@ -344,12 +265,12 @@ static bool flavor_matches(const cluster_facts *f, const json_t *group, const js
 static double quota_of(const cluster_facts *f, const json_t *entry, const char *resource)
 {
     const json_t *spec = json_object_get(f->cluster_queue_object, "spec");
-    bool cohort = text(spec, "cohort") || text(spec, "cohortName");
+    bool cohort = job_string(spec, "cohort") || job_string(spec, "cohortName");
     size_t i;
     const json_t *r;
     json_array_foreach(json_object_get(entry, "resources"), i, r)
     {
-        if (!text(r, "name") || strcmp(text(r, "name"), resource))
+        if (!job_string(r, "name") || strcmp(job_string(r, "name"), resource))
             continue;
         double nominal = job_quantity(json_object_get(r, "nominalQuota"));
         const json_t *borrowing = json_object_get(r, "borrowingLimit");
@@ -398,7 +319,7 @@ static const json_t *assign(const cluster_facts *f, const json_t *group, const p
     *matched_any = false;
     json_array_foreach(json_object_get(group, "flavors"), i, entry)
     {
-        const char *name = text(entry, "name");
+        const char *name = job_string(entry, "name");
         const json_t *flavor = flavor_named(f, name);
         if (!flavor || !flavor_matches(f, group, p->spec, flavor))
             continue;
@@ -448,14 +369,14 @@ static void requested_in(const json_t *group, const pod_set *p, gc_buf *out)
 static void no_flavor_fix(cluster_facts *f, const json_t *group, const pod_set *p,
                           const gc_workload *w, gc_buf *out)
 {
-    const char *pool = text(json_object_get(p->spec, "nodeSelector"), NODE_POOL_LABEL);
+    const char *pool = job_string(json_object_get(p->spec, "nodeSelector"), NODE_POOL_LABEL);
     if (w->pathways && p->name && !strcmp(p->name, GC_PATHWAYS_HEAD) && pool) {
         size_t i;
         const json_t *entry;
         json_array_foreach(json_object_get(group, "flavors"), i, entry)
         {
-            const char *other =
-                text(node_labels(flavor_named(f, text(entry, "name"))), NODE_POOL_LABEL);
+            const char *other = job_string(node_labels(flavor_named(f, job_string(entry, "name"))),
+                                           NODE_POOL_LABEL);
             if (other && job_cluster_facts_pool_nodes(f, other)) {
                 gc_buf_printf(out, "put the head on that pool with --pathways-head-np %s, or ",
                               other);
@@ -559,7 +480,7 @@ static const char *shape_value(const node_shape *s, const char *key)
  * scheduler can never place the pods. A pool without nodes may be scaling from zero. */
 static int check_pinned(cluster_facts *f, const pod_set *p, const json_t *labels, gc_error *err)
 {
-    const char *pool = text(labels, NODE_POOL_LABEL);
+    const char *pool = job_string(labels, NODE_POOL_LABEL);
     if (!pool || !job_cluster_facts_pool_nodes(f, pool))
         return 0;
     const char *clash = NULL;
@@ -584,8 +505,8 @@ static int check_pinned(cluster_facts *f, const pod_set *p, const json_t *labels
                    "of %s has that label, so they could never be scheduled; submit to a --queue "
                    "whose one resource group covers all they request (gcluster deploy BLUEPRINT "
                    "configures google.com/tpu, cpu and memory together)",
-                   f->cluster_queue, job_role_words(p->name), pool, clash, text(labels, clash),
-                   pool);
+                   f->cluster_queue, job_role_words(p->name), pool, clash,
+                   job_string(labels, clash), pool);
 }
 
 /* Every resource the pods request must be covered by a group: Kueue admits nothing else. */
@@ -616,7 +537,8 @@ static int fit_pod_set(cluster_facts *f, const pod_set *p, const gc_workload *w,
     json_array_foreach(resource_groups(f), i, group)
     {
         bool requested = false;
-        json_object_foreach(p->requests, resource, value) requested |= covers(group, resource);
+        json_object_foreach(p->requests, resource, value) requested |=
+            job_group_covers(group, resource);
         if (!requested)
             continue;
         bool matched_any;
