@@ -118,6 +118,28 @@ static bool about_job(const json_t *event, const char *name, const char *workloa
            (workload && !strcmp(object, workload));
 }
 
+/* While the namespace's Warning events stream in, only those that can be about the job are
+ * kept (its own objects, or a Workload, which Kueue names jobset-NAME-HASH), so memory follows
+ * the job, not the namespace; keep_job_warnings decides once the Workload is known. */
+typedef struct job_events {
+    const char *name;
+    json_t *kept;
+} job_events;
+
+static int keep_if_about_job(json_t *event, void *ctx, gc_error *err)
+{
+    (void)err;
+    job_events *e = ctx;
+    const char *object =
+        json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
+    char workload_prefix[300];
+    snprintf(workload_prefix, sizeof(workload_prefix), "jobset-%s-", e->name);
+    if (object && (about_job(event, e->name, NULL) ||
+                   !strncmp(object, workload_prefix, strlen(workload_prefix))))
+        json_array_append(e->kept, event);
+    return 0;
+}
+
 static void keep_job_warnings(const json_t *events, const char *name, job_why_inputs *in)
 {
     const char *workload = in->workload ? job_meta_string(in->workload, NULL, "name") : NULL;
@@ -150,10 +172,11 @@ int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_err
     gc_kube_list_options jobs = {.label_selector = selector, .fields = job_fields};
     gc_kube_list_options warnings = {.field_selector = "type=Warning", .fields = event_fields};
     json_t *events = json_array();
+    job_events candidates = {.name = name, .kept = events};
     gc_kube_read reads[] = {
         {.path = pods_path, .opts = &pods, .on_item = append_item, .ctx = in->pods},
         {.path = jobs_path, .opts = &jobs, .on_item = append_item, .ctx = in->jobs},
-        {.path = events_path, .opts = &warnings, .on_item = append_item, .ctx = events},
+        {.path = events_path, .opts = &warnings, .on_item = keep_if_about_job, .ctx = &candidates},
     };
     int rc = job_find_jobset_with(kube, name, &in->jobset, reads, 3, err);
     if (!rc)

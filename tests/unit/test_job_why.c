@@ -195,6 +195,51 @@ static void test_running_costs_no_more_than_inspect(void **state)
     json_decref(f);
 }
 
+/* A Warning event about `object` (of `kind`), copied from one of the fixture's. */
+static json_t *warning_about(const json_t *like, const char *kind, const char *object)
+{
+    json_t *e = json_deep_copy(like);
+    json_t *involved = json_object_get(e, "involvedObject");
+    json_object_set_new(involved, "kind", json_string(kind));
+    json_object_set_new(involved, "name", json_string(object));
+    return e;
+}
+
+/* The namespace's Warning events are every job's; the report keeps only this job's: its own
+ * objects and its Workload, not a neighbour whose name starts the same nor another Workload. */
+static void test_only_the_jobs_warnings_are_kept(void **state)
+{
+    (void)state;
+    json_t *f = load("running");
+    json_t *events = json_object_get(f, "events");
+    json_t *like = json_deep_copy(json_array_get(events, 0));
+    json_array_clear(events);
+    const char *kinds[] = {"Pod", "Pod", "Workload", "Workload", "JobSet", "Job"};
+    const char *objects[] = {"pw-run-worker-0-0-x1",
+                             "pw-runner-worker-0-0-x1",
+                             "jobset-pw-run-3b0bc",
+                             "jobset-pw-run-other",
+                             "pw-run",
+                             "pw-other-worker-0"};
+    for (size_t i = 0; i < 6; i++)
+        json_array_append_new(events, warning_about(like, kinds[i], objects[i]));
+    json_decref(like);
+    serve_job(f);
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw-run", false, &r, &err), 0);
+    const char *kept[] = {"pw-run-worker-0-0-x1", "jobset-pw-run-3b0bc", "pw-run"};
+    assert_int_equal(r.warning_count, 3);
+    for (size_t k = 0; k < 3; k++) {
+        bool found = false;
+        for (size_t i = 0; i < r.warning_count; i++)
+            found |= !strcmp(r.warnings[i].object, kept[k]);
+        assert_true(found);
+    }
+    gc_inspect_report_free(&r);
+    json_decref(f);
+}
+
 /* A queued job: the four queue lists in one more round trip, every namespace's. */
 static void test_quota_short_reads_the_queues_together(void **state)
 {
@@ -484,6 +529,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_running_costs_no_more_than_inspect, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_only_the_jobs_warnings_are_kept, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_quota_short_reads_the_queues_together, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(test_unschedulable_reads_the_nodes, jt_open, jt_close),
