@@ -8,12 +8,14 @@
  *
  * Every input but the JobSet may be missing, and the engine says what it can. What it could
  * not tell for lack of an input it asks for in `wants`, so a caller reads cheaply in stages:
- *   1. what `job inspect` reads anyway: the JobSet, its pods, its child Jobs, the Warning events
- *      (one round trip), then its Workload;
- *   2. only when `wants` asks: the queues (GC_DIAGNOSE_WANT_QUEUES: LocalQueues, ClusterQueues,
- *      ResourceFlavors and Workloads, four lists in one round trip), the nodes
- *      (GC_DIAGNOSE_WANT_NODES: Nodes and the other jobs' pods, one round trip), or the last
- *      lines of `log_pod`/`log_container` (GC_DIAGNOSE_WANT_LOG);
+ *   1. what `job inspect` reads anyway: the JobSet, its pods, the Warning events (one round
+ *      trip), then its Workload;
+ *   2. only when `wants` asks: a failed job's child Jobs (GC_DIAGNOSE_WANT_JOBS: which Job
+ *      failed and why, when its pods may be gone), the queues (GC_DIAGNOSE_WANT_QUEUES:
+ *      LocalQueues, ClusterQueues, ResourceFlavors and Workloads, four lists in one round trip),
+ *      the nodes (GC_DIAGNOSE_WANT_NODES: Nodes and the other jobs' pods, one round trip), or
+ *      the last lines of `log_pod`/`log_container` (GC_DIAGNOSE_WANT_LOG, asked for once the
+ *      Jobs are known, since the failed Job's pods come first);
  * and calls gc_diagnose again with them. A healthy running job wants nothing more.
  */
 #ifndef GCLUSTER_DIAGNOSE_H
@@ -30,7 +32,8 @@ typedef struct gc_diagnose_input {
     const json_t *jobset;   /* required */
     const json_t *workload; /* its Kueue Workload (v1beta2 or v1beta1); NULL: none */
     const json_t *pods;     /* the job's pods (label jobset.sigs.k8s.io/jobset-name) */
-    const json_t *jobs;     /* its child Jobs (same label): why a Job failed, after its pods went */
+    const json_t *jobs;     /* its child Jobs (same label): why a Job failed, after its pods went;
+                               NULL: not read (GC_DIAGNOSE_WANT_JOBS asks for them) */
     const json_t *events;   /* the Warning events of the job's objects */
 
     /* GC_DIAGNOSE_WANT_QUEUES. With queues_read, a queue missing from these lists does not
@@ -55,6 +58,7 @@ enum {
     GC_DIAGNOSE_WANT_QUEUES = 1 << 0,
     GC_DIAGNOSE_WANT_NODES = 1 << 1,
     GC_DIAGNOSE_WANT_LOG = 1 << 2,
+    GC_DIAGNOSE_WANT_JOBS = 1 << 3,
 };
 
 #define GC_DIAGNOSIS_LINE      640

@@ -284,6 +284,10 @@ void job_diagnose_failed(const gc_diagnose_input *in, gc_diagnosis *d)
         disruption_cause(in, disrupted, condition, d);
         return;
     }
+    /* Which Job failed decides which container to name; without the Jobs, ask for them first
+     * and leave the log for the next pass. */
+    if (!in->jobs)
+        d->wants |= GC_DIAGNOSE_WANT_JOBS;
     failure fl;
     find_failure(in, &fl);
     char gave_up[200];
@@ -328,7 +332,7 @@ void job_diagnose_failed(const gc_diagnose_input *in, gc_diagnosis *d)
     if (fl.have_container) {
         snprintf(d->log_pod, sizeof(d->log_pod), "%s", fl.pod);
         snprintf(d->log_container, sizeof(d->log_container), "%s", fl.container);
-        if (!in->log_tail)
+        if (!in->log_tail && in->jobs)
             d->wants |= GC_DIAGNOSE_WANT_LOG;
     }
     if (in->log_tail) {

@@ -1,10 +1,10 @@
 /*
  * `job why`: the diagnosis engine's inputs, read in as few round trips as the answer needs.
  *
- *   1. the JobSet, its pods, its child Jobs and the namespace's Warning events, together (what
- *      `job inspect` reads anyway; the Jobs say why a job failed after Pathways deleted its
- *      pods);
- *   2. its Kueue Workload, found by the JobSet's UID;
+ *   1. the JobSet, its pods and the namespace's Warning events, together (what `job inspect`
+ *      reads anyway);
+ *   2. its Kueue Workload, found by the JobSet's UID, and with it, for a failed job, its child
+ *      Jobs (they say why it failed after Pathways deleted its pods);
  *   3. only what the engine asks for: the queues (LocalQueues, ClusterQueues, ResourceFlavors,
  *      Workloads) and the nodes with the pods holding them, sent together; then the failed
  *      container's last log lines.
@@ -55,8 +55,10 @@ static const char HOLDER_FIELDS[] =
     "              \"ownerReferences\": true},"
     " \"spec\": {\"nodeName\": true}, \"status\": {\"phase\": true}}";
 
-/* Pods per list request: a 1,024-pod job in three pages, each a few MB of JSON at most. */
-#define POD_PAGE 500
+/* Pods per list request. The reader decodes each pod as it arrives, so the page bounds only the
+ * API server's answer (about 12 MB of JSON), not our memory: a job of up to 2,000 pods (32 slices
+ * of v6e-256) comes in one request. */
+#define POD_PAGE 2000
 
 /* Pods bound to a node and not finished: the ones holding a host. */
 #define HOLDING_A_NODE "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
@@ -73,36 +75,171 @@ static int append_item(json_t *item, void *ctx, gc_error *err)
     return 0;
 }
 
+/* ---- the reads of a round trip ------------------------------------------------------------ */
+
+/* The reads of one round trip, with what they need to stay alive until it is over. */
+typedef struct wanted_round {
+    gc_kube_read reads[6];
+    char *paths[6];
+    json_t *fields[6];
+    gc_kube_list_options opts[6];
+    int want[6]; /* the GC_DIAGNOSE_WANT_* each read serves; 0: the caller checks it */
+    size_t count;
+    char selector[300]; /* the job's label selector, for its child Jobs */
+} wanted_round;
+
+static void add_list(wanted_round *r, int want, char *path, const char *fields,
+                     gc_kube_item_fn on_item, void *ctx)
+{
+    size_t i = r->count++;
+    r->paths[i] = path;
+    r->fields[i] = shape(fields);
+    r->opts[i].fields = r->fields[i];
+    r->want[i] = want;
+    r->reads[i] = (gc_kube_read){.path = path, .opts = &r->opts[i], .on_item = on_item, .ctx = ctx};
+}
+
+static void wanted_round_free(wanted_round *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        free(r->paths[i]);
+        json_decref(r->fields[i]);
+    }
+}
+
+/* A read the cluster refuses to this user, or does not serve: the diagnosis goes on without
+ * it. Anything else (the server or the network failing) is an error. */
+static bool refused(const gc_error *err)
+{
+    return err->http_status == 401 || err->http_status == 403 || err->http_status == 404;
+}
+
+static void unreadable(job_why_inputs *in, const char *what, const gc_error *why)
+{
+    char *line = gc_xasprintf("%s could not be read: %s", what, why->message);
+    gc_strings_push(&in->unreadable, line);
+    free(line);
+}
+
+static void forget_queues(job_why_inputs *in)
+{
+    json_t **lists[] = {&in->local_queues, &in->cluster_queues, &in->flavors, &in->workloads};
+    for (size_t i = 0; i < 4; i++) {
+        json_decref(*lists[i]);
+        *lists[i] = NULL;
+    }
+}
+
+static void forget_nodes(job_why_inputs *in)
+{
+    json_decref(in->nodes);
+    json_decref(in->node_pods);
+    in->nodes = in->node_pods = NULL;
+}
+
+static const char *read_words(int want)
+{
+    return want == GC_DIAGNOSE_WANT_QUEUES  ? "the queues"
+           : want == GC_DIAGNOSE_WANT_NODES ? "the nodes"
+                                            : "the child Jobs";
+}
+
+/* Sends the round's reads together. A wanted read the cluster refuses leaves that kind of
+ * input unknown and says so as evidence (refused child Jobs count as none, so the diagnosis
+ * goes on to the log); any other failure of a wanted read is returned. Reads of want 0 are the
+ * caller's to check. */
+static int send_round(gc_kube *kube, wanted_round *r, job_why_inputs *in, int *refusals,
+                      gc_error *err)
+{
+    if (r->count)
+        gc_kube_read_all(kube, r->reads, r->count);
+    int rc = 0;
+    *refusals = 0;
+    for (size_t i = 0; i < r->count && !rc; i++) {
+        gc_kube_read *read = &r->reads[i];
+        if (!r->want[i] || !read->rc || (*refusals & r->want[i]))
+            continue;
+        if (!refused(&read->err)) {
+            *err = read->err;
+            rc = read->rc;
+        } else {
+            *refusals |= r->want[i];
+            unreadable(in, read_words(r->want[i]), &read->err);
+        }
+    }
+    if (*refusals & GC_DIAGNOSE_WANT_QUEUES)
+        forget_queues(in);
+    if (*refusals & GC_DIAGNOSE_WANT_NODES)
+        forget_nodes(in);
+    if (*refusals & GC_DIAGNOSE_WANT_JOBS)
+        json_array_clear(in->jobs);
+    return rc;
+}
+
+/* The job's child Jobs (by its label), decoded to their names and conditions. */
+static void add_job_reads(wanted_round *r, job_why_inputs *in, const char *ns)
+{
+    const char *name = job_meta_string(in->jobset, NULL, "name");
+    snprintf(r->selector, sizeof(r->selector), JOBSET_LABEL "=%s", name ? name : "");
+    json_decref(in->jobs);
+    in->jobs = json_array();
+    size_t i = r->count;
+    add_list(r, GC_DIAGNOSE_WANT_JOBS, gc_kube_path("batch", "v1", ns, "jobs", NULL), JOB_FIELDS,
+             append_item, in->jobs);
+    r->opts[i].label_selector = r->selector;
+}
+
 /* ---- 1 and 2: the job itself ------------------------------------------------------------ */
 
+/* What the engine will ask for, given the JobSet and its pods (a failed job: its child Jobs). */
+static int first_wants(const job_why_inputs *in)
+{
+    gc_diagnose_input din = {.jobset = in->jobset, .pods = in->pods};
+    gc_diagnosis d;
+    gc_diagnose(&din, &d);
+    return d.wants;
+}
+
+/* Round 2: the Workload, found by the JobSet's UID (v1beta2; an older Kueue serves only
+ * v1beta1, one more request; neither: no Kueue), with the child Jobs when the engine will want
+ * them. */
 static int read_workload(gc_kube *kube, job_why_inputs *in, gc_error *err)
 {
     const char *uid = job_meta_string(in->jobset, NULL, "uid");
     char selector[128];
     snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid ? uid : "");
-    json_t *fields = shape(WORKLOAD_FIELDS);
-    gc_kube_list_options opts = {.label_selector = selector, .fields = fields};
     static const char *const versions[] = {"v1beta2", "v1beta1"};
     int rc = 0;
-    for (size_t v = 0; v < 2; v++) {
+    for (size_t v = 0; v < 2 && !rc; v++) {
+        wanted_round r = {0};
         json_t *items = json_array();
-        char *path =
-            gc_kube_path("kueue.x-k8s.io", versions[v], gc_kube_namespace(kube), "workloads", NULL);
-        rc = gc_kube_list(kube, path, &opts, append_item, items, NULL, err);
-        free(path);
-        if (!rc) {
+        add_list(
+            &r, 0,
+            gc_kube_path("kueue.x-k8s.io", versions[v], gc_kube_namespace(kube), "workloads", NULL),
+            WORKLOAD_FIELDS, append_item, items);
+        r.opts[0].label_selector = selector;
+        if (!(in->tried & GC_DIAGNOSE_WANT_JOBS) && (first_wants(in) & GC_DIAGNOSE_WANT_JOBS)) {
+            in->tried |= GC_DIAGNOSE_WANT_JOBS;
+            add_job_reads(&r, in, gc_kube_namespace(kube));
+        }
+        int refusals;
+        rc = send_round(kube, &r, in, &refusals, err);
+        const gc_kube_read *workload = &r.reads[0];
+        if (!rc && !workload->rc) {
             in->kueue_version = versions[v];
             if (json_array_size(items))
                 in->workload = json_incref(json_array_get(items, json_array_size(items) - 1));
         }
         json_decref(items);
-        if (!rc || err->http_status != 404)
+        wanted_round_free(&r);
+        if (rc || !workload->rc)
             break;
         /* Not served: an older Kueue (v1beta1 only), or none at all. */
-        gc_error_clear(err);
-        rc = 0;
+        if (workload->err.http_status != 404) {
+            *err = workload->err;
+            rc = workload->rc;
+        }
     }
-    json_decref(fields);
     return rc;
 }
 
@@ -156,73 +293,36 @@ int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_err
 {
     memset(in, 0, sizeof(*in));
     in->pods = json_array();
-    in->jobs = json_array();
     in->warnings = json_array();
     const char *ns = gc_kube_namespace(kube);
     char *pods_path = gc_kube_path(NULL, "v1", ns, "pods", NULL);
-    char *jobs_path = gc_kube_path("batch", "v1", ns, "jobs", NULL);
     char *events_path = gc_kube_path(NULL, "v1", ns, "events", NULL);
     char selector[300];
     snprintf(selector, sizeof(selector), JOBSET_LABEL "=%s", name);
-    json_t *pod_fields = shape(POD_FIELDS), *job_fields = shape(JOB_FIELDS);
-    json_t *event_fields = shape(EVENT_FIELDS);
-    /* A job of a thousand pods comes in pages, each decoded to the fields above as it arrives. */
+    json_t *pod_fields = shape(POD_FIELDS), *event_fields = shape(EVENT_FIELDS);
     gc_kube_list_options pods = {
         .label_selector = selector, .fields = pod_fields, .page_size = POD_PAGE};
-    gc_kube_list_options jobs = {.label_selector = selector, .fields = job_fields};
     gc_kube_list_options warnings = {.field_selector = "type=Warning", .fields = event_fields};
     json_t *events = json_array();
     job_events candidates = {.name = name, .kept = events};
     gc_kube_read reads[] = {
         {.path = pods_path, .opts = &pods, .on_item = append_item, .ctx = in->pods},
-        {.path = jobs_path, .opts = &jobs, .on_item = append_item, .ctx = in->jobs},
         {.path = events_path, .opts = &warnings, .on_item = keep_if_about_job, .ctx = &candidates},
     };
-    int rc = job_find_jobset_with(kube, name, &in->jobset, reads, 3, err);
+    int rc = job_find_jobset_with(kube, name, &in->jobset, reads, 2, err);
     if (!rc)
         rc = read_workload(kube, in, err);
     if (!rc)
         keep_job_warnings(events, name, in);
     json_decref(events);
     json_decref(pod_fields);
-    json_decref(job_fields);
     json_decref(event_fields);
     free(pods_path);
-    free(jobs_path);
     free(events_path);
     return rc;
 }
 
 /* ---- 3: what the engine asks for -------------------------------------------------------- */
-
-/* The reads of one round trip, with what they need to stay alive until it is over. */
-typedef struct wanted_round {
-    gc_kube_read reads[6];
-    char *paths[6];
-    json_t *fields[6];
-    gc_kube_list_options opts[6];
-    int want[6]; /* the GC_DIAGNOSE_WANT_* each read serves */
-    size_t count;
-} wanted_round;
-
-static void add_list(wanted_round *r, int want, char *path, const char *fields,
-                     gc_kube_item_fn on_item, void *ctx)
-{
-    size_t i = r->count++;
-    r->paths[i] = path;
-    r->fields[i] = shape(fields);
-    r->opts[i].fields = r->fields[i];
-    r->want[i] = want;
-    r->reads[i] = (gc_kube_read){.path = path, .opts = &r->opts[i], .on_item = on_item, .ctx = ctx};
-}
-
-static void wanted_round_free(wanted_round *r)
-{
-    for (size_t i = 0; i < r->count; i++) {
-        free(r->paths[i]);
-        json_decref(r->fields[i]);
-    }
-}
 
 /* The pods holding nodes, except the job's own (the engine asks who else holds a host). */
 typedef struct holders {
@@ -286,37 +386,7 @@ static void add_node_reads(wanted_round *r, job_why_inputs *in, holders *h)
     r->opts[i].field_selector = HOLDING_A_NODE;
 }
 
-/* A read the cluster refuses to this user, or does not serve: the diagnosis goes on without
- * it. Anything else (the server or the network failing) is an error. */
-static bool refused(const gc_error *err)
-{
-    return err->http_status == 401 || err->http_status == 403 || err->http_status == 404;
-}
-
-static void unreadable(job_why_inputs *in, const char *what, const gc_error *why)
-{
-    char *line = gc_xasprintf("%s could not be read: %s", what, why->message);
-    gc_strings_push(&in->unreadable, line);
-    free(line);
-}
-
-static void forget_queues(job_why_inputs *in)
-{
-    json_t **lists[] = {&in->local_queues, &in->cluster_queues, &in->flavors, &in->workloads};
-    for (size_t i = 0; i < 4; i++) {
-        json_decref(*lists[i]);
-        *lists[i] = NULL;
-    }
-}
-
-static void forget_nodes(job_why_inputs *in)
-{
-    json_decref(in->nodes);
-    json_decref(in->node_pods);
-    in->nodes = in->node_pods = NULL;
-}
-
-/* The queues and the nodes, as wanted, in one round trip. */
+/* The queues, the nodes and the child Jobs, as wanted, in one round trip. */
 static int read_lists(gc_kube *kube, job_why_inputs *in, int want, gc_error *err)
 {
     wanted_round r = {0};
@@ -331,28 +401,12 @@ static int read_lists(gc_kube *kube, job_why_inputs *in, int want, gc_error *err
         add_queue_reads(&r, in);
     if (want & GC_DIAGNOSE_WANT_NODES)
         add_node_reads(&r, in, &h);
-    if (r.count)
-        gc_kube_read_all(kube, r.reads, r.count);
-    int rc = 0, refusals = 0;
-    for (size_t i = 0; i < r.count && !rc; i++) {
-        gc_kube_read *read = &r.reads[i];
-        if (!read->rc || (refusals & r.want[i]))
-            continue;
-        if (!refused(&read->err)) {
-            *err = read->err;
-            rc = read->rc;
-        } else {
-            refusals |= r.want[i];
-            unreadable(in, r.want[i] == GC_DIAGNOSE_WANT_QUEUES ? "the queues" : "the nodes",
-                       &read->err);
-        }
-    }
+    if (want & GC_DIAGNOSE_WANT_JOBS)
+        add_job_reads(&r, in, gc_kube_namespace(kube));
+    int refusals;
+    int rc = send_round(kube, &r, in, &refusals, err);
     if (queues && !(refusals & GC_DIAGNOSE_WANT_QUEUES))
         in->queues_read = true;
-    if (refusals & GC_DIAGNOSE_WANT_QUEUES)
-        forget_queues(in);
-    if (refusals & GC_DIAGNOSE_WANT_NODES)
-        forget_nodes(in);
     wanted_round_free(&r);
     return rc;
 }
@@ -414,7 +468,9 @@ int job_why_diagnose(gc_kube *kube, job_why_inputs *in, long long now, gc_diagno
     int rc = 0;
     for (int want = out->wants & ~in->tried; want && !rc; want = out->wants & ~in->tried) {
         in->tried |= want;
-        rc = read_lists(kube, in, want & (GC_DIAGNOSE_WANT_QUEUES | GC_DIAGNOSE_WANT_NODES), err);
+        rc = read_lists(
+            kube, in,
+            want & (GC_DIAGNOSE_WANT_QUEUES | GC_DIAGNOSE_WANT_NODES | GC_DIAGNOSE_WANT_JOBS), err);
         if (!rc && (want & GC_DIAGNOSE_WANT_LOG) && out->log_pod[0])
             read_log_tail(kube, in, out);
         engine_input(in, now, &din);

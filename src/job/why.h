@@ -18,7 +18,7 @@ typedef struct job_why_inputs {
     json_t *workload;          /* NULL: Kueue has none for the job */
     const char *kueue_version; /* the Workload API that answered; NULL: Kueue is not installed */
     json_t *pods;
-    json_t *jobs;
+    json_t *jobs;     /* NULL: not read (only a failed job's are) */
     json_t *warnings; /* the Warning events of the job's objects */
 
     /* What the engine asked for (job_why_diagnose). */
@@ -30,16 +30,17 @@ typedef struct job_why_inputs {
     gc_strings unreadable; /* why a wanted read was refused, as evidence lines */
 } job_why_inputs;
 
-/* The JobSet, its pods, its child Jobs and the namespace's Warning events in one round trip,
- * then its Workload (by the JobSet's UID; a Kueue serving only v1beta1 costs one more). A
+/* The JobSet, its pods and the namespace's Warning events in one round trip, then its Workload
+ * (by the JobSet's UID; a Kueue serving only v1beta1 costs one more) and, for a failed job, its
+ * child Jobs with it. A
  * missing job is GC_EXIT_RUNTIME with http_status 404 and a message naming the namespace where
  * a job of that name exists. */
 int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_error *err);
 
 /* Diagnoses the job at `now` (seconds since the epoch), making the further reads the engine
- * asks for: the queues and the nodes together in one round trip, the failed container's last
- * log lines in another. A read the cluster refuses (forbidden, not served) or a log that is
- * gone leaves the diagnosis with what was known, and says so in its evidence; other API
+ * asks for: the queues, the nodes and the child Jobs together in one round trip, the failed
+ * container's last log lines in another. A read the cluster refuses (forbidden, not served) or a
+ * log that is gone leaves the diagnosis with what was known, and says so in its evidence; other API
  * failures are returned. */
 int job_why_diagnose(gc_kube *kube, job_why_inputs *in, long long now, gc_diagnosis *out,
                      gc_error *err);

@@ -169,12 +169,13 @@ def test_pathways_flow(cli):
     shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "yaml", "--show",
                                         check=0).stdout)
     assert shown["manifest"]["metadata"]["name"] == job and "status" not in shown["manifest"]
-    # The JobSet, pods, Jobs and events together, then the Workload: five requests in two round
-    # trips, one connection; the job runs as it should, so the diagnosis asks for nothing more.
+    # The JobSet, pods and events together, then the Workload: four requests in two round
+    # trips, one connection; the job runs as it should, so the diagnosis asks for nothing more
+    # (not even its child Jobs, which only a failed job's diagnosis reads).
     traced = cli.gcluster("job", "inspect", job, *CLUSTER, "-v", check=0).stderr
     requests = re.findall(r"^GET https://.*$", traced, re.M)
-    assert len(requests) == 5 and sum("new connection" in r for r in requests) == 1, traced
-    assert "5 API requests in 2 round trips" in traced, traced
+    assert len(requests) == 4 and sum("new connection" in r for r in requests) == 1, traced
+    assert "4 API requests in 2 round trips" in traced, traced
 
     logs = cli.gcluster("job", "logs", job, *CLUSTER, check=0).stdout
     assert "testenv: fake log line 1" in logs

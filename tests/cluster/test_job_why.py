@@ -229,7 +229,7 @@ def check_more(name, job, doc, cli):
                             cli.gcluster("job", command, job, *CLUSTER, "-v", check=0).stderr)
                   for command in ("why", "inspect")]
         assert all(counts), counts
-        assert counts[0].groups() == counts[1].groups() == ("5", "2")
+        assert counts[0].groups() == counts[1].groups() == ("4", "2")
         wide = cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0).stdout
         assert re.search(rf"^{job}\s.*\suser-queue\s+Running$", wide, re.M), wide
     if name == "queue_missing":
@@ -244,6 +244,9 @@ def check_more(name, job, doc, cli):
     if name == "failed_max_restarts":
         # The failed container's last log lines (kwok serves the same fake log everywhere).
         assert any(e.endswith("/workload-container: testenv: fake log end")
+                   for e in doc["evidence"]), doc["evidence"]
+        # Its child Jobs, read beside the Workload once the JobSet said it failed.
+        assert any(e.startswith("Job ") and ": Failed=True" in e
                    for e in doc["evidence"]), doc["evidence"]
 
 

@@ -62,7 +62,8 @@ static const char *job_name(const json_t *f)
         json_object_get(json_object_get(json_object_get(f, "jobset"), "metadata"), "name"));
 }
 
-/* The first round trip: the JobSet, its pods, Jobs and Warning events. */
+/* What the first round trip reads (the JobSet, its pods, the Warning events), and the child
+ * Jobs, which the second reads for a failed job. */
 static void serve_first_round(const json_t *f)
 {
     char *path = gc_xasprintf(JT_JOBSETS "/%s", job_name(f));
@@ -162,7 +163,7 @@ static void test_running_costs_no_more_than_inspect(void **state)
     assert_string_equal(d.fix, "nothing to do; follow it with gcluster job logs pw-run -f");
     unsigned why_requests = gc_kube_request_count(jt_kube());
     unsigned why_trips = gc_kube_round_trip_count(jt_kube());
-    assert_int_equal(why_requests, 5);
+    assert_int_equal(why_requests, 4);
     assert_int_equal(why_trips, 2);
 
     serve_job(f);
@@ -173,24 +174,25 @@ static void test_running_costs_no_more_than_inspect(void **state)
     assert_int_equal(gc_kube_request_count(jt_kube()) - why_requests, why_requests);
     assert_int_equal(gc_kube_round_trip_count(jt_kube()) - why_trips, why_trips);
 
-    /* The first four went out together (in any order), each list scoped to the job. */
+    /* The first three went out together (in any order), the pods scoped to the job; a running
+     * job's child Jobs are not read. */
     json_t *log = jt_requests();
     size_t seen = 0;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 3; i++) {
         const char *path = path_of(log, i);
         if (!strcmp(path, JT_JOBSETS "/pw-run"))
             seen |= 1;
-        else if (!strcmp(path, JT_PODS) || !strcmp(path, JT_JOBS)) {
-            seen |= !strcmp(path, JT_PODS) ? 2 : 4;
+        else if (!strcmp(path, JT_PODS)) {
+            seen |= 2;
             assert_string_equal(jt_param(log, i, "labelSelector"),
                                 "jobset.sigs.k8s.io/jobset-name=pw-run");
         } else if (!strcmp(path, JT_EVENTS)) {
-            seen |= 8;
+            seen |= 4;
             assert_string_equal(jt_param(log, i, "fieldSelector"), "type=Warning");
         }
     }
-    assert_int_equal(seen, 15);
-    assert_string_equal(path_of(log, 4), JT_WORKLOADS);
+    assert_int_equal(seen, 7);
+    assert_string_equal(path_of(log, 3), JT_WORKLOADS);
     json_decref(log);
     json_decref(f);
 }
@@ -257,13 +259,13 @@ static void test_quota_short_reads_the_queues_together(void **state)
                                "pw-a; or submit with a --priority (such as high), which lets the "
                                "queue preempt it");
     assert_int_equal(d.wants, 0);
-    assert_int_equal(gc_kube_request_count(jt_kube()), 9);
+    assert_int_equal(gc_kube_request_count(jt_kube()), 8);
     assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_t *log = jt_requests();
     const char *want[] = {LOCAL_QUEUES, CLUSTER_QUEUES, FLAVORS, ALL_WORKLOADS};
     for (size_t i = 0; i < 4; i++) {
         bool found = false;
-        for (size_t j = 5; j < 9; j++)
+        for (size_t j = 4; j < 8; j++)
             found |= !strcmp(path_of(log, j), want[i]);
         if (!found)
             fail_msg("no request for %s", want[i]);
@@ -289,8 +291,8 @@ static void test_unschedulable_reads_the_nodes(void **state)
     assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_t *log = jt_requests();
     size_t n = json_array_size(log);
-    assert_int_equal(n, 7);
-    for (size_t i = 5; i < 7; i++) {
+    assert_int_equal(n, 6);
+    for (size_t i = 4; i < 6; i++) {
         if (strcmp(path_of(log, i), ALL_PODS))
             continue;
         assert_string_equal(jt_param(log, i, "labelSelector"), "jobset.sigs.k8s.io/jobset-name");
@@ -319,8 +321,13 @@ static void test_failed_reads_the_log_tail(void **state)
     assert_string_equal(d.reason, "Failed");
     assert_true(has_evidence(&d, "log pw-fail-pathways-head-0-0-45fhb/workload-container: "
                                  "ValueError: batch size 0"));
+    assert_true(has_evidence(&d, "Job pw-fail-pathways-head-0: Failed=True"));
+    /* The child Jobs went out beside the Workload, the log in a round trip of its own. */
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_t *log = jt_requests();
     size_t last = json_array_size(log) - 1;
+    assert_int_equal(last, 5);
+    assert_true(!strcmp(path_of(log, 3), JT_JOBS) || !strcmp(path_of(log, 4), JT_JOBS));
     assert_string_equal(path_of(log, last), path);
     assert_string_equal(jt_param(log, last, "container"), "workload-container");
     assert_string_equal(jt_param(log, last, "tailLines"), "5");
@@ -406,7 +413,7 @@ static void test_without_kueue(void **state)
     assert_string_equal(d.fix, "gcluster job cancel pw-nolabel; create a queue (gcluster deploy "
                                "BLUEPRINT makes user-queue), then submit it again with --queue "
                                "user-queue");
-    assert_int_equal(jt_request_count(), 6);
+    assert_int_equal(jt_request_count(), 5);
     json_decref(f);
 }
 
@@ -502,7 +509,7 @@ static void test_command_text_json_and_evidence(void **state)
     serve_queues(f, KUEUE);
     gcluster_why(&res, "pw-b", "-v");
     assert_non_null(strstr(res.out.data, "\nEvidence:\n"));
-    assert_non_null(strstr(res.err.data, "9 API requests in 3 round trips"));
+    assert_non_null(strstr(res.err.data, "8 API requests in 3 round trips"));
     cli_result_free(&res);
     json_decref(f);
 }

@@ -186,8 +186,7 @@ void jt_script_big_job(const char *name, int slices, int hosts, int pending, int
         }
     }
     json_array_append_new(pods, jt_pod(name, "pathways-head", 0, 0, "Running", "cpu-np-0"));
-    jt_list_pages(JT_PODS, "PodList", pods, 500);
-    jt_list(JT_JOBS, "JobList", json_array());
+    jt_list_pages(JT_PODS, "PodList", pods, 2000);
     jt_list(JT_EVENTS, "EventList", json_array());
     jt_list(JT_WORKLOADS, "WorkloadList", json_array());
 }

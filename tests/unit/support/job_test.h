@@ -53,8 +53,8 @@ void jt_list_pages(const char *path, const char *kind, json_t *items, size_t pag
 
 /* A Pathways JobSet `name` of `slices` slices of `hosts` hosts, with every pod Running on its
  * node, except that slice `pending` host 3 is unschedulable and slice `crashing` host 0's
- * container is in CrashLoopBackOff; scripted (JobSet, pods in pages of 500, no Jobs, events or
- * Workload) as inspect reads it. */
+ * container is in CrashLoopBackOff; scripted (JobSet, pods in pages of 2,000 as inspect asks,
+ * no events or Workload) as inspect reads it. */
 void jt_script_big_job(const char *name, int slices, int hosts, int pending, int crashing);
 /* GET `path` with watch=1 streams `events` (stolen: [[type, object], ...]), then holds the
  * stream open for a while. */
