@@ -12,6 +12,7 @@
 
 #include "gcluster/job.h"
 #include "gcluster/manifest.h"
+#include "job/diagnose.h"
 #include "job/lookup.h"
 
 #include <stdarg.h>
@@ -63,20 +64,15 @@ static const json_t *head_pod(const json_t *pods)
     return best;
 }
 
+static bool named(const json_t *cs, void *name)
+{
+    return !strcmp(str(cs, "name"), name);
+}
+
 static const json_t *container_status(const json_t *pod, const char *name)
 {
-    static const char *const lists[] = {"containerStatuses", "initContainerStatuses"};
-    const json_t *status = json_object_get(pod, "status");
-    for (size_t l = 0; l < 2; l++) {
-        size_t i;
-        const json_t *cs;
-        json_array_foreach(json_object_get(status, lists[l]), i, cs)
-        {
-            if (!strcmp(str(cs, "name"), name))
-                return cs;
-        }
-    }
-    return NULL;
+    container_state found;
+    return job_each_container(pod, named, (void *)name, &found) ? found.status : NULL;
 }
 
 /* "CrashLoopBackOff: back-off 10s restarting failed container (last exit code 1)" */
