@@ -56,7 +56,9 @@ void cli_for_each_command(const cli_command *group, const char *prefix,
         if ((*c)->hidden)
             continue;
         char path[128];
-        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", (*c)->name);
+        int n = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? " " : "", (*c)->name);
+        if (n < 0 || (size_t)n >= sizeof(path))
+            continue; /* command paths are a few words; one this long is a table mistake */
         if ((*c)->subcommands)
             cli_for_each_command(*c, path, fn, ctx);
         else

@@ -248,7 +248,7 @@ static bool append_all(json_t *objects, json_t *const *items, size_t count)
 static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const char *api,
                            const json_t *vars, json_t *objects, gc_error *err)
 {
-    const char *accelerator, *ns;
+    const char *accelerator = NULL, *ns = NULL;
     if (!json_object_get(vars, "accelerator_type"))
         return gc_fail(err, GC_EXIT_USAGE,
                        "%s: the Pathways Kueue configuration needs the TPU accelerator: add a "

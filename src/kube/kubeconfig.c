@@ -462,7 +462,7 @@ static int read_entry(const reader *r, const json_t *list, size_t i, const entry
         free(name);
         return fail_at(r, list, NULL, i, "%s has no name", path);
     }
-    json_t *inner;
+    json_t *inner = NULL;
     int rc = check_duplicate(r, list, i, kind, name);
     if (!rc)
         rc = opt_mapping(r, item, kind->inner, path, &inner);

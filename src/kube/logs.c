@@ -188,12 +188,12 @@ static void format_stamp(stamp t, bool nanoseconds, char *out, size_t size)
     time_t sec = (time_t)t.sec;
     struct tm tm;
     gmtime_r(&sec, &tm);
-    char day[32];
+    char day[32]; /* 19 characters: YYYY-MM-DDTHH:MM:SS */
     strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
     if (nanoseconds)
-        snprintf(out, size, "%s.%09ldZ", day, t.nsec);
+        snprintf(out, size, "%.19s.%09dZ", day, (int)(t.nsec % 1000000000L));
     else
-        snprintf(out, size, "%sZ", day);
+        snprintf(out, size, "%.19sZ", day);
 }
 
 /* --- lines ------------------------------------------------------------------------------ */
