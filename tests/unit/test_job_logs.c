@@ -256,6 +256,47 @@ static void test_follow_waits_for_the_job_to_start(void **state)
     gc_buf_free(&c.lines);
 }
 
+/* Following ends once every followed pod has ended. The check asks only for the job's ended
+ * pods (Succeeded, Failed: empty while it runs), never again for every pod. */
+static void test_follow_ends_when_the_pods_have_ended(void **state)
+{
+    (void)state;
+    script_running_job(false);
+    jt_answer("GET " JT_PODS "/" HEAD "/log",
+              jt_json("{'when': {'container': 'workload-container'},"
+                      " 'chunks': [{'data': 'step 1\\n'}], 'hold': 20}"));
+    json_t *ended = jt_pod("pw", "pathways-head", 0, 0, "Succeeded", "cpu-1");
+    jt_answer("GET " JT_PODS, json_pack("{s:{s:s}, s:{s:s, s:s, s:{}, s:[o]}}", "when",
+                                        "fieldSelector", "status.phase=Succeeded", "json", "kind",
+                                        "PodList", "apiVersion", "v1", "metadata", "items", ended));
+    jt_answer("GET " JT_PODS,
+              jt_json("{'when': {'fieldSelector': 'status.phase=Failed'},"
+                      " 'json': {'kind': 'PodList', 'apiVersion': 'v1', 'metadata': {},"
+                      " 'items': []}}"));
+    gc_logs_request r = {.name = "pw", .follow = true, .slice = -1, .host = -1, .tail = -1};
+    collected c = {0};
+    gc_error err;
+    assert_int_equal(run_logs(&r, &c, &err), 0);
+    assert_string_equal(text(&c), HEAD "/workload-container: step 1\n");
+    json_t *req = jt_requests();
+    size_t lists = 0, checks = 0;
+    for (size_t i = 0; i < json_array_size(req); i++) {
+        const char *path = json_string_value(json_object_get(json_array_get(req, i), "path"));
+        if (strcmp(path, JT_PODS))
+            continue;
+        const char *selector = jt_param(req, i, "fieldSelector");
+        if (!selector)
+            lists++;
+        else
+            checks += !strcmp(selector, "status.phase=Succeeded") ||
+                      !strcmp(selector, "status.phase=Failed");
+    }
+    assert_int_equal(lists, 1); /* the first look, to choose the pods */
+    assert_int_equal(checks, 2);
+    json_decref(req);
+    gc_buf_free(&c.lines);
+}
+
 static void test_bad_flags_send_nothing(void **state)
 {
     (void)state;
@@ -306,6 +347,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sink_can_stop_the_streams, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_job_not_started, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_follow_waits_for_the_job_to_start, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_follow_ends_when_the_pods_have_ended, jt_open,
+                                        jt_close),
         cmocka_unit_test_setup_teardown(test_bad_flags_send_nothing, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_missing_job, jt_open, jt_close),
     };
