@@ -369,7 +369,8 @@ static json_int_t in_flight(json_t *log, const char *path)
 /* Who ended the streamed answer to request `i`: "client" or "server". */
 static const char *ended_by(json_t *log, size_t i)
 {
-    return json_string_value(json_object_get(json_array_get(log, i), "ended_by"));
+    const char *who = json_string_value(json_object_get(json_array_get(log, i), "ended_by"));
+    return who ? who : "(not recorded)";
 }
 
 #define SECRETS  "/api/v1/namespaces/ns1/secrets"
@@ -574,7 +575,7 @@ static void test_watch_times_out(void **state)
     assert_string_equal(s.names.data, "SYNCED, ADDED x");
     /* The time limit ended the watch the server held open (the client hung up), and no second
      * watch was started. */
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log_ended(&server, 1);
     assert_int_equal(json_array_size(log), 2);
     assert_string_equal(ended_by(log, 1), "client");
     json_decref(log);
@@ -826,7 +827,7 @@ static void test_logs_stop_when_caller_says_so(void **state)
     assert_string_equal(l.text[0].data, "only line|");
     /* It ended at the first "stop", hanging up on the stream the server held for 30 s. */
     assert_int_equal(l.stops, 1);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log_ended(&server, 0);
     assert_int_equal(json_array_size(log), 1);
     assert_string_equal(ended_by(log, 0), "client");
     json_decref(log);

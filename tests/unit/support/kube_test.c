@@ -389,6 +389,17 @@ json_t *kube_test_server_log(kube_test_server *s)
     return log ? log : json_array();
 }
 
+json_t *kube_test_server_log_ended(kube_test_server *s, size_t i)
+{
+    for (int tries = 0;; tries++) {
+        json_t *log = kube_test_server_log(s);
+        if (json_object_get(json_array_get(log, i), "ended_by") || tries == 500)
+            return log;
+        json_decref(log);
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+}
+
 int kube_test_env_setup_dir(void **state)
 {
     kube_test_env *env = calloc(1, sizeof(*env));

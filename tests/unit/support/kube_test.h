@@ -72,6 +72,10 @@ bool kube_test_server_script_quoted(kube_test_server *s, const char *text);
 bool kube_test_server_reset(kube_test_server *s);
 /* The requests the server received, oldest first. Caller decrefs. */
 json_t *kube_test_server_log(kube_test_server *s);
+/* The same, once the server has recorded who ended the streamed answer to request `i`
+ * ("ended_by"): it notices a client hanging up a moment after the client did, so the log is
+ * read again until it says (at most 5 s; after that, as it is). Caller decrefs. */
+json_t *kube_test_server_log_ended(kube_test_server *s, size_t i);
 
 /* What a test group shares, as cmocka group state (each test gets it in *state):
  * kube_test_env_setup makes a temporary directory, a PKI and a running scripted server;
