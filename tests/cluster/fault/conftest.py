@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from faults import NUMBERED_JOBSET, REPO, RESULTS, Env, NumberedLog, Proxied
+from faults import NUMBERED_JOBSET, REPO, RESULTS, Env, NumberedLog, Proxied, remove_job
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -71,7 +71,7 @@ def numbered_job(env):
 
     yield make
     for name in created:
-        remove_numbered_job(env, name)
+        remove_job(env, name)
 
     def all_gone():
         left = [f"{p['metadata']['name']} ({p['status'].get('phase')}, deleting since "
@@ -82,15 +82,3 @@ def numbered_job(env):
         return True
 
     env.wait_for(all_gone, timeout=120, what="the numbered jobs' pods to be gone")
-
-
-def remove_numbered_job(env, name):
-    """Deletes the JobSet, its Jobs and its pods by label. Left to the garbage collector, the
-    Jobs and pods can outlive the test by minutes after an API server restart, while the
-    controller-manager's garbage collector waits for its watches to sync again."""
-    env.cli.delete_job(name)
-    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
-    env.cli.kubectl("delete", "jobs", "-l", selector, "--ignore-not-found", "--wait=false",
-                    check=False)
-    env.cli.kubectl("delete", "pods", "-l", selector, "--ignore-not-found", "--wait=false",
-                    "--grace-period=0", "--force", check=False)

@@ -86,6 +86,18 @@ class Proxied:
             assert "PRIVATE KEY" not in (text or "")
 
 
+def remove_job(env, name):
+    """Deletes the JobSet, its Jobs and its pods by label. Left to the garbage collector, the
+    Jobs and pods can outlive the test by minutes after an API server restart, while the
+    controller-manager's garbage collector waits for its watches to sync again."""
+    env.cli.delete_job(name)
+    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+    env.cli.kubectl("delete", "jobs", "-l", selector, "--ignore-not-found", "--wait=false",
+                    check=False)
+    env.cli.kubectl("delete", "pods", "-l", selector, "--ignore-not-found", "--wait=false",
+                    "--grace-period=0", "--force", check=False)
+
+
 def finish(process, timeout):
     """Waits (bounded) for a background gcluster and returns (exit code, stdout, stderr)."""
     try:

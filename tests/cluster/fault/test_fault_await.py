@@ -6,7 +6,7 @@ still be reached. The job's real outcome decides the exit code: 0 succeeded, 3 f
 import re
 import time
 
-from faults import finish, record
+from faults import finish, record, remove_job
 from gcluster_cli import CLUSTER, GCS, IMAGE
 
 
@@ -38,7 +38,7 @@ class Jobs:
 
     def delete(self):
         for name in self.names:
-            self.env.cli.delete_job(name)
+            remove_job(self.env, name)
         self.env.wait_for(lambda: all(not self.env.cli.pods(n) for n in self.names), timeout=180,
                           what="the test's pods to be gone")
 
