@@ -191,10 +191,13 @@ static void add_job_reads(wanted_round *r, job_why_inputs *in, const char *ns)
 
 /* ---- 1 and 2: the job itself ------------------------------------------------------------ */
 
-/* What the engine will ask for, given the JobSet and its pods (a failed job: its child Jobs). */
+/* What the engine will ask for besides the Workload: the JobSet alone says whether the job
+ * failed, and so whether its child Jobs are wanted (the pods are left out, so this look costs
+ * nothing per pod; a failure its pods show to be a disruption reads the Jobs in vain, one small
+ * list in a round trip made anyway). */
 static int first_wants(const job_why_inputs *in)
 {
-    gc_diagnose_input din = {.jobset = in->jobset, .pods = in->pods};
+    gc_diagnose_input din = {.jobset = in->jobset};
     gc_diagnosis d;
     gc_diagnose(&din, &d);
     return d.wants;
@@ -260,6 +263,7 @@ static bool about_job(const json_t *event, const char *name, const char *workloa
  * the job, not the namespace; keep_job_warnings decides once the Workload is known. */
 typedef struct job_events {
     const char *name;
+    char workload_prefix[300]; /* "jobset-NAME-" */
     json_t *kept;
 } job_events;
 
@@ -269,10 +273,8 @@ static int keep_if_about_job(json_t *event, void *ctx, gc_error *err)
     job_events *e = ctx;
     const char *object =
         json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
-    char workload_prefix[300];
-    snprintf(workload_prefix, sizeof(workload_prefix), "jobset-%s-", e->name);
     if (object && (about_job(event, e->name, NULL) ||
-                   !strncmp(object, workload_prefix, strlen(workload_prefix))))
+                   !strncmp(object, e->workload_prefix, strlen(e->workload_prefix))))
         json_array_append(e->kept, event);
     return 0;
 }
@@ -305,6 +307,7 @@ int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_err
     gc_kube_list_options warnings = {.field_selector = "type=Warning", .fields = event_fields};
     json_t *events = json_array();
     job_events candidates = {.name = name, .kept = events};
+    snprintf(candidates.workload_prefix, sizeof(candidates.workload_prefix), "jobset-%s-", name);
     gc_kube_read reads[] = {
         {.path = pods_path, .opts = &pods, .on_item = append_item, .ctx = in->pods},
         {.path = events_path, .opts = &warnings, .on_item = keep_if_about_job, .ctx = &candidates},
