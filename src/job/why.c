@@ -18,6 +18,7 @@
 #include "job/diagnose.h"
 #include "job/lookup.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,23 +247,41 @@ static int read_workload(gc_kube *kube, job_why_inputs *in, gc_error *err)
     return rc;
 }
 
-/* An event about the JobSet, one of its Jobs or pods (named after it) or its Workload. */
-static bool about_job(const json_t *event, const char *name, const char *workload)
+static const char *involved_name(const json_t *event)
 {
-    const char *object =
-        json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
-    if (!object)
-        return false;
-    size_t n = strlen(name);
-    return !strcmp(object, name) || (!strncmp(object, name, n) && object[n] == '-') ||
-           (workload && !strcmp(object, workload));
+    return json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
 }
 
-/* While the namespace's Warning events stream in, only those that can be about the job are
- * kept (its own objects, or a Workload, which Kueue names jobset-NAME-HASH), so memory follows
- * the job, not the namespace; keep_job_warnings decides once the Workload is known. */
+/* Whether `object` is the JobSet NAME, one of its Jobs (NAME-RJOB-INDEX) or one of their pods
+ * (NAME-RJOB-INDEX-...): after NAME- comes a replicated job's name and a digit, so the objects of
+ * a job named NAME-2 are not NAME's. */
+static bool names_job_object(const char *object, const char *name, const json_t *jobset)
+{
+    size_t n = strlen(name);
+    if (!strcmp(object, name))
+        return true;
+    if (strncmp(object, name, n) || object[n] != '-')
+        return false;
+    const char *rest = object + n + 1;
+    size_t i;
+    const json_t *rjob;
+    json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, rjob)
+    {
+        const char *role = job_string(rjob, "name");
+        size_t m = role ? strlen(role) : 0;
+        if (m && !strncmp(rest, role, m) && rest[m] == '-' && isdigit((unsigned char)rest[m + 1]))
+            return true;
+    }
+    return false;
+}
+
+/* While the namespace's Warning events stream in (the JobSet is read in the same round trip),
+ * only those that can be about the job are kept: NAME, NAME-*, or a Workload, which Kueue names
+ * jobset-NAME-HASH; so memory follows the job, not the namespace. keep_job_warnings then keeps
+ * the job's own, once the JobSet and its Workload are known. */
 typedef struct job_events {
     const char *name;
+    char name_prefix[300];     /* "NAME-" */
     char workload_prefix[300]; /* "jobset-NAME-" */
     json_t *kept;
 } job_events;
@@ -271,10 +290,10 @@ static int keep_if_about_job(json_t *event, void *ctx, gc_error *err)
 {
     (void)err;
     job_events *e = ctx;
-    const char *object =
-        json_string_value(json_object_get(json_object_get(event, "involvedObject"), "name"));
-    if (object && (about_job(event, e->name, NULL) ||
-                   !strncmp(object, e->workload_prefix, strlen(e->workload_prefix))))
+    const char *object = involved_name(event);
+    if (object &&
+        (!strcmp(object, e->name) || !strncmp(object, e->name_prefix, strlen(e->name_prefix)) ||
+         !strncmp(object, e->workload_prefix, strlen(e->workload_prefix))))
         json_array_append(e->kept, event);
     return 0;
 }
@@ -286,7 +305,9 @@ static void keep_job_warnings(const json_t *events, const char *name, job_why_in
     json_t *e;
     json_array_foreach(events, i, e)
     {
-        if (about_job(e, name, workload))
+        const char *object = involved_name(e);
+        if (object &&
+            (names_job_object(object, name, in->jobset) || (workload && !strcmp(object, workload))))
             json_array_append(in->warnings, e);
     }
 }
@@ -307,6 +328,7 @@ int job_why_read_job(gc_kube *kube, const char *name, job_why_inputs *in, gc_err
     gc_kube_list_options warnings = {.field_selector = "type=Warning", .fields = event_fields};
     json_t *events = json_array();
     job_events candidates = {.name = name, .kept = events};
+    snprintf(candidates.name_prefix, sizeof(candidates.name_prefix), "%s-", name);
     snprintf(candidates.workload_prefix, sizeof(candidates.workload_prefix), "jobset-%s-", name);
     gc_kube_read reads[] = {
         {.path = pods_path, .opts = &pods, .on_item = append_item, .ctx = in->pods},

@@ -208,7 +208,8 @@ static json_t *warning_about(const json_t *like, const char *kind, const char *o
 }
 
 /* The namespace's Warning events are every job's; the report keeps only this job's: its own
- * objects and its Workload, not a neighbour whose name starts the same nor another Workload. */
+ * objects and its Workload, not a neighbour whose name starts the same (pw-runner, pw-run-2) nor
+ * another Workload. */
 static void test_only_the_jobs_warnings_are_kept(void **state)
 {
     (void)state;
@@ -216,14 +217,16 @@ static void test_only_the_jobs_warnings_are_kept(void **state)
     json_t *events = json_object_get(f, "events");
     json_t *like = json_deep_copy(json_array_get(events, 0));
     json_array_clear(events);
-    const char *kinds[] = {"Pod", "Pod", "Workload", "Workload", "JobSet", "Job"};
+    const char *kinds[] = {"Pod", "Pod", "Workload", "Workload", "JobSet", "Job", "Pod", "Job"};
     const char *objects[] = {"pw-run-worker-0-0-x1",
                              "pw-runner-worker-0-0-x1",
                              "jobset-pw-run-3b0bc",
                              "jobset-pw-run-other",
                              "pw-run",
-                             "pw-other-worker-0"};
-    for (size_t i = 0; i < 6; i++)
+                             "pw-other-worker-0",
+                             "pw-run-2-worker-0-0-x1",
+                             "pw-run-2-worker-0"};
+    for (size_t i = 0; i < 8; i++)
         json_array_append_new(events, warning_about(like, kinds[i], objects[i]));
     json_decref(like);
     serve_job(f);
