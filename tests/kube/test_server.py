@@ -15,7 +15,11 @@ Control endpoints (never recorded):
                                    so a request sent after it never finds it still counted
                         ended_by   for a streamed answer: "server" (it ran to its end) or
                                    "client" (the client hung up first, e.g. during a hold)
-    POST /_test/reset   forget scripts and the log
+    POST /_test/reset   forget scripts and the log; with {"drop_old_connections": true} also
+                        close, unanswered and unrecorded, every connection accepted before it
+                        when it sends more: for a test whose client is new, where a late
+                        request of the test before must not show up in its log or take an
+                        answer scripted for it
 
 An answer is a JSON object:
     status (200), headers {}, json {...} | body "text" | chunks [{"data": "...", "delay": s}]
@@ -53,6 +57,7 @@ class State:
         self.log = []
         self.connections = 0
         self.in_flight = 0
+        self.epoch = 0  # how many resets have dropped the connections before them
 
 
 STATE = State()
@@ -140,6 +145,8 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/_test/reset":
                 STATE.scripts.clear()
                 STATE.log.clear()
+                if json.loads(body or "{}").get("drop_old_connections"):
+                    STATE.epoch += 1
                 reply = {"ok": True}
             else:
                 reply = {"error": "unknown control path"}
@@ -151,6 +158,9 @@ class Handler(BaseHTTPRequestHandler):
         if url.path.startswith("/_test/"):
             self._answered = True  # control requests are not counted
             return self.control(url.path, body)
+        if self.request.accepted_in_epoch != STATE.epoch:
+            self.close_connection = True  # an earlier test's connection
+            return
         query = parse_qs(url.query, keep_blank_values=True)
         self._answered = False  # one handler serves every request of its connection: reset
         with STATE.lock:
@@ -269,8 +279,11 @@ class Server(ThreadingHTTPServer):
     def get_request(self):
         sock, addr = self.socket.accept()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return self.context.wrap_socket(sock, server_side=True,
-                                        do_handshake_on_connect=False), addr
+        tls = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        # Taken here, in the accepting thread: connections are accepted in the order they
+        # were made, so one made before a reset's own connection carries the old epoch.
+        tls.accepted_in_epoch = STATE.epoch
+        return tls, addr
 
     def handle_error(self, request, client_address):
         pass  # failed handshakes are what some tests are about

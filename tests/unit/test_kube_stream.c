@@ -52,7 +52,7 @@ static int teardown(void **state)
 static int open_client(void **state)
 {
     (void)state;
-    if (!kube_test_server_reset(&server))
+    if (!kube_test_server_reset_for_new_client(&server))
         return -1;
     test_events_init(&notices);
     return kube_test_open_client(&server, &pki, tmp, &notices.events, 1, &kube);

@@ -53,7 +53,7 @@ int jt_stop(void **state)
 int jt_open(void **state)
 {
     (void)state;
-    if (!kube_test_server_reset(&server))
+    if (!kube_test_server_reset_for_new_client(&server))
         return -1;
     gc_buf_init(&recorded);
     return kube_test_open_client(&server, &pki, tmp, NULL, 0, &kube);

@@ -381,6 +381,13 @@ bool kube_test_server_reset(kube_test_server *s)
     return r != NULL;
 }
 
+bool kube_test_server_reset_for_new_client(kube_test_server *s)
+{
+    char *r = control(s, "POST", "/_test/reset", "{\"drop_old_connections\": true}");
+    free(r);
+    return r != NULL;
+}
+
 json_t *kube_test_server_log(kube_test_server *s)
 {
     char *r = control(s, "GET", "/_test/log", NULL);

@@ -69,7 +69,12 @@ int kube_test_open_client(const kube_test_server *s, const kube_test_pki *pki, c
 bool kube_test_server_script(kube_test_server *s, const char *json);
 /* The same, with ' written for " so scripts in C strings stay readable. */
 bool kube_test_server_script_quoted(kube_test_server *s, const char *text);
+/* Forgets the scripts and the log (mid-test: the client's connections stay usable). */
 bool kube_test_server_reset(kube_test_server *s);
+/* The same before a test opens a new client: connections of earlier clients are closed unheard,
+ * so a request the last test's client sent just before it closed cannot land in this test's
+ * log or take its answers. */
+bool kube_test_server_reset_for_new_client(kube_test_server *s);
 /* The requests the server received, oldest first. Caller decrefs. */
 json_t *kube_test_server_log(kube_test_server *s);
 /* The same, once the server has recorded who ended the streamed answer to request `i`
