@@ -48,7 +48,7 @@ static int teardown(void **state)
 static int reset(void **state)
 {
     (void)state;
-    return kube_test_server_reset(&server) ? 0 : -1;
+    return kube_test_server_reset_for_new_client(&server) ? 0 : -1;
 }
 
 /* Scripts the server; the text uses ' for " to stay readable. */

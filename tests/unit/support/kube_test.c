@@ -439,7 +439,7 @@ int kube_test_env_teardown(void **state)
 int kube_test_env_reset(void **state)
 {
     kube_test_env *env = *state;
-    return kube_test_server_reset(&env->server) ? 0 : -1;
+    return kube_test_server_reset_for_new_client(&env->server) ? 0 : -1;
 }
 
 void kube_test_env_script(kube_test_env *env, const char *text)

@@ -94,7 +94,8 @@ typedef struct kube_test_env {
 int kube_test_env_setup(void **state);
 int kube_test_env_setup_dir(void **state);
 int kube_test_env_teardown(void **state);
-/* A test's setup: the server forgets earlier scripts and requests. */
+/* A test's setup, before it opens its client: the server forgets earlier scripts, requests and
+ * clients (kube_test_server_reset_for_new_client). */
 int kube_test_env_reset(void **state);
 /* Queues answers (kube_test_server_script_quoted); a script the server refuses fails the test. */
 void kube_test_env_script(kube_test_env *env, const char *text);
