@@ -106,6 +106,12 @@ const char *job_string(const json_t *object, const char *key)
     return json_string_value(json_object_get(object, key));
 }
 
+const char *job_string_or(const json_t *object, const char *key, const char *fallback)
+{
+    const char *s = job_string(object, key);
+    return s ? s : fallback;
+}
+
 const char *job_field(const json_t *object, const char *section, const char *key)
 {
     const json_t *metadata = json_object_get(object, "metadata");
@@ -287,8 +293,7 @@ static void succeeded(const gc_diagnose_input *in, const gc_job_facts *f, gc_dia
     } else
         job_diag_fix(d, "nothing to do; its output: gcluster job logs %s", name);
     job_diag_evidence(d, "JobSet %s: Completed=True (%s) at %s", name,
-                      job_string(done, "reason") ? job_string(done, "reason") : "terminalState",
-                      f->completed_at);
+                      job_string_or(done, "reason", "terminalState"), f->completed_at);
 }
 
 /* Suspended and in no queue: nothing will ever start it. */

@@ -28,6 +28,8 @@ const json_t *job_condition(const json_t *object, const char *type);
 bool job_condition_true(const json_t *object, const char *type);
 const char *job_field(const json_t *object, const char *section, const char *key);
 const char *job_string(const json_t *object, const char *key);
+/* The same, or `fallback` when the key is missing or not a string. */
+const char *job_string_or(const json_t *object, const char *key, const char *fallback);
 /* The JobSet a Workload or pod belongs to (owner or label), else the object's own name. */
 const char *job_owner_name(const json_t *object);
 /* "5m" for the time since `timestamp` (RFC 3339) at `now`; "" when either is unknown. */

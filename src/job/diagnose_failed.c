@@ -110,8 +110,8 @@ static void disruption_cause(const gc_diagnose_input *in, const json_t *pod,
                      name);
     if (condition)
         job_diag_evidence(d, "pod %s: DisruptionTarget=True (%s): %s", pod_name(pod),
-                          job_string(condition, "reason") ? job_string(condition, "reason") : "",
-                          job_string(condition, "message") ? job_string(condition, "message") : "");
+                          job_string_or(condition, "reason", ""),
+                          job_string_or(condition, "message", ""));
 }
 
 bool job_diagnose_disrupted(const gc_diagnose_input *in, gc_diagnosis *d)

@@ -619,7 +619,7 @@ static void cluster_queue_inactive(const gc_diagnose_input *in, const json_t *cq
     const char *why = job_string(active, "reason");
     job_diag_set(d, GC_JOB_QUEUED, "ClusterQueueInactive");
     job_diag_evidence(d, "ClusterQueue %s: Active=False (%s): %s", cq_name, why ? why : "?",
-                      job_string(active, "message") ? job_string(active, "message") : "");
+                      job_string_or(active, "message", ""));
     if (job_same(why, "Stopped")) {
         const char *policy = job_string(json_object_get(cq, "spec"), "stopPolicy");
         job_diag_cause(d, "cluster queue %s is stopped (stopPolicy %s): it admits no job", cq_name,
@@ -653,7 +653,7 @@ static void cluster_queue_inactive(const gc_diagnose_input *in, const json_t *cq
         return;
     }
     job_diag_cause(d, "cluster queue %s is inactive: %s", cq_name,
-                   job_string(active, "message") ? job_string(active, "message") : "no reason");
+                   job_string_or(active, "message", "no reason"));
     job_diag_fix(d, "kubectl describe clusterqueue %s shows what it lacks", cq_name);
 }
 
@@ -663,8 +663,7 @@ static void kueue_says(const gc_diagnose_input *in, gc_diagnosis *d)
     if (c)
         job_diag_evidence(d, "Workload %s: QuotaReserved=%s (%s): %s",
                           job_field(in->workload, NULL, "name"), job_string(c, "status"),
-                          job_string(c, "reason") ? job_string(c, "reason") : "",
-                          job_string(c, "message") ? job_string(c, "message") : "");
+                          job_string_or(c, "reason", ""), job_string_or(c, "message", ""));
 }
 
 static void no_workload(const gc_diagnose_input *in, gc_diagnosis *d)
@@ -802,7 +801,7 @@ void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
         job_diag_set(d, GC_JOB_QUEUED, "AdmissionChecks");
         job_diag_cause(d, "quota reserved in %s; waiting for its admission checks%s%s", cq_name,
                        job_string(admitted, "message") ? ": " : "",
-                       job_string(admitted, "message") ? job_string(admitted, "message") : "");
+                       job_string_or(admitted, "message", ""));
         job_diag_fix(d, "kubectl get workload %s -o yaml shows the checks' state",
                      job_field(in->workload, NULL, "name"));
         return;
@@ -894,8 +893,7 @@ bool job_diagnose_evicted(const gc_diagnose_input *in, gc_diagnosis *d)
         job_diag_evidence(d, "Workload %s: requeueState count %lld, requeueAt %s",
                           job_field(in->workload, NULL, "name"),
                           (long long)json_integer_value(json_object_get(requeue, "count")),
-                          job_string(requeue, "requeueAt") ? job_string(requeue, "requeueAt")
-                                                           : "-");
+                          job_string_or(requeue, "requeueAt", "-"));
     snprintf(d->fix, sizeof(d->fix), "%s", now.fix);
     return true;
 }

@@ -460,8 +460,7 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
                        "%s cannot go on the %zu %s: they carry the taint %s%s%s:%s, which the "
                        "pods do not tolerate",
                        pods_words(g, pw, sizeof(pw)), matching, hosts, job_string(taint, "key"),
-                       job_string(taint, "value") ? "=" : "",
-                       job_string(taint, "value") ? job_string(taint, "value") : "",
+                       job_string(taint, "value") ? "=" : "", job_string_or(taint, "value", ""),
                        job_string(taint, "effect"));
         job_diag_fix(d,
                      "remove the taint (kubectl taint nodes NODE %s-) or submit from a "
@@ -738,8 +737,7 @@ void job_diagnose_running(const gc_diagnose_input *in, gc_diagnosis *d)
         job_diag_set(d, GC_JOB_RESTARTING, "Restarting");
         job_diag_cause(d, "restarting after a failure: restart %ld of at most %ld%s%s",
                        job_restarts(in->jobset), job_max_restarts(in->jobset),
-                       job_string(c, "message") ? " (" : "",
-                       job_string(c, "message") ? job_string(c, "message") : "");
+                       job_string(c, "message") ? " (" : "", job_string_or(c, "message", ""));
         if (job_string(c, "message"))
             strncat(d->cause, ")", sizeof(d->cause) - strlen(d->cause) - 1);
         job_diag_fix(d,

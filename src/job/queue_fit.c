@@ -152,8 +152,8 @@ static bool group_has_key(const cluster_facts *f, const json_t *group, const cha
 /* One node selector requirement against a flavor's labels (unknown operators match). */
 static bool requirement_holds(const json_t *req, const json_t *labels)
 {
-    const char *op = job_string(req, "operator") ? job_string(req, "operator") : "";
-    const char *have = job_string(labels, job_string(req, "key") ? job_string(req, "key") : "");
+    const char *op = job_string_or(req, "operator", "");
+    const char *have = job_string(labels, job_string_or(req, "key", ""));
     if (!strcmp(op, "Exists"))
         return have != NULL;
     if (!strcmp(op, "DoesNotExist"))
@@ -189,7 +189,7 @@ static bool affinity_matches(const cluster_facts *f, const json_t *group, const 
         size_t relevant = 0;
         json_array_foreach(json_object_get(term, "matchExpressions"), j, req)
         {
-            if (!group_has_key(f, group, job_string(req, "key") ? job_string(req, "key") : ""))
+            if (!group_has_key(f, group, job_string_or(req, "key", "")))
                 continue;
             relevant++;
             holds &= requirement_holds(req, labels);
@@ -218,8 +218,8 @@ static bool tolerates(const json_t *tolerations, const json_t *taint)
         }
         if (!job_string(taint, "key") || strcmp(key, job_string(taint, "key")))
             continue;
-        const char *value = job_string(t, "value") ? job_string(t, "value") : "";
-        if (exists || !strcmp(value, job_string(taint, "value") ? job_string(taint, "value") : ""))
+        const char *value = job_string_or(t, "value", "");
+        if (exists || !strcmp(value, job_string_or(taint, "value", "")))
             return true;
     }
     return false;
@@ -233,7 +233,7 @@ static bool taints_tolerated(const json_t *spec, const json_t *flavor)
     const json_t *taint;
     json_array_foreach(json_object_get(fspec, "nodeTaints"), i, taint)
     {
-        const char *effect = job_string(taint, "effect") ? job_string(taint, "effect") : "";
+        const char *effect = job_string_or(taint, "effect", "");
         if (strcmp(effect, "NoSchedule") != 0 && strcmp(effect, "NoExecute") != 0)
             continue;
         if (!tolerates(json_object_get(spec, "tolerations"), taint) &&
