@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from faults import NUMBERED_JOBSET, REPO, RESULTS, Env, NumberedLog, Proxied, remove_job
+from faults import NUMBERED_JOBSET, REPO, RESULTS, Env, NumberedLog, Proxied, remove_jobs
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -70,15 +70,4 @@ def numbered_job(env):
         return env.wait_for(running_pod, timeout=90, what=f"the pod of {name} to run"), log
 
     yield make
-    for name in created:
-        remove_job(env, name)
-
-    def all_gone():
-        left = [f"{p['metadata']['name']} ({p['status'].get('phase')}, deleting since "
-                f"{p['metadata'].get('deletionTimestamp', 'never')})"
-                for n in created for p in env.cli.pods(n)]
-        if left:
-            raise AssertionError("still there: " + ", ".join(left))  # reported if time runs out
-        return True
-
-    env.wait_for(all_gone, timeout=120, what="the numbered jobs' pods to be gone")
+    remove_jobs(env, created)

@@ -86,16 +86,30 @@ class Proxied:
             assert "PRIVATE KEY" not in (text or "")
 
 
-def remove_job(env, name):
-    """Deletes the JobSet, its Jobs and its pods by label. Left to the garbage collector, the
-    Jobs and pods can outlive the test by minutes after an API server restart, while the
-    controller-manager's garbage collector waits for its watches to sync again."""
-    env.cli.delete_job(name)
-    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
-    env.cli.kubectl("delete", "jobs", "-l", selector, "--ignore-not-found", "--wait=false",
-                    check=False)
-    env.cli.kubectl("delete", "pods", "-l", selector, "--ignore-not-found", "--wait=false",
-                    "--grace-period=0", "--force", check=False)
+def remove_jobs(env, names, timeout=120):
+    """Deletes each JobSet, its Jobs and its pods by label, and waits (bounded) until the pods
+    are gone. Left to the garbage collector, the Jobs and pods can outlive the test by minutes
+    after an API server restart, while the controller-manager's garbage collector waits for its
+    watches to sync again."""
+    for name in names:
+        env.cli.delete_job(name)
+        selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+        env.cli.kubectl("delete", "jobs", "-l", selector, "--ignore-not-found", "--wait=false",
+                        check=False)
+        env.cli.kubectl("delete", "pods", "-l", selector, "--ignore-not-found", "--wait=false",
+                        "--grace-period=0", "--force", check=False)
+
+    def all_gone():
+        left = [f"{p['metadata']['name']} ({p['status'].get('phase')}, deleting since "
+                f"{p['metadata'].get('deletionTimestamp', 'never')})"
+                for n in names for p in env.cli.pods(n)]
+        if left:
+            raise AssertionError("still there: " + ", ".join(left))  # reported if time runs out
+        return True
+
+    if names:
+        env.wait_for(all_gone, timeout=timeout, what="the pods of " + ", ".join(names) +
+                     " to be gone")
 
 
 def finish(process, timeout):

@@ -6,7 +6,7 @@ still be reached. The job's real outcome decides the exit code: 0 succeeded, 3 f
 import re
 import time
 
-from faults import finish, record, remove_job
+from faults import finish, record, remove_jobs
 from gcluster_cli import CLUSTER, GCS, IMAGE
 
 
@@ -37,10 +37,7 @@ class Jobs:
         return waiter, pod
 
     def delete(self):
-        for name in self.names:
-            remove_job(self.env, name)
-        self.env.wait_for(lambda: all(not self.env.cli.pods(n) for n in self.names), timeout=180,
-                          what="the test's pods to be gone")
+        remove_jobs(self.env, self.names, timeout=180)
 
 
 def awaited(env, proxied, name, code, disturb, *args):
