@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import why_cases
+from conftest import wait_for
 from gcluster_cli import CLUSTER, GCS, IMAGE, Cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,8 +231,14 @@ def check_more(name, job, doc, cli):
                   for command in ("why", "inspect")]
         assert all(counts), counts
         assert counts[0].groups() == counts[1].groups() == ("4", "2")
-        wide = cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0).stdout
-        assert re.search(rf"^{job}\s.*\suser-queue\s+Running$", wide, re.M), wide
+        # list reads the JobSet alone, whose ready counts follow the pods a moment later.
+        def listed_running():
+            wide = cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0).stdout
+            if not re.search(rf"^{job}\s.*\suser-queue\s+Running$", wide, re.M):
+                raise AssertionError(wide)  # reported if time runs out
+            return True
+
+        wait_for(listed_running, timeout=30, what=f"job list to show {job} Running")
     if name == "queue_missing":
         wide = cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0).stdout
         assert re.search(rf"^{job}\s.*\sno-such-queue\s+QueueMissing$", wide, re.M), wide
