@@ -33,6 +33,7 @@ struct gc_kube_background {
     background_read *reads;
     size_t count;
     size_t pending;
+    kube_multi_pace pace; /* the waits of gc_kube_background_poll */
 };
 
 gc_kube_background *gc_kube_background_new(gc_kube *kube)
@@ -211,6 +212,7 @@ int gc_kube_background_poll(gc_kube_background *b, struct pollfd *fds, size_t co
         return poll(fds, count, timeout_ms);
     curl_wait w;
     curl_wants(b, &w, &timeout_ms);
+    timeout_ms = kube_pace_wait(&b->pace, timeout_ms);
     struct pollfd *all = gc_xcalloc(count + w.count, sizeof(*all));
     if (count)
         memcpy(all, fds, count * sizeof(*fds));
@@ -225,6 +227,10 @@ int gc_kube_background_poll(gc_kube_background *b, struct pollfd *fds, size_t co
         fds[i].revents = all[i].revents;
         mine += all[i].revents != 0;
     }
+    bool curl_busy = false;
+    for (size_t i = count; i < total; i++)
+        curl_busy = curl_busy || all[i].revents;
+    kube_pace_waited(&b->pace, curl_busy);
     free(all);
     advance(b);
     if (n < 0) {

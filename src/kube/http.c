@@ -445,6 +445,7 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
         curl_multi_add_handle(multi, handles[i]);
     }
     k->depth++; /* requests made from the batch's callbacks use the nesting handles */
+    kube_multi_pace pace = {0};
     for (int running = 1; running;) {
         curl_multi_perform(multi, &running);
         CURLMsg *msg;
@@ -458,7 +459,7 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
             }
         }
         if (running)
-            curl_multi_poll(multi, NULL, 0, 1000, NULL);
+            kube_multi_wait(multi, &pace, 1000);
     }
     k->depth--;
     bool failed = false;

@@ -162,6 +162,18 @@ typedef struct kube_batch_entry {
     int rc; /* what kube_request_run returned for it */
 } kube_batch_entry;
 
+/* multi_wait.c: waits for the transfers on `multi` (at most longest_ms), shortly again after
+ * their sockets were busy: libcurl 7.88 may hold a stream's end in its HTTP/2 buffers until the
+ * next socket event. A loop keeps one zeroed pace for all its waits. */
+typedef struct {
+    int quiet_wait; /* the next wait while the sockets stay quiet; 0: the caller's longest */
+} kube_multi_pace;
+void kube_multi_wait(CURLM *multi, kube_multi_pace *pace, int longest_ms);
+/* The same for a loop with a poll of its own: the timeout to use instead of longest_ms (-1:
+ * none), then whether libcurl's sockets had events. */
+int kube_pace_wait(const kube_multi_pace *pace, int longest_ms);
+void kube_pace_waited(kube_multi_pace *pace, bool busy);
+
 /* Like kube_request_run for each entry, but the first attempts go out at once (HTTP/2 streams
  * on the client's connection when the server offers it); retries then run one at a time.
  * Callbacks of different entries interleave. From inside a callback (nested) it runs them

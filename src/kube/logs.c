@@ -51,13 +51,6 @@
 #define STREAMS_PER_CONNECTION 100
 #define WAVE_POLL_MS           5 /* how often a waiting wave looks at its opener */
 
-/* libcurl 7.88 can leave a stream's last frames (its end among them) in its HTTP/2 buffers
- * after a read, and take them up only at the next socket event or timeout: the end of a log
- * then waited for POLL_MS (1 s in about 1 of 40 `logs --all` runs on testenv). So after bytes
- * arrived, the loop looks again after QUICK_POLL_MS, doubling the wait while nothing comes,
- * up to POLL_MS: busy streams cost a few more wake-ups, quiet ones none. */
-#define QUICK_POLL_MS 1
-
 /* Without follow every stream ends, so at most this many are open at once and the next starts
  * when one ends: memory then grows with this number, not with the number of containers (each
  * open stream holds a libcurl handle, its receive buffer and a line end, ~20-30 KiB), and one
@@ -141,9 +134,7 @@ typedef struct logs_run {
     size_t open;        /* streams admitted and not ended */
     long long notice_at;
     bool noticed;         /* a reconnect notice is standing */
-    long long last_bytes; /* when any stream last received something */
-    long long bytes_seen; /* last_bytes when the loop last looked */
-    int quiet_wait;       /* the next wait after bytes came, doubling up to POLL_MS */
+    kube_multi_pace pace; /* the loop's waits (kube_multi_wait) */
 } logs_run;
 
 static const gc_events *events(const log_stream *s)
@@ -277,7 +268,7 @@ static void split_lines(log_stream *s, const char *data, size_t len)
 static bool on_log_data(const char *data, size_t len, void *ctx)
 {
     log_stream *s = ctx;
-    s->last_bytes = s->run->last_bytes = gc_clock_ms();
+    s->last_bytes = gc_clock_ms();
     split_lines(s, data, len);
     return !s->run->stop;
 }
@@ -827,18 +818,6 @@ static bool all_finished(const logs_run *run)
     return true;
 }
 
-/* The wait before the next look: short right after bytes came (QUICK_POLL_MS). */
-static int after_bytes(logs_run *run, int wait)
-{
-    if (run->last_bytes != run->bytes_seen) {
-        run->bytes_seen = run->last_bytes;
-        run->quiet_wait = QUICK_POLL_MS;
-    } else if (run->quiet_wait) {
-        run->quiet_wait = run->quiet_wait * 2 < POLL_MS ? run->quiet_wait * 2 : 0;
-    }
-    return run->quiet_wait && run->quiet_wait < wait ? run->quiet_wait : wait;
-}
-
 static int run_streams(logs_run *run, gc_error *err)
 {
     long long last_poll = gc_clock_ms();
@@ -853,9 +832,8 @@ static int run_streams(logs_run *run, gc_error *err)
                 end_following(run);
         }
         int wait = start_due(run, err, &rc);
-        wait = after_bytes(run, wait);
         if (!rc && !run->stop && !all_finished(run))
-            curl_multi_poll(run->multi, NULL, 0, wait > 0 ? wait : 1, NULL);
+            kube_multi_wait(run->multi, &run->pace, wait);
     }
     return rc;
 }
