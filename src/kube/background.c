@@ -2,8 +2,8 @@
  * Background reads (see gcluster/portforward.h): GETs on a multi handle of their own, moved along
  * while gc_kube_background_poll waits on the caller's file descriptors and theirs together.
  *
- * The multi handle lives as long as the object, so its connection (HTTP/2: the round's GETs are
- * streams on it, PIPEWAIT) serves the next rounds too. libcurl's sockets are found with
+ * The multi handle lives as long as the object, so its connections (one per GET of a round,
+ * kube_multi_new) serve the next rounds too. libcurl's sockets are found with
  * curl_multi_fdset, which only reports descriptors below FD_SETSIZE; one above it (a process with
  * a thousand open connections) is still served, by the timeout that libcurl's own timers and the
  * 100 ms wait below give the poll.
@@ -40,9 +40,7 @@ gc_kube_background *gc_kube_background_new(gc_kube *kube)
 {
     gc_kube_background *b = gc_xcalloc(1, sizeof(*b));
     b->k = kube;
-    b->multi = curl_multi_init();
-    if (b->multi)
-        curl_multi_setopt(b->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    b->multi = kube_multi_new();
     return b;
 }
 
@@ -117,7 +115,6 @@ static void start_read(gc_kube_background *b, background_read *r, gc_kube_read *
         return;
     }
     kube_exchange_start(b->k, &r->x, r->e);
-    curl_easy_setopt(r->e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(r->e, CURLOPT_PRIVATE, (void *)r);
     curl_multi_add_handle(b->multi, r->e);
     b->pending++;

@@ -421,12 +421,11 @@ int kube_request_run(gc_kube *k, kube_exchange *x, gc_error *err)
     return run_with_retries(k, x, false, err);
 }
 
-/* First attempts of a batch, all at once on one multi handle. PIPEWAIT makes the later ones wait
- * for the first connection and share it as HTTP/2 streams instead of opening their own. */
+/* First attempts of a batch, all at once on one multi handle (kube_multi_new: a connection
+ * each, idle ones from earlier requests reused). */
 static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
 {
-    CURLM *multi = curl_multi_init();
-    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    CURLM *multi = kube_multi_new();
     CURL **handles = gc_xcalloc(n, sizeof(*handles));
     bool *done = gc_xcalloc(n, sizeof(*done));
     for (size_t i = 0; i < n; i++) {
@@ -440,7 +439,6 @@ static void run_first_attempts(gc_kube *k, kube_batch_entry *batch, size_t n)
         }
         kube_exchange_start(k, x, handles[i]);
         curl_easy_setopt(handles[i], CURLOPT_SHARE, shared_connections(k));
-        curl_easy_setopt(handles[i], CURLOPT_PIPEWAIT, 1L);
         curl_easy_setopt(handles[i], CURLOPT_PRIVATE, (void *)&batch[i]);
         curl_multi_add_handle(multi, handles[i]);
     }

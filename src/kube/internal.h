@@ -162,9 +162,12 @@ typedef struct kube_batch_entry {
     int rc; /* what kube_request_run returned for it */
 } kube_batch_entry;
 
-/* multi_wait.c: waits for the transfers on `multi` (at most longest_ms), shortly again after
- * their sockets were busy: libcurl 7.88 may hold a stream's end in its HTTP/2 buffers until the
- * next socket event. A loop keeps one zeroed pace for all its waits. */
+/* multi.c: a multi handle for requests made at the same time, each on a connection of its own
+ * (libcurl 7.88's HTTP/2 streams on one connection can stall), or NULL. */
+CURLM *kube_multi_new(void);
+/* Waits for the transfers on `multi` (at most longest_ms), shortly again after their sockets
+ * were busy: libcurl 7.88 may hold a stream's end in its HTTP/2 buffers until the next socket
+ * event. A loop keeps one zeroed pace for all its waits. */
 typedef struct {
     int quiet_wait; /* the next wait while the sockets stay quiet; 0: the caller's longest */
 } kube_multi_pace;
