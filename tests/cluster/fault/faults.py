@@ -88,8 +88,8 @@ class Proxied:
 
 def remove_jobs(env, names, timeout=120):
     """Deletes each JobSet, its Jobs and its pods by label, and waits (bounded) until the pods
-    are gone. Left to the garbage collector, the Jobs and pods can outlive the test by minutes
-    after an API server restart, while the controller-manager's garbage collector waits for its
+    are gone. Left to the controller-manager, the Jobs and pods can outlive the test by minutes
+    after an API server restart, while its garbage collector and Job controller wait for their
     watches to sync again."""
     for name in names:
         env.cli.delete_job(name)
@@ -100,9 +100,16 @@ def remove_jobs(env, names, timeout=120):
                         "--grace-period=0", "--force", check=False)
 
     def all_gone():
+        pods = [p for n in names for p in env.cli.pods(n)]
+        for p in pods:
+            # The Job controller's job-tracking finalizer: after an API server restart the
+            # controller can take minutes to re-sync and release the pods of a deleted Job.
+            if p["metadata"].get("deletionTimestamp") and p["metadata"].get("finalizers"):
+                env.cli.kubectl("patch", "pod", p["metadata"]["name"], "--type=merge", "-p",
+                                '{"metadata":{"finalizers":null}}', check=False)
         left = [f"{p['metadata']['name']} ({p['status'].get('phase')}, deleting since "
-                f"{p['metadata'].get('deletionTimestamp', 'never')})"
-                for n in names for p in env.cli.pods(n)]
+                f"{p['metadata'].get('deletionTimestamp', 'never')}, finalizers "
+                f"{p['metadata'].get('finalizers', [])})" for p in pods]
         if left:
             raise AssertionError("still there: " + ", ".join(left))  # reported if time runs out
         return True
