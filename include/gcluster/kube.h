@@ -159,9 +159,9 @@ typedef struct gc_kube_read {
     gc_error err;                     /* out: why it failed */
 } gc_kube_read;
 
-/* Several independent reads at once: their requests (a list's first page) go out together as
- * HTTP/2 streams on one connection, one round trip instead of one each; further pages and
- * retries follow one at a time. Items of different lists may interleave. Returns the first
+/* Several independent reads at once: their requests (a list's first page) go out together, each
+ * on a connection of its own (reused afterwards), one round trip instead of one each; further pages
+ * and retries follow one at a time. Items of different lists may interleave. Returns the first
  * failing read's rc (its reason in reads[i].err), or 0. */
 int gc_kube_read_all(gc_kube *kube, gc_kube_read *reads, size_t count);
 

@@ -111,8 +111,8 @@ size_t gc_kube_tunnel_count(const gc_kube_tunnel *t);
  * Background reads: gc_kube_read_all's GETs started without waiting for them, whose answers
  * arrive while gc_kube_background_poll waits on the caller's file descriptors. Each read is a
  * GET of `path` (with opts->label_selector and field_selector as the query) whose whole answer,
- * a list or an object, goes to *read->object; `on_item` is not used. The reads go out together
- * on one connection, which later rounds reuse. A round is not retried: its failures are in each
+ * a list or an object, goes to *read->object; `on_item` is not used. The reads go out together,
+ * a connection each, which later rounds reuse. A round is not retried: its failures are in each
  * read's rc and err (a 401 drops the credential, so the next round gets a fresh one).
  */
 typedef struct gc_kube_background gc_kube_background;

@@ -3,15 +3,15 @@
  *
  * Every sequential request goes through the client's one easy handle, so its connection (and
  * TLS session) is reused, over HTTP/2 when the server offers it. Independent requests can go
- * out together (kube_request_run_all) as streams on that same connection: one round trip
- * instead of one each. Idempotent requests are retried a bounded number of times with
- * exponential backoff and jitter on 429, 5xx and connection resets, honouring Retry-After; a
- * POST is only re-sent when the server certainly did not act on it (429, or it never reached the
- * server). A 401 refreshes the credential (exec plugin, token file) once. Below all this, libcurl
- * itself re-sends a request when a reused connection turns out to be dead before any byte of the
- * answer (the usual keep-alive race); the layer notices (gc_http_transfer.resent), and the verbs
- * that are not idempotent treat the answer as ambiguous (api.c). A request that failed on the
- * wire takes its pooled connections with it, so its retry starts on a fresh one.
+ * out together (kube_request_run_all), each on a connection of its own (multi.c says why not
+ * as streams of one): one round trip instead of one each. Idempotent requests are retried a bounded
+ * number of times with exponential backoff and jitter on 429, 5xx and connection resets, honouring
+ * Retry-After; a POST is only re-sent when the server certainly did not act on it (429, or it never
+ * reached the server). A 401 refreshes the credential (exec plugin, token file) once. Below all
+ * this, libcurl itself re-sends a request when a reused connection turns out to be dead before any
+ * byte of the answer (the usual keep-alive race); the layer notices (gc_http_transfer.resent), and
+ * the verbs that are not idempotent treat the answer as ambiguous (api.c). A request that failed on
+ * the wire takes its pooled connections with it, so its retry starts on a fresh one.
  */
 #include "kube/internal.h"
 

@@ -177,8 +177,8 @@ void kube_multi_wait(CURLM *multi, kube_multi_pace *pace, int longest_ms);
 int kube_pace_wait(const kube_multi_pace *pace, int longest_ms);
 void kube_pace_waited(kube_multi_pace *pace, bool busy);
 
-/* Like kube_request_run for each entry, but the first attempts go out at once (HTTP/2 streams
- * on the client's connection when the server offers it); retries then run one at a time.
+/* Like kube_request_run for each entry, but the first attempts go out at once (kube_multi_new:
+ * a connection each); retries then run one at a time.
  * Callbacks of different entries interleave. From inside a callback (nested) it runs them
  * in turn. */
 void kube_request_run_all(gc_kube *k, kube_batch_entry *batch, size_t n);

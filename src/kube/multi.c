@@ -12,10 +12,11 @@
  * parallel. Log streams are the exception: a thousand at once need streams, and logs.c resumes
  * one that stalls.
  *
- * For those streams, the wait: after the sockets were busy the next one is short
+ * Every such loop waits the same way: after the sockets were busy the next wait is short
  * (QUICK_WAIT_MS), doubling while they stay quiet, for about a second, so a stream's end held
- * in libcurl's buffers is found in milliseconds, not at the next 1 s poll (that was 1 in 40
- * `logs --all` runs on testenv). A busy loop costs a handful more wake-ups, an idle one none.
+ * in libcurl's buffers is found in milliseconds, not at the next 1 s poll (1 in 40 `logs --all`
+ * runs on testenv, where streams share connections). A busy loop costs a handful more wake-ups,
+ * an idle one none.
  */
 #include "internal.h"
 

@@ -374,18 +374,21 @@ bool kube_test_server_script_quoted(kube_test_server *s, const char *text)
     return ok;
 }
 
-bool kube_test_server_reset(kube_test_server *s)
+static bool reset(kube_test_server *s, const char *body)
 {
-    char *r = control(s, "POST", "/_test/reset", "");
+    char *r = control(s, "POST", "/_test/reset", body);
     free(r);
     return r != NULL;
 }
 
+bool kube_test_server_reset(kube_test_server *s)
+{
+    return reset(s, "");
+}
+
 bool kube_test_server_reset_for_new_client(kube_test_server *s)
 {
-    char *r = control(s, "POST", "/_test/reset", "{\"drop_old_connections\": true}");
-    free(r);
-    return r != NULL;
+    return reset(s, "{\"drop_old_connections\": true}");
 }
 
 json_t *kube_test_server_log(kube_test_server *s)
