@@ -17,6 +17,7 @@
 #include "gcluster/events.h"
 
 #include <jansson.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -164,6 +165,31 @@ typedef struct gc_kube_read {
  * and retries follow one at a time. Items of different lists may interleave. Returns the first
  * failing read's rc (its reason in reads[i].err), or 0. */
 int gc_kube_read_all(gc_kube *kube, gc_kube_read *reads, size_t count);
+
+/*
+ * Background reads: gc_kube_read_all's GETs started without waiting for them, whose answers
+ * arrive while gc_kube_background_poll waits on the caller's file descriptors. Each read is a
+ * GET of `path` (with opts->label_selector and field_selector as the query) whose whole answer,
+ * a list or an object, goes to *read->object; `on_item` is not used. The reads go out together,
+ * a connection each, which later rounds reuse. A round is not retried: its failures are in each
+ * read's rc and err (a 401 drops the credential, so the next round gets a fresh one).
+ */
+typedef struct gc_kube_background gc_kube_background;
+
+gc_kube_background *gc_kube_background_new(gc_kube *kube);
+/* Frees it, abandoning reads under way. */
+void gc_kube_background_free(gc_kube_background *b);
+/* Starts a round; `reads` must live until it is done. Fails while a round is under way, and
+ * when credentials cannot be had. */
+int gc_kube_background_start(gc_kube_background *b, gc_kube_read *reads, size_t count,
+                             gc_error *err);
+/* poll(2) on `fds` and the round's sockets, for up to timeout_ms (-1: no limit), then moves the
+ * round along. Returns poll's count of `fds` entries with revents (0 on timeout), or -1 with
+ * errno. */
+int gc_kube_background_poll(gc_kube_background *b, struct pollfd *fds, size_t count,
+                            int timeout_ms);
+/* Whether the round is over (every read's rc, err and object are set); true before any. */
+bool gc_kube_background_done(const gc_kube_background *b);
 
 enum gc_kube_event_type {
     GC_KUBE_ADDED,

@@ -2,7 +2,8 @@
  * portforward: a pod's port reached through the API server, as `kubectl port-forward` does it,
  * for a caller that runs its own poll loop (job connect forwards many local connections while it
  * keeps an eye on its job). Nothing here blocks but opening a tunnel: the tunnel's socket and the
- * client's background reads are waited on together with the caller's own file descriptors.
+ * client's background reads (gcluster/kube.h) are waited on together with the caller's own file
+ * descriptors.
  *
  * A tunnel is one connection to the API server, opened with the client's TLS, proxy and
  * credentials like every request and traced the same way (-v, credentials redacted):
@@ -23,7 +24,6 @@
 #include "gcluster/error.h"
 #include "gcluster/kube.h"
 
-#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,30 +106,5 @@ int gc_kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err);
 void gc_kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn);
 /* Connections open (taken and not yet CLOSED or reset). */
 size_t gc_kube_tunnel_count(const gc_kube_tunnel *t);
-
-/*
- * Background reads: gc_kube_read_all's GETs started without waiting for them, whose answers
- * arrive while gc_kube_background_poll waits on the caller's file descriptors. Each read is a
- * GET of `path` (with opts->label_selector and field_selector as the query) whose whole answer,
- * a list or an object, goes to *read->object; `on_item` is not used. The reads go out together,
- * a connection each, which later rounds reuse. A round is not retried: its failures are in each
- * read's rc and err (a 401 drops the credential, so the next round gets a fresh one).
- */
-typedef struct gc_kube_background gc_kube_background;
-
-gc_kube_background *gc_kube_background_new(gc_kube *kube);
-/* Frees it, abandoning reads under way. */
-void gc_kube_background_free(gc_kube_background *b);
-/* Starts a round; `reads` must live until it is done. Fails while a round is under way, and
- * when credentials cannot be had. */
-int gc_kube_background_start(gc_kube_background *b, gc_kube_read *reads, size_t count,
-                             gc_error *err);
-/* poll(2) on `fds` and the round's sockets, for up to timeout_ms (-1: no limit), then moves the
- * round along. Returns poll's count of `fds` entries with revents (0 on timeout), or -1 with
- * errno. */
-int gc_kube_background_poll(gc_kube_background *b, struct pollfd *fds, size_t count,
-                            int timeout_ms);
-/* Whether the round is over (every read's rc, err and object are set); true before any. */
-bool gc_kube_background_done(const gc_kube_background *b);
 
 #endif

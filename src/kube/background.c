@@ -1,5 +1,5 @@
 /*
- * Background reads (see gcluster/portforward.h): GETs on a multi handle of their own, moved along
+ * Background reads (see gcluster/kube.h): GETs on a multi handle of their own, moved along
  * while gc_kube_background_poll waits on the caller's file descriptors and theirs together.
  *
  * The multi handle lives as long as the object, so its connections (one per GET of a round,
@@ -8,7 +8,7 @@
  * a thousand open connections) is still served, by the timeout that libcurl's own timers and the
  * 100 ms wait below give the poll.
  */
-#include "gcluster/portforward.h"
+#include "gcluster/kube.h"
 
 #include "kube/internal.h"
 

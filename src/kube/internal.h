@@ -1,5 +1,5 @@
 /*
- * The parts of the kube client shared between its files (private to kube/).
+ * The parts of the kube client shared between its files (private to kube/ and kube/tunnel/).
  *
  *   kubeconfig.c  files → kube_config        select.c  which context
  *   gcloud.c      get-credentials fallback   auth.c    tokens, certificates, credential cache
@@ -8,10 +8,15 @@
  *   trace.c       -v lines and server warnings, through the client's gc_events
  *   status.c      Status bodies → messages   api.c     the verbs
  *   path.c        REST paths and URLs        blob.c    certificate and key bytes
- *   watch.c       list paging, list+watch    logs.c    many log streams on the multi interface
+ *   watch.c       list paging, list+watch    list_reader.c  a list page read item by item
+ *   logs.c        many log streams on the multi interface
  *   batch.c       independent reads sent together
+ *   background.c  reads moved along by the caller's own poll loop
+ *   multi.c       what every loop over several transfers does alike (connections, waits)
  *   reconnect.c   what long-lived streams reconnect after, and how soon
  *   redact.c      server text made safe to show; the client's secrets kept out of it
+ *   quantity.c    resource quantities
+ *   tunnel/       the port-forward tunnel, behind its own header (tunnel/internal.h)
  */
 #ifndef GCLUSTER_KUBE_INTERNAL_H
 #define GCLUSTER_KUBE_INTERNAL_H

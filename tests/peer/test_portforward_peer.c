@@ -18,7 +18,7 @@
 #include "gcluster/portforward.h"
 #include "gcluster/process.h"
 #include "gcluster/sys.h"
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

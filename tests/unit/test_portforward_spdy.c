@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

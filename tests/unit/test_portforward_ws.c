@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "gcluster/sys.h"
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,7 @@
  * neither enforces nor sends flow-control windows), so none are sent; it answers PINGs, and
  * once it has said GOAWAY it silently ignores new streams, so none are opened after one.
  */
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <openssl/rand.h>
 #include <stdio.h>

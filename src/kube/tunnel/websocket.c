@@ -5,7 +5,7 @@
  * PONG, CLOSE; at most 125 bytes, never fragmented) allowed between the fragments. The Go
  * server the API server uses writes a large message as several frames of a few KiB each.
  */
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include "gcluster/sys.h"
 

@@ -13,7 +13,7 @@
 
 #include "gcluster/sys.h"
 #include "kube/internal.h"
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

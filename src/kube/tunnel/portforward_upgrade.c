@@ -5,7 +5,7 @@
  * else (403, 404, a 500 from an unreachable kubelet) is an ordinary answer, usually with a
  * Status body.
  */
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * block, so a block can only be read after all the blocks before it: a decoding error breaks
  * the whole session, not just one frame.
  */
-#include "kube/tunnel.h"
+#include "kube/tunnel/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

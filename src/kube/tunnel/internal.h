@@ -1,12 +1,15 @@
 /*
- * The port-forward tunnel's protocol layers (private to kube/). None of them touches a socket:
- * the transport feeds them the bytes it received, sends the bytes they queue, and acts on the
- * events they report, so each layer is tested on bytes alone.
+ * The port-forward tunnel's protocol layers (private to kube/tunnel/; the public side is
+ * gcluster/portforward.h). None of the layers touches a socket: the transport feeds them the
+ * bytes it received, sends the bytes they queue, and acts on the events they report, so each
+ * layer is tested on bytes alone.
  *
  *   portforward_upgrade.c  the HTTP/1.1 upgrade: request head, answer head, answer checks
  *   websocket.c            RFC 6455 client frames: masked frames out, server frames in
  *   spdy.c                 SPDY/3.1 frames in and out, with zlib-compressed header blocks
  *   portforward.c          the session: forwarded TCP connections as SPDY stream pairs
+ *   portforward_tunnel.c   the transport: the layers on a libcurl socket (gc_kube_tunnel_*),
+ *                          the only file here that uses the kube client (kube/internal.h)
  *
  * How the API server forwards a port (kube-apiserver >= 1.31, kubectl >= 1.31): the client asks
  * for GET .../pods/POD/portforward?ports=P upgraded to a WebSocket with the subprotocol
@@ -16,8 +19,8 @@
  * kubelet itself) take SPDY directly after an HTTP upgrade to "SPDY/3.1" instead, which is what
  * kubectl falls back to when the WebSocket upgrade is refused; both are supported here.
  */
-#ifndef GCLUSTER_KUBE_TUNNEL_H
-#define GCLUSTER_KUBE_TUNNEL_H
+#ifndef GCLUSTER_KUBE_TUNNEL_INTERNAL_H
+#define GCLUSTER_KUBE_TUNNEL_INTERNAL_H
 
 #include "gcluster/buf.h"
 #include "gcluster/error.h"
