@@ -1,15 +1,16 @@
 /*
  * sys: small plumbing every part of the library shares, each written once: a monotonic clock,
- * RFC 3339 time stamps, base64, reading a file whole, the edit distance used to suggest a
- * name the user probably meant, and the UTF-8 check every string bound for the API passes. The
- * subprocess runner (gcluster/process.h) and the HTTP request layer (gcluster/http.h) live next to
- * these in src/sys/.
+ * RFC 3339 time stamps, base64, reading a file whole. The subprocess runner (gcluster/process.h)
+ * and the HTTP request layer (gcluster/http.h) live next to these in src/sys/. The text helpers
+ * (gcluster/text.h) are in-memory work and live in src/util/; this header includes theirs, so a
+ * file that uses both needs one include.
  */
 #ifndef GCLUSTER_SYS_H
 #define GCLUSTER_SYS_H
 
 #include "gcluster/buf.h"
 #include "gcluster/error.h"
+#include "gcluster/text.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,23 +37,5 @@ unsigned char *gc_base64_decode(const char *text, size_t len, size_t *out_len);
  * too large), so that callers for which a missing file is normal can say so. Bytes read are
  * never left behind in freed memory: the file may hold a key. */
 int gc_file_read(const char *path, size_t max, gc_buf *out, gc_error *err);
-
-/* The Levenshtein distance between two names, ignoring ASCII case: how many single-character
- * insertions, deletions or substitutions turn one into the other. For "did you mean" hints. */
-size_t gc_text_edit_distance(const char *a, const char *b);
-
-/* The length of the longest prefix of s[0, len) that is well-formed UTF-8 (RFC 3629: no
- * overlong forms, no surrogates, nothing above U+10FFFF), so len when all of it is. Kubernetes
- * and JSON carry only such text. */
-size_t gc_text_utf8_prefix(const char *s, size_t len);
-
-/* The length of the character at s (at most len bytes) when a terminal shows it as itself: a
- * printable ASCII byte, or a whole UTF-8 sequence that is not a C1 control; 0 for a control
- * character, a C1 control or a byte that is not UTF-8, which a terminal may act on. */
-size_t gc_text_printable_char(const char *s, size_t len);
-/* Appends `len` bytes of text from elsewhere (a server, a file) to `out` as it can be shown:
- * what gc_text_printable_char refuses as \xNN (newlines too), at most `max` columns of it, then
- * "..." when some was left out. */
-void gc_text_escape(gc_buf *out, const char *text, size_t len, size_t max);
 
 #endif

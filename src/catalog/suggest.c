@@ -7,7 +7,7 @@
 #include "catalog/catalog_internal.h"
 
 #include "gcluster/error.h"
-#include "gcluster/sys.h"
+#include "gcluster/text.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * The parts of sys/ shared between its files (private to sys/).
  *
  *   clock.c   monotonic time, RFC 3339        base64.c  encode, decode
- *   file.c    whole files, wiping growth      text.c    edit distance
+ *   file.c    whole files, wiping growth
  *   process.c the subprocess runner           curl_lazy.c  libcurl loaded on first use
  *   http.c    one request on libcurl          http_trace.c  -v lines, redaction
  */

@@ -1,8 +1,9 @@
 /*
  * Text: edit distance, for "did you mean ...?" hints on commands, flags and compute types, and
- * the UTF-8 check for strings on their way into a manifest.
+ * the UTF-8 check for strings on their way into a manifest, and text from elsewhere escaped for
+ * a terminal.
  */
-#include "gcluster/sys.h"
+#include "gcluster/text.h"
 
 #include <ctype.h>
 #include <stdlib.h>
