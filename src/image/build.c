@@ -35,24 +35,24 @@ typedef struct build {
     gc_http_trace trace; /* of registry requests */
     const char *platform_text;
     platform want;
-    gc_image_ref base;
-    gc_image_ref target;
+    image_reference base;
+    image_reference target;
     char *base_name; /* canonical base reference, part of the tag */
     char tag[TAG_HEX_DIGITS + 1];
-    gc_layer layer;
-    gc_registry *target_registry;
-    gc_registry *base_registry; /* == target_registry when both are on one registry */
+    image_layer layer;
+    image_registry *target_registry;
+    image_registry *base_registry; /* == target_registry when both are on one registry */
 } build;
 
 static void build_free(build *b)
 {
-    gc_image_ref_free(&b->base);
-    gc_image_ref_free(&b->target);
+    image_reference_free(&b->base);
+    image_reference_free(&b->target);
     free(b->base_name);
-    gc_layer_close(&b->layer);
+    image_layer_close(&b->layer);
     if (b->base_registry != b->target_registry)
-        gc_registry_free(b->base_registry);
-    gc_registry_free(b->target_registry);
+        image_registry_free(b->base_registry);
+    image_registry_free(b->target_registry);
 }
 
 static int parse_platform(const char *text, platform *p, gc_error *err)
@@ -83,7 +83,7 @@ static void content_tag(build *b)
     char *input = gc_xasprintf("gcluster-image-v1\n%s\n%s\n%s\n", b->base_name, b->platform_text,
                                b->layer.diff_id);
     char digest[GC_DIGEST_LEN];
-    gc_sha256_digest(input, strlen(input), digest);
+    image_sha256_digest(input, strlen(input), digest);
     free(input);
     memcpy(b->tag, digest + strlen("sha256:"), TAG_HEX_DIGITS);
     b->tag[TAG_HEX_DIGITS] = '\0';
@@ -107,14 +107,14 @@ static int prepare(const gc_image_build *in, build *b, gc_error *err)
     if (!in->repository || !*in->repository)
         return gc_fail(err, GC_EXIT_USAGE, "no repository to push the image to");
     int rc = parse_platform(b->platform_text, &b->want, err);
-    if (!rc && (rc = gc_image_ref_parse(in->base_image, &b->base, err)) != 0)
+    if (!rc && (rc = image_reference_parse(in->base_image, &b->base, err)) != 0)
         gc_error_prefix(err, "--base-image: ");
-    if (!rc && (rc = gc_image_repo_parse(in->repository, &b->target, err)) != 0)
+    if (!rc && (rc = image_image_repo_parse(in->repository, &b->target, err)) != 0)
         gc_error_prefix(err, "image repository: ");
     if (rc)
         return rc;
-    b->base_name = gc_image_ref_string(&b->base);
-    rc = gc_layer_build(in->context_dir, false, NULL, &b->layer, err);
+    b->base_name = image_reference_string(&b->base);
+    rc = image_layer_build(in->context_dir, false, NULL, &b->layer, err);
     if (rc)
         return rc;
     content_tag(b);
@@ -218,8 +218,8 @@ static int resolve_base(build *b, json_t **manifest, char *media_type_out, size_
     /* At most two hops: an index, then the manifest it points to for our platform. */
     for (int hop = 0; hop < 2 && next && !rc; hop++) {
         char *content_type = NULL;
-        rc = gc_registry_get_manifest(b->base_registry, b->base.repository, next, &body,
-                                      &content_type, digest, err);
+        rc = image_registry_get_manifest(b->base_registry, b->base.repository, next, &body,
+                                         &content_type, digest, err);
         free(next);
         next = NULL;
         json_t *doc = rc ? NULL : json_loadb(body.data, body.len, 0, NULL);
@@ -269,12 +269,12 @@ static int extend_config(build *b, json_t *manifest, gc_buf *out, gc_error *err)
 {
     const char *digest =
         json_string_value(json_object_get(json_object_get(manifest, "config"), "digest"));
-    if (!digest || !gc_digest_is_valid(digest))
+    if (!digest || !image_digest_is_valid(digest))
         return gc_fail(err, GC_EXIT_RUNTIME, "the manifest of %s has no valid config digest",
                        b->base_name);
     gc_buf raw;
     gc_buf_init(&raw);
-    int rc = gc_registry_get_blob(b->base_registry, b->base.repository, digest, NULL, &raw, err);
+    int rc = image_registry_get_blob(b->base_registry, b->base.repository, digest, NULL, &raw, err);
     json_t *config = rc ? NULL : json_loadb(raw.data, raw.len, 0, NULL);
     gc_buf_free(&raw);
     if (!rc && !json_is_object(config))
@@ -349,16 +349,17 @@ static int copy_layer(build *b, const char *digest, long long size, gc_error *er
     gc_notice(b->events, "copying base layer %s (%.1f MiB) from %s", digest, mib(size),
               b->base.registry);
     FILE *spool;
-    int rc = gc_temp_file(&spool, err);
+    int rc = image_temp_file(&spool, err);
     if (rc)
         return rc;
-    rc = gc_registry_get_blob(b->base_registry, b->base.repository, digest, spool, NULL, err);
+    rc = image_registry_get_blob(b->base_registry, b->base.repository, digest, spool, NULL, err);
     long long received = -1;
     if (!rc && (fseeko(spool, 0, SEEK_END) != 0 || (received = ftello(spool)) < 0))
         rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot measure the download of %s", digest);
     if (!rc) {
-        gc_registry_body body = {.file = spool, .size = received};
-        rc = gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
+        image_registry_body body = {.file = spool, .size = received};
+        rc = image_registry_upload_blob(b->target_registry, b->target.repository, digest, &body,
+                                        err);
     }
     fclose(spool);
     return rc;
@@ -368,17 +369,17 @@ static int push_base_layer(build *b, json_t *layer, gc_error *err)
 {
     const char *digest = json_string_value(json_object_get(layer, "digest"));
     json_int_t size = json_integer_value(json_object_get(layer, "size"));
-    if (!digest || !gc_digest_is_valid(digest))
+    if (!digest || !image_digest_is_valid(digest))
         return gc_fail(err, GC_EXIT_RUNTIME, "a layer of %s has no valid digest", b->base_name);
     bool present = false;
     int rc =
-        gc_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
+        image_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
     if (rc || present)
         return rc;
     if (b->base_registry == b->target_registry) {
         bool mounted = false;
-        rc = gc_registry_mount_blob(b->target_registry, b->target.repository, digest,
-                                    b->base.repository, &mounted, err);
+        rc = image_registry_mount_blob(b->target_registry, b->target.repository, digest,
+                                       b->base.repository, &mounted, err);
         if (rc || mounted)
             return rc;
     }
@@ -388,32 +389,32 @@ static int push_base_layer(build *b, json_t *layer, gc_error *err)
 static int push_own_layer(build *b, gc_error *err)
 {
     bool present = false;
-    int rc = gc_registry_blob_exists(b->target_registry, b->target.repository, b->layer.digest,
-                                     &present, err);
+    int rc = image_registry_blob_exists(b->target_registry, b->target.repository, b->layer.digest,
+                                        &present, err);
     if (rc || present)
         return rc;
     gc_notice(b->events, "pushing layer %s (%.1f MiB)", b->layer.digest, mib(b->layer.size));
-    gc_registry_body body = {.file = b->layer.blob, .size = b->layer.size};
-    return gc_registry_upload_blob(b->target_registry, b->target.repository, b->layer.digest, &body,
-                                   err);
+    image_registry_body body = {.file = b->layer.blob, .size = b->layer.size};
+    return image_registry_upload_blob(b->target_registry, b->target.repository, b->layer.digest,
+                                      &body, err);
 }
 
 static int push_config(build *b, const gc_buf *config, const char *digest, gc_error *err)
 {
     bool present = false;
     int rc =
-        gc_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
+        image_registry_blob_exists(b->target_registry, b->target.repository, digest, &present, err);
     if (rc || present)
         return rc;
-    gc_registry_body body = {.data = config->data, .len = config->len};
-    return gc_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
+    image_registry_body body = {.data = config->data, .len = config->len};
+    return image_registry_upload_blob(b->target_registry, b->target.repository, digest, &body, err);
 }
 
 static int push_image(build *b, json_t *base, const char *media_type, const char *base_digest,
                       const gc_buf *config, gc_error *err)
 {
     char config_digest[GC_DIGEST_LEN];
-    gc_sha256_digest(config->data, config->len, config_digest);
+    image_sha256_digest(config->data, config->len, config_digest);
     int rc = 0;
     size_t i;
     json_t *layer;
@@ -429,8 +430,8 @@ static int push_image(build *b, json_t *base, const char *media_type, const char
     if (!rc) {
         char *text = new_manifest(b, base, media_type, config, config_digest, base_digest);
         gc_buf manifest = {text, strlen(text), strlen(text) + 1};
-        rc = gc_registry_put_manifest(b->target_registry, b->target.repository, b->tag, media_type,
-                                      &manifest, err);
+        rc = image_registry_put_manifest(b->target_registry, b->target.repository, b->tag,
+                                         media_type, &manifest, err);
         free(text);
     }
     return rc;
@@ -438,21 +439,21 @@ static int push_image(build *b, json_t *base, const char *media_type, const char
 
 static int connect_registries(build *b, gc_error *err)
 {
-    int rc = gc_registry_open(b->target.registry, &b->trace, &b->target_registry, err);
+    int rc = image_registry_open(b->target.registry, &b->trace, &b->target_registry, err);
     if (rc)
         return rc;
     char *scope = gc_xasprintf("repository:%s:pull,push", b->target.repository);
-    gc_registry_add_scope(b->target_registry, scope);
+    image_registry_add_scope(b->target_registry, scope);
     free(scope);
     /* On one registry, one client and one token cover reading the base and mounting from it. */
     if (strcmp(b->base.registry, b->target.registry) == 0) {
         b->base_registry = b->target_registry;
         scope = gc_xasprintf("repository:%s:pull", b->base.repository);
-        gc_registry_add_scope(b->target_registry, scope);
+        image_registry_add_scope(b->target_registry, scope);
         free(scope);
         return 0;
     }
-    return gc_registry_open(b->base.registry, &b->trace, &b->base_registry, err);
+    return image_registry_open(b->base.registry, &b->trace, &b->base_registry, err);
 }
 
 /* Pulls what the base image is made of and pushes it with our layer on top. */
@@ -479,7 +480,7 @@ static int write_layer(build *b, char **name, gc_error *err)
 {
     char planned[GC_DIGEST_LEN];
     memcpy(planned, b->layer.diff_id, sizeof(planned));
-    int rc = gc_layer_build(b->in->context_dir, true, b->events, &b->layer, err);
+    int rc = image_layer_build(b->in->context_dir, true, b->events, &b->layer, err);
     if (!rc && strcmp(planned, b->layer.diff_id) != 0) {
         content_tag(b);
         free(*name);
@@ -499,8 +500,8 @@ int gc_image_build_push(const gc_image_build *in, char **image_ref, gc_error *er
     if (!rc) {
         rc = connect_registries(&b, err);
         if (!rc)
-            rc = gc_registry_manifest_exists(b.target_registry, b.target.repository, b.tag,
-                                             &present, err);
+            rc = image_registry_manifest_exists(b.target_registry, b.target.repository, b.tag,
+                                                &present, err);
         if (rc)
             gc_error_prefix(err, "failed to push image \"%s\": ", name);
     }

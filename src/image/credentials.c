@@ -19,7 +19,7 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-bool gc_registry_uses_gcloud(const char *registry)
+bool image_registry_uses_gcloud(const char *registry)
 {
     char host[256];
     snprintf(host, sizeof(host), "%.*s", (int)strcspn(registry, ":"), registry);
@@ -34,7 +34,7 @@ static void wipe_free(char *secret)
     }
 }
 
-void gc_credentials_free(gc_credentials *c)
+void image_credentials_free(image_credentials *c)
 {
     free(c->username);
     wipe_free(c->password);
@@ -64,7 +64,7 @@ static bool auths_key_matches(const char *key, const char *registry)
     return match;
 }
 
-static int credentials_from_entry(json_t *entry, const char *source, gc_credentials *out,
+static int credentials_from_entry(json_t *entry, const char *source, image_credentials *out,
                                   gc_error *err)
 {
     const char *auth = json_string_value(json_object_get(entry, "auth"));
@@ -93,8 +93,9 @@ static int credentials_from_entry(json_t *entry, const char *source, gc_credenti
     return 0;
 }
 
-int gc_credentials_from_docker_config(const char *json_text, const char *source,
-                                      const char *registry, gc_credentials *out, gc_error *err)
+int image_credentials_from_docker_config(const char *json_text, const char *source,
+                                         const char *registry, image_credentials *out,
+                                         gc_error *err)
 {
     memset(out, 0, sizeof(*out));
     json_error_t jerr;
@@ -125,7 +126,7 @@ static char *docker_config_path(void)
     return home && *home ? gc_xasprintf("%s/.docker/config.json", home) : NULL;
 }
 
-static int docker_config_credentials(const char *registry, gc_credentials *out, gc_error *err)
+static int docker_config_credentials(const char *registry, image_credentials *out, gc_error *err)
 {
     char *path = docker_config_path();
     if (!path)
@@ -136,7 +137,7 @@ static int docker_config_credentials(const char *registry, gc_credentials *out, 
     if (rc && errno == ENOENT)
         rc = 0; /* no `docker login` yet: anonymous */
     else if (!rc)
-        rc = gc_credentials_from_docker_config(text.data, path, registry, out, err);
+        rc = image_credentials_from_docker_config(text.data, path, registry, out, err);
     OPENSSL_cleanse(text.data, text.len);
     gc_buf_free(&text);
     free(path);
@@ -150,7 +151,7 @@ static void trim_trailing_space(gc_buf *b)
         b->data[--b->len] = '\0';
 }
 
-static int gcloud_credentials(const char *registry, gc_credentials *out, gc_error *err)
+static int gcloud_credentials(const char *registry, image_credentials *out, gc_error *err)
 {
     char *argv[] = {"gcloud", "auth", "print-access-token", NULL};
     gc_process p = {.argv = argv, .timeout_ms = GCLOUD_TIMEOUT_MS};
@@ -180,10 +181,10 @@ static int gcloud_credentials(const char *registry, gc_credentials *out, gc_erro
     return rc;
 }
 
-int gc_credentials_lookup(const char *registry, gc_credentials *out, gc_error *err)
+int image_credentials_lookup(const char *registry, image_credentials *out, gc_error *err)
 {
     memset(out, 0, sizeof(*out));
-    if (gc_registry_uses_gcloud(registry))
+    if (image_registry_uses_gcloud(registry))
         return gcloud_credentials(registry, out, err);
     return docker_config_credentials(registry, out, err);
 }

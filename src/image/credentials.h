@@ -13,23 +13,24 @@
 
 #include <stdbool.h>
 
-typedef struct gc_credentials {
+typedef struct image_credentials {
     char *username; /* NULL when anonymous */
-    char *password; /* secret: never logged; wiped by gc_credentials_free */
+    char *password; /* secret: never logged; wiped by image_credentials_free */
     char *source; /* where they came from, for messages: "gcloud", "/home/a/.docker/config.json" */
-} gc_credentials;
+} image_credentials;
 
 /* True for registries whose credentials come from gcloud. */
-bool gc_registry_uses_gcloud(const char *registry);
+bool image_registry_uses_gcloud(const char *registry);
 
 /* Finds credentials for `registry` (as named in the reference, e.g. "docker.io"). Finding none
  * is not an error: *out is then anonymous. A failure to run gcloud is. */
-int gc_credentials_lookup(const char *registry, gc_credentials *out, gc_error *err);
+int image_credentials_lookup(const char *registry, image_credentials *out, gc_error *err);
 
-/* From a Docker config file's text (its `auths`), for tests and for gc_credentials_lookup. */
-int gc_credentials_from_docker_config(const char *json_text, const char *source,
-                                      const char *registry, gc_credentials *out, gc_error *err);
+/* From a Docker config file's text (its `auths`), for tests and for image_credentials_lookup. */
+int image_credentials_from_docker_config(const char *json_text, const char *source,
+                                         const char *registry, image_credentials *out,
+                                         gc_error *err);
 
-void gc_credentials_free(gc_credentials *c);
+void image_credentials_free(image_credentials *c);
 
 #endif

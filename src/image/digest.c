@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct gc_sha256 {
+struct image_sha256 {
     EVP_MD_CTX *ctx;
 };
 
@@ -18,22 +18,22 @@ _Noreturn static void crypto_failed(const char *what)
     gc_fatal("libcrypto failed in %s", what);
 }
 
-gc_sha256 *gc_sha256_new(void)
+image_sha256 *image_sha256_new(void)
 {
-    gc_sha256 *h = gc_xmalloc(sizeof(*h));
+    image_sha256 *h = gc_xmalloc(sizeof(*h));
     h->ctx = EVP_MD_CTX_new();
     if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1)
         crypto_failed("EVP_DigestInit_ex");
     return h;
 }
 
-void gc_sha256_update(gc_sha256 *h, const void *data, size_t len)
+void image_sha256_update(image_sha256 *h, const void *data, size_t len)
 {
     if (len && EVP_DigestUpdate(h->ctx, data, len) != 1)
         crypto_failed("EVP_DigestUpdate");
 }
 
-void gc_sha256_finish(gc_sha256 *h, char out[GC_DIGEST_LEN])
+void image_sha256_finish(image_sha256 *h, char out[GC_DIGEST_LEN])
 {
     unsigned char md[32];
     unsigned int md_len = 0;
@@ -51,14 +51,14 @@ void gc_sha256_finish(gc_sha256 *h, char out[GC_DIGEST_LEN])
     out[7 + 2 * sizeof(md)] = '\0';
 }
 
-void gc_sha256_digest(const void *data, size_t len, char out[GC_DIGEST_LEN])
+void image_sha256_digest(const void *data, size_t len, char out[GC_DIGEST_LEN])
 {
-    gc_sha256 *h = gc_sha256_new();
-    gc_sha256_update(h, data, len);
-    gc_sha256_finish(h, out);
+    image_sha256 *h = image_sha256_new();
+    image_sha256_update(h, data, len);
+    image_sha256_finish(h, out);
 }
 
-int gc_digest_is_valid(const char *digest)
+int image_digest_is_valid(const char *digest)
 {
     if (strncmp(digest, "sha256:", 7) != 0 || strlen(digest) != 7 + 64)
         return 0;

@@ -1,5 +1,5 @@
 /*
- * The OCI Distribution endpoints gcluster needs, on top of gc_registry_send.
+ * The OCI Distribution endpoints gcluster needs, on top of image_registry_send.
  */
 #include "image/registry.h"
 
@@ -19,20 +19,21 @@ static char *bare_media_type(const char *content_type)
     return gc_xstrndup(content_type, len);
 }
 
-int gc_registry_get_manifest(gc_registry *r, const char *repo, const char *reference, gc_buf *body,
-                             char **media_type, char digest[GC_DIGEST_LEN], gc_error *err)
+int image_registry_get_manifest(image_registry *r, const char *repo, const char *reference,
+                                gc_buf *body, char **media_type, char digest[GC_DIGEST_LEN],
+                                gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/manifests/%s", repo, reference);
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
-    int rc = gc_registry_send(r, "GET", url, manifest_accept, NULL, &resp, err);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
+    int rc = image_registry_send(r, "GET", url, manifest_accept, NULL, &resp, err);
     if (!rc && resp.status != 200) {
         char *what = gc_xasprintf("getting the manifest of %s:%s", repo, reference);
-        rc = gc_registry_fail(r, &resp, what, err);
+        rc = image_registry_fail(r, &resp, what, err);
         free(what);
     }
     if (!rc) {
-        gc_sha256_digest(resp.body.data, resp.body.len, digest);
+        image_sha256_digest(resp.body.data, resp.body.len, digest);
         if (strncmp(reference, "sha256:", 7) == 0 && strcmp(digest, reference) != 0)
             rc = gc_fail(err, GC_EXIT_RUNTIME,
                          "%s sent a manifest for %s@%s whose digest is %s; refusing it", repo, repo,
@@ -43,31 +44,31 @@ int gc_registry_get_manifest(gc_registry *r, const char *repo, const char *refer
         gc_buf_append(body, resp.body.data, resp.body.len);
         *media_type = bare_media_type(resp.content_type);
     }
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     free(url);
     return rc;
 }
 
-static int exists(gc_registry *r, const char *url, const char *accept, const char *what,
+static int exists(image_registry *r, const char *url, const char *accept, const char *what,
                   bool *found, gc_error *err)
 {
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
-    int rc = gc_registry_send(r, "HEAD", url, accept, NULL, &resp, err);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
+    int rc = image_registry_send(r, "HEAD", url, accept, NULL, &resp, err);
     if (!rc) {
         if (resp.status == 200)
             *found = true;
         else if (resp.status == 404)
             *found = false;
         else
-            rc = gc_registry_fail(r, &resp, what, err);
+            rc = image_registry_fail(r, &resp, what, err);
     }
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     return rc;
 }
 
-int gc_registry_manifest_exists(gc_registry *r, const char *repo, const char *reference,
-                                bool *found, gc_error *err)
+int image_registry_manifest_exists(image_registry *r, const char *repo, const char *reference,
+                                   bool *found, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/manifests/%s", repo, reference);
     char *what = gc_xasprintf("checking for %s:%s", repo, reference);
@@ -77,8 +78,8 @@ int gc_registry_manifest_exists(gc_registry *r, const char *repo, const char *re
     return rc;
 }
 
-int gc_registry_blob_exists(gc_registry *r, const char *repo, const char *digest, bool *found,
-                            gc_error *err)
+int image_registry_blob_exists(image_registry *r, const char *repo, const char *digest, bool *found,
+                               gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/blobs/%s", repo, digest);
     char *what = gc_xasprintf("checking for blob %s in %s", digest, repo);
@@ -88,44 +89,44 @@ int gc_registry_blob_exists(gc_registry *r, const char *repo, const char *digest
     return rc;
 }
 
-int gc_registry_put_manifest(gc_registry *r, const char *repo, const char *reference,
-                             const char *media_type, const gc_buf *manifest, gc_error *err)
+int image_registry_put_manifest(image_registry *r, const char *repo, const char *reference,
+                                const char *media_type, const gc_buf *manifest, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/manifests/%s", repo, reference);
-    gc_registry_body body = {
+    image_registry_body body = {
         .data = manifest->data, .len = manifest->len, .content_type = media_type};
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
-    int rc = gc_registry_send(r, "PUT", url, NULL, &body, &resp, err);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
+    int rc = image_registry_send(r, "PUT", url, NULL, &body, &resp, err);
     if (!rc && resp.status != 201 && resp.status != 200) {
         char *what = gc_xasprintf("pushing the manifest %s:%s", repo, reference);
-        rc = gc_registry_fail(r, &resp, what, err);
+        rc = image_registry_fail(r, &resp, what, err);
         free(what);
     }
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     free(url);
     return rc;
 }
 
-int gc_registry_get_blob(gc_registry *r, const char *repo, const char *digest, FILE *file,
-                         gc_buf *mem, gc_error *err)
+int image_registry_get_blob(image_registry *r, const char *repo, const char *digest, FILE *file,
+                            gc_buf *mem, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/blobs/%s", repo, digest);
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
     resp.sink = file;
-    resp.sink_hash = file ? gc_sha256_new() : NULL;
-    int rc = gc_registry_send(r, "GET", url, NULL, NULL, &resp, err);
+    resp.sink_hash = file ? image_sha256_new() : NULL;
+    int rc = image_registry_send(r, "GET", url, NULL, NULL, &resp, err);
     if (!rc && resp.status != 200) {
         char *what = gc_xasprintf("getting blob %s from %s", digest, repo);
-        rc = gc_registry_fail(r, &resp, what, err);
+        rc = image_registry_fail(r, &resp, what, err);
         free(what);
     }
     char got[GC_DIGEST_LEN];
     if (resp.sink_hash)
-        gc_sha256_finish(resp.sink_hash, got);
+        image_sha256_finish(resp.sink_hash, got);
     else
-        gc_sha256_digest(resp.body.data, resp.body.len, got);
+        image_sha256_digest(resp.body.data, resp.body.len, got);
     if (!rc && strcmp(got, digest) != 0)
         rc = gc_fail(err, GC_EXIT_RUNTIME, "blob %s from %s arrived with digest %s; refusing it",
                      digest, repo, got);
@@ -135,42 +136,42 @@ int gc_registry_get_blob(gc_registry *r, const char *repo, const char *digest, F
     }
     if (!rc && file && (fflush(file) != 0 || fseeko(file, 0, SEEK_SET) != 0))
         rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write blob %s to a temporary file", digest);
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     free(url);
     return rc;
 }
 
-int gc_registry_mount_blob(gc_registry *r, const char *repo, const char *digest,
-                           const char *from_repo, bool *mounted, gc_error *err)
+int image_registry_mount_blob(image_registry *r, const char *repo, const char *digest,
+                              const char *from_repo, bool *mounted, gc_error *err)
 {
     char *from = curl_easy_escape(NULL, from_repo, 0);
     char *url = gc_xasprintf("/v2/%s/blobs/uploads/?mount=%s&from=%s", repo, digest, from);
     curl_free(from);
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
-    int rc = gc_registry_send(r, "POST", url, NULL, NULL, &resp, err);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
+    int rc = image_registry_send(r, "POST", url, NULL, NULL, &resp, err);
     /* 201: linked. 202: the registry declined and opened an upload session instead, which we
      * leave to expire: the caller uploads through a fresh one. */
     if (!rc && resp.status != 201 && resp.status != 202) {
         char *what = gc_xasprintf("mounting blob %s from %s into %s", digest, from_repo, repo);
-        rc = gc_registry_fail(r, &resp, what, err);
+        rc = image_registry_fail(r, &resp, what, err);
         free(what);
     }
     *mounted = !rc && resp.status == 201;
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     free(url);
     return rc;
 }
 
-static int start_upload(gc_registry *r, const char *repo, char **location, gc_error *err)
+static int start_upload(image_registry *r, const char *repo, char **location, gc_error *err)
 {
     char *url = gc_xasprintf("/v2/%s/blobs/uploads/", repo);
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
-    int rc = gc_registry_send(r, "POST", url, NULL, NULL, &resp, err);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
+    int rc = image_registry_send(r, "POST", url, NULL, NULL, &resp, err);
     if (!rc && resp.status != 202) {
         char *what = gc_xasprintf("starting an upload to %s", repo);
-        rc = gc_registry_fail(r, &resp, what, err);
+        rc = image_registry_fail(r, &resp, what, err);
         free(what);
     }
     if (!rc && !resp.location)
@@ -178,13 +179,13 @@ static int start_upload(gc_registry *r, const char *repo, char **location, gc_er
                      repo);
     if (!rc)
         *location = gc_xstrdup(resp.location);
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     free(url);
     return rc;
 }
 
-int gc_registry_upload_blob(gc_registry *r, const char *repo, const char *digest,
-                            const gc_registry_body *body, gc_error *err)
+int image_registry_upload_blob(image_registry *r, const char *repo, const char *digest,
+                               const image_registry_body *body, gc_error *err)
 {
     char *location = NULL;
     int rc = start_upload(r, repo, &location, err);
@@ -192,18 +193,18 @@ int gc_registry_upload_blob(gc_registry *r, const char *repo, const char *digest
         return rc;
     /* The session URL may carry its own query (upload state); the digest is one more field. */
     char *url = gc_xasprintf("%s%cdigest=%s", location, strchr(location, '?') ? '&' : '?', digest);
-    gc_registry_body upload = *body;
+    image_registry_body upload = *body;
     if (!upload.content_type)
         upload.content_type = "application/octet-stream";
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
-    rc = gc_registry_send(r, "PUT", url, NULL, &upload, &resp, err);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
+    rc = image_registry_send(r, "PUT", url, NULL, &upload, &resp, err);
     if (!rc && resp.status != 201) {
         char *what = gc_xasprintf("uploading blob %s to %s", digest, repo);
-        rc = gc_registry_fail(r, &resp, what, err);
+        rc = image_registry_fail(r, &resp, what, err);
         free(what);
     }
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     free(url);
     free(location);
     return rc;

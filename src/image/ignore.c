@@ -15,7 +15,7 @@ typedef struct pattern {
     bool exception;
 } pattern;
 
-struct gc_ignore {
+struct image_ignore {
     pattern *items;
     size_t count;
     size_t cap;
@@ -30,12 +30,12 @@ static const char *const default_patterns[] = {
     "pkg",     "**/node_modules", "**/*.log", "tmp/",        "**/.DS_Store", "**/__pycache__",
 };
 
-gc_ignore *gc_ignore_new(void)
+image_ignore *image_ignore_new(void)
 {
-    return gc_xcalloc(1, sizeof(gc_ignore));
+    return gc_xcalloc(1, sizeof(image_ignore));
 }
 
-void gc_ignore_free(gc_ignore *ig)
+void image_ignore_free(image_ignore *ig)
 {
     if (!ig)
         return;
@@ -103,7 +103,7 @@ static bool pattern_is_well_formed(const char *glob)
     return true;
 }
 
-static void add_pattern(gc_ignore *ig, char *glob, bool exception)
+static void add_pattern(image_ignore *ig, char *glob, bool exception)
 {
     if (ig->count == ig->cap) {
         ig->cap = ig->cap ? ig->cap * 2 : 16;
@@ -122,7 +122,7 @@ static char *trim(char *s)
     return s;
 }
 
-static int add_line(gc_ignore *ig, char *line, const char *source, int lineno, gc_error *err)
+static int add_line(image_ignore *ig, char *line, const char *source, int lineno, gc_error *err)
 {
     if (line[0] == '#')
         return 0;
@@ -144,7 +144,7 @@ static int add_line(gc_ignore *ig, char *line, const char *source, int lineno, g
     return 0;
 }
 
-int gc_ignore_add_text(gc_ignore *ig, const char *text, const char *source, gc_error *err)
+int image_ignore_add_text(image_ignore *ig, const char *text, const char *source, gc_error *err)
 {
     char *copy = gc_xstrdup(text);
     char *line = copy;
@@ -164,9 +164,9 @@ int gc_ignore_add_text(gc_ignore *ig, const char *text, const char *source, gc_e
     return rc;
 }
 
-int gc_ignore_load(const char *context_dir, gc_ignore **out, gc_error *err)
+int image_ignore_load(const char *context_dir, image_ignore **out, gc_error *err)
 {
-    gc_ignore *ig = gc_ignore_new();
+    image_ignore *ig = image_ignore_new();
     for (size_t i = 0; i < sizeof(default_patterns) / sizeof(default_patterns[0]); i++)
         add_pattern(ig, clean_pattern(default_patterns[i]), false);
 
@@ -175,14 +175,14 @@ int gc_ignore_load(const char *context_dir, gc_ignore **out, gc_error *err)
     gc_buf_init(&text);
     int rc = gc_file_read(path, MAX_IGNORE_FILE, &text, err);
     if (rc == 0)
-        rc = gc_ignore_add_text(ig, text.data, path, err);
+        rc = image_ignore_add_text(ig, text.data, path, err);
     else if (errno == ENOENT)
         rc = 0; /* no .dockerignore: the defaults alone */
     gc_buf_free(&text);
     free(path);
     if (rc) {
         gc_error_prefix(err, "failed to read .dockerignore patterns: ");
-        gc_ignore_free(ig);
+        image_ignore_free(ig);
         return rc;
     }
     *out = ig;
@@ -215,7 +215,7 @@ static bool class_matches(const char **pp, char c)
     return found != negated;
 }
 
-bool gc_ignore_glob_match(const char *p, const char *s)
+bool image_ignore_glob_match(const char *p, const char *s)
 {
     while (*p) {
         if (p[0] == '*' && p[1] == '*') {
@@ -226,10 +226,10 @@ bool gc_ignore_glob_match(const char *p, const char *s)
                 p++;
             if (!*p)
                 return true;
-            if (gc_ignore_glob_match(p, s))
+            if (image_ignore_glob_match(p, s))
                 return true;
             for (const char *t = s; *t; t++)
-                if (*t == '/' && gc_ignore_glob_match(p, t + 1))
+                if (*t == '/' && image_ignore_glob_match(p, t + 1))
                     return true;
             return false;
         }
@@ -237,7 +237,7 @@ bool gc_ignore_glob_match(const char *p, const char *s)
         case '*':
             p++;
             for (const char *t = s;; t++) {
-                if (gc_ignore_glob_match(p, t))
+                if (image_ignore_glob_match(p, t))
                     return true;
                 if (!*t || *t == '/')
                     return false;
@@ -269,20 +269,20 @@ bool gc_ignore_glob_match(const char *p, const char *s)
 /* A pattern also covers everything below a directory it matches ("build" hides build/x/y). */
 static bool matches_path_or_parent(const char *glob, const char *path)
 {
-    if (gc_ignore_glob_match(glob, path))
+    if (image_ignore_glob_match(glob, path))
         return true;
     char *prefix = gc_xstrdup(path);
     bool matched = false;
     for (char *slash = strchr(prefix, '/'); slash && !matched; slash = strchr(slash + 1, '/')) {
         *slash = '\0';
-        matched = gc_ignore_glob_match(glob, prefix);
+        matched = image_ignore_glob_match(glob, prefix);
         *slash = '/';
     }
     free(prefix);
     return matched;
 }
 
-bool gc_ignore_excludes(const gc_ignore *ig, const char *path)
+bool image_ignore_excludes(const image_ignore *ig, const char *path)
 {
     bool excluded = false;
     for (size_t i = 0; i < ig->count; i++)
@@ -291,7 +291,7 @@ bool gc_ignore_excludes(const gc_ignore *ig, const char *path)
     return excluded;
 }
 
-bool gc_ignore_has_exceptions(const gc_ignore *ig)
+bool image_ignore_has_exceptions(const image_ignore *ig)
 {
     for (size_t i = 0; i < ig->count; i++)
         if (ig->items[i].exception)

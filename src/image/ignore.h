@@ -14,26 +14,26 @@
 
 #include <stdbool.h>
 
-typedef struct gc_ignore gc_ignore;
+typedef struct image_ignore image_ignore;
 
 /* An empty list (nothing ignored). */
-gc_ignore *gc_ignore_new(void);
-void gc_ignore_free(gc_ignore *ig);
+image_ignore *image_ignore_new(void);
+void image_ignore_free(image_ignore *ig);
 
 /* Adds the lines of a .dockerignore text; `source` names it in error messages. */
-int gc_ignore_add_text(gc_ignore *ig, const char *text, const char *source, gc_error *err);
+int image_ignore_add_text(image_ignore *ig, const char *text, const char *source, gc_error *err);
 
 /* The defaults plus <context_dir>/.dockerignore when it exists. */
-int gc_ignore_load(const char *context_dir, gc_ignore **out, gc_error *err);
+int image_ignore_load(const char *context_dir, image_ignore **out, gc_error *err);
 
 /* True when `path` (relative to the context root, '/'-separated, no leading "./") is excluded. */
-bool gc_ignore_excludes(const gc_ignore *ig, const char *path);
+bool image_ignore_excludes(const image_ignore *ig, const char *path);
 
 /* True when some '!' pattern exists, so an excluded directory may still hold included files and
  * has to be walked rather than skipped whole. */
-bool gc_ignore_has_exceptions(const gc_ignore *ig);
+bool image_ignore_has_exceptions(const image_ignore *ig);
 
 /* One cleaned pattern against one path, without the parent-directory rule. */
-bool gc_ignore_glob_match(const char *pattern, const char *path);
+bool image_ignore_glob_match(const char *pattern, const char *path);
 
 #endif

@@ -34,8 +34,8 @@ typedef struct entry_list {
 
 /* Where tar bytes go: the diff_id hash, and when compressing, zlib, the digest hash and a file. */
 typedef struct layer_sink {
-    gc_sha256 *tar_hash;
-    gc_sha256 *blob_hash;
+    image_sha256 *tar_hash;
+    image_sha256 *blob_hash;
     bool compress;
     z_stream z;
     gz_header gzip_header;
@@ -98,7 +98,7 @@ static void free_names(char **names, size_t count)
 
 typedef struct walk {
     const char *root;
-    const gc_ignore *ignore;
+    const image_ignore *ignore;
     bool has_exceptions;
     const gc_events *events;
     entry_list *entries;
@@ -116,7 +116,7 @@ static int walk_entry(walk *w, const char *rel, gc_error *err)
     } else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
         gc_warn(w->events, "skipping %s: not a file, directory or symlink", abs);
     } else {
-        bool excluded = gc_ignore_excludes(w->ignore, rel);
+        bool excluded = image_ignore_excludes(w->ignore, rel);
         if (!S_ISDIR(st.st_mode)) {
             if (!excluded)
                 entry_list_push(w->entries, gc_xstrdup(rel), &st);
@@ -154,11 +154,11 @@ static int walk_dir(walk *w, const char *rel, gc_error *err)
 
 static int sink_init(layer_sink *s, bool compress, gc_error *err)
 {
-    s->tar_hash = gc_sha256_new();
+    s->tar_hash = image_sha256_new();
     s->compress = compress;
     if (!compress)
         return 0;
-    s->blob_hash = gc_sha256_new();
+    s->blob_hash = image_sha256_new();
     /* windowBits 15 + 16 asks zlib for a gzip wrapper; the explicit header pins the fields a
      * gzip tool would fill from the environment (name, mtime, OS) to fixed values. The fastest
      * level, as crane uses: contexts often carry incompressible data (weights, archives), where
@@ -186,7 +186,7 @@ static int sink_deflate(layer_sink *s, const void *data, size_t len, int flush, 
         if (produced && fwrite(s->zbuf, 1, produced, s->out) != produced)
             return gc_fail(err, GC_EXIT_RUNTIME, "cannot write the layer to a temporary file: %s",
                            strerror(errno));
-        gc_sha256_update(s->blob_hash, s->zbuf, produced);
+        image_sha256_update(s->blob_hash, s->zbuf, produced);
         s->blob_size += (long long)produced;
     } while (s->z.avail_out == 0 || (flush == Z_FINISH && zrc != Z_STREAM_END));
     return 0;
@@ -194,7 +194,7 @@ static int sink_deflate(layer_sink *s, const void *data, size_t len, int flush, 
 
 static int sink_write(layer_sink *s, const void *data, size_t len, gc_error *err)
 {
-    gc_sha256_update(s->tar_hash, data, len);
+    image_sha256_update(s->tar_hash, data, len);
     s->tar_size += (long long)len;
     return s->compress ? sink_deflate(s, data, len, Z_NO_FLUSH, err) : 0;
 }
@@ -203,11 +203,11 @@ static void sink_discard(layer_sink *s)
 {
     if (s->tar_hash) {
         char ignored[GC_DIGEST_LEN];
-        gc_sha256_finish(s->tar_hash, ignored);
+        image_sha256_finish(s->tar_hash, ignored);
     }
     if (s->blob_hash) {
         char ignored[GC_DIGEST_LEN];
-        gc_sha256_finish(s->blob_hash, ignored);
+        image_sha256_finish(s->blob_hash, ignored);
         deflateEnd(&s->z);
     }
 }
@@ -407,7 +407,7 @@ static int write_entry(layer_sink *s, const char *root, const entry *e, gc_error
     return rc;
 }
 
-int gc_temp_file(FILE **out, gc_error *err)
+int image_temp_file(FILE **out, gc_error *err)
 {
     const char *dir = getenv("TMPDIR");
     char *path = gc_xasprintf("%s/gcluster-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -436,13 +436,13 @@ static int collect_entries(const char *context_dir, const gc_events *events, ent
         return gc_fail(err, GC_EXIT_USAGE, "build context %s: %s", context_dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return gc_fail(err, GC_EXIT_USAGE, "build context %s is not a directory", context_dir);
-    gc_ignore *ignore;
-    int rc = gc_ignore_load(context_dir, &ignore, err);
+    image_ignore *ignore;
+    int rc = image_ignore_load(context_dir, &ignore, err);
     if (rc)
         return rc;
-    walk w = {context_dir, ignore, gc_ignore_has_exceptions(ignore), events, entries};
+    walk w = {context_dir, ignore, image_ignore_has_exceptions(ignore), events, entries};
     rc = walk_dir(&w, NULL, err);
-    gc_ignore_free(ignore);
+    image_ignore_free(ignore);
     return rc;
 }
 
@@ -457,7 +457,7 @@ static int write_tar(layer_sink *s, const char *root, const entry_list *entries,
     return sink_write(s, end_of_archive, sizeof(end_of_archive), err);
 }
 
-static void count_content(const entry_list *entries, gc_layer *layer)
+static void count_content(const entry_list *entries, image_layer *layer)
 {
     for (size_t i = 0; i < entries->count; i++) {
         if (S_ISREG(entries->items[i].st.st_mode)) {
@@ -468,7 +468,7 @@ static void count_content(const entry_list *entries, gc_layer *layer)
     layer->entries = entries->count;
 }
 
-static int finish_sink(layer_sink *s, gc_layer *layer, gc_error *err)
+static int finish_sink(layer_sink *s, image_layer *layer, gc_error *err)
 {
     if (s->compress) {
         int rc = sink_deflate(s, NULL, 0, Z_FINISH, err);
@@ -478,18 +478,18 @@ static int finish_sink(layer_sink *s, gc_layer *layer, gc_error *err)
         if (rc)
             return rc;
         deflateEnd(&s->z);
-        gc_sha256_finish(s->blob_hash, layer->digest);
+        image_sha256_finish(s->blob_hash, layer->digest);
         s->blob_hash = NULL;
     }
-    gc_sha256_finish(s->tar_hash, layer->diff_id);
+    image_sha256_finish(s->tar_hash, layer->diff_id);
     s->tar_hash = NULL;
     layer->tar_size = s->tar_size;
     layer->size = s->blob_size;
     return 0;
 }
 
-int gc_layer_build(const char *context_dir, bool compress, const gc_events *events, gc_layer *layer,
-                   gc_error *err)
+int image_layer_build(const char *context_dir, bool compress, const gc_events *events,
+                      image_layer *layer, gc_error *err)
 {
     memset(layer, 0, sizeof(*layer));
     entry_list entries = {0};
@@ -503,7 +503,7 @@ int gc_layer_build(const char *context_dir, bool compress, const gc_events *even
     if (!rc)
         rc = sink_init(sink, compress, err);
     if (!rc && compress)
-        rc = gc_temp_file(&sink->out, err);
+        rc = image_temp_file(&sink->out, err);
     if (!rc)
         rc = write_tar(sink, context_dir, &entries, err);
     if (!rc)
@@ -520,7 +520,7 @@ int gc_layer_build(const char *context_dir, bool compress, const gc_events *even
     return rc;
 }
 
-void gc_layer_close(gc_layer *layer)
+void image_layer_close(image_layer *layer)
 {
     if (layer->blob)
         fclose(layer->blob);

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-typedef struct gc_layer {
+typedef struct image_layer {
     char diff_id[GC_DIGEST_LEN]; /* sha256 of the uncompressed tar: what the config lists */
     char digest[GC_DIGEST_LEN];  /* sha256 of the gzip blob: what the manifest lists */
     long long size;              /* bytes of the gzip blob */
@@ -26,19 +26,19 @@ typedef struct gc_layer {
     size_t files;                /* regular files written */
     size_t entries;              /* tar entries: files, directories and symlinks */
     FILE *blob;                  /* the gzip blob in an unlinked temporary file, rewound */
-} gc_layer;
+} image_layer;
 
 /* Tars `context_dir`. With `compress` the gzip blob is written to layer->blob and `digest` and
  * `size` are set; without it only the tar is hashed (enough for the diff_id, and cheaper).
  * Progress and skipped entries are reported through `events` (may be NULL). */
-int gc_layer_build(const char *context_dir, bool compress, const gc_events *events, gc_layer *layer,
-                   gc_error *err);
+int image_layer_build(const char *context_dir, bool compress, const gc_events *events,
+                      image_layer *layer, gc_error *err);
 
 /* An unlinked read-write file in $TMPDIR (or /tmp): it disappears with the process, however the
  * process ends, so no build leaves layers behind. */
-int gc_temp_file(FILE **out, gc_error *err);
+int image_temp_file(FILE **out, gc_error *err);
 
 /* Closes the temporary blob file. */
-void gc_layer_close(gc_layer *layer);
+void image_layer_close(image_layer *layer);
 
 #endif

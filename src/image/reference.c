@@ -12,7 +12,7 @@
 
 #define DOCKER_HUB "docker.io"
 
-void gc_image_ref_free(gc_image_ref *ref)
+void image_reference_free(image_reference *ref)
 {
     free(ref->registry);
     free(ref->repository);
@@ -97,7 +97,7 @@ static const char *digest_problem(const char *digest)
         return "has a digest that is not ALGORITHM:HEX (e.g. sha256: and 64 hex digits)";
     if (strncmp(digest, "sha256:", 7) != 0)
         return "has a digest algorithm other than sha256, the one registries name images by";
-    if (!gc_digest_is_valid(digest))
+    if (!image_digest_is_valid(digest))
         return "has a sha256 digest that is not 64 lower-case hex digits";
     return NULL;
 }
@@ -163,7 +163,7 @@ static bool looks_like_registry(const char *first, size_t len)
            (len == 9 && strncmp(first, "localhost", 9) == 0);
 }
 
-static const char *split_name(const char *name, gc_image_ref *ref)
+static const char *split_name(const char *name, image_reference *ref)
 {
     const char *slash = strchr(name, '/');
     if (slash && looks_like_registry(name, (size_t)(slash - name))) {
@@ -193,7 +193,7 @@ static const char *split_name(const char *name, gc_image_ref *ref)
 
 /* The distribution reference grammar: [HOST[:PORT]/]PATH[:TAG][@DIGEST]. NULL when `text`
  * follows it, else what is wrong, as "it <problem>". */
-static const char *parse(const char *text, bool allow_version, gc_image_ref *ref)
+static const char *parse(const char *text, bool allow_version, image_reference *ref)
 {
     memset(ref, 0, sizeof(*ref));
     if (!text || !*text)
@@ -224,7 +224,7 @@ static const char *parse(const char *text, bool allow_version, gc_image_ref *ref
         problem = split_name(name, ref);
     free(name);
     if (problem) {
-        gc_image_ref_free(ref);
+        image_reference_free(ref);
         return problem;
     }
     if (allow_version && !ref->tag && !ref->digest)
@@ -238,13 +238,13 @@ static int invalid(const char *text, const char *problem, gc_error *err)
                    problem);
 }
 
-int gc_image_ref_parse(const char *text, gc_image_ref *ref, gc_error *err)
+int image_reference_parse(const char *text, image_reference *ref, gc_error *err)
 {
     const char *problem = parse(text, true, ref);
     return problem ? invalid(text, problem, err) : 0;
 }
 
-int gc_image_repo_parse(const char *text, gc_image_ref *ref, gc_error *err)
+int image_image_repo_parse(const char *text, image_reference *ref, gc_error *err)
 {
     const char *problem = parse(text, false, ref);
     return problem ? invalid(text, problem, err) : 0;
@@ -252,9 +252,9 @@ int gc_image_repo_parse(const char *text, gc_image_ref *ref, gc_error *err)
 
 int gc_image_reference_check(const char *flag, const char *text, gc_error *err)
 {
-    gc_image_ref ref;
+    image_reference ref;
     const char *problem = parse(text, true, &ref);
-    gc_image_ref_free(&ref);
+    image_reference_free(&ref);
     if (!problem)
         return 0;
     return gc_fail(err, GC_EXIT_USAGE,
@@ -264,7 +264,7 @@ int gc_image_reference_check(const char *flag, const char *text, gc_error *err)
                    flag, text, problem);
 }
 
-char *gc_image_ref_string(const gc_image_ref *ref)
+char *image_reference_string(const image_reference *ref)
 {
     if (ref->digest)
         return gc_xasprintf("%s/%s@%s", ref->registry, ref->repository, ref->digest);
@@ -273,12 +273,12 @@ char *gc_image_ref_string(const gc_image_ref *ref)
     return gc_xasprintf("%s/%s", ref->registry, ref->repository);
 }
 
-const char *gc_registry_api_host(const char *registry)
+const char *image_registry_api_host(const char *registry)
 {
     return strcmp(registry, DOCKER_HUB) == 0 ? "registry-1.docker.io" : registry;
 }
 
-bool gc_registry_is_loopback(const char *registry)
+bool image_registry_is_loopback(const char *registry)
 {
     char host[256];
     size_t len;

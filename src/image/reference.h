@@ -11,30 +11,30 @@
 
 #include <stdbool.h>
 
-typedef struct gc_image_ref {
+typedef struct image_reference {
     char *registry;   /* as named: "docker.io", "us-docker.pkg.dev", "127.0.0.1:5000" */
     char *repository; /* "library/python", "p/r/alice-runner" */
     char *tag;        /* NULL when only a digest was given */
     char *digest;     /* "sha256:<hex>" or NULL */
-} gc_image_ref;
+} image_reference;
 
 /* Parses an image reference (tag and digest optional). */
-int gc_image_ref_parse(const char *text, gc_image_ref *ref, gc_error *err);
+int image_reference_parse(const char *text, image_reference *ref, gc_error *err);
 
 /* Parses a repository to push to: like an image reference, without tag or digest. */
-int gc_image_repo_parse(const char *text, gc_image_ref *ref, gc_error *err);
+int image_image_repo_parse(const char *text, image_reference *ref, gc_error *err);
 
-void gc_image_ref_free(gc_image_ref *ref);
+void image_reference_free(image_reference *ref);
 
 /* "docker.io/library/python:3.11" or ".../repo@sha256:..." (the digest wins over the tag, as it
  * does when pulling). Caller frees. */
-char *gc_image_ref_string(const gc_image_ref *ref);
+char *image_reference_string(const image_reference *ref);
 
 /* The host to send API requests to ("docker.io" is served by registry-1.docker.io). */
-const char *gc_registry_api_host(const char *registry);
+const char *image_registry_api_host(const char *registry);
 
 /* True for registries on this machine (localhost, 127.0.0.0/8, [::1]): the only ones spoken to
  * over plain HTTP. */
-bool gc_registry_is_loopback(const char *registry);
+bool image_registry_is_loopback(const char *registry);
 
 #endif

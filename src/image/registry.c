@@ -15,7 +15,7 @@
  * misbehaving server, not an image. */
 #define MAX_MEMORY_BODY (64L * 1024 * 1024)
 
-struct gc_registry {
+struct image_registry {
     char *name;     /* as in the reference: "docker.io" */
     char *base_url; /* "https://registry-1.docker.io" */
     bool loopback;
@@ -25,12 +25,12 @@ struct gc_registry {
     char **scopes;
     size_t scope_count;
     bool credentials_loaded;
-    gc_credentials credentials;
+    image_credentials credentials;
     char *credentials_problem; /* why none could be had, to explain a later 401 */
 };
 
-int gc_registry_open(const char *registry, const gc_http_trace *trace, gc_registry **out,
-                     gc_error *err)
+int image_registry_open(const char *registry, const gc_http_trace *trace, image_registry **out,
+                        gc_error *err)
 {
     *out = NULL;
     int rc = gc_http_init(err);
@@ -39,11 +39,11 @@ int gc_registry_open(const char *registry, const gc_http_trace *trace, gc_regist
     CURL *curl = curl_easy_init();
     if (!curl)
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot create a libcurl handle for %s", registry);
-    gc_registry *r = gc_xcalloc(1, sizeof(*r));
+    image_registry *r = gc_xcalloc(1, sizeof(*r));
     r->name = gc_xstrdup(registry);
-    r->loopback = gc_registry_is_loopback(registry);
+    r->loopback = image_registry_is_loopback(registry);
     r->base_url =
-        gc_xasprintf("%s://%s", r->loopback ? "http" : "https", gc_registry_api_host(registry));
+        gc_xasprintf("%s://%s", r->loopback ? "http" : "https", image_registry_api_host(registry));
     if (trace)
         r->trace = *trace;
     r->curl = curl;
@@ -59,7 +59,7 @@ static void wipe_free(char *secret)
     }
 }
 
-void gc_registry_free(gc_registry *r)
+void image_registry_free(image_registry *r)
 {
     if (!r)
         return;
@@ -70,12 +70,12 @@ void gc_registry_free(gc_registry *r)
     for (size_t i = 0; i < r->scope_count; i++)
         free(r->scopes[i]);
     free(r->scopes);
-    gc_credentials_free(&r->credentials);
+    image_credentials_free(&r->credentials);
     free(r->credentials_problem);
     free(r);
 }
 
-void gc_registry_add_scope(gc_registry *r, const char *scope)
+void image_registry_add_scope(image_registry *r, const char *scope)
 {
     for (size_t i = 0; i < r->scope_count; i++)
         if (strcmp(r->scopes[i], scope) == 0)
@@ -84,13 +84,13 @@ void gc_registry_add_scope(gc_registry *r, const char *scope)
     r->scopes[r->scope_count++] = gc_xstrdup(scope);
 }
 
-void gc_registry_response_init(gc_registry_response *resp)
+void image_registry_response_init(image_registry_response *resp)
 {
     memset(resp, 0, sizeof(*resp));
     gc_buf_init(&resp->body);
 }
 
-static void clear_headers(gc_registry_response *resp)
+static void clear_headers(image_registry_response *resp)
 {
     free(resp->content_type);
     free(resp->location);
@@ -99,14 +99,14 @@ static void clear_headers(gc_registry_response *resp)
     resp->content_type = resp->location = resp->docker_digest = resp->www_authenticate = NULL;
 }
 
-void gc_registry_response_free(gc_registry_response *resp)
+void image_registry_response_free(image_registry_response *resp)
 {
     clear_headers(resp);
     gc_buf_free(&resp->body);
 }
 
 /* Gets a response ready for a retry of the same request. */
-static void response_reset(gc_registry_response *resp)
+static void response_reset(image_registry_response *resp)
 {
     clear_headers(resp);
     gc_buf_reset(&resp->body);
@@ -149,7 +149,7 @@ static const char *read_param(const char *p, char **key, char **value)
     return p;
 }
 
-int gc_auth_challenge_parse(const char *header, gc_auth_challenge *out)
+int image_auth_challenge_parse(const char *header, image_auth_challenge *out)
 {
     memset(out, 0, sizeof(*out));
     const char *p = skip_space(header);
@@ -179,7 +179,7 @@ int gc_auth_challenge_parse(const char *header, gc_auth_challenge *out)
     return 0;
 }
 
-void gc_auth_challenge_free(gc_auth_challenge *c)
+void image_auth_challenge_free(image_auth_challenge *c)
 {
     free(c->scheme);
     free(c->realm);
@@ -201,13 +201,13 @@ static size_t read_file(char *buf, size_t size, void *ctx)
 /* A 2xx body that goes to a file, hashed on the way. */
 static bool write_sink(const char *data, size_t len, void *ctx)
 {
-    gc_registry_response *resp = ctx;
+    image_registry_response *resp = ctx;
     if (fwrite(data, 1, len, resp->sink) != len) {
         resp->sink_failed = true;
         return false;
     }
     if (resp->sink_hash)
-        gc_sha256_update(resp->sink_hash, data, len);
+        image_sha256_update(resp->sink_hash, data, len);
     resp->sink_bytes += (long long)len;
     return true;
 }
@@ -219,7 +219,7 @@ static char *header_copy(const gc_http_transfer *t, const char *name)
 }
 
 /* Moves the transfer's outcome into the registry's response. */
-static void take_response(gc_http_transfer *t, gc_registry_response *resp)
+static void take_response(gc_http_transfer *t, image_registry_response *resp)
 {
     clear_headers(resp);
     resp->status = t->status;
@@ -232,7 +232,7 @@ static void take_response(gc_http_transfer *t, gc_registry_response *resp)
     resp->www_authenticate = header_copy(t, "WWW-Authenticate");
 }
 
-static char *resolve_url(const gc_registry *r, const char *url)
+static char *resolve_url(const image_registry *r, const char *url)
 {
     CURLU *u = curl_url();
     char *resolved = NULL;
@@ -273,7 +273,7 @@ static bool same_origin(const char *a, const char *b)
     return same;
 }
 
-static bool url_is_allowed(const gc_registry *r, const char *url)
+static bool url_is_allowed(const image_registry *r, const char *url)
 {
     if (strncasecmp(url, "https://", 8) == 0)
         return true;
@@ -283,7 +283,7 @@ static bool url_is_allowed(const gc_registry *r, const char *url)
     bool loopback = false;
     if (origin) {
         const char *host = origin + strlen("http://");
-        loopback = gc_registry_is_loopback(host);
+        loopback = image_registry_is_loopback(host);
     }
     free(origin);
     return loopback && r->loopback;
@@ -304,9 +304,9 @@ static void request_headers(const char *url, const char *accept, const char *aut
 }
 
 /* One exchange. `authorization` is sent only to `auth_origin`'s scheme, host and port. */
-static int perform(gc_registry *r, const char *method, const char *url, const char *accept,
-                   const gc_registry_body *body, const char *authorization, const char *auth_origin,
-                   gc_registry_response *resp, gc_error *err)
+static int perform(image_registry *r, const char *method, const char *url, const char *accept,
+                   const image_registry_body *body, const char *authorization,
+                   const char *auth_origin, image_registry_response *resp, gc_error *err)
 {
     int shown = (int)strcspn(url, "?"); /* queries may hold signatures: never in messages */
     if (!url_is_allowed(r, url))
@@ -368,17 +368,17 @@ static int perform(gc_registry *r, const char *method, const char *url, const ch
 
 /* --- authentication -------------------------------------------------------------------- */
 
-static void load_credentials(gc_registry *r)
+static void load_credentials(image_registry *r)
 {
     if (r->credentials_loaded)
         return;
     r->credentials_loaded = true;
     gc_error cred_err = {0};
-    if (gc_credentials_lookup(r->name, &r->credentials, &cred_err) != 0)
+    if (image_credentials_lookup(r->name, &r->credentials, &cred_err) != 0)
         r->credentials_problem = gc_xstrdup(cred_err.message);
 }
 
-static char *basic_authorization(const gc_credentials *c)
+static char *basic_authorization(const image_credentials *c)
 {
     char *pair = gc_xasprintf("%s:%s", c->username, c->password);
     char *encoded = gc_base64_encode(pair, strlen(pair));
@@ -395,7 +395,7 @@ static void append_query(gc_buf *url, const char *key, const char *value)
     curl_free(escaped);
 }
 
-static char *token_url(const gc_registry *r, const gc_auth_challenge *ch)
+static char *token_url(const image_registry *r, const image_auth_challenge *ch)
 {
     gc_buf url;
     gc_buf_init(&url);
@@ -410,7 +410,7 @@ static char *token_url(const gc_registry *r, const gc_auth_challenge *ch)
     return gc_buf_detach(&url);
 }
 
-static int parse_token(gc_registry *r, const gc_registry_response *resp, gc_error *err)
+static int parse_token(image_registry *r, const image_registry_response *resp, gc_error *err)
 {
     json_t *doc = json_loadb(resp->body.data, resp->body.len, 0, NULL);
     const char *token = json_string_value(json_object_get(doc, "token"));
@@ -429,32 +429,32 @@ static int parse_token(gc_registry *r, const gc_registry_response *resp, gc_erro
     return rc;
 }
 
-static int fetch_token(gc_registry *r, const gc_auth_challenge *ch, gc_error *err)
+static int fetch_token(image_registry *r, const image_auth_challenge *ch, gc_error *err)
 {
     if (!ch->realm)
         return gc_fail(err, GC_EXIT_RUNTIME, "%s asked for a token but named no token service",
                        r->name);
     char *url = token_url(r, ch);
     char *basic = r->credentials.username ? basic_authorization(&r->credentials) : NULL;
-    gc_registry_response resp;
-    gc_registry_response_init(&resp);
+    image_registry_response resp;
+    image_registry_response_init(&resp);
     /* The token service is usually another host (auth.docker.io): the one the registry named
      * in its challenge, reached over TLS, is the only one the credentials go to. */
     int rc = perform(r, "GET", url, "application/json", NULL, basic, url, &resp, err);
     if (!rc && resp.status != 200)
-        rc = gc_registry_fail(r, &resp, "getting a token", err);
+        rc = image_registry_fail(r, &resp, "getting a token", err);
     if (!rc)
         rc = parse_token(r, &resp, err);
-    gc_registry_response_free(&resp);
+    image_registry_response_free(&resp);
     wipe_free(basic);
     free(url);
     return rc;
 }
 
-static int authenticate(gc_registry *r, const char *header, gc_error *err)
+static int authenticate(image_registry *r, const char *header, gc_error *err)
 {
-    gc_auth_challenge ch;
-    if (gc_auth_challenge_parse(header, &ch) != 0)
+    image_auth_challenge ch;
+    if (image_auth_challenge_parse(header, &ch) != 0)
         return gc_fail(err, GC_EXIT_RUNTIME, "%s sent an unreadable WWW-Authenticate header",
                        r->name);
     load_credentials(r);
@@ -472,12 +472,13 @@ static int authenticate(gc_registry *r, const char *header, gc_error *err)
         rc = gc_fail(err, GC_EXIT_RUNTIME, "%s asks for %s authentication, which is not supported",
                      r->name, ch.scheme);
     }
-    gc_auth_challenge_free(&ch);
+    image_auth_challenge_free(&ch);
     return rc;
 }
 
-int gc_registry_send(gc_registry *r, const char *method, const char *url, const char *accept,
-                     const gc_registry_body *body, gc_registry_response *resp, gc_error *err)
+int image_registry_send(image_registry *r, const char *method, const char *url, const char *accept,
+                        const image_registry_body *body, image_registry_response *resp,
+                        gc_error *err)
 {
     char *full = resolve_url(r, url);
     if (!full)
@@ -499,7 +500,7 @@ int gc_registry_send(gc_registry *r, const char *method, const char *url, const 
 }
 
 /* "MANIFEST_UNKNOWN: manifest unknown" from the registry's error document, if it sent one. */
-static void describe_errors(const gc_registry_response *resp, gc_buf *out)
+static void describe_errors(const image_registry_response *resp, gc_buf *out)
 {
     json_t *doc = json_loadb(resp->body.data, resp->body.len, 0, NULL);
     size_t i;
@@ -514,8 +515,8 @@ static void describe_errors(const gc_registry_response *resp, gc_buf *out)
     json_decref(doc);
 }
 
-int gc_registry_fail(gc_registry *r, const gc_registry_response *resp, const char *what,
-                     gc_error *err)
+int image_registry_fail(image_registry *r, const image_registry_response *resp, const char *what,
+                        gc_error *err)
 {
     gc_buf detail;
     gc_buf_init(&detail);
@@ -523,10 +524,10 @@ int gc_registry_fail(gc_registry *r, const gc_registry_response *resp, const cha
     const char *hint = "";
     if (resp->status == 401 || resp->status == 403) {
         load_credentials(r);
-        hint = r->credentials_problem             ? r->credentials_problem
-               : r->credentials.username          ? "check that your account may access it"
-               : gc_registry_uses_gcloud(r->name) ? "run `gcloud auth login`"
-                                                  : "run `docker login` for it";
+        hint = r->credentials_problem                ? r->credentials_problem
+               : r->credentials.username             ? "check that your account may access it"
+               : image_registry_uses_gcloud(r->name) ? "run `gcloud auth login`"
+                                                     : "run `docker login` for it";
     }
     int rc = gc_fail(err, GC_EXIT_RUNTIME, "%s: %s answered HTTP %ld%s%s%s", what, r->name,
                      resp->status, detail.data, hint[0] ? "; " : "", hint);

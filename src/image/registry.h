@@ -23,28 +23,28 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-typedef struct gc_registry gc_registry;
+typedef struct image_registry image_registry;
 
 /* A client for `registry` as named in a reference ("docker.io", "127.0.0.1:5000"); its requests
  * are traced as `trace` says (may be NULL). */
-int gc_registry_open(const char *registry, const gc_http_trace *trace, gc_registry **out,
-                     gc_error *err);
-void gc_registry_free(gc_registry *r);
+int image_registry_open(const char *registry, const gc_http_trace *trace, image_registry **out,
+                        gc_error *err);
+void image_registry_free(image_registry *r);
 
 /* Asks for this scope too whenever a token is fetched ("repository:library/python:pull"), so
  * one token covers pulling the base and pushing the result on the same registry. */
-void gc_registry_add_scope(gc_registry *r, const char *scope);
+void image_registry_add_scope(image_registry *r, const char *scope);
 
 /* A request body: from memory, or `size` bytes of `file` from its start. */
-typedef struct gc_registry_body {
+typedef struct image_registry_body {
     const void *data;
     size_t len;
     FILE *file;
     long long size;
     const char *content_type;
-} gc_registry_body;
+} image_registry_body;
 
-typedef struct gc_registry_response {
+typedef struct image_registry_response {
     long status;
     gc_buf body; /* small bodies: manifests, configs, error documents */
     char *content_type;
@@ -53,33 +53,34 @@ typedef struct gc_registry_response {
     char *www_authenticate;
     /* When set, a 2xx body is written here instead, and hashed into sink_hash. */
     FILE *sink;
-    gc_sha256 *sink_hash;
+    image_sha256 *sink_hash;
     long long sink_bytes;
     bool sink_failed; /* writing to the sink failed */
-} gc_registry_response;
+} image_registry_response;
 
-void gc_registry_response_init(gc_registry_response *resp);
-void gc_registry_response_free(gc_registry_response *resp);
+void image_registry_response_init(image_registry_response *resp);
+void image_registry_response_free(image_registry_response *resp);
 
 /* One request, with the authentication dance. `url` is a path ("/v2/...") or an absolute URL
  * (an upload location). A transport failure is an error; any HTTP status is not. */
-int gc_registry_send(gc_registry *r, const char *method, const char *url, const char *accept,
-                     const gc_registry_body *body, gc_registry_response *resp, gc_error *err);
+int image_registry_send(image_registry *r, const char *method, const char *url, const char *accept,
+                        const image_registry_body *body, image_registry_response *resp,
+                        gc_error *err);
 
 /* The failure of `what` as a message with the status and the registry's own error codes. */
-int gc_registry_fail(gc_registry *r, const gc_registry_response *resp, const char *what,
-                     gc_error *err);
+int image_registry_fail(image_registry *r, const image_registry_response *resp, const char *what,
+                        gc_error *err);
 
 /* The parts of a WWW-Authenticate challenge we use; missing ones are NULL. */
-typedef struct gc_auth_challenge {
+typedef struct image_auth_challenge {
     char *scheme; /* "Bearer" or "Basic" */
     char *realm;
     char *service;
     char *scope;
-} gc_auth_challenge;
+} image_auth_challenge;
 
-int gc_auth_challenge_parse(const char *header, gc_auth_challenge *out);
-void gc_auth_challenge_free(gc_auth_challenge *c);
+int image_auth_challenge_parse(const char *header, image_auth_challenge *out);
+void image_auth_challenge_free(image_auth_challenge *c);
 
 /* Manifests and blobs (the OCI Distribution endpoints). */
 
@@ -94,24 +95,25 @@ void gc_auth_challenge_free(gc_auth_challenge *c);
 
 /* GETs a manifest or index by tag or digest; *media_type and `digest` describe what came back
  * (a manifest asked for by digest is checked against it). */
-int gc_registry_get_manifest(gc_registry *r, const char *repo, const char *reference, gc_buf *body,
-                             char **media_type, char digest[GC_DIGEST_LEN], gc_error *err);
-int gc_registry_manifest_exists(gc_registry *r, const char *repo, const char *reference,
-                                bool *exists, gc_error *err);
-int gc_registry_put_manifest(gc_registry *r, const char *repo, const char *reference,
-                             const char *media_type, const gc_buf *body, gc_error *err);
+int image_registry_get_manifest(image_registry *r, const char *repo, const char *reference,
+                                gc_buf *body, char **media_type, char digest[GC_DIGEST_LEN],
+                                gc_error *err);
+int image_registry_manifest_exists(image_registry *r, const char *repo, const char *reference,
+                                   bool *exists, gc_error *err);
+int image_registry_put_manifest(image_registry *r, const char *repo, const char *reference,
+                                const char *media_type, const gc_buf *body, gc_error *err);
 
-int gc_registry_blob_exists(gc_registry *r, const char *repo, const char *digest, bool *exists,
-                            gc_error *err);
+int image_registry_blob_exists(image_registry *r, const char *repo, const char *digest,
+                               bool *exists, gc_error *err);
 /* GETs a blob into `file` (when set) or `mem`, and checks it against its digest. */
-int gc_registry_get_blob(gc_registry *r, const char *repo, const char *digest, FILE *file,
-                         gc_buf *mem, gc_error *err);
+int image_registry_get_blob(image_registry *r, const char *repo, const char *digest, FILE *file,
+                            gc_buf *mem, gc_error *err);
 /* Asks the registry to link a blob from another repository it holds; *mounted says whether it
  * did (a registry may decline, and then the blob must be uploaded). */
-int gc_registry_mount_blob(gc_registry *r, const char *repo, const char *digest,
-                           const char *from_repo, bool *mounted, gc_error *err);
+int image_registry_mount_blob(image_registry *r, const char *repo, const char *digest,
+                              const char *from_repo, bool *mounted, gc_error *err);
 /* Uploads a blob in one request (POST for a session, then PUT ?digest=). */
-int gc_registry_upload_blob(gc_registry *r, const char *repo, const char *digest,
-                            const gc_registry_body *body, gc_error *err);
+int image_registry_upload_blob(image_registry *r, const char *repo, const char *digest,
+                               const image_registry_body *body, gc_error *err);
 
 #endif

@@ -254,7 +254,7 @@ static void http(const char *method, const char *url, const char *content_type, 
 static void seed_blob(const char *host, const char *repo, const void *data, size_t len,
                       char digest[GC_DIGEST_LEN])
 {
-    gc_sha256_digest(data, len, digest);
+    image_sha256_digest(data, len, digest);
     char url[2048];
     snprintf(url, sizeof(url), "http://%s/v2/%s/blobs/uploads/", host, repo);
     http_result res;
@@ -285,7 +285,7 @@ static void seed_manifest(const char *host, const char *repo, const char *ref,
         fail_msg("seeding manifest: HTTP %ld %s", res.status, res.body.data);
     gc_buf_free(&res.body);
     if (digest)
-        gc_sha256_digest(text, strlen(text), digest);
+        image_sha256_digest(text, strlen(text), digest);
 }
 
 static json_t *get_json(const char *host, const char *path, char *content_type)
@@ -314,7 +314,7 @@ static char *get_blob(const char *host, const char *repo, const char *digest, si
     http("GET", url, NULL, NULL, 0, &res);
     assert_int_equal(res.status, 200);
     char got[GC_DIGEST_LEN];
-    gc_sha256_digest(res.body.data, res.body.len, got);
+    image_sha256_digest(res.body.data, res.body.len, got);
     assert_string_equal(got, digest);
     *len = res.body.len;
     return gc_buf_detach(&res.body);
@@ -355,9 +355,9 @@ static void seed_base_layer(const char *host, const char *repo, const char *rele
 {
     char *dir = temp_dir();
     kube_test_put(dir, "etc/base-release", release, 0644);
-    gc_layer layer;
+    image_layer layer;
     gc_error err = {0};
-    assert_int_equal(gc_layer_build(dir, true, NULL, &layer, &err), 0);
+    assert_int_equal(image_layer_build(dir, true, NULL, &layer, &err), 0);
     char *blob = malloc((size_t)layer.size);
     assert_int_equal(fread(blob, 1, (size_t)layer.size, layer.blob), (size_t)layer.size);
     char pushed[GC_DIGEST_LEN];
@@ -366,7 +366,7 @@ static void seed_base_layer(const char *host, const char *repo, const char *rele
     strcpy(digest, layer.digest);
     strcpy(diff_id, layer.diff_id);
     free(blob);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     remove_tree(dir);
     free(dir);
 }
@@ -419,7 +419,7 @@ static void seed_base_images(fixture *f, const char *host)
         "application/vnd.oci.image.config.v1+json", "application/vnd.oci.image.layer.v1.tar+gzip",
         "base arm64\n", f->arm64_layer, diff);
     /* Only the index names the arm64 manifest, by digest. */
-    gc_sha256_digest(arm64, strlen(arm64), arm64_digest);
+    image_sha256_digest(arm64, strlen(arm64), arm64_digest);
     seed_manifest(host, "base/python", arm64_digest, "application/vnd.oci.image.manifest.v1+json",
                   arm64, NULL);
     json_t *index = json_pack(
@@ -579,7 +579,7 @@ static void check_layer_contents(const char *host, const char *repo, const char 
     char *tar = tar_gunzip(gz, gz_len, &tar_len);
     assert_non_null(tar);
     char got_diff[GC_DIGEST_LEN];
-    gc_sha256_digest(tar, tar_len, got_diff);
+    image_sha256_digest(tar, tar_len, got_diff);
     assert_string_equal(got_diff, diff_id);
     tar_archive a;
     const char *why = NULL;

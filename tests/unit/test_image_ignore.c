@@ -15,108 +15,108 @@
 
 #include <cmocka.h>
 
-static gc_ignore *from_text(const char *text)
+static image_ignore *from_text(const char *text)
 {
-    gc_ignore *ig = gc_ignore_new();
+    image_ignore *ig = image_ignore_new();
     gc_error err = {0};
-    if (gc_ignore_add_text(ig, text, ".dockerignore", &err) != 0)
+    if (image_ignore_add_text(ig, text, ".dockerignore", &err) != 0)
         fail_msg("patterns rejected: %s", err.message);
     return ig;
 }
 
-static void assert_excluded(const gc_ignore *ig, const char *path, bool want)
+static void assert_excluded(const image_ignore *ig, const char *path, bool want)
 {
-    if (gc_ignore_excludes(ig, path) != want)
+    if (image_ignore_excludes(ig, path) != want)
         fail_msg("%s should be %s", path, want ? "excluded" : "included");
 }
 
 static void globs_stay_within_one_segment(void **state)
 {
     (void)state;
-    assert_true(gc_ignore_glob_match("*.py", "train.py"));
-    assert_false(gc_ignore_glob_match("*.py", "src/train.py"));
-    assert_true(gc_ignore_glob_match("src/*.py", "src/train.py"));
-    assert_true(gc_ignore_glob_match("data?.csv", "data1.csv"));
-    assert_false(gc_ignore_glob_match("data?.csv", "data10.csv"));
-    assert_false(gc_ignore_glob_match("a?b", "a/b"));
-    assert_true(gc_ignore_glob_match("file[0-9].txt", "file7.txt"));
-    assert_false(gc_ignore_glob_match("file[0-9].txt", "filex.txt"));
-    assert_true(gc_ignore_glob_match("file[^0-9].txt", "filex.txt"));
-    assert_true(gc_ignore_glob_match("file[!0-9].txt", "filex.txt"));
-    assert_true(gc_ignore_glob_match("\\*literal", "*literal"));
-    assert_false(gc_ignore_glob_match("\\*literal", "xliteral"));
+    assert_true(image_ignore_glob_match("*.py", "train.py"));
+    assert_false(image_ignore_glob_match("*.py", "src/train.py"));
+    assert_true(image_ignore_glob_match("src/*.py", "src/train.py"));
+    assert_true(image_ignore_glob_match("data?.csv", "data1.csv"));
+    assert_false(image_ignore_glob_match("data?.csv", "data10.csv"));
+    assert_false(image_ignore_glob_match("a?b", "a/b"));
+    assert_true(image_ignore_glob_match("file[0-9].txt", "file7.txt"));
+    assert_false(image_ignore_glob_match("file[0-9].txt", "filex.txt"));
+    assert_true(image_ignore_glob_match("file[^0-9].txt", "filex.txt"));
+    assert_true(image_ignore_glob_match("file[!0-9].txt", "filex.txt"));
+    assert_true(image_ignore_glob_match("\\*literal", "*literal"));
+    assert_false(image_ignore_glob_match("\\*literal", "xliteral"));
 }
 
 static void double_star_spans_directories(void **state)
 {
     (void)state;
-    assert_true(gc_ignore_glob_match("**/*.log", "a.log"));
-    assert_true(gc_ignore_glob_match("**/*.log", "x/y/a.log"));
-    assert_true(gc_ignore_glob_match("docs/**/*.md", "docs/a.md"));
-    assert_true(gc_ignore_glob_match("docs/**/*.md", "docs/x/y/a.md"));
-    assert_false(gc_ignore_glob_match("docs/**/*.md", "src/a.md"));
-    assert_true(gc_ignore_glob_match("build/**", "build/x/y"));
-    assert_true(gc_ignore_glob_match("**", "anything/at/all"));
+    assert_true(image_ignore_glob_match("**/*.log", "a.log"));
+    assert_true(image_ignore_glob_match("**/*.log", "x/y/a.log"));
+    assert_true(image_ignore_glob_match("docs/**/*.md", "docs/a.md"));
+    assert_true(image_ignore_glob_match("docs/**/*.md", "docs/x/y/a.md"));
+    assert_false(image_ignore_glob_match("docs/**/*.md", "src/a.md"));
+    assert_true(image_ignore_glob_match("build/**", "build/x/y"));
+    assert_true(image_ignore_glob_match("**", "anything/at/all"));
 }
 
 static void a_directory_pattern_covers_its_contents(void **state)
 {
     (void)state;
-    gc_ignore *ig = from_text("build\n/data/\n./cache//tmp\n");
+    image_ignore *ig = from_text("build\n/data/\n./cache//tmp\n");
     assert_excluded(ig, "build", true);
     assert_excluded(ig, "build/out/model.bin", true);
     assert_excluded(ig, "data/train.csv", true);
     assert_excluded(ig, "cache/tmp/x", true);
     assert_excluded(ig, "src/build", false);
     assert_excluded(ig, "builds", false);
-    gc_ignore_free(ig);
+    image_ignore_free(ig);
 }
 
 static void exceptions_reinclude_and_the_last_match_wins(void **state)
 {
     (void)state;
-    gc_ignore *ig = from_text("# comment line\n"
-                              "*.md\n"
-                              "!README.md\n"
-                              "\n"
-                              "   \n"
-                              "logs\n"
-                              "!logs/keep.txt\n"
-                              "secret*\n"
-                              "!secret-ok\n"
-                              "secret-ok\n");
-    assert_true(gc_ignore_has_exceptions(ig));
+    image_ignore *ig = from_text("# comment line\n"
+                                 "*.md\n"
+                                 "!README.md\n"
+                                 "\n"
+                                 "   \n"
+                                 "logs\n"
+                                 "!logs/keep.txt\n"
+                                 "secret*\n"
+                                 "!secret-ok\n"
+                                 "secret-ok\n");
+    assert_true(image_ignore_has_exceptions(ig));
     assert_excluded(ig, "NOTES.md", true);
     assert_excluded(ig, "README.md", false);
     assert_excluded(ig, "logs/a.txt", true);
     assert_excluded(ig, "logs/keep.txt", false);
     assert_excluded(ig, "secret-ok", true);
     assert_excluded(ig, "# comment line", false);
-    gc_ignore_free(ig);
+    image_ignore_free(ig);
 }
 
 static void whitespace_and_crlf_are_trimmed(void **state)
 {
     (void)state;
-    gc_ignore *ig = from_text("\xEF\xBB\xBF"
-                              "first.txt\r\n  spaced.txt  \r\n! negated.txt\r\n");
+    image_ignore *ig = from_text("\xEF\xBB\xBF"
+                                 "first.txt\r\n  spaced.txt  \r\n! negated.txt\r\n");
     assert_excluded(ig, "first.txt", true);
     assert_excluded(ig, "spaced.txt", true);
-    assert_false(gc_ignore_excludes(ig, "negated.txt"));
-    assert_true(gc_ignore_has_exceptions(ig));
-    gc_ignore_free(ig);
+    assert_false(image_ignore_excludes(ig, "negated.txt"));
+    assert_true(image_ignore_has_exceptions(ig));
+    image_ignore_free(ig);
 }
 
 static void bad_patterns_are_reported_with_their_line(void **state)
 {
     (void)state;
-    gc_ignore *ig = gc_ignore_new();
+    image_ignore *ig = image_ignore_new();
     gc_error err = {0};
-    assert_int_equal(gc_ignore_add_text(ig, "ok\n[unclosed\n", "ctx/.dockerignore", &err),
+    assert_int_equal(image_ignore_add_text(ig, "ok\n[unclosed\n", "ctx/.dockerignore", &err),
                      GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "ctx/.dockerignore:2"));
     assert_non_null(strstr(err.message, "[unclosed"));
-    gc_ignore_free(ig);
+    image_ignore_free(ig);
 }
 
 static char *make_context(void)
@@ -140,9 +140,9 @@ static void defaults_apply_and_dockerignore_can_override_them(void **state)
 {
     (void)state;
     char *dir = make_context();
-    gc_ignore *ig = NULL;
+    image_ignore *ig = NULL;
     gc_error err = {0};
-    assert_int_equal(gc_ignore_load(dir, &ig, &err), 0);
+    assert_int_equal(image_ignore_load(dir, &ig, &err), 0);
     assert_excluded(ig, ".git/config", true);
     assert_excluded(ig, "sub/.git", true);
     assert_excluded(ig, "pkg1/__pycache__/m.pyc", true);
@@ -160,16 +160,16 @@ static void defaults_apply_and_dockerignore_can_override_them(void **state)
     assert_excluded(ig, "src/pkg/module.py", false);
     assert_excluded(ig, "tools/bin/run.sh", false);
     assert_excluded(ig, "train.py", false);
-    gc_ignore_free(ig);
+    image_ignore_free(ig);
 
     write_file(dir, ".dockerignore", "*.ckpt\n!bin\n");
-    assert_int_equal(gc_ignore_load(dir, &ig, &err), 0);
+    assert_int_equal(image_ignore_load(dir, &ig, &err), 0);
     assert_excluded(ig, "model.ckpt", true);
     assert_excluded(ig, "bin/tool", false);
-    gc_ignore_free(ig);
+    image_ignore_free(ig);
 
     write_file(dir, ".dockerignore", "[oops\n");
-    assert_int_equal(gc_ignore_load(dir, &ig, &err), GC_EXIT_USAGE);
+    assert_int_equal(image_ignore_load(dir, &ig, &err), GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "failed to read .dockerignore patterns"));
 
     char path[4096];

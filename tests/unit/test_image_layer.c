@@ -60,14 +60,14 @@ static char *sample_context(void)
     return dir;
 }
 
-static void build(const char *dir, gc_layer *layer)
+static void build(const char *dir, image_layer *layer)
 {
     gc_error err = {0};
-    if (gc_layer_build(dir, true, NULL, layer, &err) != 0)
+    if (image_layer_build(dir, true, NULL, layer, &err) != 0)
         fail_msg("layer build failed: %s", err.message);
 }
 
-static char *read_blob(gc_layer *layer, size_t *len)
+static char *read_blob(image_layer *layer, size_t *len)
 {
     gc_buf b;
     gc_buf_init(&b);
@@ -80,7 +80,7 @@ static char *read_blob(gc_layer *layer, size_t *len)
     return gc_buf_detach(&b);
 }
 
-static void read_archive(gc_layer *layer, tar_archive *archive)
+static void read_archive(image_layer *layer, tar_archive *archive)
 {
     size_t gz_len, tar_len;
     char *gz = read_blob(layer, &gz_len);
@@ -98,7 +98,7 @@ static void same_context_gives_the_same_bytes(void **state)
 {
     (void)state;
     char *dir = sample_context();
-    gc_layer a, b;
+    image_layer a, b;
     build(dir, &a);
     build(dir, &b);
     assert_string_equal(a.digest, b.digest);
@@ -109,8 +109,8 @@ static void same_context_gives_the_same_bytes(void **state)
     assert_memory_equal(ba, bb, la);
     free(ba);
     free(bb);
-    gc_layer_close(&a);
-    gc_layer_close(&b);
+    image_layer_close(&a);
+    image_layer_close(&b);
     remove_tree(dir);
 }
 
@@ -131,14 +131,14 @@ static void file_times_and_owners_do_not_change_the_bytes(void **state)
 {
     (void)state;
     char *dir = sample_context();
-    gc_layer before, after;
+    image_layer before, after;
     build(dir, &before);
     nftw(dir, touch_one, 16, FTW_PHYS);
     build(dir, &after);
     assert_string_equal(before.digest, after.digest);
     assert_string_equal(before.diff_id, after.diff_id);
-    gc_layer_close(&before);
-    gc_layer_close(&after);
+    image_layer_close(&before);
+    image_layer_close(&after);
     remove_tree(dir);
 }
 
@@ -147,7 +147,7 @@ static void entries_are_sorted_owned_by_root_and_keep_modes(void **state)
     (void)state;
     char *dir = sample_context();
     nftw(dir, touch_one, 16, FTW_PHYS);
-    gc_layer layer;
+    image_layer layer;
     build(dir, &layer);
     assert_int_equal(layer.files, 3);
     tar_archive a;
@@ -169,7 +169,7 @@ static void entries_are_sorted_owned_by_root_and_keep_modes(void **state)
     assert_int_equal(link->type, '2');
     assert_string_equal(link->linkname, "src/model");
     tar_archive_free(&a);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     remove_tree(dir);
 }
 
@@ -177,7 +177,7 @@ static void gzip_header_is_fixed(void **state)
 {
     (void)state;
     char *dir = sample_context();
-    gc_layer layer;
+    image_layer layer;
     build(dir, &layer);
     size_t len;
     unsigned char *gz = (unsigned char *)read_blob(&layer, &len);
@@ -188,7 +188,7 @@ static void gzip_header_is_fixed(void **state)
     assert_int_equal(gz[4] | gz[5] | gz[6] | gz[7], 0); /* mtime 0 */
     assert_int_equal(gz[9], 255);                       /* OS unknown */
     free(gz);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     remove_tree(dir);
 }
 
@@ -206,7 +206,7 @@ static void long_names_and_link_targets_use_pax(void **state)
     snprintf(link, sizeof(link), "%s/shortcut", dir);
     assert_int_equal(symlink(rel, link), 0);
 
-    gc_layer layer;
+    image_layer layer;
     build(dir, &layer);
     tar_archive a;
     read_archive(&layer, &a);
@@ -215,7 +215,7 @@ static void long_names_and_link_targets_use_pax(void **state)
     assert_string_equal(e->data, "deep\n");
     assert_string_equal(tar_find(&a, "shortcut")->linkname, rel);
     tar_archive_free(&a);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     remove_tree(dir);
 }
 
@@ -228,7 +228,7 @@ static void an_exception_reaches_into_an_ignored_directory(void **state)
     kube_test_put(dir, "data/labels.csv", "a,b\n", 0644);
     kube_test_put(dir, "cache/blob", "zzz", 0644);
     kube_test_put(dir, "keep.py", "pass\n", 0644);
-    gc_layer layer;
+    image_layer layer;
     build(dir, &layer);
     tar_archive a;
     read_archive(&layer, &a);
@@ -238,7 +238,7 @@ static void an_exception_reaches_into_an_ignored_directory(void **state)
     assert_non_null(tar_find(&a, "keep.py"));
     assert_non_null(tar_find(&a, ".dockerignore"));
     tar_archive_free(&a);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     remove_tree(dir);
 }
 
@@ -246,7 +246,7 @@ static void system_tar_reads_the_layer(void **state)
 {
     (void)state;
     char *dir = sample_context();
-    gc_layer layer;
+    image_layer layer;
     build(dir, &layer);
     size_t len;
     char *gz = read_blob(&layer, &len);
@@ -266,7 +266,7 @@ static void system_tar_reads_the_layer(void **state)
     fclose(f);
     assert_string_equal(line, "LAYERS = 4\n");
     free(gz);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     remove_tree(out);
     remove_tree(dir);
 }
@@ -309,9 +309,9 @@ static void the_tag_follows_the_content_not_the_clock(void **state)
     assert_string_not_equal(first, changed);
 
     /* The plan and a full build hash the same tar. */
-    gc_layer layer;
+    image_layer layer;
     build(dir, &layer);
-    gc_layer_close(&layer);
+    image_layer_close(&layer);
     char *again = plan(dir, "python:3.11-slim", "linux/amd64");
     assert_string_equal(changed, again);
 

@@ -17,9 +17,9 @@
 static void assert_ref(const char *text, const char *registry, const char *repository,
                        const char *tag, const char *digest)
 {
-    gc_image_ref ref;
+    image_reference ref;
     gc_error err = {0};
-    if (gc_image_ref_parse(text, &ref, &err) != 0)
+    if (image_reference_parse(text, &ref, &err) != 0)
         fail_msg("%s: %s", text, err.message);
     assert_string_equal(ref.registry, registry);
     assert_string_equal(ref.repository, repository);
@@ -31,7 +31,7 @@ static void assert_ref(const char *text, const char *registry, const char *repos
         assert_string_equal(ref.digest, digest);
     else
         assert_null(ref.digest);
-    gc_image_ref_free(&ref);
+    image_reference_free(&ref);
 }
 
 #define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -60,15 +60,15 @@ static void references_follow_docker_defaults(void **state)
 static void canonical_names_and_api_hosts(void **state)
 {
     (void)state;
-    gc_image_ref ref;
+    image_reference ref;
     gc_error err = {0};
-    assert_int_equal(gc_image_ref_parse("python:3.11", &ref, &err), 0);
-    char *s = gc_image_ref_string(&ref);
+    assert_int_equal(image_reference_parse("python:3.11", &ref, &err), 0);
+    char *s = image_reference_string(&ref);
     assert_string_equal(s, "docker.io/library/python:3.11");
-    assert_string_equal(gc_registry_api_host(ref.registry), "registry-1.docker.io");
+    assert_string_equal(image_registry_api_host(ref.registry), "registry-1.docker.io");
     free(s);
-    gc_image_ref_free(&ref);
-    assert_string_equal(gc_registry_api_host("us-docker.pkg.dev"), "us-docker.pkg.dev");
+    image_reference_free(&ref);
+    assert_string_equal(image_registry_api_host("us-docker.pkg.dev"), "us-docker.pkg.dev");
 }
 
 static void bad_references_say_what_is_wrong(void **state)
@@ -106,15 +106,15 @@ static void bad_references_say_what_is_wrong(void **state)
          "invalid tag"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        gc_image_ref ref;
+        image_reference ref;
         gc_error err = {0};
-        assert_int_equal(gc_image_ref_parse(cases[i].text, &ref, &err), GC_EXIT_USAGE);
+        assert_int_equal(image_reference_parse(cases[i].text, &ref, &err), GC_EXIT_USAGE);
         if (!strstr(err.message, cases[i].says))
             fail_msg("%s: expected \"%s\" in: %s", cases[i].text, cases[i].says, err.message);
     }
-    gc_image_ref ref;
+    image_reference ref;
     gc_error err = {0};
-    assert_int_equal(gc_image_repo_parse("us-docker.pkg.dev/p/r/img:tag", &ref, &err),
+    assert_int_equal(image_image_repo_parse("us-docker.pkg.dev/p/r/img:tag", &ref, &err),
                      GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "takes neither"));
 
@@ -122,7 +122,7 @@ static void bad_references_say_what_is_wrong(void **state)
     memset(long_name, 'a', sizeof(long_name) - 1);
     long_name[sizeof(long_name) - 1] = '\0';
     long_name[100] = long_name[200] = '/';
-    assert_int_equal(gc_image_ref_parse(long_name, &ref, &err), GC_EXIT_USAGE);
+    assert_int_equal(image_reference_parse(long_name, &ref, &err), GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "longer than 255"));
 
     /* The check a flag gets says which flag and what the form is. */
@@ -135,14 +135,14 @@ static void bad_references_say_what_is_wrong(void **state)
 static void only_this_machine_counts_as_loopback(void **state)
 {
     (void)state;
-    assert_true(gc_registry_is_loopback("127.0.0.1:5000"));
-    assert_true(gc_registry_is_loopback("127.1.2.3"));
-    assert_true(gc_registry_is_loopback("localhost:80"));
-    assert_true(gc_registry_is_loopback("[::1]:5000"));
-    assert_false(gc_registry_is_loopback("127.example.com"));
-    assert_false(gc_registry_is_loopback("localhost.example.com"));
-    assert_false(gc_registry_is_loopback("10.0.0.1:5000"));
-    assert_false(gc_registry_is_loopback("docker.io"));
+    assert_true(image_registry_is_loopback("127.0.0.1:5000"));
+    assert_true(image_registry_is_loopback("127.1.2.3"));
+    assert_true(image_registry_is_loopback("localhost:80"));
+    assert_true(image_registry_is_loopback("[::1]:5000"));
+    assert_false(image_registry_is_loopback("127.example.com"));
+    assert_false(image_registry_is_loopback("localhost.example.com"));
+    assert_false(image_registry_is_loopback("10.0.0.1:5000"));
+    assert_false(image_registry_is_loopback("docker.io"));
 }
 
 /* Runs gc_image_repository with exactly these variables set. */
