@@ -72,15 +72,16 @@ static const char *pathways_mode(const gc_workload *w)
     return w->headless ? "headless" : "yes";
 }
 
-json_t *jobset_object(const gc_workload *w, json_t *spec)
+json_t *manifest_jobset_object(const gc_workload *w, json_t *spec)
 {
     char slices[16];
     snprintf(slices, sizeof(slices), "%d", w->num_slices);
     json_t *annotations = json_pack("{s:s, s:s}", GC_ANNOTATION_COMPUTE, w->compute.display,
                                     GC_ANNOTATION_SLICES, slices);
     if (w->compute.topology[0])
-        annotations = jset(annotations, GC_ANNOTATION_TOPOLOGY, json_string(w->compute.topology));
-    annotations = jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
+        annotations =
+            manifest_jset(annotations, GC_ANNOTATION_TOPOLOGY, json_string(w->compute.topology));
+    annotations = manifest_jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
     return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:o}, s:o}", "apiVersion",
                      "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name", w->name,
                      "labels", GC_LABEL_WORKLOAD, w->name, GC_LABEL_QUEUE, w->queue, "annotations",
@@ -92,12 +93,13 @@ static json_t *verbose_env(const gc_workload *w, json_t *env)
     if (!w->verbose)
         return env;
     if (w->compute.kind == GC_ACCEL_TPU) {
-        env = jappend(env, env_value("TPU_STDERR_LOG_LEVEL", "0"));
-        env = jappend(env, env_value("TPU_MIN_LOG_LEVEL", "0"));
-        env = jappend(env, env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
-        env = jappend(env, env_value("TPU_VMODULE", "real_program_continuator=1"));
+        env = manifest_jappend(env, manifest_env_value("TPU_STDERR_LOG_LEVEL", "0"));
+        env = manifest_jappend(env, manifest_env_value("TPU_MIN_LOG_LEVEL", "0"));
+        env = manifest_jappend(env, manifest_env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
+        env =
+            manifest_jappend(env, manifest_env_value("TPU_VMODULE", "real_program_continuator=1"));
     } else if (w->compute.kind == GC_ACCEL_GPU) {
-        env = jappend(env, env_value("NCCL_DEBUG", "INFO"));
+        env = manifest_jappend(env, manifest_env_value("NCCL_DEBUG", "INFO"));
     }
     return env;
 }
@@ -109,9 +111,11 @@ static json_t *multislice_env(const gc_workload *w, json_t *env)
     if (w->compute.kind != GC_ACCEL_TPU || w->num_slices < 2)
         return env;
     char *coordinator = gc_xasprintf("%s-%s-0-0.%s", w->name, GC_MAIN_JOB, w->name);
-    env = jappend(env, env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
-    env = jappend(env, env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
-    env = jappend(env, env_value("MEGASCALE_COORDINATOR_ADDRESS", coordinator));
+    env = manifest_jappend(env,
+                           manifest_env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
+    env = manifest_jappend(env,
+                           manifest_env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
+    env = manifest_jappend(env, manifest_env_value("MEGASCALE_COORDINATOR_ADDRESS", coordinator));
     free(coordinator);
     return env;
 }
@@ -139,16 +143,17 @@ static json_t *main_resources(const gc_workload *w, int containers)
 
 static json_t *main_container(const gc_workload *w, const char *name, int containers)
 {
-    json_t *env = with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_EVERY);
+    json_t *env =
+        manifest_with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_EVERY);
     json_t *c = json_pack("{s:s, s:s, s:[s, s, s]}", "name", name, "image", w->image, "command",
                           "/bin/bash", "-c", w->command);
     if (env && !json_array_size(env))
         json_decref(env);
     else
-        c = jset(c, "env", env);
-    c = jset(c, "resources", main_resources(w, containers));
+        c = manifest_jset(c, "env", env);
+    c = manifest_jset(c, "resources", main_resources(w, containers));
     if (w->mount_count)
-        c = jset(c, "volumeMounts", user_volume_mounts(w, false));
+        c = manifest_jset(c, "volumeMounts", manifest_user_volume_mounts(w, false));
     return c;
 }
 
@@ -163,25 +168,25 @@ static json_t *main_containers(const gc_workload *w)
 
 static json_t *main_pod_spec(const gc_workload *w)
 {
-    json_t *spec = set_accelerator_placement(json_object(), w);
+    json_t *spec = manifest_set_accelerator_placement(json_object(), w);
     if (w->compute.kind != GC_ACCEL_CPU) {
-        spec = jset(spec, "hostNetwork", json_true());
-        spec = jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+        spec = manifest_jset(spec, "hostNetwork", json_true());
+        spec = manifest_jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
     }
-    spec = jset(spec, "restartPolicy", json_string("Never"));
-    spec = jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
-    spec = set_identity(spec, w);
+    spec = manifest_jset(spec, "restartPolicy", json_string("Never"));
+    spec = manifest_jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
+    spec = manifest_set_identity(spec, w);
     if (w->scheduler_name)
-        spec = jset(spec, "schedulerName", json_string(w->scheduler_name));
-    spec = jset(spec, "containers", main_containers(w));
+        spec = manifest_jset(spec, "schedulerName", json_string(w->scheduler_name));
+    spec = manifest_jset(spec, "containers", main_containers(w));
     if (w->mount_count) {
-        json_t *volumes = pod_volumes(w, true);
+        json_t *volumes = manifest_pod_volumes(w, true);
         /* no shared /tmp without Pathways */
         if (json_array_remove(volumes, 0) != 0) {
             json_decref(volumes);
             volumes = NULL;
         }
-        spec = jset(spec, "volumes", volumes);
+        spec = manifest_jset(spec, "volumes", volumes);
     }
     return spec;
 }
@@ -192,19 +197,19 @@ static json_t *main_replicated_job(const gc_workload *w)
         json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
                   w->nodes_per_slice, "completions", w->nodes_per_slice, "backoffLimit", 0);
     if (w->restart_exit_code_count)
-        job_spec =
-            jset(job_spec, "podFailurePolicy",
-                 pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container"));
-    job_spec =
-        jset(job_spec, "template",
-             json_pack("{s:o, s:o}", "metadata", pod_metadata(w, true), "spec", main_pod_spec(w)));
+        job_spec = manifest_jset(
+            job_spec, "podFailurePolicy",
+            manifest_pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container"));
+    job_spec = manifest_jset(job_spec, "template",
+                             json_pack("{s:o, s:o}", "metadata", manifest_pod_metadata(w, true),
+                                       "spec", main_pod_spec(w)));
 
     json_t *template = json_object();
     /* A multi-host TPU slice is one node pool; two slices must never share one. */
     if (w->compute.kind == GC_ACCEL_TPU)
-        template =
-            jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
-    template = jset(template, "spec", job_spec);
+        template = manifest_jset(template, "metadata",
+                                 manifest_exclusive_job_metadata("cloud.google.com/gke-nodepool"));
+    template = manifest_jset(template, "spec", job_spec);
     return json_pack("{s:s, s:i, s:o}", "name", GC_MAIN_JOB, "replicas", w->num_slices, "template",
                      template);
 }
@@ -215,7 +220,7 @@ json_t *gc_plain_jobset(const gc_workload *w)
                              (json_int_t)w->ttl_seconds, "failurePolicy", "maxRestarts",
                              w->restarts, "rules", "action", "FailJobSet", "onJobFailureReasons",
                              "PodFailurePolicy", "replicatedJobs", main_replicated_job(w));
-    return jobset_object(w, spec);
+    return manifest_jobset_object(w, spec);
 }
 
 /* Two of the user's variables that would land in one container. */
@@ -259,8 +264,8 @@ static void describe_env(const json_t *entry, char *out, size_t size)
 }
 
 /* gcluster's variables come first in every container, the user's after them (see
- * with_user_env), so a name seen twice is the user's second. Kubernetes would keep the last
- * one silently, and the job would run without what Pathways needs. */
+ * manifest_with_user_env), so a name seen twice is the user's second. Kubernetes would keep the
+ * last one silently, and the job would run without what Pathways needs. */
 static int check_container_env(const gc_workload *w, const json_t *container, gc_error *err)
 {
     const char *container_name = json_string_value(json_object_get(container, "name"));

@@ -41,7 +41,7 @@ size_t gc_pathways_coordinator_length(size_t name_length)
 static json_t *args_with_extras(json_t *args, const gc_strings *extra)
 {
     for (size_t i = 0; i < extra->count; i++)
-        args = jappend(args, json_string(extra->items[i]));
+        args = manifest_jappend(args, json_string(extra->items[i]));
     return args;
 }
 
@@ -56,7 +56,7 @@ static json_t *args_printf(json_t *args, const char *fmt, ...)
     va_start(ap, fmt);
     gc_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    args = jappend(args, json_string(b.data));
+    args = manifest_jappend(args, json_string(b.data));
     gc_buf_free(&b);
     return args;
 }
@@ -70,7 +70,7 @@ static json_t *limits(const char *cpu, const char *memory)
  * user's container does, which is what lets the success policy end the JobSet. */
 static json_t *as_sidecar(json_t *container, bool sidecar)
 {
-    return sidecar ? jset(container, "restartPolicy", json_string("Always")) : container;
+    return sidecar ? manifest_jset(container, "restartPolicy", json_string("Always")) : container;
 }
 
 static json_t *proxy_container(const gc_workload *w)
@@ -85,13 +85,13 @@ static json_t *proxy_container(const gc_workload *w)
 
     /* $(PATHWAYS_HEAD) in the args only expands if the container defines it (Google's
      * template forgets this, leaving the proxy a literal "$(PATHWAYS_HEAD):29001"). */
-    json_t *env =
-        with_user_env(json_pack("[o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL)),
-                      w, GC_ENV_PROXY);
+    json_t *env = manifest_with_user_env(
+        json_pack("[o]", manifest_env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL)), w,
+        GC_ENV_PROXY);
     const int ports[] = {PROXY_PORT};
     json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "name", PROXY_CONTAINER, "image",
                           w->proxy_image, "args", args, "env", env, "ports",
-                          container_ports(ports, 1), "resources", limits("16", "100Gi"));
+                          manifest_container_ports(ports, 1), "resources", limits("16", "100Gi"));
     return as_sidecar(c, !w->headless);
 }
 
@@ -105,17 +105,18 @@ static json_t *resource_manager_container(const gc_workload *w)
     args = args_printf(args, "--instance_type=%s", w->compute.pathways_instance_type);
     args = args_with_extras(args, &w->server_args);
 
-    json_t *env = json_pack("[o, o, o, o]",
-                            env_from_annotation("REPLICATED_JOB_NAME", JOBSET_REPLICATED_JOB_KEY),
-                            env_from_annotation("JOBSET_NAME", JOBSET_NAME_KEY),
-                            env_from_label("HOST_ADDRESS", JOBSET_COORDINATOR_LABEL),
-                            env_value("TPU_SKIP_MDS_QUERY", "true"));
-    env = with_user_env(env, w, GC_ENV_SERVER);
+    json_t *env =
+        json_pack("[o, o, o, o]",
+                  manifest_env_from_annotation("REPLICATED_JOB_NAME", JOBSET_REPLICATED_JOB_KEY),
+                  manifest_env_from_annotation("JOBSET_NAME", JOBSET_NAME_KEY),
+                  manifest_env_from_label("HOST_ADDRESS", JOBSET_COORDINATOR_LABEL),
+                  manifest_env_value("TPU_SKIP_MDS_QUERY", "true"));
+    env = manifest_with_user_env(env, w, GC_ENV_SERVER);
     const int ports[] = {RM_PORT, RM_SECOND_PORT};
-    json_t *c =
-        json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", RM_CONTAINER, "image",
-                  w->server_image, "args", args, "env", env, "ports", container_ports(ports, 2),
-                  "resources", limits("8", "32Gi"), "volumeMounts", shared_tmp_mount());
+    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", RM_CONTAINER, "image",
+                          w->server_image, "args", args, "env", env, "ports",
+                          manifest_container_ports(ports, 2), "resources", limits("8", "32Gi"),
+                          "volumeMounts", manifest_shared_tmp_mount());
     return as_sidecar(c, !w->headless);
 }
 
@@ -125,14 +126,15 @@ static json_t *user_container(const gc_workload *w)
     snprintf(target, sizeof(target), "grpc://$(PATHWAYS_HEAD):%d", PROXY_PORT);
     /* XCLOUD_ENVIRONMENT tells Pathways' client libraries they run on Google Cloud, as every
      * other Pathways launcher sets it. */
-    json_t *env =
-        json_pack("[o, o, o, o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL),
-                  env_value("JAX_PLATFORMS", "proxy"), env_value("JAX_BACKEND_TARGET", target),
-                  env_value("XCLOUD_ENVIRONMENT", "GCP"));
-    env = with_user_env(env, w, GC_ENV_EVERY);
+    json_t *env = json_pack("[o, o, o, o]",
+                            manifest_env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL),
+                            manifest_env_value("JAX_PLATFORMS", "proxy"),
+                            manifest_env_value("JAX_BACKEND_TARGET", target),
+                            manifest_env_value("XCLOUD_ENVIRONMENT", "GCP"));
+    env = manifest_with_user_env(env, w, GC_ENV_EVERY);
     return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", "workload-container", "image",
                      w->image, "command", "/bin/bash", "-c", w->command, "env", env, "volumeMounts",
-                     user_volume_mounts(w, true));
+                     manifest_user_volume_mounts(w, true));
 }
 
 static json_t *head_pod_spec(const gc_workload *w)
@@ -141,24 +143,26 @@ static json_t *head_pod_spec(const gc_workload *w)
                              "cloud.google.com/gke-nodepool", w->head_pool, "hostNetwork", 1,
                              "dnsPolicy", "ClusterFirstWithHostNet", "restartPolicy", "Never",
                              "terminationGracePeriodSeconds", (json_int_t)w->grace_seconds);
-    spec = set_identity(spec, w);
+    spec = manifest_set_identity(spec, w);
     if (w->headless) {
-        spec = jset(spec, "containers",
-                    json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
+        spec =
+            manifest_jset(spec, "containers",
+                          json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
     } else {
-        spec = jset(spec, "initContainers",
-                    json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
-        spec = jset(spec, "containers", json_pack("[o]", user_container(w)));
+        spec =
+            manifest_jset(spec, "initContainers",
+                          json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
+        spec = manifest_jset(spec, "containers", json_pack("[o]", user_container(w)));
     }
-    return jset(spec, "volumes", pod_volumes(w, !w->headless));
+    return manifest_jset(spec, "volumes", manifest_pod_volumes(w, !w->headless));
 }
 
 /* The head looks idle to the cluster autoscaler (little CPU while the TPUs work), and evicting
  * it to shrink the head pool ends the whole job; "false" tells the autoscaler to leave it. */
 static json_t *head_pod_metadata(const gc_workload *w)
 {
-    return annotate(pod_metadata(w, !w->headless), "cluster-autoscaler.kubernetes.io/safe-to-evict",
-                    "false");
+    return manifest_annotate(manifest_pod_metadata(w, !w->headless),
+                             "cluster-autoscaler.kubernetes.io/safe-to-evict", "false");
 }
 
 static json_t *head_replicated_job(const gc_workload *w)
@@ -166,32 +170,37 @@ static json_t *head_replicated_job(const gc_workload *w)
     json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
                                  1, "completions", 1, "backoffLimit", 0);
     if (w->restart_exit_code_count)
-        job_spec = jset(job_spec, "podFailurePolicy",
-                        pod_failure_policy(w, w->headless ? NULL : "workload-container"));
-    job_spec =
-        jset(job_spec, "template",
-             json_pack("{s:o, s:o}", "metadata", head_pod_metadata(w), "spec", head_pod_spec(w)));
+        job_spec = manifest_jset(
+            job_spec, "podFailurePolicy",
+            manifest_pod_failure_policy(w, w->headless ? NULL : "workload-container"));
+    job_spec = manifest_jset(
+        job_spec, "template",
+        json_pack("{s:o, s:o}", "metadata", head_pod_metadata(w), "spec", head_pod_spec(w)));
     return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_HEAD, "replicas", 1,
-                     "template", "metadata", exclusive_job_metadata("kubernetes.io/hostname"),
-                     "spec", job_spec);
+                     "template", "metadata",
+                     manifest_exclusive_job_metadata("kubernetes.io/hostname"), "spec", job_spec);
 }
 
 static json_t *worker_env(const gc_workload *w)
 {
     json_t *env = json_array();
     if (w->verbose) {
-        env = jappend(env, env_value("TPU_MIN_LOG_LEVEL", "0"));
-        env = jappend(env, env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
+        env = manifest_jappend(env, manifest_env_value("TPU_MIN_LOG_LEVEL", "0"));
+        env = manifest_jappend(env, manifest_env_value("TF_CPP_MIN_LOG_LEVEL", "0"));
     }
-    env = jappend(env, env_value("XCLOUD_ENVIRONMENT", "GCP"));
-    env = jappend(env, env_value("MEGASCALE_GRPC_ENABLE_XOR_TRACER", "false"));
-    env = jappend(env, env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
-    env = jappend(env, env_from_annotation("JOBSET_NAME", JOBSET_NAME_KEY));
-    env = jappend(env, env_from_annotation("REPLICATED_JOB_NAME", JOBSET_REPLICATED_JOB_KEY));
-    env = jappend(env, env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
-    env = jappend(env, env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL));
-    env = jappend(env, env_from_label("MEGASCALE_COORDINATOR_ADDRESS", JOBSET_COORDINATOR_LABEL));
-    return with_user_env(env, w, GC_ENV_WORKER);
+    env = manifest_jappend(env, manifest_env_value("XCLOUD_ENVIRONMENT", "GCP"));
+    env = manifest_jappend(env, manifest_env_value("MEGASCALE_GRPC_ENABLE_XOR_TRACER", "false"));
+    env = manifest_jappend(env,
+                           manifest_env_from_label("MEGASCALE_NUM_SLICES", JOBSET_REPLICAS_LABEL));
+    env = manifest_jappend(env, manifest_env_from_annotation("JOBSET_NAME", JOBSET_NAME_KEY));
+    env = manifest_jappend(
+        env, manifest_env_from_annotation("REPLICATED_JOB_NAME", JOBSET_REPLICATED_JOB_KEY));
+    env = manifest_jappend(env,
+                           manifest_env_from_label("MEGASCALE_SLICE_ID", JOBSET_JOB_INDEX_LABEL));
+    env = manifest_jappend(env, manifest_env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL));
+    env = manifest_jappend(
+        env, manifest_env_from_label("MEGASCALE_COORDINATOR_ADDRESS", JOBSET_COORDINATOR_LABEL));
+    return manifest_with_user_env(env, w, GC_ENV_WORKER);
 }
 
 /* google.com/tpu plus cpu and memory: worker pods ask for all three at once, which a
@@ -225,8 +234,8 @@ static json_t *worker_container(const gc_workload *w)
     const int ports[] = {WORKER_PORT, WORKER_SECOND_PORT, TPU_RUNTIME_PORT, TPU_METRICS_PORT};
     return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", WORKER_CONTAINER, "image",
                      w->worker_image, "args", args, "env", worker_env(w), "ports",
-                     container_ports(ports, 4), "resources", worker_resources(w), "volumeMounts",
-                     shared_tmp_mount());
+                     manifest_container_ports(ports, 4), "resources", worker_resources(w),
+                     "volumeMounts", manifest_shared_tmp_mount());
 }
 
 /* Colocated Python runs beside each TPU worker (it serves Python code next to the TPU host's
@@ -236,28 +245,29 @@ static json_t *colocated_python_sidecar(const gc_workload *w)
     char address[32];
     snprintf(address, sizeof(address), "0.0.0.0:%d", SIDECAR_PORT);
     const int ports[] = {SIDECAR_PORT};
-    json_t *env =
-        with_user_env(json_pack("[o]", env_value("GRPC_SERVER_ADDRESS", address)), w, GC_ENV_EVERY);
-    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:[o]}", "name", "colocated-python-sidecar",
-                          "image", w->sidecar_image, "env", env, "ports", container_ports(ports, 1),
-                          "volumeMounts", shared_tmp_mount());
+    json_t *env = manifest_with_user_env(
+        json_pack("[o]", manifest_env_value("GRPC_SERVER_ADDRESS", address)), w, GC_ENV_EVERY);
+    json_t *c =
+        json_pack("{s:s, s:s, s:o, s:o, s:[o]}", "name", "colocated-python-sidecar", "image",
+                  w->sidecar_image, "env", env, "ports", manifest_container_ports(ports, 1),
+                  "volumeMounts", manifest_shared_tmp_mount());
     return as_sidecar(c, true);
 }
 
 static json_t *worker_pod_spec(const gc_workload *w)
 {
-    json_t *spec = set_accelerator_placement(json_object(), w);
-    spec = jset(spec, "hostNetwork", json_true());
-    spec = jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
-    spec = jset(spec, "restartPolicy", json_string("OnFailure"));
-    spec = jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
-    spec = set_identity(spec, w);
+    json_t *spec = manifest_set_accelerator_placement(json_object(), w);
+    spec = manifest_jset(spec, "hostNetwork", json_true());
+    spec = manifest_jset(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+    spec = manifest_jset(spec, "restartPolicy", json_string("OnFailure"));
+    spec = manifest_jset(spec, "terminationGracePeriodSeconds", json_integer(w->grace_seconds));
+    spec = manifest_set_identity(spec, w);
     if (w->scheduler_name)
-        spec = jset(spec, "schedulerName", json_string(w->scheduler_name));
+        spec = manifest_jset(spec, "schedulerName", json_string(w->scheduler_name));
     if (w->sidecar_image)
-        spec = jset(spec, "initContainers", json_pack("[o]", colocated_python_sidecar(w)));
-    spec = jset(spec, "containers", json_pack("[o]", worker_container(w)));
-    return jset(spec, "volumes", pod_volumes(w, false));
+        spec = manifest_jset(spec, "initContainers", json_pack("[o]", colocated_python_sidecar(w)));
+    spec = manifest_jset(spec, "containers", json_pack("[o]", worker_container(w)));
+    return manifest_jset(spec, "volumes", manifest_pod_volumes(w, false));
 }
 
 static json_t *worker_replicated_job(const gc_workload *w)
@@ -269,11 +279,12 @@ static json_t *worker_replicated_job(const gc_workload *w)
     json_t *job_spec =
         json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
                   vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",
-                  pod_metadata(w, false), "spec", worker_pod_spec(w));
+                  manifest_pod_metadata(w, false), "spec", worker_pod_spec(w));
     /* A multi-host TPU slice is one node pool, and two slices must never share one. */
     return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_WORKER, "replicas",
                      w->num_slices, "template", "metadata",
-                     exclusive_job_metadata("cloud.google.com/gke-nodepool"), "spec", job_spec);
+                     manifest_exclusive_job_metadata("cloud.google.com/gke-nodepool"), "spec",
+                     job_spec);
 }
 
 static json_t *failure_policy(const gc_workload *w)
@@ -291,11 +302,11 @@ json_t *gc_pathways_jobset(const gc_workload *w)
                              GC_PATHWAYS_HEAD, "startupPolicy", "startupPolicyOrder", "InOrder");
     /* The job is done when the user's program is; headless servers run until cancelled. */
     if (!w->headless)
-        spec = jset(
+        spec = manifest_jset(
             spec, "successPolicy",
             json_pack("{s:s, s:[s]}", "operator", "All", "targetReplicatedJobs", GC_PATHWAYS_HEAD));
-    spec = jset(spec, "failurePolicy", failure_policy(w));
-    spec = jset(spec, "replicatedJobs",
-                json_pack("[o, o]", head_replicated_job(w), worker_replicated_job(w)));
-    return jobset_object(w, spec);
+    spec = manifest_jset(spec, "failurePolicy", failure_policy(w));
+    spec = manifest_jset(spec, "replicatedJobs",
+                         json_pack("[o, o]", head_replicated_job(w), worker_replicated_job(w)));
+    return manifest_jobset_object(w, spec);
 }

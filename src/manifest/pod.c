@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *jset(json_t *object, const char *key, json_t *value)
+json_t *manifest_jset(json_t *object, const char *key, json_t *value)
 {
     if (!object || !value) {
         json_decref(object);
@@ -20,7 +20,7 @@ json_t *jset(json_t *object, const char *key, json_t *value)
     return object;
 }
 
-json_t *jappend(json_t *array, json_t *value)
+json_t *manifest_jappend(json_t *array, json_t *value)
 {
     if (!array || !value) {
         json_decref(array);
@@ -34,7 +34,7 @@ json_t *jappend(json_t *array, json_t *value)
     return array;
 }
 
-json_t *env_value(const char *name, const char *value)
+json_t *manifest_env_value(const char *name, const char *value)
 {
     return json_pack("{s:s, s:s}", "name", name, "value", value);
 }
@@ -47,41 +47,41 @@ static json_t *env_from_field(const char *name, const char *kind, const char *ke
                      path);
 }
 
-json_t *env_from_label(const char *name, const char *label)
+json_t *manifest_env_from_label(const char *name, const char *label)
 {
     return env_from_field(name, "labels", label);
 }
 
-json_t *env_from_annotation(const char *name, const char *annotation)
+json_t *manifest_env_from_annotation(const char *name, const char *annotation)
 {
     return env_from_field(name, "annotations", annotation);
 }
 
-json_t *with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope)
+json_t *manifest_with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope)
 {
     for (size_t i = 0; i < w->env_count; i++)
         if (w->env[i].scope == GC_ENV_EVERY || w->env[i].scope == scope)
-            env = jappend(env, env_value(w->env[i].name, w->env[i].value));
+            env = manifest_jappend(env, manifest_env_value(w->env[i].name, w->env[i].value));
     return env;
 }
 
-json_t *container_ports(const int *ports, size_t count)
+json_t *manifest_container_ports(const int *ports, size_t count)
 {
     json_t *list = json_array();
     for (size_t i = 0; i < count; i++)
-        list = jappend(list, json_pack("{s:i}", "containerPort", ports[i]));
+        list = manifest_jappend(list, json_pack("{s:i}", "containerPort", ports[i]));
     return list;
 }
 
-json_t *string_array(const gc_strings *list)
+json_t *manifest_string_array(const gc_strings *list)
 {
     json_t *array = json_array();
     for (size_t i = 0; i < list->count; i++)
-        array = jappend(array, json_string(list->items[i]));
+        array = manifest_jappend(array, json_string(list->items[i]));
     return array;
 }
 
-json_t *shared_tmp_mount(void)
+json_t *manifest_shared_tmp_mount(void)
 {
     return json_pack("{s:s, s:s}", "name", SHARED_TMP_VOLUME, "mountPath", "/tmp");
 }
@@ -101,53 +101,55 @@ static json_t *user_volume(const gc_mount *m, size_t index)
         json_t *attributes = json_pack("{s:s}", "bucketName", m->source);
         if (m->source_dir) {
             char *option = gc_xasprintf("only-dir=%s", m->source_dir);
-            attributes = jset(attributes, "mountOptions", json_string(option));
+            attributes = manifest_jset(attributes, "mountOptions", json_string(option));
             free(option);
         }
-        return jset(volume, "csi",
-                    json_pack("{s:s, s:b, s:o}", "driver", "gcsfuse.csi.storage.gke.io", "readOnly",
-                              m->read_only, "volumeAttributes", attributes));
+        return manifest_jset(volume, "csi",
+                             json_pack("{s:s, s:b, s:o}", "driver", "gcsfuse.csi.storage.gke.io",
+                                       "readOnly", m->read_only, "volumeAttributes", attributes));
     }
     case GC_MOUNT_HOST_PATH:
-        return jset(volume, "hostPath", json_pack("{s:s}", "path", m->source));
+        return manifest_jset(volume, "hostPath", json_pack("{s:s}", "path", m->source));
     case GC_MOUNT_NFS:
-        return jset(volume, "nfs",
-                    json_pack("{s:s, s:s, s:b}", "server", m->source, "path",
-                              m->source_dir ? m->source_dir : "/", "readOnly", m->read_only));
+        return manifest_jset(volume, "nfs",
+                             json_pack("{s:s, s:s, s:b}", "server", m->source, "path",
+                                       m->source_dir ? m->source_dir : "/", "readOnly",
+                                       m->read_only));
     case GC_MOUNT_PVC:
-        return jset(volume, "persistentVolumeClaim",
-                    json_pack("{s:s, s:b}", "claimName", m->source, "readOnly", m->read_only));
+        return manifest_jset(
+            volume, "persistentVolumeClaim",
+            json_pack("{s:s, s:b}", "claimName", m->source, "readOnly", m->read_only));
     }
     json_decref(volume);
     return NULL;
 }
 
-json_t *pod_volumes(const gc_workload *w, bool with_user_mounts)
+json_t *manifest_pod_volumes(const gc_workload *w, bool with_user_mounts)
 {
     json_t *volumes = json_pack("[{s:s, s:{s:s, s:s}}]", "name", SHARED_TMP_VOLUME, "hostPath",
                                 "path", "/tmp", "type", "DirectoryOrCreate");
     for (size_t i = 0; with_user_mounts && i < w->mount_count; i++)
-        volumes = jappend(volumes, user_volume(&w->mounts[i], i));
+        volumes = manifest_jappend(volumes, user_volume(&w->mounts[i], i));
     return volumes;
 }
 
-json_t *user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
+json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
 {
     json_t *mounts = json_array();
     if (with_shared_tmp)
-        mounts = jappend(mounts, shared_tmp_mount());
+        mounts = manifest_jappend(mounts, manifest_shared_tmp_mount());
     for (size_t i = 0; i < w->mount_count; i++) {
         char name[32];
         mount_volume_name(i, name);
         json_t *mount = json_pack("{s:s, s:s}", "name", name, "mountPath", w->mounts[i].target);
         if (w->mounts[i].read_only)
-            mount = jset(mount, "readOnly", json_true());
-        mounts = jappend(mounts, mount);
+            mount = manifest_jset(mount, "readOnly", json_true());
+        mounts = manifest_jappend(mounts, mount);
     }
     return mounts;
 }
 
-bool needs_gcsfuse(const gc_workload *w)
+bool manifest_needs_gcsfuse(const gc_workload *w)
 {
     for (size_t i = 0; i < w->mount_count; i++)
         if (w->mounts[i].kind == GC_MOUNT_GCS)
@@ -155,35 +157,37 @@ bool needs_gcsfuse(const gc_workload *w)
     return false;
 }
 
-json_t *annotate(json_t *metadata, const char *key, const char *value)
+json_t *manifest_annotate(json_t *metadata, const char *key, const char *value)
 {
     json_t *annotations = json_object_get(metadata, "annotations");
     if (!annotations)
-        return jset(metadata, "annotations", json_pack("{s:s}", key, value));
-    return jset(annotations, key, json_string(value)) ? metadata : (json_decref(metadata), NULL);
+        return manifest_jset(metadata, "annotations", json_pack("{s:s}", key, value));
+    return manifest_jset(annotations, key, json_string(value)) ? metadata
+                                                               : (json_decref(metadata), NULL);
 }
 
-json_t *pod_metadata(const gc_workload *w, bool with_user_mounts)
+json_t *manifest_pod_metadata(const gc_workload *w, bool with_user_mounts)
 {
     json_t *metadata = json_pack("{s:{s:s}}", "labels", GC_LABEL_WORKLOAD, w->name);
     /* GKE injects the GCS FUSE sidecar only into pods that ask for it. */
-    if (with_user_mounts && needs_gcsfuse(w))
-        metadata = annotate(metadata, "gke-gcsfuse/volumes", "true");
+    if (with_user_mounts && manifest_needs_gcsfuse(w))
+        metadata = manifest_annotate(metadata, "gke-gcsfuse/volumes", "true");
     return metadata;
 }
 
-json_t *set_identity(json_t *pod_spec, const gc_workload *w)
+json_t *manifest_set_identity(json_t *pod_spec, const gc_workload *w)
 {
     if (w->service_account)
-        pod_spec = jset(pod_spec, "serviceAccountName", json_string(w->service_account));
+        pod_spec = manifest_jset(pod_spec, "serviceAccountName", json_string(w->service_account));
     if (w->pull_secrets.count) {
         json_t *secrets = json_array();
         for (size_t i = 0; i < w->pull_secrets.count; i++)
-            secrets = jappend(secrets, json_pack("{s:s}", "name", w->pull_secrets.items[i]));
-        pod_spec = jset(pod_spec, "imagePullSecrets", secrets);
+            secrets =
+                manifest_jappend(secrets, json_pack("{s:s}", "name", w->pull_secrets.items[i]));
+        pod_spec = manifest_jset(pod_spec, "imagePullSecrets", secrets);
     }
     if (w->priority)
-        pod_spec = jset(pod_spec, "priorityClassName", json_string(w->priority));
+        pod_spec = manifest_jset(pod_spec, "priorityClassName", json_string(w->priority));
     return pod_spec;
 }
 
@@ -192,20 +196,23 @@ static json_t *accelerator_node_selector(const gc_workload *w)
     json_t *selector = json_object();
     const gc_compute *c = &w->compute;
     if (c->kind == GC_ACCEL_TPU) {
+        selector = manifest_jset(selector, "cloud.google.com/gke-tpu-accelerator",
+                                 json_string(c->accelerator));
         selector =
-            jset(selector, "cloud.google.com/gke-tpu-accelerator", json_string(c->accelerator));
-        selector = jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
+            manifest_jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
     } else if (c->kind == GC_ACCEL_GPU) {
-        selector = jset(selector, "cloud.google.com/gke-accelerator", json_string(c->accelerator));
+        selector = manifest_jset(selector, "cloud.google.com/gke-accelerator",
+                                 json_string(c->accelerator));
     } else {
         /* GKE labels every node with its machine type; without this a CPU job could land on
          * any pool, including the Pathways head pool. */
-        selector = jset(selector, "node.kubernetes.io/instance-type", json_string(c->machine_type));
+        selector = manifest_jset(selector, "node.kubernetes.io/instance-type",
+                                 json_string(c->machine_type));
     }
     for (size_t i = 0; i < w->node_term_count; i++)
         if (w->node_terms[i].values.count == 1)
-            selector =
-                jset(selector, w->node_terms[i].key, json_string(w->node_terms[i].values.items[0]));
+            selector = manifest_jset(selector, w->node_terms[i].key,
+                                     json_string(w->node_terms[i].values.items[0]));
     return selector;
 }
 
@@ -223,9 +230,9 @@ static json_t *required_affinity(const gc_workload *w)
     for (size_t i = 0; i < w->node_term_count; i++) {
         const gc_node_term *t = &w->node_terms[i];
         if (t->values.count > 1)
-            expressions =
-                jappend(expressions, json_pack("{s:s, s:s, s:o}", "key", t->key, "operator", "In",
-                                               "values", string_array(&t->values)));
+            expressions = manifest_jappend(
+                expressions, json_pack("{s:s, s:s, s:o}", "key", t->key, "operator", "In", "values",
+                                       manifest_string_array(&t->values)));
     }
     return json_pack("{s:{s:{s:[{s:o}]}}}", "nodeAffinity",
                      "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
@@ -241,29 +248,30 @@ static json_t *tolerations(const gc_workload *w)
 {
     json_t *list = json_array();
     if (w->compute.kind == GC_ACCEL_TPU)
-        list = jappend(list, json_pack("{s:s, s:s, s:s}", "key", "google.com/tpu", "operator",
-                                       "Exists", "effect", "NoSchedule"));
+        list = manifest_jappend(list, json_pack("{s:s, s:s, s:s}", "key", "google.com/tpu",
+                                                "operator", "Exists", "effect", "NoSchedule"));
     else if (w->compute.kind == GC_ACCEL_GPU)
-        list = jappend(list, json_pack("{s:s, s:s, s:s}", "key", "nvidia.com/gpu", "operator",
-                                       "Exists", "effect", "NoSchedule"));
+        list = manifest_jappend(list, json_pack("{s:s, s:s, s:s}", "key", "nvidia.com/gpu",
+                                                "operator", "Exists", "effect", "NoSchedule"));
     for (size_t i = 0; i < w->nap_tolerations.count; i++) {
         const char *kv = w->nap_tolerations.items[i];
         const char *eq = strchr(kv, '=');
         char *key = gc_xstrndup(kv, eq ? (size_t)(eq - kv) : strlen(kv));
-        list = jappend(list, json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator", "Equal",
-                                       "value", eq ? eq + 1 : "", "effect", "NoSchedule"));
+        list = manifest_jappend(list,
+                                json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator", "Equal",
+                                          "value", eq ? eq + 1 : "", "effect", "NoSchedule"));
         free(key);
     }
     return list;
 }
 
-json_t *set_accelerator_placement(json_t *pod_spec, const gc_workload *w)
+json_t *manifest_set_accelerator_placement(json_t *pod_spec, const gc_workload *w)
 {
-    pod_spec = jset(pod_spec, "nodeSelector", accelerator_node_selector(w));
+    pod_spec = manifest_jset(pod_spec, "nodeSelector", accelerator_node_selector(w));
     if (has_multi_valued_terms(w))
-        pod_spec = jset(pod_spec, "affinity", required_affinity(w));
+        pod_spec = manifest_jset(pod_spec, "affinity", required_affinity(w));
     if (has_tolerations(w))
-        pod_spec = jset(pod_spec, "tolerations", tolerations(w));
+        pod_spec = manifest_jset(pod_spec, "tolerations", tolerations(w));
     return pod_spec;
 }
 
@@ -273,7 +281,7 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-json_t *pod_failure_policy(const gc_workload *w, const char *container)
+json_t *manifest_pod_failure_policy(const gc_workload *w, const char *container)
 {
     /* Job validation wants the codes in ascending order ("must be ordered"); the JobSet's own
      * schema does not check, so codes as typed would only fail in the JobSet controller. */
@@ -282,7 +290,7 @@ json_t *pod_failure_policy(const gc_workload *w, const char *container)
     qsort(sorted, w->restart_exit_code_count, sizeof(long), by_value);
     json_t *codes = json_array();
     for (size_t i = 0; i < w->restart_exit_code_count; i++)
-        codes = jappend(codes, json_integer(sorted[i]));
+        codes = manifest_jappend(codes, json_integer(sorted[i]));
     free(sorted);
     /* Any other exit code fails the Job with reason PodFailurePolicy, which the JobSet's
      * FailJobSet rule turns into an immediate failure; the listed codes fall through to the
@@ -291,12 +299,12 @@ json_t *pod_failure_policy(const gc_workload *w, const char *container)
     /* Native sidecars are stopped when the user's container ends and exit with whatever
      * code; only the user's container must decide. */
     if (container)
-        on_exit_codes = jset(on_exit_codes, "containerName", json_string(container));
+        on_exit_codes = manifest_jset(on_exit_codes, "containerName", json_string(container));
     return json_pack("{s:[{s:s, s:o}]}", "rules", "action", "FailJob", "onExitCodes",
                      on_exit_codes);
 }
 
-json_t *exclusive_job_metadata(const char *topology_key)
+json_t *manifest_exclusive_job_metadata(const char *topology_key)
 {
     return json_pack("{s:{s:s}}", "annotations", JOBSET_EXCLUSIVE_TOPOLOGY, topology_key);
 }

@@ -2,10 +2,10 @@
  * Small builders for the pieces every pod template is made of (env, ports, volumes, placement).
  * Internal to manifest/.
  *
- * A builder that cannot build returns NULL, and NULL travels up: jset and jappend given a NULL
- * object or value free the other and return NULL, json_pack fails when an "o" is NULL, so one
- * string jansson refuses (not UTF-8) leaves no JobSet at all rather than a JobSet without the
- * container it belonged to. Every result is therefore used: `spec = jset(spec, ...)`.
+ * A builder that cannot build returns NULL, and NULL travels up: manifest_jset and manifest_jappend
+ * given a NULL object or value free the other and return NULL, json_pack fails when an "o" is NULL,
+ * so one string jansson refuses (not UTF-8) leaves no JobSet at all rather than a JobSet without
+ * the container it belonged to. Every result is therefore used: `spec = manifest_jset(spec, ...)`.
  */
 #ifndef GCLUSTER_MANIFEST_POD_H
 #define GCLUSTER_MANIFEST_POD_H
@@ -32,51 +32,51 @@
 
 /* The JobSet around `spec` (stolen): apiVersion, kind, name, labels and the annotations that
  * record what was asked for, so `job list` and `job inspect` can show it. */
-json_t *jobset_object(const gc_workload *w, json_t *spec);
+json_t *manifest_jobset_object(const gc_workload *w, json_t *spec);
 
 /* Sets object[key] = value (stealing the reference) and returns object; NULL (with both freed)
  * when either is NULL or the key is refused. */
-json_t *jset(json_t *object, const char *key, json_t *value);
+json_t *manifest_jset(json_t *object, const char *key, json_t *value);
 /* Appends value (stolen) to array and returns array; NULL (with both freed) on any failure. */
-json_t *jappend(json_t *array, json_t *value);
+json_t *manifest_jappend(json_t *array, json_t *value);
 /* Appends the user's --env variables for a container in `scope` (and every --env) to env. */
-json_t *with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope);
+json_t *manifest_with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope);
 
-json_t *env_value(const char *name, const char *value);
-json_t *env_from_label(const char *name, const char *label);
-json_t *env_from_annotation(const char *name, const char *annotation);
+json_t *manifest_env_value(const char *name, const char *value);
+json_t *manifest_env_from_label(const char *name, const char *label);
+json_t *manifest_env_from_annotation(const char *name, const char *annotation);
 
-json_t *container_ports(const int *ports, size_t count);
-json_t *string_array(const gc_strings *list);
-json_t *shared_tmp_mount(void);
+json_t *manifest_container_ports(const int *ports, size_t count);
+json_t *manifest_string_array(const gc_strings *list);
+json_t *manifest_shared_tmp_mount(void);
 
 /* Volumes: shared-tmp (hostPath /tmp) plus, with `with_user_mounts`, one per --mount. */
-json_t *pod_volumes(const gc_workload *w, bool with_user_mounts);
+json_t *manifest_pod_volumes(const gc_workload *w, bool with_user_mounts);
 /* volumeMounts of a user container: /tmp and every --mount. */
-json_t *user_volume_mounts(const gc_workload *w, bool with_shared_tmp);
+json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp);
 /* Whether a pod with the user's mounts needs the GCS FUSE sidecar injected. */
-bool needs_gcsfuse(const gc_workload *w);
+bool manifest_needs_gcsfuse(const gc_workload *w);
 
 /* Pod metadata: the workload label, plus the GCS FUSE annotation when `with_user_mounts`. */
-json_t *pod_metadata(const gc_workload *w, bool with_user_mounts);
-/* Adds annotation key: value to metadata (stolen) and returns it; NULL as jset does. */
-json_t *annotate(json_t *metadata, const char *key, const char *value);
+json_t *manifest_pod_metadata(const gc_workload *w, bool with_user_mounts);
+/* Adds annotation key: value to metadata (stolen) and returns it; NULL as manifest_jset does. */
+json_t *manifest_annotate(json_t *metadata, const char *key, const char *value);
 
 /* Fields common to every pod spec of the workload: service account, pull secrets, priority.
- * Returns pod_spec (NULL as jset does). */
-json_t *set_identity(json_t *pod_spec, const gc_workload *w);
+ * Returns pod_spec (NULL as manifest_jset does). */
+json_t *manifest_set_identity(json_t *pod_spec, const gc_workload *w);
 
 /* Where accelerator pods may run: the node selector (accelerator labels plus the user's
  * constraints), required node affinity for multi-valued constraints, and tolerations. Returns
- * pod_spec (NULL as jset does). */
-json_t *set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
+ * pod_spec (NULL as manifest_jset does). */
+json_t *manifest_set_accelerator_placement(json_t *pod_spec, const gc_workload *w);
 
 /* podFailurePolicy for --restart-on-exit-codes, for callers that have codes to list. Only
  * valid with restartPolicy Never. `container` (may be NULL for every container) is the one
  * whose exit code counts. */
-json_t *pod_failure_policy(const gc_workload *w, const char *container);
+json_t *manifest_pod_failure_policy(const gc_workload *w, const char *container);
 
 /* The exclusive-topology annotation on a Job template: one pod (or one slice) per `key`. */
-json_t *exclusive_job_metadata(const char *topology_key);
+json_t *manifest_exclusive_job_metadata(const char *topology_key);
 
 #endif
