@@ -18,7 +18,7 @@ PYTHON         ?= python3
 PREFIX         ?= /usr/local
 
 .PHONY: all deps gcluster asan-build release-build test-peers unit-test asan-test valgrind-test \
-        peer-test format format-check testenv cluster-test fault-test test demo bench clean \
+        peer-test format format-check check-layers testenv cluster-test fault-test test demo bench clean \
         install package install-test bench-scale scale-test
 
 all: gcluster
@@ -75,10 +75,16 @@ valgrind-test: gcluster
 format: deps
 	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 
+# The format tier: clang-format, then the rules of HACKING.md that a script can check (the
+# include table, no printing outside src/cli/, where libcurl is called, folder prefixes).
 format-check: deps
 	@files=$$(git ls-files '*.c' '*.h'); \
 	clang-format --dry-run --Werror $$files && \
 	echo "format-check: $$(echo $$files | wc -w) C files formatted as .clang-format says"
+	@$(PYTHON) scripts/check-layers
+
+check-layers:
+	@$(PYTHON) scripts/check-layers
 
 # The local control plane's binaries (built once, cached under ~/.cache/gcluster-testenv).
 testenv:

@@ -1,5 +1,7 @@
 /*
- * gcluster's entry point: the only place that prints errors and chooses the exit status.
+ * gcluster's entry point: runs the command and prints the error message it returned. The exit
+ * status is the GC_EXIT_* code that came back with the message, chosen where the failure was
+ * known (each gc_fail call, in the library or the command's file); main passes it on unchanged.
  */
 #include "cli/commands.h"
 

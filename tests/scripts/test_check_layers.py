@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""scripts/check-layers on a small tree made for each test: the clean tree passes, and each rule
+fails on a violation planted in it, naming the file, the line and the rule.
+
+The tree's HACKING.md is the repository's own, so the test also proves that the script reads
+the real tables. Run by CTest (label unit): python3 tests/scripts/test_check_layers.py
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "scripts", "check-layers")
+
+# A mini tree: a few folders of the real table, each with a file that keeps every rule, and
+# prose and strings that only look like violations.
+CLEAN = {
+    "include/gcluster/buf.h": "int gc_buf_len(void);\n",
+    "include/gcluster/sys.h": '#include "gcluster/buf.h"\nint gc_file_size(void);\n',
+    "include/gcluster/kube.h": "int gc_kube_open(void);\n",
+    "include/gcluster/catalog.h": "int gc_catalog_find(void);\n",
+    "src/util/buf.c": textwrap.dedent("""\
+        #include "gcluster/buf.h"
+
+        int gc_buf_len(void)
+        {
+            return 0;
+        }
+        """),
+    "src/sys/http.c": textwrap.dedent("""\
+        #include "gcluster/sys.h"
+        #include "sys/internal.h"
+
+        #include <curl/curl.h>
+
+        void sys_http_start(CURL *e)
+        {
+            curl_easy_setopt(e, CURLOPT_URL, "https://x");
+        }
+        """),
+    "src/sys/internal.h": "void sys_http_start(void *e);\n",
+    "src/sys/file.c": textwrap.dedent("""\
+        #include "gcluster/sys.h"
+
+        static int helper(void)
+        {
+            return 1;
+        }
+
+        int gc_file_size(void)
+        {
+            return helper();
+        }
+        """),
+    "src/catalog/find.c": textwrap.dedent("""\
+        /* Never printf() to stderr here: the caller shows what it returns. */
+        #include "gcluster/buf.h"
+        #include "gcluster/catalog.h"
+        #include "catalog/internal.h"
+
+        static const char words[] = "printf(stdout) and curl_easy_init() are only words here";
+
+        int catalog_rank(void)
+        {
+            return (int)sizeof(words);
+        }
+
+        int gc_catalog_find(void)
+        {
+            return catalog_rank() + gc_buf_len();
+        }
+        """),
+    "src/catalog/internal.h": "int catalog_rank(void);\n",
+    "src/kube/api.c": textwrap.dedent("""\
+        #include "gcluster/kube.h"
+        #include "gcluster/sys.h"
+        #include "internal.h"
+
+        #include <curl/curl.h>
+
+        void kube_set_connection(CURL *e)
+        {
+            curl_easy_setopt(e, CURLOPT_PROXY, "http://proxy");
+            curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+            curl_easy_perform(e);
+        }
+
+        int gc_kube_open(void)
+        {
+            return 0;
+        }
+        """),
+    "src/kube/internal.h": "void kube_set_connection(void *e);\n",
+    "src/kube/tunnel/portforward_tunnel.c": textwrap.dedent("""\
+        #include "kube/internal.h"
+
+        #include <curl/curl.h>
+
+        void kube_tunnel_connect(CURL *e)
+        {
+            curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+            size_t n;
+            curl_easy_send(e, "x", 1, &n);
+        }
+        """),
+    "src/cli/main.c": textwrap.dedent("""\
+        #include "gcluster/kube.h"
+
+        #include <stdio.h>
+
+        int main(void)
+        {
+            fprintf(stderr, "gcluster: %d\\n", gc_kube_open());
+            return 0;
+        }
+        """),
+}
+
+
+class CheckLayers(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="check-layers-")
+        shutil.copy(os.path.join(REPO, "HACKING.md"), self.root)
+        for path, text in CLEAN.items():
+            self.write(path, text)
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def write(self, path, text):
+        full = os.path.join(self.root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+
+    def run_check(self):
+        r = subprocess.run([sys.executable, SCRIPT, "--root", self.root], capture_output=True,
+                           text=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    def assert_fails(self, where, rule, words):
+        rc, out, err = self.run_check()
+        self.assertEqual(rc, 1, f"a planted violation passed:\n{out}{err}")
+        self.assertIn(f"{where}: {rule}: ", out)
+        self.assertIn(words, out)
+        self.assertIn("violation", err)
+
+    def test_clean_tree_passes(self):
+        rc, out, err = self.run_check()
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("check-layers: 10 files", out)
+
+    def test_public_header_of_a_folder_not_in_may_include(self):
+        # catalog/ may include only util: sys.h belongs to sys/.
+        self.write("src/catalog/more.c", '#include "gcluster/catalog.h"\n#include "gcluster/sys.h"\n')
+        self.assert_fails("src/catalog/more.c:2", "includes", "gcluster/sys.h (sys/'s)")
+
+    def test_private_header_of_another_folder(self):
+        self.write("src/kube/watch.c", '#include "kube/internal.h"\n#include "sys/internal.h"\n')
+        self.assert_fails("src/kube/watch.c:2", "includes", "a private header of sys/")
+
+    def test_public_header_without_a_row(self):
+        self.write("include/gcluster/tunnel2.h", "int gc_tunnel2(void);\n")
+        self.assert_fails("include/gcluster/tunnel2.h:0", "includes", "public header table")
+
+    def test_folder_without_a_row(self):
+        self.write("src/widgets/a.c", "static int a(void)\n{\n    return 0;\n}\n")
+        self.assert_fails("src/widgets/:0", "includes", "layer table")
+
+    def test_printing_outside_cli(self):
+        self.write("src/kube/trace.c", textwrap.dedent("""\
+            #include <stdio.h>
+
+            void kube_trace(const char *s)
+            {
+                fputs(s, stderr);
+            }
+            """))
+        self.assert_fails("src/kube/trace.c:5", "printing", "fputs outside src/cli/")
+
+    def test_a_standard_stream_outside_cli(self):
+        self.write("src/sys/log.c", "#include <stdio.h>\n\nvoid *sys_sink(void)\n{\n"
+                   "    return stdout;\n}\n")
+        self.assert_fails("src/sys/log.c:5", "printing", "stdout outside src/cli/")
+
+    def test_libcurl_in_a_folder_that_does_not_talk_http(self):
+        self.write("src/catalog/net.c", "void catalog_net(void)\n{\n    curl_easy_init();\n}\n")
+        self.assert_fails("src/catalog/net.c:3", "libcurl", "libcurl is called only in")
+
+    def test_request_setup_outside_the_request_layer(self):
+        self.write("src/kube/logs.c", textwrap.dedent("""\
+            #include <curl/curl.h>
+
+            void kube_logs_start(CURL *e)
+            {
+                curl_easy_setopt(e, CURLOPT_PRIVATE, e);
+                curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
+            }
+            """))
+        self.assert_fails("src/kube/logs.c:6", "libcurl", "CURLOPT_HTTPHEADER sets up a request")
+
+    def test_raw_socket_bytes_outside_the_tunnel(self):
+        self.write("src/image/push.c", textwrap.dedent("""\
+            #include <curl/curl.h>
+
+            void image_push(CURL *e, size_t *n)
+            {
+                curl_easy_send(e, "x", 1, n);
+            }
+            """))
+        self.assert_fails("src/image/push.c:5", "libcurl", "curl_easy_send outside the tunnel")
+
+    def test_shared_function_without_the_folder_prefix(self):
+        self.write("src/kube/quantity.c", "int parse_quantity(const char *s)\n{\n    return !s;\n}\n")
+        self.assert_fails("src/kube/quantity.c:1", "prefixes",
+                          "parse_quantity is shared (not static) without the folder prefix kube_")
+
+    def test_private_function_named_as_public(self):
+        self.write("src/sys/digest.c", "int gc_sha256_new(void)\n{\n    return 0;\n}\n")
+        self.assert_fails("src/sys/digest.c:1", "prefixes",
+                          "gc_sha256_new is named as public (gc_) but no header")
+
+    def test_a_subfolder_uses_its_folders_prefix(self):
+        self.write("src/kube/tunnel/spdy.c", "int tunnel_frame(void)\n{\n    return 0;\n}\n")
+        self.assert_fails("src/kube/tunnel/spdy.c:1", "prefixes", "folder prefix kube_")
+
+    def test_the_real_tree_passes(self):
+        # What `make format-check` runs: the repository keeps its own rules.
+        r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
