@@ -16,6 +16,11 @@ CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?= --durations=15
 PYTHON         ?= python3
 PREFIX         ?= /usr/local
+# -Werror (CMake's GCLUSTER_WERROR, off when cmake is run directly, so that packagers with a newer
+# compiler are not failed by its new warnings): on for every build made through make, so CI and
+# `make test` fail on a warning. `make WERROR=OFF` to build without it.
+WERROR         ?= ON
+CMAKE_CONFIGURE = -DGCLUSTER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 .PHONY: all deps gcluster asan-build release-build test-peers unit-test asan-test valgrind-test \
         peer-test format format-check check-layers testenv cluster-test fault-test test demo bench clean \
@@ -27,22 +32,29 @@ deps:
 	@scripts/install-deps
 
 $(BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_CONFIGURE)
+
+# A build directory configured before GCLUSTER_WERROR existed, or with another WERROR, is
+# configured again, so `make` never builds without -Werror by accident.
+werror-of = grep -q '^GCLUSTER_WERROR:BOOL=$(WERROR)$$' $(1)/CMakeCache.txt || \
+	cmake -S . -B $(1) -G Ninja $(CMAKE_CONFIGURE) >/dev/null
 
 gcluster: deps $(BUILD_DIR)/build.ninja
+	@$(call werror-of,$(BUILD_DIR))
 	cmake --build $(BUILD_DIR)
 	@ln -sf $(BUILD_DIR)/gcluster gcluster
 
 $(ASAN_BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGCLUSTER_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGCLUSTER_SANITIZE=ON $(CMAKE_CONFIGURE)
 
 asan-build: $(ASAN_BUILD_DIR)/build.ninja
+	@$(call werror-of,$(ASAN_BUILD_DIR))
 	cmake --build $(ASAN_BUILD_DIR)
 
 # The binary as a packager builds it (CMAKE_BUILD_TYPE=Release, -O3): GCC's flow analysis finds
-# more to warn about there, and -Werror makes each warning a failed build.
+# more to warn about there, and -Werror (WERROR, on by default) makes each warning a failed build.
 release-build: deps
-	cmake -S . -B $(RELEASE_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(RELEASE_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_CONFIGURE)
 	cmake --build $(RELEASE_BUILD_DIR) --target gcluster
 	@echo "release-build: $(RELEASE_BUILD_DIR)/gcluster built with CMAKE_BUILD_TYPE=Release, no warnings"
 
