@@ -3,20 +3,18 @@
  * transfers share connections, and how the loop waits.
  *
  * Requests made at the same time get a connection each (idle ones are reused), not HTTP/2
- * streams on one: with libcurl 7.88 (Debian bookworm's), streams sharing a connection can
- * stall, one stream's data held in the connection's buffers until the next socket event (a
- * batch then waits out its 1 s poll) or for good (until the 60 s low-speed limit). `job
- * inspect` of a job on a 2,000-node testenv, as streams: 13 of 180 runs took 1 s, or with the
- * quick waits below 3 of 220 failed after 66 s; with a connection each, 0 of 160 took over
- * 120 ms. A batch is a handful of requests, so this costs a few TLS handshakes made in
- * parallel. Log streams are the exception: a thousand at once need streams, and logs.c resumes
- * one that stalls.
+ * streams on one. libcurl 7.88 (Debian bookworm's) can hold one stream's data in the shared
+ * connection's buffers until the next socket event, so a stream sharing a connection may stall
+ * for a whole poll interval or until the low-speed limit gives up on it; a connection of its
+ * own cannot be held up by another stream. A batch is a handful of requests, so this costs a few
+ * TLS handshakes made in parallel. Log streams are the exception: a thousand at once need
+ * streams, and logs.c resumes one that stalls.
  *
  * Every such loop waits the same way: after the sockets were busy the next wait is short
- * (QUICK_WAIT_MS), doubling while they stay quiet, for about a second, so a stream's end held
- * in libcurl's buffers is found in milliseconds, not at the next 1 s poll (1 in 40 `logs --all`
- * runs on testenv, where streams share connections). A busy loop costs a handful more wake-ups,
- * an idle one none.
+ * (QUICK_WAIT_MS), doubling while they stay quiet, for about a second (QUIET_AFTER_MS), so data
+ * libcurl holds in its buffers is found within milliseconds rather than at the caller's next
+ * poll; then the loop goes back to the caller's own waits. A busy loop costs a handful more
+ * wake-ups, an idle one none. (bench/README.md, "Batches on a connection each", has the runs.)
  */
 #include "internal.h"
 

