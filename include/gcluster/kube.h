@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 typedef struct gc_kube gc_kube;
 
@@ -41,6 +42,9 @@ typedef struct gc_kube_options {
     int request_timeout_seconds; /* one non-streaming request; <= 0: 60 (watches and log
                                     follows are not limited by it, and a list only while no
                                     byte of it arrives) */
+    /* The wall clock that credential expiry times and Retry-After dates are compared with;
+     * NULL: gc_clock_wall (gcluster/sys.h). Tests pass their own to move time on. */
+    time_t (*wall_clock)(void);
 } gc_kube_options;
 
 /* Reads the kubeconfig and selects the context; sends nothing (the first request connects,

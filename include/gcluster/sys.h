@@ -18,6 +18,11 @@
 
 /* Milliseconds on the monotonic clock: for deadlines and durations, never for dates. */
 long long gc_clock_ms(void);
+/* The wall clock (seconds since the epoch): for dates other programs wrote (a credential's
+ * expiry, an HTTP date), never for durations. Clients take it as an injectable function of this
+ * type, so tests can move time on without waiting. */
+typedef time_t (*gc_wall_clock_fn)(void);
+time_t gc_clock_wall(void);
 /* Sleeps `ms` milliseconds (nothing when ms <= 0), resuming after signals. */
 void gc_clock_sleep_ms(long long ms);
 /* Parses an RFC 3339 time stamp ("2024-05-01T12:00:00Z", "2024-05-01T14:00:00.5+02:00") as

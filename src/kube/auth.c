@@ -131,7 +131,7 @@ static int basic(gc_kube *k, gc_error *err)
 
 int kube_auth_ensure(gc_kube *k, gc_error *err)
 {
-    if (k->cred.valid && (!k->cred.expiry || time(NULL) < k->cred.expiry))
+    if (k->cred.valid && (!k->cred.expiry || k->wall_clock() < k->cred.expiry))
         return 0;
     kube_credential_clear(&k->cred);
     const kube_user *u = k->sel.user;

@@ -156,6 +156,7 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
     k->request_timeout_ms =
         1000L * (opts->request_timeout_seconds > 0 ? opts->request_timeout_seconds
                                                    : DEFAULT_REQUEST_TIMEOUT_S);
+    k->wall_clock = opts->wall_clock ? opts->wall_clock : gc_clock_wall;
     k->rng = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)k;
     k->rng = k->rng ? k->rng : 1;
     rc = select_context(k, opts, err);

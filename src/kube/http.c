@@ -86,7 +86,7 @@ void kube_set_connection(gc_kube *k, CURL *e)
     kube_auth_apply_certificate(k, e);
 }
 
-static long parse_retry_after(const char *v)
+static long parse_retry_after(const gc_kube *k, const char *v)
 {
     char *end;
     long seconds = strtol(v, &end, 10);
@@ -95,7 +95,7 @@ static long parse_retry_after(const char *v)
     time_t when = curl_getdate(v, NULL);
     if (when < 0)
         return -1;
-    long diff = (long)(when - time(NULL));
+    long diff = (long)(when - k->wall_clock());
     return diff > 0 ? diff * 1000 : 0;
 }
 
@@ -190,7 +190,7 @@ void kube_exchange_end(gc_kube *k, kube_exchange *x, CURLcode result)
     gc_http_finish(&x->http, result);
     k->in_flight--;
     const char *retry_after = gc_http_header(&x->http, "Retry-After");
-    x->retry_after_ms = retry_after ? parse_retry_after(retry_after) : -1;
+    x->retry_after_ms = retry_after ? parse_retry_after(k, retry_after) : -1;
     if (x->http.resent)
         kube_trace(k,
                    "%s %s went out more than once: its reused connection died and libcurl "

@@ -52,6 +52,7 @@ struct gc_kube {
     gc_http_trace trace; /* where traces, notices and warnings go, and how much is traced */
     int exec_timeout_ms;
     long request_timeout_ms;
+    time_t (*wall_clock)(void); /* for credential expiry and Retry-After dates */
 
     char *base_url;                /* server URL, with tls-server-name as its host if set */
     struct curl_slist *connect_to; /* routes tls-server-name to the real server address */

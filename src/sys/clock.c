@@ -1,6 +1,6 @@
 /*
- * Time: the monotonic clock deadlines are measured on, and RFC 3339 stamps as Kubernetes and
- * exec credential plugins write them.
+ * Time: the monotonic clock deadlines are measured on, the wall clock dates are compared with,
+ * and RFC 3339 stamps as Kubernetes and exec credential plugins write them.
  */
 #include "gcluster/sys.h"
 
@@ -13,6 +13,11 @@ long long gc_clock_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+time_t gc_clock_wall(void)
+{
+    return time(NULL);
 }
 
 void gc_clock_sleep_ms(long long ms)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PLUGIN      GCLUSTER_TEST_PROGRAMS_DIR "/fake_exec_plugin"
@@ -30,7 +31,7 @@
 #define LEAK_MARKER "SECRET-STDOUT-SHOULD-NOT-LEAK"
 #define CA_TEXT     "-----BEGIN CERTIFICATE-----\nnot really\n-----END CERTIFICATE-----\n"
 
-static char *tmp;
+    static char *tmp;
 
 static int setup(void **state)
 {
@@ -94,14 +95,25 @@ typedef struct run {
     test_events events;
 } run;
 
+/* The clients' wall clock: the real one moved on by `clock_ahead` seconds, so a test can let a
+ * credential expire without waiting for it. */
+static time_t clock_ahead;
+
+static time_t test_wall_clock(void)
+{
+    return time(NULL) + clock_ahead;
+}
+
 static int open_config(run *r, const char *config, int verbose, int timeout)
 {
     memset(r, 0, sizeof(*r));
     test_events_init(&r->events);
+    clock_ahead = 0;
     gc_kube_options opts = {.kubeconfig = config,
                             .verbose = verbose,
                             .events = &r->events.events,
-                            .exec_timeout_seconds = timeout};
+                            .exec_timeout_seconds = timeout,
+                            .wall_clock = test_wall_clock};
     return gc_kube_open(&opts, &r->k, &r->err);
 }
 
@@ -240,15 +252,19 @@ static void test_expired_credential_is_refreshed(void **state)
     free(config);
     free(exec);
 
-    /* Valid for two seconds: reused, then fetched again once it has expired. */
+    /* Valid for an hour: reused until the client's clock passes its expiry (moved on, not
+     * waited for), then fetched again. */
     unlink(count);
-    exec = token_exec(count, ", --expires-in=2");
+    exec = token_exec(count, ", --expires-in=3600");
     config = write_config("expiring.yaml", exec);
     assert_int_equal(open_config(&r, config, 0, 0), 0);
     assert_int_equal(ensure(&r), 0);
     assert_int_equal(ensure(&r), 0);
+    clock_ahead = 3540; /* a minute before it expires */
+    assert_int_equal(ensure(&r), 0);
+    assert_string_equal(r.k->cred.authorization, "Bearer tok-1");
     assert_int_equal(kube_test_count(count), 1);
-    gc_clock_sleep_ms(3100);
+    clock_ahead = 3601;
     assert_int_equal(ensure(&r), 0);
     assert_string_equal(r.k->cred.authorization, "Bearer tok-2");
     assert_int_equal(kube_test_count(count), 2);
