@@ -23,39 +23,19 @@
 
 #define BLUEPRINT GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml"
 
-static char *tmp;
-static kube_test_pki pki;
-static kube_test_server server;
+static kube_test_env *env; /* the program's directory, PKI and scripted server */
 
 static int setup(void **state)
 {
-    (void)state;
-    tmp = kube_test_tmpdir();
-    if (!kube_test_make_pki(tmp, &pki) || !kube_test_server_start(&server, &pki, tmp))
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_server_stop(&server);
-    kube_test_pki_free(&pki);
-    kube_test_rmtree(tmp);
-    return 0;
-}
-
-static int reset(void **state)
-{
-    (void)state;
-    return kube_test_server_reset_for_new_client(&server) ? 0 : -1;
+    int rc = kube_test_env_setup(state);
+    env = *state;
+    return rc;
 }
 
 /* Scripts the server; the text uses ' for " to stay readable. */
 static void script(const char *text)
 {
-    if (!kube_test_server_script_quoted(&server, text))
-        fail_msg("bad script: %s", text);
+    kube_test_env_script(env, text);
 }
 
 /* The cluster has the head pool only (three cpu-np nodes). */
@@ -78,8 +58,8 @@ static void record_event(void *ctx, gc_event_kind kind, const char *text)
 
 static char *write_kubeconfig(void)
 {
-    char *path = gc_xasprintf("%s/kubeconfig", tmp);
-    kube_test_write_kubeconfig(path, &server, pki.ca, NULL);
+    char *path = gc_xasprintf("%s/kubeconfig", env->tmp);
+    kube_test_write_kubeconfig(path, &env->server, env->pki.ca, NULL);
     return path;
 }
 
@@ -120,7 +100,7 @@ static const gc_deploy_pool *find_pool(const gc_deploy_report *r, const char *na
 /* How many requests had this method (and a path starting with `prefix`). */
 static int count_requests(const char *method, const char *prefix)
 {
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     int n = 0;
     size_t i;
     json_t *req;
@@ -193,7 +173,7 @@ static void kueue_serving_only_v1beta1(void **state)
     assert_int_equal(o.report.object_count, 0);
     assert_non_null(
         strstr(o.err.message, "applying resourceflavor.kueue.x-k8s.io/pathways-flavor"));
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     const json_t *patch = NULL, *req;
     size_t i;
     json_array_foreach(log, i, req)
@@ -269,7 +249,7 @@ static void serve_cluster_with_kueue(void)
         json_decref(applied);
     }
     char *text = json_dumps(script, JSON_COMPACT);
-    if (!kube_test_server_script(&server, text))
+    if (!kube_test_server_script(&env->server, text))
         fail_msg("bad script: %s", text);
     free(text);
     json_decref(script);
@@ -320,7 +300,7 @@ static void plan_changes_nothing_and_says_what_would(void **state)
     assert_true(o.report.plan);
     assert_int_equal(o.report.object_count, 9);
     assert_false(o.report.objects[2].queue_checked); /* a plan does not wait for Kueue */
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     size_t i;
     const json_t *req;
     json_array_foreach(log, i, req)
@@ -336,7 +316,7 @@ static void plan_changes_nothing_and_says_what_would(void **state)
  * stdout, and exits with `code`. */
 static char *install_fake_gcloud(int code, char **record)
 {
-    char *dir = gc_xasprintf("%s/bin-%d", tmp, code);
+    char *dir = gc_xasprintf("%s/bin-%d", env->tmp, code);
     mkdir(dir, 0755);
     *record = gc_xasprintf("%s/calls", dir);
     char *script = gc_xasprintf("%s/gcloud", dir);
@@ -383,7 +363,7 @@ static void create_node_pools_runs_gcloud_for_the_missing_ones(void **state)
     free(calls);
     outcome_free(&o);
 
-    assert_true(kube_test_server_reset(&server));
+    assert_true(kube_test_server_reset(&env->server));
     serve_cluster_with_kueue();
     free(record);
     free(old_path);
@@ -409,9 +389,9 @@ static void run_deploy_cli(cli_result *res, const char *const *extra)
     for (size_t i = 0; extra[i]; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    char *home = gc_xasprintf("HOME=%s", tmp);
-    const char *env[] = {home, NULL};
-    run_cli(res, argv, env);
+    char *home = gc_xasprintf("HOME=%s", env->tmp);
+    const char *environment[] = {home, NULL};
+    run_cli(res, argv, environment);
     free(home);
     free(kubeconfig);
 }
@@ -536,14 +516,15 @@ static void json_report_of_a_failed_deploy(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(cluster_without_kueue_or_jobset, reset),
-        cmocka_unit_test_setup(kueue_serving_only_v1beta1, reset),
-        cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, reset),
-        cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, reset),
-        cmocka_unit_test_setup(create_node_pools_runs_gcloud_for_the_missing_ones, reset),
-        cmocka_unit_test_setup(text_report_is_as_before, reset),
-        cmocka_unit_test_setup(json_report_follows_the_documented_schema, reset),
-        cmocka_unit_test_setup(json_report_of_a_failed_deploy, reset),
+        cmocka_unit_test_setup(cluster_without_kueue_or_jobset, kube_test_env_reset),
+        cmocka_unit_test_setup(kueue_serving_only_v1beta1, kube_test_env_reset),
+        cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, kube_test_env_reset),
+        cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, kube_test_env_reset),
+        cmocka_unit_test_setup(create_node_pools_runs_gcloud_for_the_missing_ones,
+                               kube_test_env_reset),
+        cmocka_unit_test_setup(text_report_is_as_before, kube_test_env_reset),
+        cmocka_unit_test_setup(json_report_follows_the_documented_schema, kube_test_env_reset),
+        cmocka_unit_test_setup(json_report_of_a_failed_deploy, kube_test_env_reset),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }

@@ -31,7 +31,7 @@
 #define LEAK_MARKER "SECRET-STDOUT-SHOULD-NOT-LEAK"
 #define CA_TEXT     "-----BEGIN CERTIFICATE-----\nnot really\n-----END CERTIFICATE-----\n"
 
-    static char *tmp;
+static char *tmp;
 
 static int setup(void **state)
 {

@@ -24,44 +24,24 @@
 #define PLUGIN GCLUSTER_TEST_PROGRAMS_DIR "/fake_exec_plugin"
 #define TOKEN  "SECRET-TOKEN-0123456789"
 
-static char *tmp;
-static kube_test_pki pki;
-static kube_test_server server;
+static kube_test_env *env; /* the program's directory, PKI and scripted server */
 
 static int setup(void **state)
 {
-    (void)state;
-    tmp = kube_test_tmpdir();
-    setenv("HOME", tmp, 1);
+    int rc = kube_test_env_setup(state);
+    env = *state;
+    setenv("HOME", env->tmp, 1);
     unsetenv("KUBECONFIG");
     int null = open("/dev/null", O_RDONLY);
     dup2(null, 0);
     close(null);
-    if (!kube_test_make_pki(tmp, &pki) || !kube_test_server_start(&server, &pki, tmp))
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_server_stop(&server);
-    kube_test_pki_free(&pki);
-    kube_test_rmtree(tmp);
-    return 0;
-}
-
-static int reset(void **state)
-{
-    (void)state;
-    return kube_test_server_reset_for_new_client(&server) ? 0 : -1;
+    return rc;
 }
 
 /* Scripts the server; the text uses ' for " to stay readable. */
 static void script(const char *text)
 {
-    if (!kube_test_server_script_quoted(&server, text))
-        fail_msg("bad script: %s", text);
+    kube_test_env_script(env, text);
 }
 
 typedef struct client {
@@ -82,8 +62,8 @@ typedef struct setup_opts {
 static void connect_client(client *c, setup_opts o)
 {
     memset(c, 0, sizeof(*c));
-    char *path = gc_xasprintf("%s/kubeconfig-%d.yaml", tmp, rand());
-    const char *ca = o.ca ? o.ca : pki.ca;
+    char *path = gc_xasprintf("%s/kubeconfig-%d.yaml", env->tmp, rand());
+    const char *ca = o.ca ? o.ca : env->pki.ca;
     kube_test_write(path,
                     "current-context: t\n"
                     "clusters:\n"
@@ -98,9 +78,9 @@ static void connect_client(client *c, setup_opts o)
                     "%s"
                     "contexts:\n"
                     "- {name: t, context: {cluster: test, user: me, namespace: ns1}}\n",
-                    o.server ? o.server : server.url, ca[0] ? "    certificate-authority: " : "",
-                    ca, ca[0] ? "\n" : "", o.cluster ? o.cluster : "",
-                    o.user ? o.user : "    token: " TOKEN "\n");
+                    o.server ? o.server : env->server.url,
+                    ca[0] ? "    certificate-authority: " : "", ca, ca[0] ? "\n" : "",
+                    o.cluster ? o.cluster : "", o.user ? o.user : "    token: " TOKEN "\n");
     test_events_init(&c->events);
     gc_kube_options opts = {.kubeconfig = path,
                             .verbose = o.verbose,
@@ -126,7 +106,7 @@ static void disconnect(client *c)
 
 static json_t *requests(void)
 {
-    return kube_test_server_log(&server);
+    return kube_test_server_log(&env->server);
 }
 
 static const char *field(json_t *log, size_t i, const char *key)
@@ -343,7 +323,7 @@ static void test_create_retries_only_when_safe(void **state)
 
     /* 409 AlreadyExists from someone else's object (another submission id): an answer, never
      * a reason to send the POST again. */
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     script("{'POST /api/v1/namespaces/ns1/configmaps': [{'status': 409, 'json': {'kind': "
            "'Status', 'reason': 'AlreadyExists', 'code': 409, 'message': 'configmaps \\'cm\\' "
            "already exists'}}],"
@@ -361,7 +341,7 @@ static void test_create_retries_only_when_safe(void **state)
     json_decref(log);
 
     /* A 409 that is not AlreadyExists is the answer as it is. */
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     script("{'POST /api/v1/namespaces/ns1/configmaps': [{'status': 409, 'json': {'kind': "
            "'Status', 'reason': 'Conflict', 'code': 409, 'message': 'the object has been "
            "modified'}}]}");
@@ -446,7 +426,7 @@ static void test_create_lost_answer_not_created_is_resent(void **state)
     /* An object without our id (made by someone else, even in the same second) is not ours. */
     disconnect(&c);
     connect_client(&c, (setup_opts){0});
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     char now[32], text[1024];
     kube_test_rfc3339(0, now);
     snprintf(text, sizeof(text),
@@ -564,7 +544,7 @@ static int ignore_item(json_t *item, void *ctx, gc_error *err)
 static void test_401_reruns_the_exec_plugin(void **state)
 {
     (void)state;
-    char *count = gc_xasprintf("%s/count-401", tmp);
+    char *count = gc_xasprintf("%s/count-401", env->tmp);
     unlink(count);
     char *user = gc_xasprintf("    exec:\n"
                               "      apiVersion: client.authentication.k8s.io/v1\n"
@@ -585,7 +565,7 @@ static void test_401_reruns_the_exec_plugin(void **state)
     json_decref(log);
 
     /* Still rejected after the refresh: one refresh only, then a message with the fix. */
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     script("{'GET /api/v1/namespaces/ns1/pods': [{'require_auth': 'Bearer never', 'json': {}}]}");
     assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/pods", NULL, NULL, &c.err),
                      GC_EXIT_RUNTIME);
@@ -595,7 +575,7 @@ static void test_401_reruns_the_exec_plugin(void **state)
     assert_int_equal(kube_test_count(count), 3);
 
     /* Two lists sent together are both rejected: one refresh serves both. */
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     script("{'GET /api/v1/namespaces/ns1/pods': [{'require_auth': 'Bearer gen-4', 'json': "
            "{'kind': 'PodList', 'items': []}}],"
            "'GET /api/v1/namespaces/ns1/services': [{'require_auth': 'Bearer gen-4', 'json': "
@@ -612,7 +592,7 @@ static void test_401_reruns_the_exec_plugin(void **state)
     disconnect(&c);
 
     /* A static token cannot be refreshed: no second request. */
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     script("{'GET /api/v1/namespaces/ns1/pods': [{'require_auth': 'Bearer other', 'json': {}}]}");
     connect_client(&c, (setup_opts){0});
     assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/pods", NULL, NULL, &c.err),
@@ -631,7 +611,7 @@ static void test_tls_verification(void **state)
     client c;
 
     /* The wrong CA: a clear message, and no retry. */
-    connect_client(&c, (setup_opts){.ca = pki.other_ca});
+    connect_client(&c, (setup_opts){.ca = env->pki.other_ca});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), GC_EXIT_RUNTIME);
     assert_true(kube_test_contains(c.err.message, "cannot verify the TLS certificate of the API "
                                                   "server https://127.0.0.1:"));
@@ -654,7 +634,7 @@ static void test_tls_verification(void **state)
     disconnect(&c);
 
     /* certificate-authority-data works like the file. */
-    char *data = kube_test_base64_file(pki.ca);
+    char *data = kube_test_base64_file(env->pki.ca);
     char *cluster = gc_xasprintf("    certificate-authority-data: %s\n", data);
     connect_client(&c, (setup_opts){.ca = "", .cluster = cluster});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), 0);
@@ -674,7 +654,7 @@ static void test_tls_server_name(void **state)
     disconnect(&c);
     json_t *log = requests();
     char want[64];
-    snprintf(want, sizeof(want), "kube.test.internal:%d", server.port);
+    snprintf(want, sizeof(want), "kube.test.internal:%d", env->server.port);
     assert_string_equal(header(log, 0, "host"), want);
     json_decref(log);
 
@@ -688,16 +668,16 @@ static void test_client_certificates(void **state)
 {
     (void)state;
     script("{'GET /version': [{'json': {}, 'repeat': true}]}");
-    char *cert = kube_test_base64_file(pki.client_cert);
-    char *key = kube_test_base64_file(pki.client_key);
+    char *cert = kube_test_base64_file(env->pki.client_cert);
+    char *key = kube_test_base64_file(env->pki.client_key);
     char *user =
         gc_xasprintf("    client-certificate-data: %s\n    client-key-data: %s\n", cert, key);
     client c;
     connect_client(&c, (setup_opts){.user = user});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), 0);
     disconnect(&c);
-    char *files = gc_xasprintf("    client-certificate: %s\n    client-key: %s\n", pki.client_cert,
-                               pki.client_key);
+    char *files = gc_xasprintf("    client-certificate: %s\n    client-key: %s\n",
+                               env->pki.client_cert, env->pki.client_key);
     connect_client(&c, (setup_opts){.user = files});
     assert_int_equal(gc_kube_get(c.k, "/version", NULL, NULL, &c.err), 0);
     disconnect(&c);
@@ -767,7 +747,7 @@ static void test_request_timeout(void **state)
     assert_true(kube_test_contains(c.err.message, "no answer from the API server"));
     assert_true(kube_test_contains(c.err.message, "in time"));
     assert_int_equal(gc_kube_request_count(c.k), 1);
-    json_t *log = kube_test_server_log_ended(&server, 0);
+    json_t *log = kube_test_server_log_ended(&env->server, 0);
     const char *who = json_string_value(json_object_get(json_array_get(log, 0), "ended_by"));
     assert_string_equal(who ? who : "(not recorded)", "client");
     json_decref(log);
@@ -818,7 +798,8 @@ static void test_traces_redact_credentials(void **state)
     assert_int_equal(gc_kube_get(c.k, "/api/v1/namespaces/ns1/configmaps", NULL, NULL, &c.err), 0);
     const char *log = log_text(&c);
     char line[160];
-    snprintf(line, sizeof(line), "GET %s/api/v1/namespaces/ns1/configmaps -> 200 OK (", server.url);
+    snprintf(line, sizeof(line), "GET %s/api/v1/namespaces/ns1/configmaps -> 200 OK (",
+             env->server.url);
     assert_true(kube_test_contains(log, line));
     assert_true(kube_test_contains(log, "POST "));
     assert_true(kube_test_contains(log, "-> 201 Created ("));
@@ -890,7 +871,7 @@ static void test_huge_status_on_a_list(void **state)
                             "Status", "status", "Failure", "reason", "InternalError", "message",
                             "etcd is on fire", "details", "causes", "message", huge);
     char *text = json_dumps(doc, JSON_COMPACT);
-    assert_true(kube_test_server_script(&server, text));
+    assert_true(kube_test_server_script(&env->server, text));
     free(text);
     json_decref(doc);
     free(huge);
@@ -956,30 +937,30 @@ static void test_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_get_sends_what_the_api_expects, reset),
-        cmocka_unit_test_setup(test_sequential_requests_reuse_one_connection, reset),
-        cmocka_unit_test_setup(test_429_retried_after_retry_after, reset),
-        cmocka_unit_test_setup(test_5xx_and_resets_retried_then_given_up, reset),
-        cmocka_unit_test_setup(test_status_errors_become_one_message, reset),
-        cmocka_unit_test_setup(test_create_flags_and_body, reset),
-        cmocka_unit_test_setup(test_create_retries_only_when_safe, reset),
-        cmocka_unit_test_setup(test_create_lost_answer_found_by_name, reset),
-        cmocka_unit_test_setup(test_create_lost_answer_not_created_is_resent, reset),
-        cmocka_unit_test_setup(test_create_resent_by_libcurl_then_409_is_ours, reset),
-        cmocka_unit_test_setup(test_apply_patch_and_delete, reset),
-        cmocka_unit_test_setup(test_401_reruns_the_exec_plugin, reset),
-        cmocka_unit_test_setup(test_tls_verification, reset),
-        cmocka_unit_test_setup(test_tls_server_name, reset),
-        cmocka_unit_test_setup(test_client_certificates, reset),
-        cmocka_unit_test_setup(test_unreachable_server, reset),
-        cmocka_unit_test_setup(test_proxy_url, reset),
-        cmocka_unit_test_setup(test_request_timeout, reset),
-        cmocka_unit_test_setup(test_warnings_are_surfaced, reset),
-        cmocka_unit_test_setup(test_traces_redact_credentials, reset),
-        cmocka_unit_test_setup(test_server_text_is_made_safe, reset),
-        cmocka_unit_test_setup(test_huge_status_on_a_list, reset),
+        cmocka_unit_test_setup(test_get_sends_what_the_api_expects, kube_test_env_reset),
+        cmocka_unit_test_setup(test_sequential_requests_reuse_one_connection, kube_test_env_reset),
+        cmocka_unit_test_setup(test_429_retried_after_retry_after, kube_test_env_reset),
+        cmocka_unit_test_setup(test_5xx_and_resets_retried_then_given_up, kube_test_env_reset),
+        cmocka_unit_test_setup(test_status_errors_become_one_message, kube_test_env_reset),
+        cmocka_unit_test_setup(test_create_flags_and_body, kube_test_env_reset),
+        cmocka_unit_test_setup(test_create_retries_only_when_safe, kube_test_env_reset),
+        cmocka_unit_test_setup(test_create_lost_answer_found_by_name, kube_test_env_reset),
+        cmocka_unit_test_setup(test_create_lost_answer_not_created_is_resent, kube_test_env_reset),
+        cmocka_unit_test_setup(test_create_resent_by_libcurl_then_409_is_ours, kube_test_env_reset),
+        cmocka_unit_test_setup(test_apply_patch_and_delete, kube_test_env_reset),
+        cmocka_unit_test_setup(test_401_reruns_the_exec_plugin, kube_test_env_reset),
+        cmocka_unit_test_setup(test_tls_verification, kube_test_env_reset),
+        cmocka_unit_test_setup(test_tls_server_name, kube_test_env_reset),
+        cmocka_unit_test_setup(test_client_certificates, kube_test_env_reset),
+        cmocka_unit_test_setup(test_unreachable_server, kube_test_env_reset),
+        cmocka_unit_test_setup(test_proxy_url, kube_test_env_reset),
+        cmocka_unit_test_setup(test_request_timeout, kube_test_env_reset),
+        cmocka_unit_test_setup(test_warnings_are_surfaced, kube_test_env_reset),
+        cmocka_unit_test_setup(test_traces_redact_credentials, kube_test_env_reset),
+        cmocka_unit_test_setup(test_server_text_is_made_safe, kube_test_env_reset),
+        cmocka_unit_test_setup(test_huge_status_on_a_list, kube_test_env_reset),
         cmocka_unit_test(test_waits_after_busy_sockets),
         cmocka_unit_test(test_paths),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }

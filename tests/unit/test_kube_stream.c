@@ -23,39 +23,25 @@
 
 #define PATH "/api/v1/namespaces/ns1/configmaps"
 
-static char *tmp;
-static kube_test_pki pki;
-static kube_test_server server;
+static kube_test_env *env; /* the program's directory, PKI and scripted server */
 static gc_kube *kube;
 static test_events notices; /* what the client reported */
 
 static int setup(void **state)
 {
-    (void)state;
-    tmp = kube_test_tmpdir();
-    setenv("HOME", tmp, 1);
-    if (!kube_test_make_pki(tmp, &pki) || !kube_test_server_start(&server, &pki, tmp))
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    kube_test_server_stop(&server);
-    kube_test_pki_free(&pki);
-    kube_test_rmtree(tmp);
-    return 0;
+    int rc = kube_test_env_setup(state);
+    env = *state;
+    setenv("HOME", env->tmp, 1);
+    return rc;
 }
 
 /* A fresh client and an empty server for every test. */
 static int open_client(void **state)
 {
-    (void)state;
-    if (!kube_test_server_reset_for_new_client(&server))
+    if (kube_test_env_reset(state))
         return -1;
     test_events_init(&notices);
-    return kube_test_open_client(&server, &pki, tmp, &notices.events, 1, &kube);
+    return kube_test_open_client(&env->server, &env->pki, env->tmp, &notices.events, 1, &kube);
 }
 
 static int close_client(void **state)
@@ -68,8 +54,7 @@ static int close_client(void **state)
 
 static void script(const char *text)
 {
-    if (!kube_test_server_script_quoted(&server, text))
-        fail_msg("bad script: %s", text);
+    kube_test_env_script(env, text);
 }
 
 static const char *param(json_t *log, size_t i, const char *key)
@@ -118,7 +103,7 @@ static void test_list_pages(void **state)
     assert_string_equal(s.names.data,
                         "ConfigMap/a ConfigMap/b ConfigMap/c ConfigMap/d ConfigMap/e ");
     assert_string_equal(rv, "77");
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 3);
     for (size_t i = 0; i < 3; i++) {
         assert_string_equal(param(log, i, "limit"), "2");
@@ -190,7 +175,7 @@ static void test_list_stops_when_asked(void **state)
 static void script_doc(json_t *doc)
 {
     char *text = json_dumps(doc, JSON_COMPACT);
-    if (!kube_test_server_script(&server, text))
+    if (!kube_test_server_script(&env->server, text))
         fail_msg("bad script: %s", text);
     free(text);
     json_decref(doc);
@@ -276,7 +261,7 @@ static void test_list_page_cut_off(void **state)
     assert_true(kube_test_contains(err.message, "GET " PATH));
 
     const char *cut_before_items[] = {"{\"items\":[{\"metadata\":", NULL};
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     script_chunked_page(NULL, cut_before_items, true, 0.05);
     script_chunked_page(NULL, whole, false, 0.05);
     gc_buf_reset(&s.names);
@@ -322,7 +307,7 @@ static void test_list_cut_restarts_for_a_consumer_that_can_forget(void **state)
     assert_true(kube_test_contains(notices.lines.data, "the answer broke after some items"));
 
     /* A cut on every attempt: a bounded number of restarts, then the error. */
-    kube_test_server_reset(&server);
+    kube_test_server_reset(&env->server);
     for (int i = 0; i < 5; i++)
         script_chunked_page(NULL, page2_cut, true, 0);
     gc_buf_reset(&s.names);
@@ -421,7 +406,7 @@ static void test_lists_sent_together(void **state)
     assert_null(gone);
     assert_int_equal(gc_kube_request_count(kube), 7); /* 5 at once, the 503's retry, page 2 */
 
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 7);
     /* Each arrived while the first answer (held back for 2 s) was still being sent. */
     assert_true(in_flight(log, SECRETS) >= 2);
@@ -509,7 +494,7 @@ static void test_watch_events_bookmarks_and_resume(void **state)
     assert_int_equal(gc_kube_list_watch(kube, PATH, &opts, 20, on_event, &s, &err), 0);
     assert_string_equal(s.names.data, "ADDED a, ADDED b, SYNCED, ADDED c, MODIFIED a, "
                                       "MODIFIED c, DELETED b, ADDED d");
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 4);
     for (size_t i = 1; i < 4; i++) {
         assert_string_equal(param(log, i, "watch"), "1");
@@ -575,7 +560,7 @@ static void test_watch_times_out(void **state)
     assert_string_equal(s.names.data, "SYNCED, ADDED x");
     /* The time limit ended the watch the server held open (the client hung up), and no second
      * watch was started. */
-    json_t *log = kube_test_server_log_ended(&server, 1);
+    json_t *log = kube_test_server_log_ended(&env->server, 1);
     assert_int_equal(json_array_size(log), 2);
     assert_string_equal(ended_by(log, 1), "client");
     json_decref(log);
@@ -601,7 +586,7 @@ static void test_metadata_only_list_and_watch(void **state)
     gc_kube_list_options opts = {.accept = GC_KUBE_ACCEPT_METADATA};
     assert_int_equal(gc_kube_list_watch(kube, PATH, &opts, 20, on_event, &s, &err), 0);
     assert_string_equal(s.names.data, "ADDED m, SYNCED, MODIFIED m");
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 2);
     const char *list_accept = json_string_value(
         json_object_get(json_object_get(json_array_get(log, 0), "headers"), "accept"));
@@ -704,7 +689,7 @@ static void test_logs_of_several_containers(void **state)
     assert_int_equal(test_events_count(&notices, "notice: no logs from worker-1/tpu: container "
                                                  "\"tpu\" in pod \"worker-1\" is waiting to start"),
                      1);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 4);
     for (size_t i = 0; i < json_array_size(log); i++) {
         assert_string_equal(param(log, i, "follow"), "true");
@@ -760,7 +745,7 @@ static void test_logs_of_many_containers(void **state)
         free(text);
     }
     char *script_text = json_dumps(doc, JSON_COMPACT);
-    assert_true(kube_test_server_script(&server, script_text));
+    assert_true(kube_test_server_script(&env->server, script_text));
     free(script_text);
     json_decref(doc);
 
@@ -773,7 +758,7 @@ static void test_logs_of_many_containers(void **state)
     for (int i = 0; i < MANY_STREAMS; i++)
         assert_int_equal(m.per_stream[i], i == 7 ? 0 : 2);
     assert_int_equal(test_events_count(&notices, "notice: no logs from p7/c:"), 1);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), MANY_STREAMS);
     json_int_t most = 0;
     size_t i;
@@ -803,7 +788,7 @@ static void test_logs_all_failing_is_an_error(void **state)
                      GC_EXIT_RUNTIME);
     assert_int_equal(err.http_status, 400);
     assert_true(kube_test_contains(err.message, "a container name must be specified"));
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_null(param(log, 0, "tailLines"));
     assert_null(param(log, 0, "follow"));
     json_decref(log);
@@ -827,7 +812,7 @@ static void test_logs_stop_when_caller_says_so(void **state)
     assert_string_equal(l.text[0].data, "only line|");
     /* It ended at the first "stop", hanging up on the stream the server held for 30 s. */
     assert_int_equal(l.stops, 1);
-    json_t *log = kube_test_server_log_ended(&server, 0);
+    json_t *log = kube_test_server_log_ended(&env->server, 0);
     assert_int_equal(json_array_size(log), 1);
     assert_string_equal(ended_by(log, 0), "client");
     json_decref(log);
@@ -879,7 +864,7 @@ static void resume_after_cut(bool timestamps, const char *want)
     gc_error err = {0};
     assert_int_equal(read_logs(&opts, &l, &err), 0);
     assert_string_equal(l.text[0].data, want);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 3);
     assert_string_equal(param(log, 0, "tailLines"), "100");
     assert_string_equal(param(log, 0, "timestamps"), "true");
@@ -970,7 +955,7 @@ static void test_follow_across_a_container_restart(void **state)
     assert_int_equal(read_logs(&opts, &l, &err), 0);
     assert_string_equal(l.text[0].data, "old-1|old-2|old-3|new-1|");
     assert_int_equal(test_events_count(&notices, "p/c: the container restarted"), 1);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 4);
     assert_string_equal(param(log, 0, "follow"), "true");
     assert_string_equal(param(log, 2, "previous"), "true");
@@ -1043,7 +1028,7 @@ static void test_watch_reconnects_with_backoff(void **state)
         test_events_count(&notices, "HTTP 503 Service Unavailable); reconnecting in") != 2 ||
         test_events_count(&notices, "notice: reconnected to the API server") != 1)
         fail_msg("%s", notices.lines.data);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_true(json_array_size(log) >= lost + 2);
     for (size_t i = 1; i < json_array_size(log); i++) {
         assert_string_equal(param(log, i, "resourceVersion"), "5");
@@ -1073,7 +1058,7 @@ static void test_watch_relists_through_failures(void **state)
     if (rc)
         fail_msg("%s\n%s", err.message, notices.lines.data);
     assert_int_equal(test_events_count(&notices, "notice: connection to the API server lost"), 1);
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env->server);
     assert_string_equal(param(log, json_array_size(log) - 1, "resourceVersion"), "7");
     json_decref(log);
 }
@@ -1141,5 +1126,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_gives_up_only_at_the_timeout, open_client,
                                         close_client),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }

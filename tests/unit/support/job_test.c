@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *tmp;
-static kube_test_pki pki;
-static kube_test_server server;
+static kube_test_env env;
 static gc_kube *kube;
 static gc_buf recorded;
 
@@ -33,30 +31,25 @@ static const gc_events recorder = {.emit = record};
 
 int jt_start(const char *server_script)
 {
-    tmp = kube_test_tmpdir();
-    setenv("HOME", tmp, 1);
-    if (!kube_test_make_pki(tmp, &pki) ||
-        !kube_test_server_start_script(&server, &pki, tmp, server_script))
-        return -1;
-    return 0;
+    bool started = kube_test_env_start(&env, server_script);
+    setenv("HOME", env.tmp, 1);
+    return started ? 0 : -1;
 }
 
 int jt_stop(void **state)
 {
     (void)state;
-    kube_test_server_stop(&server);
-    kube_test_pki_free(&pki);
-    kube_test_rmtree(tmp);
+    kube_test_env_stop(&env);
     return 0;
 }
 
 int jt_open(void **state)
 {
     (void)state;
-    if (!kube_test_server_reset_for_new_client(&server))
+    if (!kube_test_server_reset_for_new_client(&env.server))
         return -1;
     gc_buf_init(&recorded);
-    return kube_test_open_client(&server, &pki, tmp, NULL, 0, &kube);
+    return kube_test_open_client(&env.server, &env.pki, env.tmp, NULL, 0, &kube);
 }
 
 int jt_close(void **state)
@@ -71,7 +64,7 @@ int jt_close(void **state)
 const char *jt_kubeconfig(void)
 {
     static char path[512];
-    snprintf(path, sizeof(path), "%s/kubeconfig", tmp);
+    snprintf(path, sizeof(path), "%s/kubeconfig", env.tmp);
     return path;
 }
 
@@ -108,7 +101,7 @@ void jt_answer(const char *method_path, json_t *answer)
 {
     json_t *script = json_pack("{s:[o]}", method_path, answer);
     char *text = json_dumps(script, JSON_COMPACT);
-    if (!kube_test_server_script(&server, text))
+    if (!kube_test_server_script(&env.server, text))
         fail_msg("the test server refused the script %s", text);
     free(text);
     json_decref(script);
@@ -216,12 +209,12 @@ void jt_watch(const char *path, json_t *events)
 
 json_t *jt_requests(void)
 {
-    return kube_test_server_log(&server);
+    return kube_test_server_log(&env.server);
 }
 
 size_t jt_request_count(void)
 {
-    json_t *log = kube_test_server_log(&server);
+    json_t *log = kube_test_server_log(&env.server);
     size_t n = json_array_size(log);
     json_decref(log);
     return n;

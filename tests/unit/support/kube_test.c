@@ -418,23 +418,35 @@ int kube_test_env_setup_dir(void **state)
     return 0;
 }
 
+bool kube_test_env_start(kube_test_env *env, const char *script)
+{
+    memset(env, 0, sizeof(*env));
+    env->tmp = kube_test_tmpdir();
+    return kube_test_make_pki(env->tmp, &env->pki) &&
+           kube_test_server_start_script(&env->server, &env->pki, env->tmp, script);
+}
+
+void kube_test_env_stop(kube_test_env *env)
+{
+    if (env->server.pid)
+        kube_test_server_stop(&env->server);
+    kube_test_pki_free(&env->pki);
+    if (env->tmp)
+        kube_test_rmtree(env->tmp);
+    memset(env, 0, sizeof(*env));
+}
+
 int kube_test_env_setup(void **state)
 {
-    kube_test_env_setup_dir(state);
-    kube_test_env *env = *state;
-    return kube_test_make_pki(env->tmp, &env->pki) &&
-                   kube_test_server_start(&env->server, &env->pki, env->tmp)
-               ? 0
-               : -1;
+    kube_test_env *env = calloc(1, sizeof(*env));
+    *state = env;
+    return kube_test_env_start(env, GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py") ? 0 : -1;
 }
 
 int kube_test_env_teardown(void **state)
 {
     kube_test_env *env = *state;
-    if (env->server.pid)
-        kube_test_server_stop(&env->server);
-    kube_test_pki_free(&env->pki);
-    kube_test_rmtree(env->tmp);
+    kube_test_env_stop(env);
     free(env);
     return 0;
 }

@@ -82,14 +82,22 @@ json_t *kube_test_server_log(kube_test_server *s);
  * read again until it says (at most 5 s; after that, as it is). Caller decrefs. */
 json_t *kube_test_server_log_ended(kube_test_server *s, size_t i);
 
-/* What a test group shares, as cmocka group state (each test gets it in *state):
- * kube_test_env_setup makes a temporary directory, a PKI and a running scripted server;
- * kube_test_env_setup_dir only the directory. kube_test_env_teardown undoes either. */
+/* What a test program shares: a temporary directory, a PKI and a running scripted server. The
+ * one place they are set up (the test programs and job_test.c call it, not copies of it). */
 typedef struct kube_test_env {
     char *tmp;
     kube_test_pki pki;
     kube_test_server server;
 } kube_test_env;
+
+/* Fills `env` with a fresh directory, a PKI and `script` (a test_server.py) running; false when
+ * any of it failed (kube_test_env_stop still cleans up). */
+bool kube_test_env_start(kube_test_env *env, const char *script);
+void kube_test_env_stop(kube_test_env *env);
+
+/* The same as cmocka group state (each test gets it in *state): kube_test_env_setup starts one
+ * on tests/kube/test_server.py; kube_test_env_setup_dir makes only the directory.
+ * kube_test_env_teardown undoes either. */
 
 int kube_test_env_setup(void **state);
 int kube_test_env_setup_dir(void **state);
