@@ -16,6 +16,9 @@ RELEASE_BUILD_DIR ?= build-release
 CMAKE_FLAGS    ?=
 PYTEST_FLAGS   ?= --durations=15
 PYTHON         ?= python3
+# How many unit and peer test programs run at once. Each makes its own temporary directory and
+# its own loopback servers on ports the kernel picks, so they are independent.
+CTEST_JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX         ?= /usr/local
 # -Werror (CMake's GCLUSTER_WERROR, off when cmake is run directly, so that packagers with a newer
 # compiler are not failed by its new warnings): on for every build made through make, so CI and
@@ -65,10 +68,11 @@ SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 # no Go, so it runs on a machine that only has the Debian packages. (--no-tests=error: a tier
 # whose label matches no test fails instead of passing empty.)
 unit-test: gcluster
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L unit
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(CTEST_JOBS) -L unit
 
 asan-test: asan-build
-	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L unit
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error \
+	    -j $(CTEST_JOBS) -L unit
 
 # Real servers the peer tier talks to on loopback, built once with Go and cached: OCI registries
 # for the image builder, and the API server's port-forward tunnel in front of the kubelet's
@@ -79,8 +83,9 @@ test-peers:
 
 # The peer tier (tests/peer/), in the normal and the ASan/UBSan build.
 peer-test: gcluster asan-build test-peers
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L peer
-	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error -L peer
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(CTEST_JOBS) -L peer
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error \
+	    -j $(CTEST_JOBS) -L peer
 
 valgrind-test: gcluster
 	scripts/valgrind-main-paths $(BUILD_DIR)/gcluster

@@ -23,7 +23,11 @@ Control endpoints (never recorded):
 
 An answer is a JSON object:
     status (200), headers {}, json {...} | body "text" | chunks [{"data": "...", "delay": s}]
-                    (a chunk with "times": n is sent n times: a long answer in a short script)
+                    (a chunk with "times": n is sent n times: a long answer in a short script;
+                    with "until_requests": n it waits, instead of its delay, until n requests
+                    are in the log, for at most the delay: an answer held back until the
+                    requests a client should send alongside it have arrived; the request's
+                    log entry then says "waited_for": "requests" or "timeout")
     hold s          keep a chunked stream open this long after its chunks
     forever "data"  after the chunks, send this chunk again and again until the client leaves
     abort true      end a chunked stream without its final chunk
@@ -244,7 +248,19 @@ class Handler(BaseHTTPRequestHandler):
             for chunk in a["chunks"]:
                 data = chunk["data"].encode()
                 for _ in range(chunk.get("times", 1)):
-                    time.sleep(chunk.get("delay", 0))
+                    if "until_requests" in chunk:
+                        deadline = time.monotonic() + chunk.get("delay", 0)
+                        waited_for = "timeout"
+                        while time.monotonic() < deadline:
+                            with STATE.lock:
+                                if len(STATE.log) >= chunk["until_requests"]:
+                                    waited_for = "requests"
+                                    break
+                            time.sleep(0.01)
+                        with STATE.lock:
+                            self.entry["waited_for"] = waited_for
+                    else:
+                        time.sleep(chunk.get("delay", 0))
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
             if a.get("forever"):
