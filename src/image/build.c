@@ -109,7 +109,7 @@ static int prepare(const gc_image_build *in, build *b, gc_error *err)
     int rc = parse_platform(b->platform_text, &b->want, err);
     if (!rc && (rc = image_reference_parse(in->base_image, &b->base, err)) != 0)
         gc_error_prefix(err, "--base-image: ");
-    if (!rc && (rc = image_image_repo_parse(in->repository, &b->target, err)) != 0)
+    if (!rc && (rc = image_repo_parse(in->repository, &b->target, err)) != 0)
         gc_error_prefix(err, "image repository: ");
     if (rc)
         return rc;

@@ -244,7 +244,7 @@ int image_reference_parse(const char *text, image_reference *ref, gc_error *err)
     return problem ? invalid(text, problem, err) : 0;
 }
 
-int image_image_repo_parse(const char *text, image_reference *ref, gc_error *err)
+int image_repo_parse(const char *text, image_reference *ref, gc_error *err)
 {
     const char *problem = parse(text, false, ref);
     return problem ? invalid(text, problem, err) : 0;

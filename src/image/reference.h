@@ -22,7 +22,7 @@ typedef struct image_reference {
 int image_reference_parse(const char *text, image_reference *ref, gc_error *err);
 
 /* Parses a repository to push to: like an image reference, without tag or digest. */
-int image_image_repo_parse(const char *text, image_reference *ref, gc_error *err);
+int image_repo_parse(const char *text, image_reference *ref, gc_error *err);
 
 void image_reference_free(image_reference *ref);
 

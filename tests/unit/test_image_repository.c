@@ -114,8 +114,7 @@ static void bad_references_say_what_is_wrong(void **state)
     }
     image_reference ref;
     gc_error err = {0};
-    assert_int_equal(image_image_repo_parse("us-docker.pkg.dev/p/r/img:tag", &ref, &err),
-                     GC_EXIT_USAGE);
+    assert_int_equal(image_repo_parse("us-docker.pkg.dev/p/r/img:tag", &ref, &err), GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "takes neither"));
 
     char long_name[300];
