@@ -19,7 +19,7 @@ PREFIX         ?= /usr/local
 
 .PHONY: all deps gcluster asan-build release-build test-peers unit-test asan-test valgrind-test \
         peer-test format format-check testenv cluster-test fault-test test demo bench clean \
-        install package install-test bench-scale scale-test
+        install package install-test bench-scale scale-test jax-venv
 
 all: gcluster
 
@@ -84,7 +84,12 @@ format-check: deps
 testenv:
 	testenv/build
 
-cluster-test: gcluster testenv
+# The venv of the real-JAX-client test (jax, jaxlib, pathwaysutils from PyPI; built once, cached
+# under ~/.cache/gcluster-testenv; tests/jax/build-venv).
+jax-venv:
+	tests/jax/build-venv >/dev/null
+
+cluster-test: gcluster testenv jax-venv
 	@scripts/install-deps --with-python
 	$(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster --ignore=tests/cluster/fault
 
