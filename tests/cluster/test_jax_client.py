@@ -13,7 +13,6 @@ sent). job connect sets the variable for CMD when the head pod's proxy container
 without it connect says what to do, and the client reaches nothing.
 """
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import grpc
 import pytest
 
 from conftest import REPO, wait_for
-from gcluster_cli import CLUSTER, GCLUSTER, Cli, submit_pathways
+from gcluster_cli import CLUSTER, GCLUSTER, submit_pathways
 from ifrt_proxy_server import SERVICE, IfrtProxyServer
 from test_job_connect import READY_TIMEOUT, proxy_ready, route, unroute
 
@@ -29,21 +28,20 @@ INSECURE = "IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS"
 VENV_TIMEOUT = 900  # a cold build downloads ~400 MB of wheels
 CLIENT_TIMEOUT = 180  # jax's import, the connection and the program, on 2 busy cores
 DEVICES = 16  # v6e-16, one slice: 4 hosts of 4 chips
-KIND = "TPU v6 lite"
 
-# What the README's headless section shows, plus the target it used.
-PROGRAM = """
-import os
 
-import jax
-import pathwaysutils
+def readme_program():
+    """The JAX program README.md's headless section shows (its python block that starts with
+    `# my_program.py`): the test runs it as it is, so the README stays true."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("```python\n  # my_program.py\n")
+    block = text[start:text.index("```\n", start + 3)].splitlines()[1:]
+    return "\n".join(line[2:] for line in block) + "\n"
 
-pathwaysutils.initialize()  # registers JAX's "proxy" backend (jax alone does not know it)
-devices = jax.devices()
-print("target:", os.environ["JAX_BACKEND_TARGET"])
-print("devices:", len(devices), devices[0].platform, devices[0].device_kind)
-print(devices)
-"""
+
+# Runs the program after printing the target job connect gave it.
+WRAPPER = ("import os, runpy, sys; print('target:', os.environ['JAX_BACKEND_TARGET'], flush=True); "
+           "runpy.run_path(sys.argv[1], run_name='__main__')")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +57,7 @@ def venv_python():
 
 @pytest.fixture
 def proxy_server():
-    server = IfrtProxyServer(devices=DEVICES, kind=KIND)
+    server = IfrtProxyServer(devices=DEVICES, kind="TPU v6 lite")
     yield server
     server.close()
 
@@ -74,8 +72,8 @@ def wait_for_route(cli, job, server):
     after it is created): one GetVersion call through a `job connect` of its own, from grpcio.
     The server's record of calls is then cleared, so that the test sees only its client's."""
     env = cli.env()
-    with subprocess.Popen([str(GCLUSTER), "job", "connect", job, *CLUSTER, "--local-port", "0",
-                           "--env"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    with subprocess.Popen([str(GCLUSTER), "job", "connect", job, *CLUSTER, "--local-port", "0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           stdin=subprocess.DEVNULL, text=True, env=env) as connect:
         try:
             target = ""
@@ -97,12 +95,12 @@ def wait_for_route(cli, job, server):
 
 
 def run_client(cli, job, venv_python, tmp_path, extra_env=None):
-    prog = tmp_path / "prog.py"
-    prog.write_text(PROGRAM)
+    prog = tmp_path / "my_program.py"
+    prog.write_text(readme_program())
     env = cli.env(extra_env)
     env.pop(INSECURE, None)  # only what job connect sets
     return subprocess.run([str(GCLUSTER), "job", "connect", job, *CLUSTER, "--local-port", "0",
-                           "--", venv_python, str(prog)], capture_output=True, text=True,
+                           "--", venv_python, "-c", WRAPPER, str(prog)], capture_output=True, text=True,
                           env=env, timeout=CLIENT_TIMEOUT)
 
 
@@ -115,8 +113,10 @@ def test_jax_devices_through_connect(cli, venv_python, proxy_server, tmp_path):
         proc = run_client(cli, job, venv_python, tmp_path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         lines = proc.stdout.splitlines()
-        assert f"devices: {DEVICES} tpu {KIND}" in lines, proc.stdout
-        assert "TpuDevice(id=15, process_index=0" in proc.stdout
+        # print(jax.devices()): every device the server listed, as the proxy client made them.
+        assert lines[-1] == "[" + ", ".join(
+            f"TpuDevice(id={d}, process_index=0, coords=({d % 4},{d // 4},0), core_on_chip=0)"
+            for d in range(DEVICES)) + "]", proc.stdout
         # The client's target was job connect's local listener, not the server: its calls came
         # through the tunnel.
         target = next(line for line in lines if line.startswith("target: "))
@@ -141,11 +141,13 @@ def test_env_lines_name_the_credentials(cli, tmp_path):
     """--env prints the variable too when the proxy serves plaintext gRPC."""
     job = "jax-env"
     headless_job(cli, job, "--pathways-proxy-env", f"{INSECURE}=true")
+    env = cli.env()
+    env.pop(INSECURE, None)
     proc = subprocess.run(
         ["sh", "-c", f'eval "$({GCLUSTER} job connect {job} {" ".join(CLUSTER)} --local-port 0 '
                      f'--env 2>{tmp_path / "err"} & echo PID=$!)"; echo "${INSECURE}"; '
                      f'kill $PID'],
-        capture_output=True, text=True, env=cli.env(), timeout=READY_TIMEOUT)
+        capture_output=True, text=True, env=env, timeout=READY_TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "true", proc.stdout
 
