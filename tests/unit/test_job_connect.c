@@ -437,6 +437,23 @@ static void test_cli_refuses_before_sending(void **state)
                  "--dry-run-out");
 }
 
+/* --help says what a JAX program needs that connect cannot give it, and what connect decides. */
+static void test_help_names_what_a_jax_program_needs(void **state)
+{
+    (void)state;
+    cli_result res;
+    run_cli(&res, (const char *const[]){"job", "connect", "--help", NULL}, NULL);
+    assert_int_equal(res.exit_code, 0);
+    const char *want[] = {"must call\npathwaysutils.initialize()",
+                          "jaxlib's client speaks ALTS gRPC unless "
+                          "IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true",
+                          "connect sets\nit for CMD too"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+        if (!strstr(res.out.data, want[i]))
+            fail_msg("--help lacks \"%s\":\n%s", want[i], res.out.data);
+    cli_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_port_in_use, jt_open, jt_close),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_cli_refuses_before_sending),
+        cmocka_unit_test(test_help_names_what_a_jax_program_needs),
     };
     return cmocka_run_group_tests(tests, setup, jt_stop);
 }
