@@ -6,9 +6,10 @@ makes two calls:
 
 1. `GetVersion` (unary): a `GrpcGetVersionRequest` with the lowest and highest protocol and
    IFRT SerDes versions it speaks; the answer (`GrpcGetVersionResponse`) picks one of each.
-2. `IfrtSession` (a bidirectional stream), opened with the chosen version in the binary metadata
-   `ifrt-proxy-grpc-ifrt-session-metadata-bin`: its first `IfrtRequest` is an `init_request`, answered
-   by an `IfrtResponse` whose `init_response` lists the platform, the devices and their memories.
+2. `IfrtSession` (a bidirectional stream), opened with the chosen version in the binary
+   metadata `ifrt-proxy-grpc-ifrt-session-metadata-bin`: its first `IfrtRequest` is an
+   `init_request`, answered by an `IfrtResponse` whose `init_response` lists the platform, the
+   devices and their memories.
    Every answer carries the request's `op_id` in its `response_metadata`.
 
 The messages are encoded here by hand (protobuf's wire format: a key of field number and wire
@@ -227,6 +228,9 @@ class IfrtProxyServer:
                     UNIMPLEMENTED, f"the test server answers only init_request, not field "
                                    f"{kinds} of IfrtRequest"))
 
+    def wait(self):
+        self._server.wait_for_termination()
+
     def close(self):
         self._server.stop(grace=None)
 
@@ -243,7 +247,7 @@ def main():
 
     server = IfrtProxyServer(args.port, args.devices, args.kind, on_call=show)
     print(json.dumps({"port": server.port}), flush=True)
-    server._server.wait_for_termination()
+    server.wait()
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def readme_program():
 
 
 # Runs the program after printing the target job connect gave it.
-WRAPPER = ("import os, runpy, sys; print('target:', os.environ['JAX_BACKEND_TARGET'], flush=True); "
+WRAPPER = ("import os, runpy, sys; "
+           "print('target:', os.environ['JAX_BACKEND_TARGET'], flush=True); "
            "runpy.run_path(sys.argv[1], run_name='__main__')")
 
 
