@@ -28,7 +28,7 @@ CMAKE_CONFIGURE = -DGCLUSTER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 .PHONY: all deps gcluster asan-build release-build test-peers unit-test asan-test valgrind-test \
         peer-test format format-check check-layers testenv cluster-test fault-test test demo bench clean \
-        install package install-test bench-scale scale-test
+        install package install-test bench-scale scale-test jax-venv
 
 all: gcluster
 
@@ -108,10 +108,15 @@ check-layers:
 testenv:
 	testenv/build
 
+# The venv of the real-JAX-client test (jax, jaxlib, pathwaysutils from PyPI; built once, cached
+# under ~/.cache/gcluster-testenv; tests/jax/build-venv).
+jax-venv:
+	tests/jax/build-venv >/dev/null
+
 # Each tier starts its own control plane: KUBECONFIG_TESTENV (a running environment to reuse,
 # tests/cluster/conftest.py) is unset, because the compatibility matrix starts a second one and
 # the fault tier restarts its API server, and with it set those tests fail rather than skip.
-cluster-test: gcluster testenv
+cluster-test: gcluster testenv jax-venv
 	@scripts/install-deps --with-python
 	env -u KUBECONFIG_TESTENV $(PYTHON) -m pytest -ra $(PYTEST_FLAGS) tests/cluster \
 	    --ignore=tests/cluster/fault

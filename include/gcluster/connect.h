@@ -26,6 +26,14 @@
  * takes minutes on GKE. */
 #define GC_CONNECT_DEFAULT_WAIT "20m"
 
+/* The variable that makes jaxlib's IFRT proxy client (and the proxy server) use plaintext gRPC
+ * instead of ALTS, when it is exactly "true". ALTS needs Google Cloud's metadata server, so a
+ * client elsewhere fails with "Invalid credentials" before it sends a byte; and a plaintext
+ * client cannot talk to an ALTS server, nor the other way round. job connect sets it for CMD (and
+ * prints it) when the head pod's proxy container has it "true", and otherwise says what the
+ * client needs. */
+#define GC_CONNECT_INSECURE_ENV "IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS"
+
 typedef struct gc_connect_request {
     const char *name;
     const char *address;  /* --address: where to listen; NULL: 127.0.0.1 */
@@ -42,9 +50,12 @@ typedef struct gc_connect_request {
 
 /* Where a JAX client finds the proxy once the tunnel works. */
 typedef struct gc_connect_ready {
-    const char *pod;        /* the head pod forwarded to */
-    const char *listen;     /* "127.0.0.1:29000", as bound */
-    const char *const *env; /* "JAX_PLATFORMS=proxy", "JAX_BACKEND_TARGET=grpc://HOST:PORT", NULL */
+    const char *pod;    /* the head pod forwarded to */
+    const char *listen; /* "127.0.0.1:29000", as bound */
+    /* "JAX_PLATFORMS=proxy", "JAX_BACKEND_TARGET=grpc://HOST:PORT", and
+     * "IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true" when the proxy serves plaintext gRPC;
+     * NULL-terminated. */
+    const char *const *env;
 } gc_connect_ready;
 
 typedef struct gc_connect_hooks {

@@ -72,7 +72,16 @@ const cli_command cmd_job_connect = {
         "Prints JAX_PLATFORMS=proxy and JAX_BACKEND_TARGET=grpc://127.0.0.1:PORT, or runs CMD\n"
         "with them set and exits with its status. A broken connection to the API server or a\n"
         "replaced head pod is healed: the local port stays, new connections go to the new pod.\n"
-        "Ends with Ctrl-C, with CMD, or when the job ends (exit 1, saying why).",
+        "Ends with Ctrl-C, with CMD, or when the job ends (exit 1, saying why).\n"
+        "\n"
+        "A JAX program (jax, jaxlib and pathwaysutils from PyPI) must call\n"
+        "pathwaysutils.initialize() before it uses JAX: that registers the proxy backend, which\n"
+        "jax alone does not know (\"Backend 'proxy' is not in the list of known backends\").\n"
+        "jaxlib's client speaks ALTS gRPC unless IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true;\n"
+        "ALTS only works on Google Cloud machines (elsewhere: \"Invalid credentials\"). When the\n"
+        "head pod's pathways-proxy container has that variable \"true\" (plaintext gRPC: submit\n"
+        "with --pathways-proxy-env IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true), connect sets\n"
+        "it for CMD too, and prints it with the others; otherwise it says so.",
     .options = connect_options,
     .args_size = sizeof(connect_args),
     .init_args = connect_defaults,

@@ -96,7 +96,8 @@ typedef struct connect_run {
     /* Where connections go. */
     bool have_target;
     char pod[256], pod_uid[64];
-    char forwarded[256]; /* the pod of the last tunnel that worked */
+    job_proxy_credentials credentials; /* of the target's proxy */
+    char forwarded[256];               /* the pod of the last tunnel that worked */
     gc_kube_tunnel *tunnel;
     char open_error[GC_ERROR_MAX]; /* why the last tunnel could not be opened */
     long long reopen_at_ms;
@@ -436,12 +437,39 @@ static const char *plural(size_t n)
     return n == 1 ? "" : "s";
 }
 
-static int start_command(connect_run *c, const char *const *env, gc_error *err)
+static int start_command(connect_run *c, const char *const *env, size_t count, gc_error *err)
 {
-    gc_process p = {.argv = c->r->command, .env_add = (char *const *)env, .env_add_count = 2};
+    gc_process p = {.argv = c->r->command, .env_add = (char *const *)env, .env_add_count = count};
     int rc = gc_process_start(&p, &c->child, err);
     c->child_running = rc == 0;
     return rc;
+}
+
+/* jaxlib's IFRT proxy client must speak the proxy's kind of gRPC: plaintext when the proxy's
+ * container has IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true (then the client needs the same
+ * variable, and gets it here), ALTS otherwise (which only Google Cloud machines have: elsewhere
+ * the client fails with "Invalid credentials" before it sends a byte, and the fix is on the
+ * server's side, so it is said, not set). */
+static void credentials_advice(connect_run *c, const char **env, size_t *count)
+{
+    if (c->credentials == JOB_PROXY_PLAINTEXT) {
+        env[(*count)++] = GC_CONNECT_INSECURE_ENV "=true";
+    } else if (c->credentials == JOB_PROXY_ALTS) {
+        gc_notice(c->ev,
+                  "the IFRT proxy of head pod %s uses ALTS credentials (its pathways-proxy "
+                  "container does not set " GC_CONNECT_INSECURE_ENV "=true), which only Google "
+                  "Cloud machines have; elsewhere jaxlib fails with \"Invalid credentials\": "
+                  "submit the job with --pathways-proxy-env " GC_CONNECT_INSECURE_ENV "=true, "
+                  "and job connect sets the variable for the client too",
+                  c->pod);
+    } else {
+        gc_notice(c->ev,
+                  "the IFRT proxy of head pod %s takes " GC_CONNECT_INSECURE_ENV " from a "
+                  "ConfigMap or Secret, so job connect cannot tell which gRPC credentials it "
+                  "uses: if it is \"true\" there, set " GC_CONNECT_INSECURE_ENV "=true for the "
+                  "client too",
+                  c->pod);
+    }
 }
 
 /* The first tunnel works: the client may come. */
@@ -453,12 +481,14 @@ static int announce(connect_run *c, gc_error *err)
     gc_notice(c->ev, "forwarding %s to port %d of head pod %s (job %s) through the API server%s",
               c->listen, GC_CONNECT_PROXY_PORT, c->pod, c->r->name,
               c->r->command ? "" : "; Ctrl-C ends it");
-    const char *env[] = {"JAX_PLATFORMS=proxy", c->backend, NULL};
+    const char *env[4] = {"JAX_PLATFORMS=proxy", c->backend};
+    size_t count = 2;
+    credentials_advice(c, env, &count);
     if (c->hooks && c->hooks->ready) {
         gc_connect_ready ready = {.pod = c->pod, .listen = c->listen, .env = env};
         c->hooks->ready(c->hooks->ctx, &ready);
     }
-    return c->r->command ? start_command(c, env, err) : 0;
+    return c->r->command ? start_command(c, env, count, err) : 0;
 }
 
 static bool stop_pending(const connect_run *c)
@@ -621,6 +651,7 @@ static int apply_view(connect_run *c, gc_error *err)
     c->have_target = true;
     snprintf(c->pod, sizeof(c->pod), "%s", v->pod);
     snprintf(c->pod_uid, sizeof(c->pod_uid), "%s", v->uid);
+    c->credentials = v->credentials;
     c->reopen_at_ms = gc_clock_ms();
     c->reopen_failures = 0;
     return 0;

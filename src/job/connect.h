@@ -14,11 +14,22 @@ typedef enum job_connect_state {
     JOB_CONNECT_ENDED, /* the job is over, or never had a proxy: `text` says why */
 } job_connect_state;
 
+/* How the head pod's IFRT proxy serves gRPC, from its pathways-proxy container's environment.
+ * The proxy server (like jaxlib's client) uses plaintext gRPC only when
+ * IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS is exactly "true"; otherwise ALTS, which only works
+ * between machines on Google Cloud. */
+typedef enum job_proxy_credentials {
+    JOB_PROXY_ALTS,      /* the variable is not set, or not to "true" */
+    JOB_PROXY_PLAINTEXT, /* IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true */
+    JOB_PROXY_UNKNOWN,   /* it may come from a ConfigMap or Secret (valueFrom, envFrom) */
+} job_proxy_credentials;
+
 typedef struct job_connect_view {
     job_connect_state state;
     char pod[256];
     char uid[64];
-    bool queued; /* waiting for Kueue: its Workload says why */
+    job_proxy_credentials credentials; /* of `pod`'s proxy, when READY */
+    bool queued;                       /* waiting for Kueue: its Workload says why */
     char text[1024];
 } job_connect_view;
 
@@ -28,5 +39,8 @@ typedef struct job_connect_view {
  * counts. */
 void job_connect_judge(const char *name, const json_t *jobset, const json_t *head_pods,
                        const json_t *workloads, job_connect_view *view);
+
+/* The credentials the IFRT proxy of `pod` (a head pod) serves with. */
+job_proxy_credentials job_proxy_credentials_of(const json_t *pod);
 
 #endif

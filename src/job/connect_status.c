@@ -10,6 +10,7 @@
  */
 #include "job/connect.h"
 
+#include "gcluster/connect.h"
 #include "gcluster/job.h"
 #include "gcluster/manifest.h"
 #include "job/diagnose.h"
@@ -104,6 +105,44 @@ static void say(job_connect_view *v, job_connect_state state, const char *fmt, .
     va_end(ap);
 }
 
+/* The pathways-proxy container's spec: a regular container in a headless job, a native sidecar
+ * (an init container) in a full one. */
+static const json_t *proxy_container(const json_t *pod)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    const json_t *spec = json_object_get(pod, "spec");
+    for (size_t l = 0; l < sizeof(lists) / sizeof(*lists); l++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            if (!strcmp(str(c, "name"), PROXY_CONTAINER))
+                return c;
+        }
+    }
+    return NULL;
+}
+
+job_proxy_credentials job_proxy_credentials_of(const json_t *pod)
+{
+    const json_t *proxy = proxy_container(pod);
+    size_t i;
+    const json_t *e;
+    /* An entry of env wins over envFrom, and a later entry of the same name over an earlier one
+     * (Kubernetes' rule), so the last entry decides. */
+    const json_t *last = NULL;
+    json_array_foreach(json_object_get(proxy, "env"), i, e)
+    {
+        if (!strcmp(str(e, "name"), GC_CONNECT_INSECURE_ENV))
+            last = e;
+    }
+    if (last && json_object_get(last, "valueFrom"))
+        return JOB_PROXY_UNKNOWN;
+    if (last)
+        return !strcmp(str(last, "value"), "true") ? JOB_PROXY_PLAINTEXT : JOB_PROXY_ALTS;
+    return json_array_size(json_object_get(proxy, "envFrom")) ? JOB_PROXY_UNKNOWN : JOB_PROXY_ALTS;
+}
+
 static void judge_pod(const json_t *pod, job_connect_view *v)
 {
     const json_t *metadata = json_object_get(pod, "metadata");
@@ -131,6 +170,7 @@ static void judge_pod(const json_t *pod, job_connect_view *v)
     bool ready = proxy ? json_is_true(json_object_get(proxy, "ready"))
                        : !strcmp(str(status_condition(pod, "Ready"), "status"), "True");
     if (ready) {
+        v->credentials = job_proxy_credentials_of(pod);
         say(v, JOB_CONNECT_READY, "head pod %s is running, its IFRT proxy ready", name);
         return;
     }

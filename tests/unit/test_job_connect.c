@@ -124,6 +124,85 @@ static void test_judge_ready(void **state)
     assert_string_equal(v.uid, "u1");
 }
 
+/* A head pod whose proxy container (`list`: containers in a headless job, initContainers in a
+ * full one) has `env` (JSON, or NULL for none) and `env_from`. */
+static json_t *head_with_env(const char *list, const char *env, bool env_from)
+{
+    json_t *pod = running_head(HEAD, "u1", true, "2026-01-01T00:00:00Z");
+    json_t *proxy = json_pack("{s:s}", "name", "pathways-proxy");
+    if (env)
+        json_object_set_new(proxy, "env", jt_json(env));
+    if (env_from)
+        json_object_set_new(proxy, "envFrom", jt_json("[{'configMapRef': {'name': 'proxy'}}]"));
+    json_object_set_new(pod, "spec", json_pack("{s:[]}", "containers"));
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *containers = json_object_get(spec, list);
+    if (!containers) {
+        containers = json_array();
+        json_object_set_new(spec, list, containers);
+    }
+    json_array_append_new(containers, proxy);
+    return pod;
+}
+
+static job_proxy_credentials judged_credentials(json_t *pod)
+{
+    job_connect_view v;
+    judge(jt_jobset("pw", 1), list_of(pod), NULL, &v);
+    assert_int_equal(v.state, JOB_CONNECT_READY);
+    return v.credentials;
+}
+
+/* The proxy serves plaintext gRPC only with IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS exactly
+ * "true" (the last entry of that name wins, as in Kubernetes); one from a ConfigMap or Secret
+ * cannot be known. */
+static void test_judge_proxy_credentials(void **state)
+{
+    (void)state;
+    const char *plain = "[{'name': 'IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS', 'value': 'true'}]";
+    assert_int_equal(judged_credentials(head_with_env("containers", plain, false)),
+                     JOB_PROXY_PLAINTEXT);
+    assert_int_equal(judged_credentials(head_with_env("initContainers", plain, false)),
+                     JOB_PROXY_PLAINTEXT);
+    /* envFrom does not matter when env has it: env wins. */
+    assert_int_equal(judged_credentials(head_with_env("containers", plain, true)),
+                     JOB_PROXY_PLAINTEXT);
+    assert_int_equal(judged_credentials(head_with_env("containers", NULL, false)), JOB_PROXY_ALTS);
+    assert_int_equal(judged_credentials(head_with_env("containers",
+                                                      "[{'name': 'XLA_FLAGS', "
+                                                      "'value': 'true'}]",
+                                                      false)),
+                     JOB_PROXY_ALTS);
+    /* An older XLA revision took "yes"; jaxlib's client and the proxy take only "true". */
+    assert_int_equal(
+        judged_credentials(head_with_env(
+            "containers", "[{'name': 'IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS', 'value': 'yes'}]",
+            false)),
+        JOB_PROXY_ALTS);
+    assert_int_equal(judged_credentials(head_with_env(
+                         "containers",
+                         "[{'name': 'IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS', 'value': 'true'}, "
+                         "{'name': 'IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS', 'value': 'false'}]",
+                         false)),
+                     JOB_PROXY_ALTS);
+    assert_int_equal(
+        judged_credentials(head_with_env("containers",
+                                         "[{'name': 'IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS', "
+                                         "'valueFrom': {'configMapKeyRef': {'name': 'p', 'key': "
+                                         "'k'}}}]",
+                                         false)),
+        JOB_PROXY_UNKNOWN);
+    assert_int_equal(judged_credentials(head_with_env("containers", NULL, true)),
+                     JOB_PROXY_UNKNOWN);
+    /* Another container's variable is not the proxy's. */
+    json_t *pod = head_with_env("containers", NULL, false);
+    json_array_insert_new(json_object_get(json_object_get(pod, "spec"), "containers"), 0,
+                          jt_json("{'name': 'jax', 'env': [{'name': "
+                                  "'IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS', 'value': "
+                                  "'true'}]}"));
+    assert_int_equal(judged_credentials(pod), JOB_PROXY_ALTS);
+}
+
 /* A restart's old head pod is terminating while its successor runs: the successor counts. */
 static void test_judge_picks_the_replacement(void **state)
 {
@@ -358,6 +437,23 @@ static void test_cli_refuses_before_sending(void **state)
                  "--dry-run-out");
 }
 
+/* --help says what a JAX program needs that connect cannot give it, and what connect decides. */
+static void test_help_names_what_a_jax_program_needs(void **state)
+{
+    (void)state;
+    cli_result res;
+    run_cli(&res, (const char *const[]){"job", "connect", "--help", NULL}, NULL);
+    assert_int_equal(res.exit_code, 0);
+    const char *want[] = {"must call\npathwaysutils.initialize()",
+                          "jaxlib's client speaks ALTS gRPC unless "
+                          "IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true",
+                          "connect sets\nit for CMD too"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+        if (!strstr(res.out.data, want[i]))
+            fail_msg("--help lacks \"%s\":\n%s", want[i], res.out.data);
+    cli_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_judge_waits_for_scheduling),
         cmocka_unit_test(test_judge_waits_for_the_proxy),
         cmocka_unit_test(test_judge_ready),
+        cmocka_unit_test(test_judge_proxy_credentials),
         cmocka_unit_test(test_judge_picks_the_replacement),
         cmocka_unit_test(test_judge_over),
         cmocka_unit_test_setup_teardown(test_missing_job, jt_open, jt_close),
@@ -374,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_port_in_use, jt_open, jt_close),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_cli_refuses_before_sending),
+        cmocka_unit_test(test_help_names_what_a_jax_program_needs),
     };
     return cmocka_run_group_tests(tests, setup, jt_stop);
 }
