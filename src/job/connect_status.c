@@ -12,8 +12,8 @@
 
 #include "gcluster/job.h"
 #include "gcluster/manifest.h"
-#include "job/diagnose.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <stdarg.h>
 #include <stdio.h>

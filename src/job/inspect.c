@@ -8,8 +8,8 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
-#include "job/diagnose.h"
 #include "job/lookup.h"
+#include "job/object.h"
 #include "job/why.h"
 
 #include <stdio.h>
@@ -31,14 +31,13 @@ static void report_overview(gc_inspect_report *r, const job_why_inputs *d, const
 {
     char compute[96];
     const json_t *policy = json_object_get(json_object_get(d->jobset, "spec"), "failurePolicy");
-    r->name = job_strdup_or_null(job_meta_string(d->jobset, NULL, "name"));
-    r->ns = job_strdup_or_null(job_meta_string(d->jobset, NULL, "namespace"));
+    r->name = job_strdup_or_null(job_field(d->jobset, NULL, "name"));
+    r->ns = job_strdup_or_null(job_field(d->jobset, NULL, "namespace"));
     r->compute = job_compute(d->jobset, compute, sizeof(compute)) ? gc_xstrdup(compute) : NULL;
-    r->topology =
-        job_strdup_or_null(job_meta_string(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY));
+    r->topology = job_strdup_or_null(job_field(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY));
     r->pathways = job_pathways_mode(d->jobset);
-    r->queue = job_strdup_or_null(job_meta_string(d->jobset, "labels", GC_LABEL_QUEUE));
-    r->created = job_strdup_or_null(job_meta_string(d->jobset, NULL, "creationTimestamp"));
+    r->queue = job_strdup_or_null(job_field(d->jobset, "labels", GC_LABEL_QUEUE));
+    r->created = job_strdup_or_null(job_field(d->jobset, NULL, "creationTimestamp"));
     r->finished = job_strdup_or_null(f->completed_at);
     r->restarts = f->restarts;
     r->max_restarts = long_at(policy, "maxRestarts");
@@ -72,7 +71,7 @@ static void report_kueue(gc_kueue_state *k, const json_t *workload, const gc_job
 {
     if (!workload)
         return;
-    k->workload = job_strdup_or_null(job_meta_string(workload, NULL, "name"));
+    k->workload = job_strdup_or_null(job_field(workload, NULL, "name"));
     k->admitted = f->admitted;
     if (f->admitted) {
         const json_t *admission = json_object_get(json_object_get(workload, "status"), "admission");
@@ -133,7 +132,7 @@ static long restarts_of(const json_t *pod)
 /* A numeric label (the Job and completion indexes), or -1. */
 static long index_label(const json_t *pod, const char *key)
 {
-    const char *value = job_meta_string(pod, "labels", key);
+    const char *value = job_field(pod, "labels", key);
     if (!value || !*value)
         return -1;
     char *end;
@@ -175,7 +174,7 @@ static bool troubled(const json_t *cs, void *ctx)
 
 static const char *pod_reason(const json_t *pod)
 {
-    if (job_meta_string(pod, NULL, "deletionTimestamp"))
+    if (job_field(pod, NULL, "deletionTimestamp"))
         return "Terminating";
     const char *own = string_at(json_object_get(pod, "status"), "reason");
     if (own)
@@ -198,9 +197,9 @@ static void report_pods(gc_inspect_report *r, const json_t *pods)
     json_array_foreach(pods, i, pod)
     {
         r->pods[i] = (gc_job_pod){
-            .name = job_strdup_or_null(job_meta_string(pod, NULL, "name")),
+            .name = job_strdup_or_null(job_field(pod, NULL, "name")),
             .role = job_strdup_or_null(
-                job_meta_string(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name")),
+                job_field(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name")),
             .slice = index_label(pod, "jobset.sigs.k8s.io/job-index"),
             .host = index_label(pod, "batch.kubernetes.io/job-completion-index"),
             .phase = job_strdup_or_null(string_at(json_object_get(pod, "status"), "phase")),
