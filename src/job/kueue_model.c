@@ -358,13 +358,6 @@ static void forget_misses(kueue_answer *out)
 static bool admit_pod_set(model *m, const kueue_pod_set *p, kueue_answer *out)
 {
     const json_t *groups = json_object_get(json_object_get(m->cq, "spec"), "resourceGroups");
-    const char *missing = uncovered(groups, p);
-    if (missing) {
-        out->outcome = KUEUE_UNCOVERED;
-        out->resource = missing;
-        out->need = need_of(p, missing);
-        return false;
-    }
     json_t *flavors = json_object();
     size_t i;
     const json_t *group;
@@ -400,6 +393,19 @@ kueue_outcome job_kueue_admit(const json_t *cluster_queue, const json_t *flavors
 {
     memset(out, 0, sizeof(*out));
     out->assignments = json_array();
+    /* A resource no group covers first, in any pod set: no quota or flavor would help. */
+    const json_t *groups =
+        json_object_get(json_object_get(cluster_queue, "spec"), "resourceGroups");
+    for (size_t i = 0; i < n; i++) {
+        const char *missing = uncovered(groups, &sets[i]);
+        if (missing) {
+            out->outcome = KUEUE_UNCOVERED;
+            out->pod_set = i;
+            out->resource = missing;
+            out->need = need_of(&sets[i], missing);
+            return out->outcome;
+        }
+    }
     model m = {.cq = cluster_queue, .flavors = flavors, .when = when, .planned = json_object()};
     for (size_t i = 0; i < n; i++) {
         if (!admit_pod_set(&m, &sets[i], out)) {

@@ -68,6 +68,7 @@ typedef struct kueue_answer {
  * flavor in the group's order whose node labels the pods' node selection matches (on the label
  * keys of that group's flavors only), whose NoSchedule/NoExecute taints the pods (or the flavor's
  * own tolerations) tolerate, and that has room for all of the pod set's requests of the group.
+ * A resource no group covers, in any pod set, is the answer before any flavor is looked at.
  * `flavors` NULL (not read): every flavor suits every pod set, and only quota decides.
  * Fills `out` (free with job_kueue_answer_free; its `resource` of KUEUE_UNCOVERED lives as long
  * as the pod sets) and returns its outcome. */

@@ -248,6 +248,14 @@ static void workers_want_a_gpu(fixture *f)
             " \"google.com/tpu\": \"4\", \"memory\": \"360Gi\", \"nvidia.com/gpu\": \"1\"}}}]");
 }
 
+/* The head short of cpu too: the resource no quota covers is the answer (raising a quota would
+ * not help). */
+static void head_short_and_workers_want_a_gpu(fixture *f)
+{
+    workers_want_a_gpu(f);
+    json_object_set_new(quota(f, "pathways-flavor", "cpu"), "nominalQuota", json_string("1"));
+}
+
 /* Required node affinity for v5p beside the v6e node selector: no flavor has both. */
 static void workers_require_v5p(fixture *f)
 {
@@ -329,6 +337,10 @@ static const kcase cases[] = {
      .submit_says = "the workers request nvidia.com/gpu, which ClusterQueue cluster-queue has no "
                     "quota for",
      .why_says = "cluster queue cluster-queue has no quota for nvidia.com/gpu at all"},
+    {"uncovered resource before quota", head_short_and_workers_want_a_gpu, KUEUE_UNCOVERED,
+     "worker", "nvidia.com/gpu", .need = 4, .why_reason = "QuotaShort",
+     .submit_says = "the workers request nvidia.com/gpu",
+     .why_says = "has no quota for nvidia.com/gpu at all"},
     {"affinity no flavor has", workers_require_v5p, KUEUE_NO_FLAVOR, "worker",
      .why_reason = "NoFlavor", .submit_says = "has no flavor for the google.com/tpu",
      .why_says = "no flavor of cluster queue cluster-queue is for such nodes"},
