@@ -389,6 +389,10 @@ typedef struct gc_inspect_report {
     size_t pod_count;
     gc_job_warning *warnings; /* oldest first, at most GC_INSPECT_MAX_WARNINGS */
     size_t warning_count;
+    /* Groups of warnings left out because a later success superseded them (a Job's failed pod
+     * creations once it has all its pods, a pod's failed scheduling once it is bound, a
+     * Workload's Pending once it is admitted). */
+    size_t resolved_warning_count;
     json_t *manifest;        /* with `show`: the stored JobSet without managedFields and status */
     gc_diagnosis *diagnosis; /* as `job why` says it */
 } gc_inspect_report;

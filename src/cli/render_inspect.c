@@ -222,11 +222,21 @@ static void print_pods(const printer *p, const gc_inspect_report *r)
     }
 }
 
-/* Each group once, with how often and the latest message cut to one line. */
+/* Each group once, with how often and the latest message cut to one line; the ones a later
+ * success superseded only counted. */
 static void print_warnings(const printer *p, const gc_inspect_report *r, long long now)
 {
-    if (!r->warning_count)
+    size_t resolved = r->resolved_warning_count;
+    if (!r->warning_count) {
+        if (resolved) {
+            line(p, "%s", "");
+            line(p,
+                 "Recent warnings: none unresolved (%zu since resolved: retries that later "
+                 "succeeded)",
+                 resolved);
+        }
         return;
+    }
     line(p, "%s", "");
     line(p, "Recent warnings:");
     for (size_t i = 0; i < r->warning_count; i++) {
@@ -236,6 +246,8 @@ static void print_warnings(const printer *p, const gc_inspect_report *r, long lo
         line(p, "  %-5s %s/%s: %s (x%ld): %.160s%s", age, w->kind, w->object, w->reason, w->count,
              w->message, strlen(w->message) > 160 ? "..." : "");
     }
+    if (resolved)
+        line(p, "  (and %zu since resolved: retries that later succeeded)", resolved);
 }
 
 int cli_render_inspect_text(FILE *out, const gc_inspect_report *r, bool all_pods, gc_error *err)
@@ -361,6 +373,8 @@ json_t *cli_inspect_json(const gc_inspect_report *r)
     json_object_set_new(doc, "replicated_jobs", replicated_jobs_json(r));
     json_object_set_new(doc, "pods", pods_json(r));
     json_object_set_new(doc, "warnings", warnings_json(r));
+    json_object_set_new(doc, "resolved_warnings",
+                        json_integer((json_int_t)r->resolved_warning_count));
     json_object_set_new(doc, "slices", slices_json(r));
     if (r->manifest)
         json_object_set(doc, "manifest", r->manifest);

@@ -7,6 +7,7 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static int on_event(enum gc_kube_event_type type, json_t *object, void *ctx, gc_
 {
     (void)err;
     gone_state *s = ctx;
-    const char *name = job_meta_string(object, NULL, "name");
+    const char *name = job_field(object, NULL, "name");
     if (type == GC_KUBE_ADDED && name) {
         json_object_set_new(s->present, name, json_true());
     } else if (type == GC_KUBE_DELETED && name && json_object_get(s->present, name)) {
@@ -120,7 +121,7 @@ int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev
     if (!rc) {
         out->name = gc_xstrdup(r->name);
         out->ns = gc_xstrdup(gc_kube_namespace(kube));
-        out->uid = job_strdup_or_null(job_meta_string(deleted, NULL, "uid"));
+        out->uid = job_strdup_or_null(job_field(deleted, NULL, "uid"));
     }
     json_decref(deleted);
     if (!rc && r->wait)

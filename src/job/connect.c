@@ -19,6 +19,7 @@
 #include "gcluster/sys.h"
 #include "job/connect.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -673,7 +674,7 @@ static int finish_check(connect_run *c, gc_error *err)
         if (wl && wl->rc && wl->err.http_status == 404 && !strcmp(c->workloads_version, "v1beta2"))
             c->workloads_version = "v1beta1"; /* Kueue before 0.15 */
         const json_t *jobset = gone ? NULL : c->objects[READ_JOBSET];
-        const char *uid = job_meta_string(jobset, NULL, "uid");
+        const char *uid = job_field(jobset, NULL, "uid");
         snprintf(c->jobset_uid, sizeof(c->jobset_uid), "%s", uid ? uid : "");
         job_connect_judge(c->r->name, jobset, c->objects[READ_PODS],
                           wl && !wl->rc ? c->objects[READ_WORKLOADS] : NULL, &c->view);

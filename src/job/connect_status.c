@@ -13,8 +13,8 @@
 #include "gcluster/connect.h"
 #include "gcluster/job.h"
 #include "gcluster/manifest.h"
-#include "job/diagnose.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <stdarg.h>
 #include <stdio.h>

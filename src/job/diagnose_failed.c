@@ -7,7 +7,9 @@
  * condition and its Jobs' status first; the pods only add the container and exit code when
  * they are still there.
  */
-#include "job/diagnose.h"
+#include "job/diagnose_failed.h"
+#include "job/diagnosis.h"
+#include "job/object.h"
 
 #include <stdio.h>
 #include <string.h>

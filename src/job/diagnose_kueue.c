@@ -2,12 +2,16 @@
  * Why Kueue has not admitted a job (or took it back): its queue, the queue's cluster queue,
  * the quota per flavor and who uses it, and the jobs ahead of it in line.
  *
- * Quota is worked out here from the job's pod sets and the cluster queue's quotas and usage,
- * not read from Kueue's message: Kueue reports on the pod set it tried last, which for a
+ * Quota is worked out by the Kueue model (kueue_model.c, the one submit's refusal asks too)
+ * from the job's pod sets and the cluster queue's quotas and reserved usage, not read from
+ * Kueue's message: Kueue reports on the pod set it tried last, which for a
  * Pathways job below one slice of quota is the head ("couldn't assign flavors to pod set
  * pathways-head") although the workers are what do not fit.
  */
-#include "job/diagnose.h"
+#include "job/diagnose_kueue.h"
+#include "job/diagnosis.h"
+#include "job/kueue_model.h"
+#include "job/object.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,225 +90,44 @@ static bool finished(const json_t *w)
     return job_condition_true(w, "Finished");
 }
 
-/* ---- the pod sets' requests ------------------------------------------------------------- */
+/* ---- admission -------------------------------------------------------------------------- */
 
-typedef struct pod_set {
-    const char *name;
-    const json_t *selector; /* the pod template's nodeSelector */
-    json_t *requests;       /* resource -> total over the pod set (JSON real) */
-} pod_set;
-
-static void add_request(json_t *requests, const char *resource, double amount)
-{
-    double had = json_real_value(json_object_get(requests, resource));
-    json_object_set_new(requests, resource, json_real(had + amount));
-}
-
-static size_t pod_sets_of(const json_t *workload, pod_set *sets, size_t max)
-{
-    const json_t *spec_sets = json_object_get(json_object_get(workload, "spec"), "podSets");
-    const json_t *totals = json_object_get(json_object_get(workload, "status"), "resourceRequests");
-    size_t n = 0, i;
-    const json_t *ps;
-    json_array_foreach(spec_sets, i, ps)
-    {
-        if (n == max)
-            break;
-        pod_set *s = &sets[n++];
-        s->name = job_string(ps, "name");
-        const json_t *pod_spec = json_object_get(json_object_get(ps, "template"), "spec");
-        s->selector = json_object_get(pod_spec, "nodeSelector");
-        s->requests = json_object();
-        /* Kueue's own totals when it wrote them; the same sum from the template otherwise. */
-        const json_t *total = NULL;
-        size_t j;
-        const json_t *t;
-        json_array_foreach(totals, j, t) if (job_same(job_string(t, "name"), s->name)) total =
-            json_object_get(t, "resources");
-        if (total) {
-            const char *resource;
-            const json_t *value;
-            json_object_foreach((json_t *)total, resource, value)
-                add_request(s->requests, resource, job_quantity(value));
-            continue;
-        }
-        json_t *one = job_pod_requests(pod_spec);
-        json_int_t count = json_integer_value(json_object_get(ps, "count"));
-        const char *resource;
-        json_t *value;
-        json_object_foreach(one, resource, value) add_request(
-            s->requests, resource, json_real_value(value) * (double)(count ? count : 1));
-        json_decref(one);
-    }
-    return n;
-}
-
-static void free_pod_sets(pod_set *sets, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        json_decref(sets[i].requests);
-}
-
-/* ---- quota ------------------------------------------------------------------------------ */
-
-static double flavor_amount(const json_t *list, const char *flavor, const char *resource,
-                            const char *field)
-{
-    size_t i, j;
-    const json_t *f, *r;
-    json_array_foreach(list, i, f)
-    {
-        if (!job_same(job_string(f, "name"), flavor))
-            continue;
-        json_array_foreach(
-            json_object_get(f, "resources"), j,
-            r) if (job_same(job_string(r, "name"),
-                            resource)) return job_quantity(json_object_get(r, field));
-    }
-    return 0;
-}
-
-static double used_in(const json_t *cq, const char *flavor, const char *resource)
-{
-    const json_t *status = json_object_get(cq, "status");
-    const json_t *reserved = json_object_get(status, "flavorsReservation");
-    if (!reserved)
-        reserved = json_object_get(status, "flavorsUsage");
-    double used = flavor_amount(reserved, flavor, resource, "total");
-    return used > 0 ? used : 0;
-}
-
-/* Kueue's rule: a flavor suits a pod set unless the pod set selects, on a label key that some
- * flavor of the group sets, a value this flavor does not set. */
-static bool flavor_suits(const gc_diagnose_input *in, const json_t *group, const char *flavor,
-                         const json_t *selector)
-{
-    const json_t *mine = json_object_get(
-        json_object_get(find_named(in->flavors, NULL, flavor), "spec"), "nodeLabels");
-    size_t i;
-    const json_t *f;
-    json_array_foreach(json_object_get(group, "flavors"), i, f)
-    {
-        const json_t *labels = json_object_get(
-            json_object_get(find_named(in->flavors, NULL, job_string(f, "name")), "spec"),
-            "nodeLabels");
-        const char *key;
-        const json_t *value;
-        json_object_foreach((json_t *)labels, key, value)
-        {
-            const char *wanted = job_string(selector, key);
-            (void)value;
-            if (wanted && !job_same(job_string(mine, key), wanted))
-                return false;
-        }
-    }
-    return true;
-}
-
+/* Why the Kueue model did not admit the job now, in the diagnosis's terms. */
 typedef struct shortage {
     const char *pod_set;
     const char *flavor;
     const char *resource;
-    double need, quota, used;
-    bool no_flavor;         /* no flavor of the queue suits the pod set's nodes */
-    const json_t *selector; /* of that pod set */
-    const char *uncovered;  /* a resource no group of the queue covers */
+    double need, quota, limit, used;
+    bool no_flavor;           /* no flavor of the queue suits the pod set's nodes */
+    const json_t *selector;   /* of that pod set */
+    const char *uncovered;    /* a resource no group of the queue covers */
+    const char *taint_flavor; /* a flavor for its nodes whose taint the pods do not tolerate */
+    const json_t *taint;
 } shortage;
 
-/* Places the pod sets in flavors the way Kueue does (first suitable flavor with room, pod set
- * by pod set, each taking from what the previous ones left). False with `s` filled when one
- * does not fit. */
-static bool fits(const gc_diagnose_input *in, const json_t *cq, pod_set *sets, size_t n,
+/* Whether Kueue can admit the pod sets now, with the quota the queue has reserved already; false
+ * with `s` filled when one does not fit (its names live as long as `sets`). */
+static bool fits(const gc_diagnose_input *in, const json_t *cq, const kueue_pod_set *sets, size_t n,
                  shortage *s)
 {
-    json_t *planned = json_object(); /* "flavor/resource" -> taken by earlier pod sets */
-    bool ok = true;
-    const json_t *groups = json_object_get(json_object_get(cq, "spec"), "resourceGroups");
-    for (size_t p = 0; p < n && ok; p++) {
-        const char *resource;
-        json_t *amount;
-        json_object_foreach(sets[p].requests, resource, amount)
-        {
-            bool covered = false;
-            size_t g;
-            const json_t *group;
-            json_array_foreach(groups, g, group) covered =
-                covered || job_group_covers(group, resource);
-            if (!covered && json_real_value(amount) > 0) {
-                *s = (shortage){.pod_set = sets[p].name,
-                                .resource = resource,
-                                .need = json_real_value(amount),
-                                .uncovered = resource};
-                ok = false;
-                break;
-            }
-        }
-        size_t g;
-        const json_t *group;
-        json_array_foreach(groups, g, group)
-        {
-            if (!ok)
-                break;
-            bool wanted = false;
-            json_object_foreach(sets[p].requests, resource, amount) wanted =
-                wanted || (job_group_covers(group, resource) && json_real_value(amount) > 0);
-            if (!wanted)
-                continue;
-            shortage first = {
-                .pod_set = sets[p].name, .no_flavor = true, .selector = sets[p].selector};
-            const char *chosen = NULL;
-            size_t f;
-            const json_t *flavor;
-            json_array_foreach(json_object_get(group, "flavors"), f, flavor)
-            {
-                const char *fname = job_string(flavor, "name");
-                if (!flavor_suits(in, group, fname, sets[p].selector))
-                    continue;
-                bool room = true;
-                json_object_foreach(sets[p].requests, resource, amount)
-                {
-                    if (!job_group_covers(group, resource) || json_real_value(amount) <= 0)
-                        continue;
-                    char key[320];
-                    snprintf(key, sizeof(key), "%s/%s", fname, resource);
-                    double quota = flavor_amount(json_object_get(group, "flavors"), fname, resource,
-                                                 "nominalQuota");
-                    double used = used_in(cq, fname, resource) +
-                                  json_real_value(json_object_get(planned, key));
-                    if (json_real_value(amount) > quota - used) {
-                        if (first.no_flavor)
-                            first = (shortage){.pod_set = sets[p].name,
-                                               .flavor = fname,
-                                               .resource = resource,
-                                               .need = json_real_value(amount),
-                                               .quota = quota,
-                                               .used = used_in(cq, fname, resource),
-                                               .selector = sets[p].selector};
-                        room = false;
-                        break;
-                    }
-                }
-                if (room) {
-                    chosen = fname;
-                    break;
-                }
-            }
-            if (!chosen) {
-                *s = first;
-                ok = false;
-                break;
-            }
-            json_object_foreach(sets[p].requests, resource, amount)
-            {
-                if (!job_group_covers(group, resource))
-                    continue;
-                char key[320];
-                snprintf(key, sizeof(key), "%s/%s", chosen, resource);
-                add_request(planned, key, json_real_value(amount));
-            }
-        }
+    kueue_answer a;
+    bool ok = job_kueue_admit(cq, in->flavors, sets, n, KUEUE_NOW, &a) == KUEUE_ADMITTED;
+    if (!ok) {
+        const kueue_pod_set *p = &sets[a.pod_set];
+        *s = (shortage){.pod_set = p->name,
+                        .flavor = a.flavor,
+                        .resource = a.resource,
+                        .need = a.need,
+                        .quota = a.quota,
+                        .limit = a.limit,
+                        .used = a.used,
+                        .no_flavor = a.outcome == KUEUE_NO_FLAVOR,
+                        .selector = json_object_get(p->spec, "nodeSelector"),
+                        .uncovered = a.outcome == KUEUE_UNCOVERED ? a.resource : NULL,
+                        .taint_flavor = a.taint_flavor,
+                        .taint = a.taint};
     }
-    json_decref(planned);
+    job_kueue_answer_free(&a);
     return ok;
 }
 
@@ -384,7 +207,7 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
     job_format_quantity(s->need, s->resource, need, sizeof(need));
     job_format_quantity(s->quota, s->resource, quota, sizeof(quota));
     job_format_quantity(s->used, s->resource, used, sizeof(used));
-    job_format_quantity(s->quota - s->used > 0 ? s->quota - s->used : 0, s->resource, free_,
+    job_format_quantity(s->limit - s->used > 0 ? s->limit - s->used : 0, s->resource, free_,
                         sizeof(free_));
     job_diag_set(d, GC_JOB_QUEUED, "QuotaShort");
     if (s->uncovered) {
@@ -396,11 +219,17 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
                      s->resource, cq_name);
         return;
     }
-    if (s->need > s->quota) {
+    if (s->need > s->limit) {
+        char borrow[64] = "";
+        if (s->limit > s->quota) {
+            char limit[32];
+            job_format_quantity(s->limit, s->resource, limit, sizeof(limit));
+            snprintf(borrow, sizeof(borrow), " (%s with what it may borrow)", limit);
+        }
         job_diag_cause(d,
-                       "%s need%s %s %s in %s; the quota of cluster queue %s is %s, less than "
+                       "%s need%s %s %s in %s; the quota of cluster queue %s is %s%s, less than "
                        "the job needs even when the queue is empty",
-                       role, verb_s, need, s->resource, s->flavor, cq_name, quota);
+                       role, verb_s, need, s->resource, s->flavor, cq_name, quota, borrow);
         job_diag_fix(d,
                      "raise %s's %s quota for %s to at least %s (%s in the blueprint, then "
                      "gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
@@ -429,9 +258,41 @@ static void quota_short(const gc_diagnose_input *in, const json_t *cq, const sho
                  can_preempt ? above : "", can_preempt ? ", which lets the queue preempt it" : "");
 }
 
+/* The one flavor for the pods' nodes has a taint the pods do not tolerate: Kueue passes it over
+ * (the scheduler would keep them off its nodes), so the job waits for a flavor forever. */
+static void flavor_tainted(const gc_diagnose_input *in, const json_t *cq, const shortage *s,
+                           gc_diagnosis *d)
+{
+    const char *cq_name = job_field(cq, NULL, "name");
+    char taint[256];
+    job_taint_words(s->taint, taint, sizeof(taint));
+    job_diag_set(d, GC_JOB_QUEUED, "FlavorTaintNotTolerated");
+    job_diag_cause(d,
+                   "the nodes %s ask%s for are flavor %s of cluster queue %s, tainted %s, which "
+                   "the pods do not tolerate, so Kueue never admits the job",
+                   job_role_words(s->pod_set), job_role_s(s->pod_set), s->taint_flavor, cq_name,
+                   taint);
+    job_diag_fix(d,
+                 "add a toleration for %s to flavor %s (kubectl edit resourceflavor %s, "
+                 "spec.tolerations: Kueue gives it to the pods it admits there), or submit to "
+                 "another --queue",
+                 taint, s->taint_flavor, s->taint_flavor);
+    char *taints = json_dumps(
+        json_object_get(json_object_get(job_kueue_flavor(in->flavors, s->taint_flavor), "spec"),
+                        "nodeTaints"),
+        JSON_COMPACT | JSON_SORT_KEYS);
+    job_diag_evidence(d, "ResourceFlavor %s: nodeTaints %s", s->taint_flavor,
+                      taints ? taints : "[]");
+    free(taints);
+}
+
 static void no_flavor(const gc_diagnose_input *in, const json_t *cq, const shortage *s,
                       gc_diagnosis *d)
 {
+    if (s->taint) {
+        flavor_tainted(in, cq, s, d);
+        return;
+    }
     const char *cq_name = job_field(cq, NULL, "name");
     char wanted[256] = "";
     size_t len = 0;
@@ -470,10 +331,8 @@ static void no_flavor(const gc_diagnose_input *in, const json_t *cq, const short
         json_array_foreach(json_object_get(g, "flavors"), j, f)
         {
             const char *fname = job_string(f, "name");
-            char *labels = json_dumps(
-                json_object_get(json_object_get(find_named(in->flavors, NULL, fname), "spec"),
-                                "nodeLabels"),
-                JSON_COMPACT | JSON_SORT_KEYS);
+            char *labels = json_dumps(job_kueue_flavor_labels(in->flavors, fname),
+                                      JSON_COMPACT | JSON_SORT_KEYS);
             job_diag_evidence(d, "ResourceFlavor %s: nodeLabels %s", fname, labels ? labels : "{}");
             free(labels);
         }
@@ -527,18 +386,18 @@ static void waiting_behind(const gc_diagnose_input *in, const json_t *cq, const 
     bool strict = job_same(strategy, "StrictFIFO");
     const char *who = job_owner_name(blocker);
     char why[400] = "";
-    pod_set sets[8];
-    size_t n = pod_sets_of(blocker, sets, 8);
+    kueue_pod_set *sets;
+    size_t n = job_kueue_pod_sets_of_workload(blocker, &sets);
     shortage s;
     if (n && !fits(in, cq, sets, n, &s) && s.flavor) {
         char need[32], free_[32];
         job_format_quantity(s.need, s.resource, need, sizeof(need));
-        job_format_quantity(s.quota - s.used > 0 ? s.quota - s.used : 0, s.resource, free_,
+        job_format_quantity(s.limit - s.used > 0 ? s.limit - s.used : 0, s.resource, free_,
                             sizeof(free_));
         snprintf(why, sizeof(why), ", which needs %s %s in %s (%s free)", need, s.resource,
                  s.flavor, free_);
     }
-    free_pod_sets(sets, n);
+    job_kueue_pod_sets_free(sets, n);
     char theirs[48], mine[48];
     priority_words(blocker, theirs, sizeof(theirs));
     priority_words(in->workload, mine, sizeof(mine));
@@ -769,8 +628,8 @@ void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
         cluster_queue_inactive(in, cq, d);
         return;
     }
-    pod_set sets[8];
-    size_t n = pod_sets_of(in->workload, sets, 8);
+    kueue_pod_set *sets;
+    size_t n = job_kueue_pod_sets_of_workload(in->workload, &sets);
     shortage s;
     bool fit = fits(in, cq, sets, n, &s);
     if (!fit) {
@@ -787,7 +646,7 @@ void job_diagnose_queued(const gc_diagnose_input *in, gc_diagnosis *d)
                               s.flavor, s.resource, quota, used);
         }
     }
-    free_pod_sets(sets, n);
+    job_kueue_pod_sets_free(sets, n);
     if (!fit)
         return;
     size_t count;

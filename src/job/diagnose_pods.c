@@ -3,7 +3,9 @@
  * conditions, container states) and, for pods that cannot be placed, the nodes and who holds
  * them.
  */
-#include "job/diagnose.h"
+#include "job/diagnose_pods.h"
+#include "job/diagnosis.h"
+#include "job/object.h"
 
 #include "gcluster/manifest.h"
 
@@ -19,60 +21,7 @@ static const char *pod_name(const json_t *pod)
     return job_field(pod, NULL, "name");
 }
 
-/* "--role worker --slice 0 --host 1" for `job logs`, from the pod's JobSet labels. */
-void job_logs_flags(const json_t *pod, const char *container, char *out, size_t size)
-{
-    const char *role = job_pod_role(pod);
-    const char *slice = job_field(pod, "labels", "jobset.sigs.k8s.io/job-index");
-    const char *host = job_field(pod, "labels", "batch.kubernetes.io/job-completion-index");
-    if (job_same(role, GC_PATHWAYS_HEAD))
-        snprintf(out, size, "%s%s",
-                 container && strcmp(container, "workload-container") ? " --container " : "",
-                 container && strcmp(container, "workload-container") ? container : "");
-    else if (job_same(role, GC_PATHWAYS_WORKER))
-        snprintf(out, size, " --role worker --slice %s --host %s", slice ? slice : "0",
-                 host ? host : "0");
-    else
-        snprintf(out, size, "%s%s", container ? " --container " : "", container ? container : "");
-}
-
 /* ---- container states ------------------------------------------------------------------- */
-
-const json_t *job_last_termination(const json_t *cs)
-{
-    const json_t *terminated = json_object_get(json_object_get(cs, "state"), "terminated");
-    return terminated ? terminated
-                      : json_object_get(json_object_get(cs, "lastState"), "terminated");
-}
-
-bool job_each_container(const json_t *pod, bool (*match)(const json_t *cs, void *ctx), void *ctx,
-                        container_state *out)
-{
-    static const char *const lists[] = {"initContainerStatuses", "containerStatuses"};
-    for (size_t l = 0; l < 2; l++) {
-        size_t i;
-        const json_t *cs;
-        json_array_foreach(json_object_get(json_object_get(pod, "status"), lists[l]), i, cs)
-        {
-            if (!match(cs, ctx))
-                continue;
-            const json_t *state = json_object_get(cs, "state");
-            const json_t *waiting = json_object_get(state, "waiting");
-            const json_t *terminated = job_last_termination(cs);
-            const json_t *detail = waiting ? waiting : terminated;
-            *out = (container_state){
-                .pod = pod,
-                .status = cs,
-                .name = job_string(cs, "name"),
-                .reason = job_string(detail, "reason"),
-                .message = job_string(detail, "message"),
-                .exit_code = (int)json_integer_value(json_object_get(terminated, "exitCode")),
-            };
-            return true;
-        }
-    }
-    return false;
-}
 
 static bool waiting_in(const json_t *cs, void *ctx)
 {
@@ -198,52 +147,18 @@ static bool node_has(const json_t *node, const char *key, const char *value)
     return job_same(job_field(node, "labels", key), value);
 }
 
-static bool node_selected(const json_t *node, const json_t *selector)
+/* Whether the scheduler could put a pod with `spec` on `node` as far as its labels and taints
+ * go (room is another matter). */
+static bool node_selected(const json_t *node, const json_t *spec)
 {
-    const char *key;
-    const json_t *value;
-    json_object_foreach((json_t *)selector, key, value)
-    {
-        if (!node_has(node, key, json_string_value(value)))
-            return false;
-    }
-    return true;
+    return job_selection_matches(spec, json_object_get(json_object_get(node, "metadata"), "labels"),
+                                 NULL);
 }
 
-static bool tolerated(const json_t *taint, const json_t *tolerations)
+static const json_t *untolerated_taint(const json_t *node, const json_t *spec)
 {
-    const char *effect = job_string(taint, "effect");
-    if (job_same(effect, "PreferNoSchedule"))
-        return true;
-    size_t i;
-    const json_t *t;
-    json_array_foreach(tolerations, i, t)
-    {
-        const char *key = job_string(t, "key");
-        const char *op = job_string(t, "operator");
-        const char *t_effect = job_string(t, "effect");
-        if (t_effect && !job_same(t_effect, effect))
-            continue;
-        if (!key && job_same(op, "Exists"))
-            return true;
-        if (!job_same(key, job_string(taint, "key")))
-            continue;
-        if (job_same(op, "Exists") || job_same(job_string(t, "value"), job_string(taint, "value")))
-            return true;
-    }
-    return false;
-}
-
-static const json_t *untolerated_taint(const json_t *node, const json_t *tolerations)
-{
-    size_t i;
-    const json_t *taint;
-    json_array_foreach(json_object_get(json_object_get(node, "spec"), "taints"), i, taint)
-    {
-        if (!tolerated(taint, tolerations))
-            return taint;
-    }
-    return NULL;
+    return job_untolerated_taint(json_object_get(json_object_get(node, "spec"), "taints"),
+                                 json_object_get(spec, "tolerations"), NULL);
 }
 
 /* "4x4, 2x2x2": the values the nodes have for a label key. */
@@ -270,9 +185,8 @@ typedef struct holder {
 } holder;
 
 /* Which other jobs hold the selected, usable nodes: "pw-outside (8)". Returns the busy count. */
-static size_t busy_nodes(const gc_diagnose_input *in, const json_t *selector,
-                         const json_t *tolerations, size_t *usable, holder *holders,
-                         size_t *holder_count)
+static size_t busy_nodes(const gc_diagnose_input *in, const json_t *spec, size_t *usable,
+                         holder *holders, size_t *holder_count)
 {
     size_t busy = 0, i;
     const json_t *node;
@@ -280,7 +194,7 @@ static size_t busy_nodes(const gc_diagnose_input *in, const json_t *selector,
     *holder_count = 0;
     json_array_foreach(in->nodes, i, node)
     {
-        if (!node_selected(node, selector) || untolerated_taint(node, tolerations) ||
+        if (!node_selected(node, spec) || untolerated_taint(node, spec) ||
             json_is_true(json_object_get(json_object_get(node, "spec"), "unschedulable")))
             continue;
         (*usable)++;
@@ -378,7 +292,6 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
     const json_t *pod = g->example;
     const json_t *spec = json_object_get(pod, "spec");
     const json_t *selector = json_object_get(spec, "nodeSelector");
-    const json_t *tolerations = json_object_get(spec, "tolerations");
     const char *scheduler = job_string(job_condition(pod, "PodScheduled"), "message");
     const char *name = job_field(in->jobset, NULL, "name");
     char pw[64];
@@ -436,13 +349,13 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
     const json_t *node, *taint = NULL;
     json_array_foreach(in->nodes, i, node)
     {
-        if (!node_selected(node, selector))
+        if (!node_selected(node, spec))
             continue;
         matching++;
         if (json_is_true(json_object_get(json_object_get(node, "spec"), "unschedulable")))
             cordoned++;
-        else if (untolerated_taint(node, tolerations)) {
-            taint = untolerated_taint(node, tolerations);
+        else if (untolerated_taint(node, spec)) {
+            taint = untolerated_taint(node, spec);
             tainted++;
         }
     }
@@ -456,12 +369,12 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
         return;
     }
     if (tainted && tainted + cordoned == matching) {
+        char taint_text[200];
+        job_taint_words(taint, taint_text, sizeof(taint_text));
         job_diag_cause(d,
-                       "%s cannot go on the %zu %s: they carry the taint %s%s%s:%s, which the "
-                       "pods do not tolerate",
-                       pods_words(g, pw, sizeof(pw)), matching, hosts, job_string(taint, "key"),
-                       job_string(taint, "value") ? "=" : "", job_string_or(taint, "value", ""),
-                       job_string(taint, "effect"));
+                       "%s cannot go on the %zu %s: they carry the taint %s, which the pods do "
+                       "not tolerate",
+                       pods_words(g, pw, sizeof(pw)), matching, hosts, taint_text);
         job_diag_fix(d,
                      "remove the taint (kubectl taint nodes NODE %s-) or submit from a "
                      "queue whose flavor tolerates it",
@@ -476,7 +389,7 @@ static void unschedulable(const gc_diagnose_input *in, const pod_group *g, gc_di
     }
     holder holders[MAX_HOLDERS];
     size_t usable, holder_count;
-    size_t busy = busy_nodes(in, selector, tolerations, &usable, holders, &holder_count);
+    size_t busy = busy_nodes(in, spec, &usable, holders, &holder_count);
     if (busy && busy + g->count > usable) {
         char who[200] = "";
         size_t len = 0;
@@ -607,17 +520,6 @@ bool job_diagnose_pod_problem(const gc_diagnose_input *in, gc_diagnosis *d)
 }
 
 /* ---- running ---------------------------------------------------------------------------- */
-
-long job_max_restarts(const json_t *jobset)
-{
-    return (long)json_integer_value(json_object_get(
-        json_object_get(json_object_get(jobset, "spec"), "failurePolicy"), "maxRestarts"));
-}
-
-long job_restarts(const json_t *jobset)
-{
-    return (long)json_integer_value(json_object_get(json_object_get(jobset, "status"), "restarts"));
-}
 
 static void restarts_words(const json_t *jobset, char *out, size_t size)
 {

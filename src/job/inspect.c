@@ -8,8 +8,8 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
-#include "job/diagnose.h"
 #include "job/lookup.h"
+#include "job/object.h"
 #include "job/why.h"
 
 #include <stdio.h>
@@ -31,14 +31,13 @@ static void report_overview(gc_inspect_report *r, const job_why_inputs *d, const
 {
     char compute[96];
     const json_t *policy = json_object_get(json_object_get(d->jobset, "spec"), "failurePolicy");
-    r->name = job_strdup_or_null(job_meta_string(d->jobset, NULL, "name"));
-    r->ns = job_strdup_or_null(job_meta_string(d->jobset, NULL, "namespace"));
+    r->name = job_strdup_or_null(job_field(d->jobset, NULL, "name"));
+    r->ns = job_strdup_or_null(job_field(d->jobset, NULL, "namespace"));
     r->compute = job_compute(d->jobset, compute, sizeof(compute)) ? gc_xstrdup(compute) : NULL;
-    r->topology =
-        job_strdup_or_null(job_meta_string(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY));
+    r->topology = job_strdup_or_null(job_field(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY));
     r->pathways = job_pathways_mode(d->jobset);
-    r->queue = job_strdup_or_null(job_meta_string(d->jobset, "labels", GC_LABEL_QUEUE));
-    r->created = job_strdup_or_null(job_meta_string(d->jobset, NULL, "creationTimestamp"));
+    r->queue = job_strdup_or_null(job_field(d->jobset, "labels", GC_LABEL_QUEUE));
+    r->created = job_strdup_or_null(job_field(d->jobset, NULL, "creationTimestamp"));
     r->finished = job_strdup_or_null(f->completed_at);
     r->restarts = f->restarts;
     r->max_restarts = long_at(policy, "maxRestarts");
@@ -72,7 +71,7 @@ static void report_kueue(gc_kueue_state *k, const json_t *workload, const gc_job
 {
     if (!workload)
         return;
-    k->workload = job_strdup_or_null(job_meta_string(workload, NULL, "name"));
+    k->workload = job_strdup_or_null(job_field(workload, NULL, "name"));
     k->admitted = f->admitted;
     if (f->admitted) {
         const json_t *admission = json_object_get(json_object_get(workload, "status"), "admission");
@@ -133,7 +132,7 @@ static long restarts_of(const json_t *pod)
 /* A numeric label (the Job and completion indexes), or -1. */
 static long index_label(const json_t *pod, const char *key)
 {
-    const char *value = job_meta_string(pod, "labels", key);
+    const char *value = job_field(pod, "labels", key);
     if (!value || !*value)
         return -1;
     char *end;
@@ -175,7 +174,7 @@ static bool troubled(const json_t *cs, void *ctx)
 
 static const char *pod_reason(const json_t *pod)
 {
-    if (job_meta_string(pod, NULL, "deletionTimestamp"))
+    if (job_field(pod, NULL, "deletionTimestamp"))
         return "Terminating";
     const char *own = string_at(json_object_get(pod, "status"), "reason");
     if (own)
@@ -198,9 +197,9 @@ static void report_pods(gc_inspect_report *r, const json_t *pods)
     json_array_foreach(pods, i, pod)
     {
         r->pods[i] = (gc_job_pod){
-            .name = job_strdup_or_null(job_meta_string(pod, NULL, "name")),
+            .name = job_strdup_or_null(job_field(pod, NULL, "name")),
             .role = job_strdup_or_null(
-                job_meta_string(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name")),
+                job_field(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name")),
             .slice = index_label(pod, "jobset.sigs.k8s.io/job-index"),
             .host = index_label(pod, "batch.kubernetes.io/job-completion-index"),
             .phase = job_strdup_or_null(string_at(json_object_get(pod, "status"), "phase")),
@@ -307,11 +306,87 @@ static gc_job_warning *find_group(gc_job_warning *groups, size_t count, const js
     return NULL;
 }
 
-/* Warnings repeat (a controller retrying): one group per object and reason, in the order each
- * first appeared, counting every event and keeping the latest message; the most recent groups
- * are kept. */
-static void report_warnings(gc_inspect_report *r, const json_t *warnings)
+/* The Job a pod belongs to: its job-name label, else the name the JobSet controller gives its
+ * Jobs (JOBSET-REPLICATEDJOB-INDEX). */
+static void pod_job_name(const json_t *pod, char *out, size_t size)
 {
+    const char *job = job_field(pod, "labels", "batch.kubernetes.io/job-name");
+    if (!job)
+        job = job_field(pod, "labels", "job-name");
+    if (job) {
+        snprintf(out, size, "%s", job);
+        return;
+    }
+    snprintf(out, size, "%s-%s-%s", job_owner_name(pod),
+             job_pod_role(pod) ? job_pod_role(pod) : "?",
+             job_field(pod, "labels", "jobset.sigs.k8s.io/job-index")
+                 ? job_field(pod, "labels", "jobset.sigs.k8s.io/job-index")
+                 : "?");
+}
+
+/* Whether Job `name` has all its pods now: as many (not being deleted) as its replicated job's
+ * parallelism. */
+static bool job_has_its_pods(const job_why_inputs *d, const char *name)
+{
+    long have = 0, want = 1;
+    size_t i;
+    const json_t *pod;
+    json_array_foreach(d->pods, i, pod)
+    {
+        char job[300];
+        pod_job_name(pod, job, sizeof(job));
+        if (strcmp(job, name) != 0 || job_field(pod, NULL, "deletionTimestamp"))
+            continue;
+        const json_t *rjob = job_replicated_job(d->jobset, job_pod_role(pod));
+        const json_t *parallelism = json_object_get(
+            json_object_get(json_object_get(rjob, "template"), "spec"), "parallelism");
+        want = parallelism ? (long)json_integer_value(parallelism) : 1;
+        have++;
+    }
+    return have > 0 && have >= want;
+}
+
+static bool pod_bound(const job_why_inputs *d, const char *name)
+{
+    size_t i;
+    const json_t *pod;
+    json_array_foreach(d->pods, i, pod)
+    {
+        if (job_same(job_field(pod, NULL, "name"), name))
+            return job_string(json_object_get(pod, "spec"), "nodeName") != NULL;
+    }
+    return false;
+}
+
+/* A warning superseded by a later success says nothing about the job any more, and a newcomer
+ * reads a healthy job as broken by it (JobSet's exclusive placement makes the Job controller's
+ * first pod creations fail on its webhook until the leader pod is scheduled: "FailedCreate ...
+ * admission webhook denied" on every healthy multi-slice job). The rule: a controller that
+ * failed retries until it succeeds, so a failure whose success is visible now is history:
+ * - FailedCreate of a Job that now has all its pods (the Job controller creates up to
+ *   parallelism pods; every creation that failed has since succeeded);
+ * - FailedScheduling of a pod that is now bound to a node (the scheduler retried and placed it);
+ * - Pending of a Workload Kueue has since admitted.
+ * Such groups are counted, not listed. A pod that is gone, or a Job still short of pods, keeps
+ * its warnings. */
+static bool superseded(const job_why_inputs *d, const gc_job_warning *g)
+{
+    if (!strcmp(g->kind, "Job") && !strcmp(g->reason, "FailedCreate"))
+        return job_has_its_pods(d, g->object);
+    if (!strcmp(g->kind, "Pod") && !strcmp(g->reason, "FailedScheduling"))
+        return pod_bound(d, g->object);
+    if (!strcmp(g->kind, "Workload") && !strcmp(g->reason, "Pending"))
+        return job_same(job_field(d->workload, NULL, "name"), g->object) &&
+               job_condition_true(d->workload, "Admitted");
+    return false;
+}
+
+/* Warnings repeat (a controller retrying): one group per object and reason, in the order each
+ * first appeared, counting every event and keeping the latest message; groups superseded by a
+ * later success are counted apart; the most recent other groups are kept. */
+static void report_warnings(gc_inspect_report *r, const job_why_inputs *d)
+{
+    const json_t *warnings = d->warnings;
     size_t n = json_array_size(warnings);
     gc_job_warning *groups = gc_xcalloc(n ? n : 1, sizeof(*groups));
     size_t count = 0;
@@ -336,8 +411,16 @@ static void report_warnings(gc_inspect_report *r, const json_t *warnings)
         free(g->message);
         g->message = gc_xstrdup(string_at(e, "message") ? string_at(e, "message") : "");
     }
-    size_t first = count > GC_INSPECT_MAX_WARNINGS ? count - GC_INSPECT_MAX_WARNINGS : 0;
-    r->warning_count = count - first;
+    size_t kept = 0;
+    for (i = 0; i < count; i++) {
+        if (superseded(d, &groups[i])) {
+            r->resolved_warning_count++;
+            free_warning(&groups[i]);
+        } else
+            groups[kept++] = groups[i];
+    }
+    size_t first = kept > GC_INSPECT_MAX_WARNINGS ? kept - GC_INSPECT_MAX_WARNINGS : 0;
+    r->warning_count = kept - first;
     r->warnings = gc_xcalloc(r->warning_count ? r->warning_count : 1, sizeof(*r->warnings));
     memcpy(r->warnings, groups + first, r->warning_count * sizeof(*groups));
     for (i = 0; i < first; i++)
@@ -371,7 +454,7 @@ static void build_report(const job_why_inputs *d, bool show, gc_inspect_report *
     report_replicated_jobs(r, d->jobset);
     report_pods(r, d->pods);
     report_slices(r, d->jobset);
-    report_warnings(r, d->warnings);
+    report_warnings(r, d);
     if (show)
         r->manifest = stored_manifest(d->jobset);
 }

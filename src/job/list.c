@@ -11,6 +11,7 @@
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +56,9 @@ static void fill_row(gc_job_row *row, const json_t *jobset)
 
     char compute[96];
     *row = (gc_job_row){
-        .ns = job_strdup_or_null(job_meta_string(jobset, NULL, "namespace")),
-        .name = job_strdup_or_null(job_meta_string(jobset, NULL, "name")),
-        .uid = job_strdup_or_null(job_meta_string(jobset, NULL, "uid")),
+        .ns = job_strdup_or_null(job_field(jobset, NULL, "namespace")),
+        .name = job_strdup_or_null(job_field(jobset, NULL, "name")),
+        .uid = job_strdup_or_null(job_field(jobset, NULL, "uid")),
         .phase = st.phase,
         .status = gc_xstrdup(st.text),
         .detail = st.phase == GC_JOB_QUEUED || st.phase == GC_JOB_ADMITTED
@@ -65,8 +66,8 @@ static void fill_row(gc_job_row *row, const json_t *jobset)
                       : job_strdup_or_null(st.detail),
         .compute = job_compute(jobset, compute, sizeof(compute)) ? gc_xstrdup(compute) : NULL,
         .pathways = job_pathways_mode(jobset),
-        .queue = job_strdup_or_null(job_meta_string(jobset, "labels", GC_LABEL_QUEUE)),
-        .created = job_strdup_or_null(job_meta_string(jobset, NULL, "creationTimestamp")),
+        .queue = job_strdup_or_null(job_field(jobset, "labels", GC_LABEL_QUEUE)),
+        .created = job_strdup_or_null(job_field(jobset, NULL, "creationTimestamp")),
         .completed = job_strdup_or_null(facts.completed_at),
     };
 }
@@ -145,7 +146,7 @@ static int on_workload(json_t *workload, void *ctx, gc_error *err)
 {
     (void)err;
     list_state *s = ctx;
-    const char *uid = job_meta_string(workload, "labels", "kueue.x-k8s.io/job-uid");
+    const char *uid = job_field(workload, "labels", "kueue.x-k8s.io/job-uid");
     for (size_t i = 0; uid && i < s->count; i++) {
         gc_job_row *row = &s->rows[i];
         if (row->phase != GC_JOB_QUEUED || !row->uid || strcmp(row->uid, uid) != 0)

@@ -15,6 +15,7 @@
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "job/lookup.h"
+#include "job/object.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -91,7 +92,7 @@ static void choose_role(const json_t *jobset, const gc_logs_request *r, const ch
 
 static const char *label(const json_t *pod, const char *key)
 {
-    return job_meta_string(pod, "labels", key);
+    return job_field(pod, "labels", key);
 }
 
 static bool pod_selected(const json_t *pod, const gc_logs_request *r)
@@ -115,7 +116,7 @@ static void add_target(logs_state *s, const char *pod, const char *container)
 
 static void add_containers(logs_state *s, const json_t *pod, const char *wanted)
 {
-    const char *pod_name = job_meta_string(pod, NULL, "name");
+    const char *pod_name = job_field(pod, NULL, "name");
     const json_t *spec = json_object_get(pod, "spec");
     static const char *const lists[] = {"initContainers", "containers"};
     bool first_regular = true;
@@ -201,7 +202,7 @@ static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *
     choose_role(jobset, s->r, &rjob, &container);
     const char *pod_rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
     bool role_ok = (s->r->all && !s->r->role) || (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
-    return role_ok && pod_selected(pod, s->r) && !job_meta_string(pod, NULL, "deletionTimestamp");
+    return role_ok && pod_selected(pod, s->r) && !job_field(pod, NULL, "deletionTimestamp");
 }
 
 /* A --slice or --host outside the replicated job's shape names a pod that can never exist:
@@ -333,7 +334,7 @@ static bool all_finished(const json_t *pods, const logs_state *s)
         {
             const char *phase =
                 json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-            const char *name = job_meta_string(pod, NULL, "name");
+            const char *name = job_field(pod, NULL, "name");
             if (name && !strcmp(name, s->targets[t].pod))
                 done = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
         }

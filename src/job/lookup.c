@@ -3,6 +3,7 @@
  * tool, by Google's gcluster, or by hand).
  */
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include "gcluster/buf.h"
 #include "gcluster/manifest.h"
@@ -100,14 +101,6 @@ int job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_ku
     return rc;
 }
 
-const char *job_meta_string(const json_t *object, const char *section, const char *key)
-{
-    const json_t *metadata = json_object_get(object, "metadata");
-    if (section)
-        metadata = json_object_get(metadata, section);
-    return json_string_value(json_object_get(metadata, key));
-}
-
 const json_t *job_replicated_job(const json_t *jobset, const char *name)
 {
     size_t i;
@@ -128,7 +121,7 @@ const char *gc_pathways_mode_name(gc_pathways_mode mode)
 
 gc_pathways_mode job_pathways_mode(const json_t *jobset)
 {
-    const char *mode = job_meta_string(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
+    const char *mode = job_field(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
     if (mode)
         return !strcmp(mode, "headless") ? GC_PATHWAYS_HEADLESS
                : !strcmp(mode, "yes")    ? GC_PATHWAYS_FULL
@@ -169,8 +162,8 @@ static const json_t *worker_node_selector(const json_t *jobset)
 
 bool job_compute(const json_t *jobset, char *out, size_t size)
 {
-    const char *compute = job_meta_string(jobset, "annotations", GC_ANNOTATION_COMPUTE);
-    const char *slices = job_meta_string(jobset, "annotations", GC_ANNOTATION_SLICES);
+    const char *compute = job_field(jobset, "annotations", GC_ANNOTATION_COMPUTE);
+    const char *slices = job_field(jobset, "annotations", GC_ANNOTATION_SLICES);
     if (compute) {
         snprintf(out, size, "%s x%s", compute, slices ? slices : "1");
         return true;

@@ -20,8 +20,6 @@ int job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_ku
                          size_t count, gc_error *err);
 int job_not_found(gc_kube *kube, const char *name, gc_error *err);
 
-/* metadata[key], or metadata[section][key] ("labels", "annotations"). */
-const char *job_meta_string(const json_t *object, const char *section, const char *key);
 const json_t *job_replicated_job(const json_t *jobset, const char *name);
 
 /* From our annotation, else from the JobSet's shape. */

@@ -5,6 +5,7 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ static int on_item(json_t *item, void *ctx, gc_error *err)
 {
     (void)err;
     names_state *s = ctx;
-    const char *name = job_meta_string(item, NULL, "name");
+    const char *name = job_field(item, NULL, "name");
     if (name && !strncmp(name, s->prefix, strlen(s->prefix)))
         s->on_name(s->ctx, name);
     return 0;

@@ -19,14 +19,13 @@
  * labels). */
 bool job_queue_splits_tpu(const cluster_facts *f, gc_buf *why);
 
-/* Whether Kueue could ever admit `jobset` from the ClusterQueue of `f`, as Kueue assigns flavors:
- * for each replicated job (a pod set) and each resource group it requests resources of, a flavor
- * whose node labels its pods' node selection matches (on the label keys of that group's flavors)
- * and whose taints they tolerate, with quota for all its pods (nominal, plus what the cohort may
- * lend); then that the flavors' node labels together still name nodes the cluster has. 0 when it
- * can, or when the ClusterQueue or its flavors could not be read (a node pool a flavor pins pods
- * to is read when `f` has not seen it); GC_EXIT_USAGE with a one-line
- * error naming the pod set, the flavors and the fix when it never can. */
+/* Whether Kueue could ever admit `jobset` from the ClusterQueue of `f`: the Kueue model
+ * (kueue_model.h) with the queue empty (each pod set a flavor per resource group it requests,
+ * whose node labels and taints suit its pods, with quota for all its pods: nominal, plus what the
+ * cohort may lend); then that the flavors' node labels together still name nodes the cluster
+ * has. 0 when it can, or when the ClusterQueue or its flavors could not be read (a node pool a
+ * flavor pins pods to is read when `f` has not seen it); GC_EXIT_USAGE with a one-line error
+ * naming the pod set, the flavors (or the taint) and the fix when it never can. */
 int job_queue_fit(cluster_facts *f, const json_t *jobset, const gc_workload *w, gc_error *err);
 
 /* The first Job of each replicated job of `jobset` (index 0: the others differ only in the

@@ -20,7 +20,8 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "job/cluster_facts.h"
-#include "job/diagnose.h"
+#include "job/diagnosis.h"
+#include "job/object.h"
 #include "job/submit_checks.h"
 #include "job/watch_job.h"
 

@@ -16,6 +16,7 @@
 #include "gcluster/manifest.h"
 #include "gcluster/sys.h"
 #include "job/lookup.h"
+#include "job/object.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -156,7 +157,7 @@ static int on_jobset(enum gc_kube_event_type type, json_t *jobset, void *ctx, gc
         return s->missing ? GC_KUBE_STOP : 0;
     }
     size_t i;
-    gc_wait_job *job = find_job(s, job_meta_string(jobset, NULL, "name"), &i);
+    gc_wait_job *job = find_job(s, job_field(jobset, NULL, "name"), &i);
     if (!job || settled(job))
         return 0;
     s->seen[i] = true;

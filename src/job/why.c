@@ -15,8 +15,9 @@
 #include "job/why.h"
 
 #include "gcluster/buf.h"
-#include "job/diagnose.h"
+#include "job/diagnosis.h"
 #include "job/lookup.h"
+#include "job/object.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ static const char POD_FIELDS[] =
     "              \"creationTimestamp\": true, \"deletionTimestamp\": true,"
     "              \"ownerReferences\": true},"
     " \"spec\": {\"nodeName\": true, \"nodeSelector\": true, \"tolerations\": true,"
-    "          \"schedulingGates\": true},"
+    "          \"affinity\": {\"nodeAffinity\": true}, \"schedulingGates\": true},"
     " \"status\": true}";
 static const char JOB_FIELDS[] = "{\"metadata\": {\"name\": true, \"labels\": true},"
                                  " \"status\": {\"conditions\": true}}";
@@ -180,7 +181,7 @@ static int send_round(gc_kube *kube, wanted_round *r, job_why_inputs *in, int *r
 /* The job's child Jobs (by its label), decoded to their names and conditions. */
 static void add_job_reads(wanted_round *r, job_why_inputs *in, const char *ns)
 {
-    const char *name = job_meta_string(in->jobset, NULL, "name");
+    const char *name = job_field(in->jobset, NULL, "name");
     snprintf(r->selector, sizeof(r->selector), JOBSET_LABEL "=%s", name ? name : "");
     json_decref(in->jobs);
     in->jobs = json_array();
@@ -209,7 +210,7 @@ static int first_wants(const job_why_inputs *in)
  * them. */
 static int read_workload(gc_kube *kube, job_why_inputs *in, gc_error *err)
 {
-    const char *uid = job_meta_string(in->jobset, NULL, "uid");
+    const char *uid = job_field(in->jobset, NULL, "uid");
     char selector[128];
     snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid ? uid : "");
     static const char *const versions[] = {"v1beta2", "v1beta1"};
@@ -300,7 +301,7 @@ static int keep_if_about_job(json_t *event, void *ctx, gc_error *err)
 
 static void keep_job_warnings(const json_t *events, const char *name, job_why_inputs *in)
 {
-    const char *workload = in->workload ? job_meta_string(in->workload, NULL, "name") : NULL;
+    const char *workload = in->workload ? job_field(in->workload, NULL, "name") : NULL;
     size_t i;
     json_t *e;
     json_array_foreach(events, i, e)
@@ -360,8 +361,8 @@ static int keep_holder(json_t *pod, void *ctx, gc_error *err)
 {
     (void)err;
     holders *h = ctx;
-    bool own = job_same(job_meta_string(pod, NULL, "namespace"), h->ns) &&
-               job_same(job_meta_string(pod, "labels", JOBSET_LABEL), h->name);
+    bool own = job_same(job_field(pod, NULL, "namespace"), h->ns) &&
+               job_same(job_field(pod, "labels", JOBSET_LABEL), h->name);
     if (!own)
         json_array_append(h->into, pod);
     return 0;
@@ -402,8 +403,8 @@ static void add_node_reads(wanted_round *r, job_why_inputs *in, holders *h)
     add_list(r, GC_DIAGNOSE_WANT_NODES, gc_kube_path(NULL, "v1", NULL, "nodes", NULL), NODE_FIELDS,
              append_item, in->nodes);
     *h = (holders){.into = in->node_pods,
-                   .ns = job_meta_string(in->jobset, NULL, "namespace"),
-                   .name = job_meta_string(in->jobset, NULL, "name")};
+                   .ns = job_field(in->jobset, NULL, "namespace"),
+                   .name = job_field(in->jobset, NULL, "name")};
     size_t i = r->count;
     add_list(r, GC_DIAGNOSE_WANT_NODES, gc_kube_path(NULL, "v1", NULL, "pods", NULL), HOLDER_FIELDS,
              keep_holder, h);

@@ -167,6 +167,13 @@ def test_pathways_flow(cli):
         [(s, h) for s in range(2) for h in range(4)]
     assert node_labels(cli)[pods[0]["node"]]["cloud.google.com/gke-nodepool"] == "cpu-np"
     assert "manifest" not in report
+    # A healthy job: JobSet's exclusive placement made the first pod creations fail on its
+    # webhook (FailedCreate) and the scheduler may have failed first tries; all succeeded since,
+    # so they are counted as resolved, not listed.
+    assert not [w for w in report["warnings"]
+                if w["reason"] in ("FailedCreate", "FailedScheduling")], report["warnings"]
+    assert isinstance(report["resolved_warnings"], int)
+    assert "FailedCreate" not in inspect and "FailedScheduling" not in inspect, inspect
     shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "yaml", "--show",
                                         check=0).stdout)
     assert shown["manifest"]["metadata"]["name"] == job and "status" not in shown["manifest"]

@@ -61,6 +61,12 @@ CASES = [
      "raise small-cq's google.com/tpu quota for tpu-flavor to at least 16 (tpu_quota in the "
      "blueprint, then gcluster deploy BLUEPRINT), or submit a smaller job (--num-slices, "
      "--compute-type)"),
+    (3, "flavor_taint_untolerated", "Queued", "FlavorTaintNotTolerated",
+     "the nodes the workers ask for are flavor tainted-tpu-flavor of cluster queue tainted-cq, "
+     "tainted team=ml:NoSchedule, which the pods do not tolerate, so Kueue never admits the job",
+     "add a toleration for team=ml:NoSchedule to flavor tainted-tpu-flavor (kubectl edit "
+     "resourceflavor tainted-tpu-flavor, spec.tolerations: Kueue gives it to the pods it admits "
+     "there), or submit to another --queue"),
     (4, "waiting_strict_fifo", "Queued", "WaitingBehind",
      "waiting behind pw-f2 (queued earlier), which needs 32 google.com/tpu in tpu-flavor (16 "
      "free); cluster queue fifo-cq is StrictFIFO, so nothing behind it starts",

@@ -347,6 +347,19 @@ def quota_below_slice(s):
             "pw-small (v6e-16 x1, 16 chips) submitted to it")
 
 
+def flavor_taint_untolerated(s):
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+              "metadata": {"name": "tainted-tpu-flavor"},
+              "spec": {"nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"},
+                       "nodeTaints": [{"key": "team", "value": "ml", "effect": "NoSchedule"}]}}
+    objects = [flavor, *s.queue_objects("tainted-cq", "tainted-queue",
+                                        flavor="tainted-tpu-flavor")]
+    return (s.queued("pw-taint", "tainted-queue", objects),
+            "ClusterQueue tainted-cq whose TPU flavor tainted-tpu-flavor has the node taint "
+            "team=ml:NoSchedule, which our workers do not tolerate (LocalQueue tainted-queue); "
+            "job created with kubectl (submit refuses it)")
+
+
 def line_of_three(s, first, blocker, job, queue=(), blocker_flags=(), job_flags=()):
     """`first` (16 chips) running, then `blocker` (32 chips) waiting for quota, then `job` (16
     chips) submitted; returns once Kueue has not admitted `job`."""
@@ -515,7 +528,8 @@ def succeeded(s):
 
 SITUATIONS = {f.__name__: f for f in (
     queue_missing, queue_label_missing, cluster_queue_missing, cluster_queue_inactive_flavor,
-    cluster_queue_stopped, quota_short, quota_below_slice, waiting_strict_fifo,
+    cluster_queue_stopped, quota_short, quota_below_slice, flavor_taint_untolerated,
+    waiting_strict_fifo,
     waiting_behind_priority, quota_short_priority, unschedulable_selector, unschedulable_busy,
     head_pool_missing, image_pull, stuck_creating, running, running_restarted, failed_max_restarts,
     failed_pod_failure_policy, failed_worker_backoff, preempted, disrupted, succeeded)}

@@ -100,14 +100,15 @@ static void test_running_job(void **state)
     assert_string_equal(r.pods[3].phase, "Pending");
     assert_null(r.pods[3].node);
 
-    /* Only this job's objects (and its Workload), one group per object and reason. */
-    assert_int_equal(r.warning_count, 2);
+    /* Only this job's objects (and its Workload), one group per object and reason; the
+     * Workload's Pending is history now that it is admitted. */
+    assert_int_equal(r.warning_count, 1);
     assert_string_equal(r.warnings[0].kind, "Pod");
     assert_string_equal(r.warnings[0].object, "pw-worker-1-3-x13");
     assert_string_equal(r.warnings[0].reason, "FailedScheduling");
     assert_int_equal(r.warnings[0].count, 5);
     assert_string_equal(r.warnings[0].message, "0/9 nodes are available");
-    assert_string_equal(r.warnings[1].kind, "Workload");
+    assert_int_equal(r.resolved_warning_count, 1);
 
     /* The diagnosis on top, from what was read: nothing more was asked for. */
     assert_string_equal(r.diagnosis->reason, "Starting");
@@ -124,6 +125,55 @@ static void test_running_job(void **state)
     assert_string_equal(last, JT_WORKLOADS);
     assert_string_equal(jt_param(req, 3, "labelSelector"), "kueue.x-k8s.io/job-uid=uid-pw");
     json_decref(req);
+}
+
+/* A healthy job's warnings from retries that since succeeded are counted, not listed: JobSet's
+ * exclusive placement webhook denies a Job's first pod creations (FailedCreate) until the leader
+ * is scheduled, and the scheduler's first tries fail (FailedScheduling). A Job still short of
+ * pods, a pod still unbound, another reason and an unadmitted Workload's Pending stay. */
+static void test_warnings_superseded_by_success(void **state)
+{
+    (void)state;
+    json_t *js = jt_jobset("pw", 2);
+    json_t *pods =
+        json_pack("[o, o, o, o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-np-1"),
+                  jt_pod("pw", "worker", 0, 0, "Running", "tpu-a-0"),
+                  jt_pod("pw", "worker", 0, 1, "Running", "tpu-a-1"),
+                  jt_pod("pw", "worker", 1, 0, "Pending", NULL));
+    /* Slice 0 has 2 of its 4 hosts here: make its replicated job's parallelism 2 so the Job
+     * pw-worker-0 is complete, while pw-worker-1 (1 pod) is not. */
+    json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs");
+    size_t i;
+    json_t *rjob;
+    json_array_foreach(rjobs, i, rjob)
+    {
+        json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
+        if (!strcmp(json_string_value(json_object_get(rjob, "name")), "worker"))
+            json_object_set_new(job_spec, "parallelism", json_integer(2));
+    }
+    const char *denied = "Error creating: admission webhook \"mpod.kb.io\" denied the request: "
+                         "leader pod not yet scheduled";
+    json_t *events = json_pack(
+        "[o, o, o, o, o, o]", jt_warning("Job", "pw-worker-0", "FailedCreate", denied, 4),
+        jt_warning("Job", "pw-worker-1", "FailedCreate", denied, 2),
+        jt_warning("Pod", "pw-worker-0-1-x1", "FailedScheduling", "0/8 nodes are available", 1),
+        jt_warning("Pod", "pw-worker-1-0-x10", "FailedScheduling", "0/8 nodes are available", 1),
+        jt_warning("Pod", "pw-worker-0-0-x0", "BackOff", "Back-off restarting failed container", 1),
+        jt_warning("Workload", "jobset-pw-1a2b3", "Pending", "waiting", 1));
+    script_job(js, pods, events, jt_workload("pw", false, "Pending", "waiting"));
+
+    gc_inspect_report r;
+    gc_error err;
+    assert_int_equal(gc_job_inspect(jt_kube(), "pw", false, &r, &err), 0);
+    assert_int_equal(r.resolved_warning_count, 2);
+    assert_int_equal(r.warning_count, 4);
+    assert_string_equal(r.warnings[0].object, "pw-worker-1");
+    assert_string_equal(r.warnings[0].reason, "FailedCreate");
+    assert_string_equal(r.warnings[1].object, "pw-worker-1-0-x10");
+    assert_string_equal(r.warnings[1].reason, "FailedScheduling");
+    assert_string_equal(r.warnings[2].reason, "BackOff");
+    assert_string_equal(r.warnings[3].kind, "Workload");
+    gc_inspect_report_free(&r);
 }
 
 static void test_queued_job_says_why(void **state)
@@ -366,6 +416,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_running_job, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_warnings_superseded_by_success, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_queued_job_says_why, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_failed_job_names_pod_container_and_exit_code, jt_open,
                                         jt_close),

@@ -69,7 +69,9 @@ static const char *str(const json_t *object, const char *key)
     return json_string_value(json_object_get(object, key));
 }
 
-static void script_running_job(void)
+/* A running job whose warnings are a container's BackOff (with `backoff`) and a pod's first
+ * failed scheduling, superseded since: the pod is bound. */
+static void script_job_warned(bool backoff)
 {
     json_t *js = jt_jobset("pw", 1);
     json_object_set_new(json_object_get(js, "status"), "replicatedJobsStatus",
@@ -80,10 +82,19 @@ static void script_running_job(void)
             json_pack("[o, o]", jt_pod("pw", "worker", 0, 0, "Running", "tpu-a"),
                       jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-1")));
     jt_list(JT_JOBS, "JobList", json_array());
-    jt_list(JT_EVENTS, "EventList",
-            json_pack("[o]", jt_warning("Pod", "pw-worker-0-0-x0", "BackOff", "restarting", 2)));
+    json_t *events = json_pack("[o]", jt_warning("Pod", "pw-worker-0-0-x0", "FailedScheduling",
+                                                 "0/2 nodes are available", 3));
+    if (backoff)
+        json_array_append_new(events,
+                              jt_warning("Pod", "pw-worker-0-0-x0", "BackOff", "restarting", 2));
+    jt_list(JT_EVENTS, "EventList", events);
     jt_list(JT_WORKLOADS, "WorkloadList",
             json_pack("[o]", jt_workload("pw", true, "Admitted", "ok")));
+}
+
+static void script_running_job(void)
+{
+    script_job_warned(true);
 }
 
 static void test_inspect_json(void **state)
@@ -94,11 +105,27 @@ static void test_inspect_json(void **state)
     gcluster(&res, "inspect", "pw", "-o", "json");
     assert_int_equal(res.exit_code, 0);
     json_t *doc = parse_json(&res);
-    static const char *const top[] = {"name",         "namespace", "phase",    "status",
-                                      "detail",       "compute",   "topology", "pathways",
-                                      "queue",        "created",   "finished", "restarts",
-                                      "max_restarts", "diagnosis", "kueue",    "replicated_jobs",
-                                      "pods",         "warnings",  "slices",   NULL};
+    static const char *const top[] = {"name",
+                                      "namespace",
+                                      "phase",
+                                      "status",
+                                      "detail",
+                                      "compute",
+                                      "topology",
+                                      "pathways",
+                                      "queue",
+                                      "created",
+                                      "finished",
+                                      "restarts",
+                                      "max_restarts",
+                                      "diagnosis",
+                                      "kueue",
+                                      "replicated_jobs",
+                                      "pods",
+                                      "warnings",
+                                      "resolved_warnings",
+                                      "slices",
+                                      NULL};
     assert_keys(doc, top);
     /* The diagnosis, as `job why -o json` gives it. */
     json_t *why = json_object_get(doc, "diagnosis");
@@ -160,6 +187,8 @@ static void test_inspect_json(void **state)
                                                "last_seen", "message", NULL};
     assert_keys(warning, warning_keys);
     assert_int_equal(json_integer_value(json_object_get(warning, "count")), 2);
+    assert_int_equal(json_array_size(json_object_get(doc, "warnings")), 1);
+    assert_int_equal(json_integer_value(json_object_get(doc, "resolved_warnings")), 1);
     json_decref(doc);
     cli_result_free(&res);
 }
@@ -214,7 +243,18 @@ static void test_inspect_text(void **state)
                                 "1 with problems\n"));
     assert_non_null(strstr(out, "  worker slice 0: 1 of 4 pods running\n"));
     assert_null(strstr(out, "ROLE"));
-    assert_non_null(strstr(out, "Pod/pw-worker-0-0-x0: BackOff (x2): restarting\n"));
+    assert_non_null(strstr(out, "Pod/pw-worker-0-0-x0: BackOff (x2): restarting\n"
+                                "  (and 1 since resolved: retries that later succeeded)\n"));
+    assert_null(strstr(out, "FailedScheduling"));
+    cli_result_free(&res);
+
+    /* Only warnings a later success superseded: no list of them, one line that says so. */
+    script_job_warned(false);
+    gcluster(&res, "inspect", "pw");
+    assert_int_equal(res.exit_code, 0);
+    assert_non_null(strstr(res.out.data, "\nRecent warnings: none unresolved (1 since resolved: "
+                                         "retries that later succeeded)\n"));
+    assert_null(strstr(res.out.data, "FailedScheduling"));
     cli_result_free(&res);
 
     /* --pods: a row for every pod. */

@@ -895,7 +895,8 @@ static void untolerated_flavor_taint_is_an_error(void **state)
                        json_pack("[o, o]", flavor("pathways-flavor", HEAD_FLAVOR_LABEL), tainted),
                        v6e_nodes());
     gc_submit_request r = pathways_request();
-    expect_refusal(&r, "has no flavor for the google.com/tpu, cpu and memory of the workers");
+    expect_refusal(&r, "flavor tpu-flavor for the workers is for nodes tainted team=ml:NoSchedule, "
+                       "which its pods do not tolerate");
 }
 
 /* xpk's flavor pins cpu and memory to cpu-np; a head on another pool is never admitted. */
