@@ -20,8 +20,10 @@
 #include <yaml.h>
 
 #define MAX_DEPTH 256
-/* Kubeconfigs, blueprints and templates are kilobytes; a file this large is the wrong file. */
-#define MAX_FILE (16u << 20)
+/* Kubeconfigs, blueprints and templates are kilobytes (a kubeconfig with a few hundred GKE
+ * clusters is about 1 MiB); a larger text is the wrong file. Bounding the text bounds the time:
+ * 4 MiB of the smallest values (~1 M list items) loads in about half a second. */
+#define MAX_TEXT (4u << 20)
 
 /* A container being filled, and for mappings the key waiting for its value. */
 typedef struct frame {
@@ -30,18 +32,14 @@ typedef struct frame {
     int key_line, key_column;
 } frame;
 
-typedef struct anchor {
-    char *name;
-    json_t *value;
-} anchor;
-
 typedef struct loader {
     gc_yaml_doc *doc;
     frame stack[MAX_DEPTH];
     int depth;
     json_t *document_root;
-    anchor *anchors;
-    size_t anchor_count;
+    json_t *anchors; /* anchor name -> its value (a later anchor of the same name replaces it) */
+    /* What aliases have copied so far, against GC_YAML_MAX_ALIAS_VALUES and _BYTES. */
+    size_t alias_values, alias_bytes;
     gc_error *err;
 } loader;
 
@@ -181,22 +179,78 @@ static json_t *scalar_value(const yaml_event_t *event)
     return v ? v : json_stringn(text, len); /* json_string rejects invalid UTF-8 */
 }
 
+static int place_value(loader *ld, json_t *value, yaml_mark_t mark);
+
 static void remember_anchor(loader *ld, const yaml_char_t *name, json_t *value)
 {
-    if (!name)
-        return;
-    ld->anchors = gc_xrealloc(ld->anchors, (ld->anchor_count + 1) * sizeof(*ld->anchors));
-    ld->anchors[ld->anchor_count].name = gc_xstrdup((const char *)name);
-    ld->anchors[ld->anchor_count].value = json_incref(value);
-    ld->anchor_count++;
+    /* libyaml allows only letters, digits, '-' and '_' in anchor names, so they are valid keys. */
+    if (name && value)
+        json_object_set(ld->anchors, (const char *)name, value);
 }
 
-static json_t *find_anchor(loader *ld, const char *name)
+/* Adds what a copy of `v` would cost (one per value, plus the bytes of its strings and keys) to
+ * the alias counters; false as soon as a bound is passed (the walk stops there, so an alias to
+ * a huge value costs no more than the bound). `depth` is where `v` would sit: a copy must not
+ * nest deeper than a document may. */
+static bool charge_copy(loader *ld, const json_t *v, int depth, bool *too_deep)
 {
-    for (size_t i = ld->anchor_count; i > 0; i--)
-        if (!strcmp(ld->anchors[i - 1].name, name))
-            return ld->anchors[i - 1].value;
-    return NULL;
+    if (depth > MAX_DEPTH) {
+        *too_deep = true;
+        return false;
+    }
+    if (++ld->alias_values > GC_YAML_MAX_ALIAS_VALUES)
+        return false;
+    if (json_is_string(v)) {
+        ld->alias_bytes += json_string_length(v);
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach((json_t *)v, key, member)
+        {
+            ld->alias_bytes += strlen(key);
+            if (ld->alias_bytes > GC_YAML_MAX_ALIAS_BYTES ||
+                !charge_copy(ld, member, depth + 1, too_deep))
+                return false;
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (!charge_copy(ld, json_array_get(v, i), depth + 1, too_deep))
+                return false;
+    }
+    return ld->alias_bytes <= GC_YAML_MAX_ALIAS_BYTES;
+}
+
+/* An alias is a copy of its anchor's value. Each copy is paid for from one budget for the whole
+ * stream, so nested aliases ("billion laughs": nine levels of ten aliases each, ~10^9 values
+ * from a few hundred bytes) and merge keys ("<<: *a", which this loader keeps as an ordinary key
+ * holding the copy) stop at the bound instead of exhausting memory. An alias inside the value it
+ * names would be an endless value. */
+static int copy_alias(loader *ld, const yaml_event_t *event)
+{
+    const char *name = (const char *)event->data.alias.anchor;
+    json_t *target = json_object_get(ld->anchors, name);
+    if (!target)
+        return fail_at(ld, event->start_mark, "unknown alias \"*%s\"", name);
+    for (int i = 0; i < ld->depth; i++)
+        if (ld->stack[i].container == target)
+            return fail_at(ld, event->start_mark,
+                           "alias \"*%s\" is inside the value it names, which would make the "
+                           "value endless; copy what you need instead",
+                           name);
+    bool too_deep = false;
+    if (!charge_copy(ld, target, ld->depth, &too_deep)) {
+        if (too_deep)
+            return fail_at(ld, event->start_mark,
+                           "nesting too deep: alias \"*%s\" would put values more than %d levels "
+                           "deep",
+                           name, MAX_DEPTH);
+        return fail_at(ld, event->start_mark,
+                       "alias expansion too large: with \"*%s\" the values copied by aliases "
+                       "pass %d (or %u MiB of text); no kubeconfig, blueprint or template needs "
+                       "that many, so look for aliases that repeat each other",
+                       name, GC_YAML_MAX_ALIAS_VALUES, GC_YAML_MAX_ALIAS_BYTES >> 20);
+    }
+    return place_value(ld, json_deep_copy(target), event->start_mark);
 }
 
 /* Places a finished value into the current container (or makes it the document root). */
@@ -291,13 +345,8 @@ static int handle_event(loader *ld, yaml_event_t *event)
         remember_anchor(ld, event->data.scalar.anchor, value);
         return place_value(ld, value, event->start_mark);
     }
-    case YAML_ALIAS_EVENT: {
-        const char *name = (const char *)event->data.alias.anchor;
-        json_t *target = find_anchor(ld, name);
-        if (!target)
-            return fail_at(ld, event->start_mark, "unknown alias \"*%s\"", name);
-        return place_value(ld, json_deep_copy(target), event->start_mark);
-    }
+    case YAML_ALIAS_EVENT:
+        return copy_alias(ld, event);
     default:
         return 0;
     }
@@ -308,11 +357,7 @@ static void loader_cleanup(loader *ld)
     while (ld->depth > 0)
         pop_container(ld);
     json_decref(ld->document_root);
-    for (size_t i = 0; i < ld->anchor_count; i++) {
-        free(ld->anchors[i].name);
-        json_decref(ld->anchors[i].value);
-    }
-    free(ld->anchors);
+    json_decref(ld->anchors);
 }
 
 int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *doc, gc_error *err)
@@ -321,12 +366,20 @@ int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *do
     doc->name = gc_xstrdup(name ? name : "<input>");
     doc->documents = json_array();
 
+    if (len > MAX_TEXT) {
+        gc_fail(err, GC_EXIT_USAGE,
+                "%s is larger than %u MiB, more than such a document can sensibly be; check that "
+                "it is the right file",
+                doc->name, MAX_TEXT >> 20);
+        gc_yaml_doc_free(doc);
+        return GC_EXIT_USAGE;
+    }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot initialise the YAML parser");
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 
-    loader ld = {.doc = doc, .err = err};
+    loader ld = {.doc = doc, .anchors = json_object(), .err = err};
     int rc = 0;
     for (bool done = false; !done && !rc;) {
         yaml_event_t event;
@@ -353,7 +406,7 @@ int gc_yaml_load_file(const char *path, gc_yaml_doc *doc, gc_error *err)
     memset(doc, 0, sizeof(*doc));
     gc_buf text;
     gc_buf_init(&text);
-    int rc = gc_file_read(path, MAX_FILE, &text, err);
+    int rc = gc_file_read(path, MAX_TEXT, &text, err);
     if (!rc)
         rc = gc_yaml_load(text.data, text.len, path, doc, err);
     gc_buf_free(&text);
