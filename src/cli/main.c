@@ -2,6 +2,7 @@
  * gcluster's entry point: the only place that prints errors and chooses the exit status.
  */
 #include "cli/commands.h"
+#include "cli/render.h"
 
 #include "gcluster/http.h"
 
@@ -22,7 +23,9 @@ int main(int argc, char **argv)
     gc_error err = {0};
     int rc = cli_dispatch(argc - 1, argv + 1, &err);
     gc_http_cleanup();
+    /* Messages carry the user's own input (flag values, names, file contents) as well as
+     * server text; either may hold bytes a terminal acts on, so both are escaped here. */
     if (rc && err.message[0])
-        fprintf(stderr, "gcluster: error: %s\n", err.message);
+        cli_line(stderr, "gcluster: error: %s", err.message);
     return rc;
 }
