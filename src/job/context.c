@@ -2,6 +2,7 @@
  * Stored defaults in ~/.gcluster/context.json, readable by Google's gcluster too (same keys).
  */
 #include "gcluster/buf.h"
+#include "gcluster/catalog.h"
 #include "gcluster/job.h"
 
 #include "gcluster/sys.h"
@@ -36,67 +37,6 @@ char *gc_context_path(void)
 /* How much of a rejected value a message shows (a value may be any length). */
 #define SHOWN_VALUE 64
 
-static bool is_lower_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* Lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen,
- * `min` to `max` characters: the form of GCP project IDs and GKE cluster names. */
-static bool is_lower_name(const char *s, size_t len, size_t min, size_t max)
-{
-    if (len < min || len > max || !(s[0] >= 'a' && s[0] <= 'z') || s[len - 1] == '-')
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
-/* A project ID is 6 to 30 characters of that form; projects created in a Google Workspace domain
- * before 2017 keep an ID scoped by it, "example.com:my-project". */
-static bool is_project_id(const char *s)
-{
-    const char *colon = strchr(s, ':');
-    if (colon) {
-        size_t dlen = (size_t)(colon - s);
-        if (dlen < 3 || dlen > 253 || !memchr(s, '.', dlen) || s[0] == '.' || s[dlen - 1] == '.')
-            return false;
-        for (size_t i = 0; i < dlen; i++)
-            if (!is_lower_alnum(s[i]) && s[i] != '-' && s[i] != '.')
-                return false;
-        s = colon + 1;
-    }
-    return is_lower_name(s, strlen(s), 6, 30);
-}
-
-/* GKE cluster names: 1 to 40 characters, and they end with a letter or digit. */
-static bool is_cluster_name(const char *s)
-{
-    return is_lower_name(s, strlen(s), 1, 40);
-}
-
-/* A region is words of lower-case letters joined by '-' and ending in a number
- * (us-central1, northamerica-northeast2); a zone is a region, '-' and one letter (us-east5-b). */
-static bool is_location(const char *s)
-{
-    size_t len = strlen(s);
-    if (len > 2 && s[len - 2] == '-' && s[len - 1] >= 'a' && s[len - 1] <= 'z')
-        len -= 2;
-    size_t digits = 0;
-    while (digits < len && s[len - 1 - digits] >= '0' && s[len - 1 - digits] <= '9')
-        digits++;
-    size_t words = len - digits;
-    if (!digits || digits > 3 || words < 2 || words > 40 || s[0] == '-' || s[words - 1] == '-' ||
-        !memchr(s, '-', words))
-        return false;
-    for (size_t i = 0; i < words; i++) {
-        if (s[i] == '-' ? s[i + 1] == '-' : !(s[i] >= 'a' && s[i] <= 'z'))
-            return false;
-    }
-    return true;
-}
-
 static const char *const value_forms[] = {
     "a Google Cloud project ID: 6 to 30 lower-case letters, digits and hyphens, starting with a "
     "letter and not ending with a hyphen (or DOMAIN:ID); `gcloud projects list` shows yours",
@@ -110,9 +50,9 @@ static const char *const value_forms[] = {
 static int check_value(size_t key, const char *value, const char *where, const char *fix,
                        gc_error *err)
 {
-    bool ok = key == 0   ? is_project_id(value)
-              : key == 1 ? is_cluster_name(value)
-                         : is_location(value);
+    bool ok = key == 0   ? gc_catalog_is_project_id(value)
+              : key == 1 ? gc_catalog_is_gke_name(value)
+                         : gc_catalog_is_location(value);
     if (ok)
         return 0;
     size_t len = strlen(value);

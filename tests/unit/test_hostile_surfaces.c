@@ -535,6 +535,41 @@ static void blueprint_label_values_are_checked_at_the_source(void **state)
                GC_EXIT_USAGE,
                "kueue.config_template_vars.namespace \"Team_A\" is not a "
                "Kubernetes namespace name");
+    /* Pool names, machine types, regions and zones become node labels; cluster names become
+     * GKE and kubeconfig names; any other string must at least be text. */
+    static const struct {
+        const char *vars, *settings, *phrase;
+    } pools[] = {
+        {"", "name: \"pool\\e[31m\"",
+         "module np: setting name \"pool\\x1b[31m\" is not a GKE name"},
+        {"", "machine_type: \"n2\\e[32m\"",
+         "module np: setting machine_type \"n2\\x1b[32m\" is not a machine type"},
+        {", machine_type: N2-STANDARD-8", "",
+         "vars.machine_type \"N2-STANDARD-8\" (used by module np) is not a machine type"},
+        {"", "zones: [\"us-east5-b\\a\"]",
+         "module np: zones: \"us-east5-b\\x07\" is not a Google Cloud zone"},
+        {", zone: us_east5_b", "", "vars.zone \"us_east5_b\" (used by module cluster) is not"},
+        {"", "name: Pool-A", "module np: setting name \"Pool-A\" is not a GKE name"},
+        {", kueue_version: \"v0.1\\u0085\"", "", "is not text without control characters"},
+    };
+    for (size_t i = 0; i < sizeof(pools) / sizeof(*pools); i++) {
+        text = gc_xasprintf(
+            "blueprint_name: t\n"
+            "vars: {project_id: my-project, deployment_name: d, region: "
+            "us-east5%s}\n"
+            "deployment_groups:\n- group: g\n  modules:\n  - id: cluster\n"
+            "    source: modules/scheduler/gke-cluster\n"
+            "  - id: np\n    source: modules/compute/gke-node-pool\n"
+            "    settings: {%s}\n"
+            "  - id: kueue\n    source: modules/management/kubectl-apply\n"
+            "    settings: {kueue: {install: true%s}}\n",
+            pools[i].vars, pools[i].settings,
+            strstr(pools[i].vars, "kueue_version") ? ", version: $(vars.kueue_version)" : "");
+        bp = write_file("pool.yaml", text);
+        free(text);
+        assert_run(NULL, (const char *[]){"deploy", bp, "--plan", "--context", "x", NULL},
+                   GC_EXIT_USAGE, pools[i].phrase);
+    }
     /* A user template: what its variables put into names and labels is checked too. */
     write_file("flavor.yaml.tftpl", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
                                     "metadata: {name: tpu}\n"
