@@ -488,6 +488,13 @@ static int check_modules(const bp_reader *r, json_t *groups)
             if (!rc)
                 rc = require_type(r, module, "source", 0, json_object_get(module, "source"),
                                   JSON_STRING, "module source");
+            /* Ids and sources are printed in the plan: text only. */
+            if (!rc && !is_printable(json_string_value(id)))
+                rc = fail_at(r, module, "id", 0, "module id \"%.64s\" has control characters",
+                             json_string_value(id));
+            if (!rc && !is_printable(json_string_value(json_object_get(module, "source"))))
+                rc = fail_at(r, module, "source", 0, "module %s: source has control characters",
+                             json_string_value(id));
             if (!rc && json_object_get(seen, json_string_value(id)))
                 rc = fail_at(r, module, "id", 0, "module id %s is used twice; ids must be unique",
                              json_string_value(id));
@@ -874,6 +881,8 @@ static int read_top_level(bp_reader *r, const char *const *overrides, size_t cou
     int rc = require_type(r, root, "blueprint_name", 0, name, JSON_STRING, "blueprint_name");
     if (rc)
         return rc;
+    if (!is_printable(json_string_value(name)))
+        return fail_at(r, root, "blueprint_name", 0, "blueprint_name has control characters");
     r->bp->name = gc_xstrdup(json_string_value(name));
     json_t *vars = json_object_get(root, "vars");
     if (!vars) {

@@ -570,6 +570,14 @@ static void blueprint_label_values_are_checked_at_the_source(void **state)
         assert_run(NULL, (const char *[]){"deploy", bp, "--plan", "--context", "x", NULL},
                    GC_EXIT_USAGE, pools[i].phrase);
     }
+    /* What the plan prints about the blueprint itself. */
+    bp = write_file("ids.yaml", "blueprint_name: \"t\\e[31m\"\ndeployment_groups: []\n");
+    assert_run(NULL, (const char *[]){"deploy", bp, "--plan", "--context", "x", NULL},
+               GC_EXIT_USAGE, "ids.yaml:1:17: blueprint_name has control characters");
+    bp = write_file("ids.yaml", "blueprint_name: t\ndeployment_groups:\n- group: g\n  modules:\n"
+                                "  - {id: \"x\\u009b\", source: modules/x}\n");
+    assert_run(NULL, (const char *[]){"deploy", bp, "--plan", "--context", "x", NULL},
+               GC_EXIT_USAGE, "module id \"x\\xc2\\x9b\" has control characters");
     /* A user template: what its variables put into names and labels is checked too. */
     write_file("flavor.yaml.tftpl", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
                                     "metadata: {name: tpu}\n"
