@@ -61,8 +61,10 @@ typedef struct gc_yaml_doc {
 /* Loads YAML text. Plain scalars resolve by the YAML 1.2 core schema (null, true/false, integers,
  * floats; everything else is a string); quoted scalars are strings. Anchors and aliases are
  * supported, within GC_YAML_MAX_ALIAS_VALUES/_BYTES for the stream ("alias expansion too large"
- * past them); an alias inside the value it names is refused. A merge key ("<<") is an ordinary
- * key. Errors carry "<name>:<line>:<column>: <problem>". */
+ * past them); an alias inside the value it names is refused. A plain "<<" key merges its value (a
+ * mapping or a list of mappings, usually aliases) into the mapping, whose own keys win, as
+ * Kubernetes' and Cluster Toolkit's YAML readers do. Errors carry
+ * "<name>:<line>:<column>: <problem>". */
 int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *doc, gc_error *err);
 /* The same for a file (at most 4 MiB, as is the text gc_yaml_load takes); an unreadable file is a
  * usage error naming it. */

@@ -30,6 +30,9 @@ typedef struct frame {
     json_t *container;
     char *pending_key;
     int key_line, key_column;
+    bool pending_merge;  /* the pending key is a plain "<<" */
+    json_t *merged;      /* keys a merge put in, which a key of the mapping's own may replace */
+    bool merge_on_close; /* this container is the value of its parent's "<<" (held here) */
 } frame;
 
 typedef struct loader {
@@ -222,8 +225,8 @@ static bool charge_copy(loader *ld, const json_t *v, int depth, bool *too_deep)
 
 /* An alias is a copy of its anchor's value. Each copy is paid for from one budget for the whole
  * stream, so nested aliases ("billion laughs": nine levels of ten aliases each, ~10^9 values
- * from a few hundred bytes) and merge keys ("<<: *a", which this loader keeps as an ordinary key
- * holding the copy) stop at the bound instead of exhausting memory. An alias inside the value it
+ * from a few hundred bytes) and merge keys ("<<: *a", whose value is such a copy) stop at the
+ * bound instead of exhausting memory. An alias inside the value it
  * names would be an endless value. */
 static int copy_alias(loader *ld, const yaml_event_t *event)
 {
@@ -253,6 +256,67 @@ static int copy_alias(loader *ld, const yaml_event_t *event)
     return place_value(ld, json_deep_copy(target), event->start_mark);
 }
 
+/* Where container[key] came from, replacing what a merge recorded. */
+static void set_mark(gc_yaml_doc *doc, const json_t *container, const char *key, int line,
+                     int column)
+{
+    for (size_t i = 0; i < doc->mark_count; i++) {
+        gc_yaml_mark *m = &doc->marks[i];
+        if (m->container == container && m->key && !strcmp(m->key, key)) {
+            m->line = line;
+            m->column = column;
+            return;
+        }
+    }
+    add_mark(doc, container, key, 0, line, column);
+}
+
+/* Adds the members of mapping `from` that `top` does not have yet (its own keys and earlier
+ * merges win, as the YAML merge key says). */
+static void merge_mapping(loader *ld, frame *top, const json_t *from, yaml_mark_t mark)
+{
+    const char *key;
+    json_t *member;
+    json_object_foreach((json_t *)from, key, member)
+    {
+        if (json_object_get(top->container, key))
+            continue;
+        add_mark(ld->doc, top->container, key, 0, (int)mark.line + 1, (int)mark.column + 1);
+        json_object_set(top->container, key, member);
+        if (!top->merged)
+            top->merged = json_object();
+        json_object_set_new(top->merged, key, json_true());
+    }
+}
+
+/* "<<: *defaults" (or a list of such): the merge key of YAML 1.1, which Kubernetes' and Cluster
+ * Toolkit's YAML readers apply. The value is usually an alias, paid for from the alias budget
+ * like any other. */
+static int merge_value(loader *ld, frame *top, json_t *value, yaml_mark_t mark)
+{
+    bool ok = json_is_object(value);
+    if (json_is_array(value)) {
+        ok = json_array_size(value) > 0;
+        for (size_t i = 0; i < json_array_size(value); i++)
+            ok = ok && json_is_object(json_array_get(value, i));
+    }
+    free(top->pending_key);
+    top->pending_key = NULL;
+    top->pending_merge = false;
+    if (!ok) {
+        json_decref(value);
+        return fail_at(ld, mark,
+                       "the value of a merge key (<<) must be a mapping or a list of mappings, "
+                       "usually an alias such as <<: *defaults");
+    }
+    if (json_is_object(value))
+        merge_mapping(ld, top, value, mark);
+    for (size_t i = 0; json_is_array(value) && i < json_array_size(value); i++)
+        merge_mapping(ld, top, json_array_get(value, i), mark);
+    json_decref(value);
+    return 0;
+}
+
 /* Places a finished value into the current container (or makes it the document root). */
 static int place_value(loader *ld, json_t *value, yaml_mark_t mark)
 {
@@ -280,12 +344,22 @@ static int place_value(loader *ld, json_t *value, yaml_mark_t mark)
         json_decref(value);
         return 0;
     }
-    if (json_object_get(top->container, top->pending_key)) {
+    if (top->pending_merge)
+        return merge_value(ld, top, value, mark);
+    bool merged = top->merged && json_object_get(top->merged, top->pending_key);
+    if (json_object_get(top->container, top->pending_key) && !merged) {
         json_decref(value);
         return fail_at(ld, mark, "duplicate key \"%s\"", top->pending_key);
     }
-    add_mark(ld->doc, top->container, top->pending_key, 0, (int)mark.line + 1,
-             (int)mark.column + 1);
+    if (merged) {
+        /* The mapping's own key replaces the merged one, wherever it comes. */
+        json_object_del(top->merged, top->pending_key);
+        set_mark(ld->doc, top->container, top->pending_key, (int)mark.line + 1,
+                 (int)mark.column + 1);
+    } else {
+        add_mark(ld->doc, top->container, top->pending_key, 0, (int)mark.line + 1,
+                 (int)mark.column + 1);
+    }
     json_object_set_new(top->container, top->pending_key, value);
     free(top->pending_key);
     top->pending_key = NULL;
@@ -299,24 +373,36 @@ static int push_container(loader *ld, json_t *container, const yaml_char_t *anch
         json_decref(container);
         return fail_at(ld, mark, "nesting too deep");
     }
-    int rc = place_value(ld, json_incref(container), mark);
+    /* The value of a merge key is merged once it is complete; until then the frame holds it. */
+    bool merge = ld->depth > 0 && ld->stack[ld->depth - 1].pending_merge;
+    int rc = merge ? 0 : place_value(ld, json_incref(container), mark);
     if (rc) {
         json_decref(container);
         return rc;
     }
     remember_anchor(ld, anchor_name, container);
-    ld->stack[ld->depth].container = container;
-    ld->stack[ld->depth].pending_key = NULL;
+    ld->stack[ld->depth] = (frame){.container = container, .merge_on_close = merge};
     ld->depth++;
-    json_decref(container); /* the parent (or document_root) holds it now */
+    if (!merge)
+        json_decref(container); /* the parent (or document_root) holds it now */
     return 0;
 }
 
-static void pop_container(loader *ld)
+static int pop_container(loader *ld, yaml_mark_t mark, bool complete)
 {
     frame *top = &ld->stack[--ld->depth];
     free(top->pending_key);
     top->pending_key = NULL;
+    json_decref(top->merged);
+    top->merged = NULL;
+    if (!top->merge_on_close)
+        return 0;
+    top->merge_on_close = false;
+    if (!complete) {
+        json_decref(top->container);
+        return 0;
+    }
+    return merge_value(ld, &ld->stack[ld->depth - 1], top->container, mark);
 }
 
 static int handle_event(loader *ld, yaml_event_t *event)
@@ -338,12 +424,19 @@ static int handle_event(loader *ld, yaml_event_t *event)
                               event->start_mark);
     case YAML_MAPPING_END_EVENT:
     case YAML_SEQUENCE_END_EVENT:
-        pop_container(ld);
-        return 0;
+        return pop_container(ld, event->start_mark, true);
     case YAML_SCALAR_EVENT: {
         json_t *value = scalar_value(event);
         remember_anchor(ld, event->data.scalar.anchor, value);
-        return place_value(ld, value, event->start_mark);
+        frame *top = ld->depth ? &ld->stack[ld->depth - 1] : NULL;
+        bool merge_key = top && json_is_object(top->container) && !top->pending_key &&
+                         event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+                         !event->data.scalar.tag && json_is_string(value) &&
+                         !strcmp(json_string_value(value), "<<");
+        int rc = place_value(ld, value, event->start_mark);
+        if (!rc && merge_key)
+            top->pending_merge = true;
+        return rc;
     }
     case YAML_ALIAS_EVENT:
         return copy_alias(ld, event);
@@ -355,7 +448,7 @@ static int handle_event(loader *ld, yaml_event_t *event)
 static void loader_cleanup(loader *ld)
 {
     while (ld->depth > 0)
-        pop_container(ld);
+        pop_container(ld, (yaml_mark_t){0}, false);
     json_decref(ld->document_root);
     json_decref(ld->anchors);
 }
