@@ -226,8 +226,8 @@ static bool charge_copy(loader *ld, const json_t *v, int depth, bool *too_deep)
 /* An alias is a copy of its anchor's value. Each copy is paid for from one budget for the whole
  * stream, so nested aliases ("billion laughs": nine levels of ten aliases each, ~10^9 values
  * from a few hundred bytes) and merge keys ("<<: *a", whose value is such a copy) stop at the
- * bound instead of exhausting memory. An alias inside the value it
- * names would be an endless value. */
+ * bound instead of exhausting memory. An alias inside the value it names would be an endless
+ * value. */
 static int copy_alias(loader *ld, const yaml_event_t *event)
 {
     const char *name = (const char *)event->data.alias.anchor;

@@ -4,7 +4,6 @@
 #include "gcluster/buf.h"
 #include "gcluster/catalog.h"
 #include "gcluster/job.h"
-
 #include "gcluster/sys.h"
 
 #include <errno.h>
