@@ -51,11 +51,23 @@ typedef struct gc_yaml_doc {
     size_t mark_cap;
 } gc_yaml_doc;
 
+/* What aliases may copy in one YAML stream, in values (each scalar, list and mapping counts one)
+ * and in bytes of strings and keys. An alias is a copy of its anchor's value, so aliases of
+ * aliases grow exponentially ("billion laughs"); the real files gcluster reads (kubeconfigs,
+ * Cluster Toolkit blueprints and Kueue templates) copy a few dozen values, if any. */
+#define GC_YAML_MAX_ALIAS_VALUES 100000
+#define GC_YAML_MAX_ALIAS_BYTES  (4u << 20)
+
 /* Loads YAML text. Plain scalars resolve by the YAML 1.2 core schema (null, true/false, integers,
  * floats; everything else is a string); quoted scalars are strings. Anchors and aliases are
- * supported. Errors carry "<name>:<line>:<column>: <problem>". */
+ * supported, within GC_YAML_MAX_ALIAS_VALUES/_BYTES for the stream ("alias expansion too large"
+ * past them); an alias inside the value it names is refused. A plain "<<" key merges its value (a
+ * mapping or a list of mappings, usually aliases) into the mapping, whose own keys win, as
+ * Kubernetes' and Cluster Toolkit's YAML readers do. Errors carry
+ * "<name>:<line>:<column>: <problem>". */
 int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *doc, gc_error *err);
-/* The same for a file (at most 16 MiB); an unreadable file is a usage error naming it. */
+/* The same for a file (at most 4 MiB, as is the text gc_yaml_load takes); an unreadable file is a
+ * usage error naming it. */
 int gc_yaml_load_file(const char *path, gc_yaml_doc *doc, gc_error *err);
 void gc_yaml_doc_free(gc_yaml_doc *doc);
 

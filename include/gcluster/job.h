@@ -125,7 +125,7 @@ typedef struct gc_submit_plan {
     gc_submit_mode mode;
     const char *output_path; /* offline: the file to write, "-" for stdout */
     bool await_completion;   /* follow the job to its end (--await-job-completion, --timeout) */
-    long timeout_seconds;    /* of that wait; 0: none */
+    long timeout_seconds;    /* of that wait; -1: none; 0: look once */
     /* --base-image with --build-context: workload.image is the reference this build produces
      * (named by content), built and pushed before the JobSet is created. */
     bool build_image;

@@ -2,6 +2,7 @@
  * gcluster job config set KEY VALUE / gcluster job config list.
  */
 #include "cli/cli.h"
+#include "cli/render.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,8 @@ static int config_set_run(void *args, const cli_parsed *parsed, gc_error *err)
     int rc = gc_context_set(parsed->positional[0], parsed->positional[1], err);
     if (!rc) {
         char *path = gc_context_path();
-        printf("Set %s to \"%s\" in %s.\n", parsed->positional[0], parsed->positional[1], path);
+        cli_line(stdout, "Set %s to \"%s\" in %s.", parsed->positional[0], parsed->positional[1],
+                 path);
         free(path);
     }
     return rc;
@@ -37,8 +39,9 @@ static int config_list_run(void *args, const cli_parsed *parsed, gc_error *err)
     int rc = gc_context_load(&ctx, err);
     if (rc)
         return rc;
-    printf("project:  %s\ncluster:  %s\nlocation: %s\n", ctx.project ? ctx.project : "",
-           ctx.cluster ? ctx.cluster : "", ctx.location ? ctx.location : "");
+    cli_line(stdout, "project:  %s", ctx.project ? ctx.project : "");
+    cli_line(stdout, "cluster:  %s", ctx.cluster ? ctx.cluster : "");
+    cli_line(stdout, "location: %s", ctx.location ? ctx.location : "");
     gc_context_free(&ctx);
     return 0;
 }

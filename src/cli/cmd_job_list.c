@@ -45,8 +45,8 @@ static int list_with(gc_kube *kube, void *ctx, gc_error *err)
     if (a->format == CLI_FORMAT_JSON || a->format == CLI_FORMAT_YAML)
         rc = cli_print_list(stdout, &list, a->format, err);
     else if (list.count == 0)
-        fprintf(stderr, "No jobs found in %s.\n",
-                a->r.all_namespaces ? "any namespace" : gc_kube_namespace(kube));
+        cli_line(stderr, "No jobs found in %s.",
+                 a->r.all_namespaces ? "any namespace" : gc_kube_namespace(kube));
     else
         cli_render_list_table(stdout, &list, a->format == CLI_FORMAT_WIDE, a->r.all_namespaces);
     gc_job_list_result_free(&list);

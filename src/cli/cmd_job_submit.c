@@ -106,7 +106,8 @@ static const cli_option submit_options[] = {
     CLI_BOOL(0, "await-job-completion", submit_args, R(await_completion),
              "wait until the job finishes; exit 3 if it fails"),
     CLI_STRING(0, "timeout", submit_args, R(timeout), "DURATION",
-               "wait at most this long for completion (implies --await-job-completion)"),
+               "wait at most this long for completion (implies --await-job-completion; 0 looks "
+               "once and does not wait)"),
     CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
                "write the manifest to FILE (or stdout) without contacting any cluster"),
     CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
@@ -196,9 +197,9 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
         rc = cli_write_output(plan->output_path, text.data, text.len, err);
     const gc_workload *w = &plan->workload;
     if (!rc && strcmp(plan->output_path, "-") != 0)
-        fprintf(stderr, "Wrote the %sJobSet \"%s\" to %s.\n",
-                w->pathways ? (w->headless ? "headless Pathways " : "Pathways ") : "", w->name,
-                plan->output_path);
+        cli_line(stderr, "Wrote the %sJobSet \"%s\" to %s.",
+                 w->pathways ? (w->headless ? "headless Pathways " : "Pathways ") : "", w->name,
+                 plan->output_path);
     gc_buf_free(&text);
     return rc;
 }

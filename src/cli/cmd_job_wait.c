@@ -19,7 +19,8 @@ static const cli_option wait_options[] = {
     CLI_VALUES(0, "for", wait_args, r.state, NULL, &state_names,
                "the state to wait for (default succeeded; finished also accepts failed jobs)"),
     CLI_STRING(0, "timeout", wait_args, r.timeout, "DURATION",
-               "give up after this long (exit 1); the jobs keep going"),
+               "give up after this long (exit 1); the jobs keep going; 0 looks once and does "
+               "not wait"),
     CLI_VALUES('o', "output", wait_args, output, NULL, &cli_text_formats,
                "one line per job (text, the default), or one object per job (README.md)"),
     CLI_END,

@@ -2,6 +2,7 @@
  * Helpers shared by the command files: stored defaults and writing output files.
  */
 #include "cli/cli.h"
+#include "cli/render.h"
 
 #include "gcluster/buf.h"
 
@@ -21,7 +22,7 @@ void cli_apply_stored_defaults(cli_globals *g)
     gc_stored_context ctx;
     gc_error err = {0};
     if (gc_context_load(&ctx, &err) != 0) {
-        fprintf(stderr, "gcluster: warning: ignoring stored defaults: %s\n", err.message);
+        cli_line(stderr, "gcluster: warning: ignoring stored defaults: %s", err.message);
         return;
     }
     /* The strings live until exit: argument structs only borrow. */

@@ -4,6 +4,7 @@
  * known (each gc_fail call, in the library or the command's file); main passes it on unchanged.
  */
 #include "cli/commands.h"
+#include "cli/render.h"
 
 #include "gcluster/http.h"
 
@@ -24,7 +25,9 @@ int main(int argc, char **argv)
     gc_error err = {0};
     int rc = cli_dispatch(argc - 1, argv + 1, &err);
     gc_http_cleanup();
+    /* Messages carry the user's own input (flag values, names, file contents) as well as
+     * server text; either may hold bytes a terminal acts on, so both are escaped here. */
     if (rc && err.message[0])
-        fprintf(stderr, "gcluster: error: %s\n", err.message);
+        cli_line(stderr, "gcluster: error: %s", err.message);
     return rc;
 }

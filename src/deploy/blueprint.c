@@ -12,6 +12,7 @@
 
 #include "gcluster/catalog.h"
 #include "gcluster/emit.h"
+#include "gcluster/sys.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -331,6 +332,57 @@ static int wrong_type(const bp_reader *r, json_t *settings, const char *module_i
                    module_id, expected, gc_yaml_type_name(value));
 }
 
+/* Settings whose values end up as Kubernetes node labels (cloud.google.com/gke-nodepool,
+ * node.kubernetes.io/instance-type, topology.kubernetes.io/region and zone) and in GKE and
+ * kubeconfig names: their form is checked where they are read, naming the setting or variable,
+ * so a value the API server or gcloud would refuse (or one with bytes a terminal acts on) ends
+ * here with exit 2. Every other string setting must at least be text without control
+ * characters. */
+static const struct {
+    const char *key;
+    bool (*ok)(const char *value);
+    const char *form;
+} setting_forms[] = {
+    {"name", gc_catalog_is_gke_name,
+     "a GKE name: at most 40 lower-case letters, digits and hyphens, starting with a letter and "
+     "ending with a letter or digit"},
+    {"deployment_name", gc_catalog_is_gke_name,
+     "a GKE cluster name: at most 40 lower-case letters, digits and hyphens, starting with a "
+     "letter and ending with a letter or digit"},
+    {"machine_type", gc_catalog_is_machine_type,
+     "a machine type: lower-case letters, digits and hyphens, such as n2-standard-32"},
+    {"region", gc_catalog_is_location, "a Google Cloud region, such as us-central1"},
+    {"zone", gc_catalog_is_location, "a Google Cloud zone, such as us-central1-a"},
+};
+
+static bool is_printable(const char *s)
+{
+    size_t len = strlen(s);
+    for (size_t i = 0, n; i < len; i += n)
+        if (!(n = gc_text_printable_char(s + i, len - i)))
+            return false;
+    return true;
+}
+
+static int check_form(const bp_reader *r, json_t *settings, const char *module_id, const char *key,
+                      const char *value)
+{
+    const char *form = NULL;
+    for (size_t i = 0; i < sizeof(setting_forms) / sizeof(*setting_forms); i++)
+        if (!strcmp(key, setting_forms[i].key) && !setting_forms[i].ok(value))
+            form = setting_forms[i].form;
+    if (!form && !is_printable(value))
+        form = "text without control characters";
+    if (!form)
+        return 0;
+    const char *more = strlen(value) > 64 ? "..." : "";
+    if (settings && json_object_get(settings, key))
+        return fail_at(r, settings, key, 0, "module %s: setting %s \"%.64s%s\" is not %s",
+                       module_id, key, value, more, form);
+    return fail_at(r, r->vars, key, 0, "vars.%s \"%.64s%s\" (used by module %s) is not %s", key,
+                   value, more, module_id, form);
+}
+
 static int string_setting(const bp_reader *r, json_t *settings, const char *module_id,
                           const char *key, char **out)
 {
@@ -340,6 +392,9 @@ static int string_setting(const bp_reader *r, json_t *settings, const char *modu
         return rc;
     if (!json_is_string(v) || !*json_string_value(v))
         return wrong_type(r, settings, module_id, key, v, "a non-empty string");
+    rc = check_form(r, settings, module_id, key, json_string_value(v));
+    if (rc)
+        return rc;
     free(*out);
     *out = gc_xstrdup(json_string_value(v));
     return 0;
@@ -433,6 +488,13 @@ static int check_modules(const bp_reader *r, json_t *groups)
             if (!rc)
                 rc = require_type(r, module, "source", 0, json_object_get(module, "source"),
                                   JSON_STRING, "module source");
+            /* Ids and sources are printed in the plan: text only. */
+            if (!rc && !is_printable(json_string_value(id)))
+                rc = fail_at(r, module, "id", 0, "module id \"%.64s\" has control characters",
+                             json_string_value(id));
+            if (!rc && !is_printable(json_string_value(json_object_get(module, "source"))))
+                rc = fail_at(r, module, "source", 0, "module %s: source has control characters",
+                             json_string_value(id));
             if (!rc && json_object_get(seen, json_string_value(id)))
                 rc = fail_at(r, module, "id", 0, "module id %s is used twice; ids must be unique",
                              json_string_value(id));
@@ -571,6 +633,13 @@ static int read_zones(const bp_reader *r, json_t *settings, const char *id, gc_p
         if (!json_is_string(z)) {
             gc_buf_free(&b);
             return wrong_type(r, settings, id, "zones", zones, "a list of zone names");
+        }
+        if (!gc_catalog_is_location(json_string_value(z))) {
+            gc_buf_free(&b);
+            return fail_at(r, zones, NULL, i,
+                           "module %s: zones: \"%.64s\" is not a Google Cloud zone, such as "
+                           "us-central1-a",
+                           id, json_string_value(z));
         }
         gc_buf_printf(&b, "%s%s", b.len ? "," : "", json_string_value(z));
     }
@@ -812,6 +881,8 @@ static int read_top_level(bp_reader *r, const char *const *overrides, size_t cou
     int rc = require_type(r, root, "blueprint_name", 0, name, JSON_STRING, "blueprint_name");
     if (rc)
         return rc;
+    if (!is_printable(json_string_value(name)))
+        return fail_at(r, root, "blueprint_name", 0, "blueprint_name has control characters");
     r->bp->name = gc_xstrdup(json_string_value(name));
     json_t *vars = json_object_get(root, "vars");
     if (!vars) {

@@ -20,28 +20,29 @@
 #include <yaml.h>
 
 #define MAX_DEPTH 256
-/* Kubeconfigs, blueprints and templates are kilobytes; a file this large is the wrong file. */
-#define MAX_FILE (16u << 20)
+/* Kubeconfigs, blueprints and templates are kilobytes (a kubeconfig with a few hundred GKE
+ * clusters is about 1 MiB); a larger text is the wrong file. Bounding the text bounds the time:
+ * 4 MiB of the smallest values (~1 M list items) loads in about half a second. */
+#define MAX_TEXT (4u << 20)
 
 /* A container being filled, and for mappings the key waiting for its value. */
 typedef struct frame {
     json_t *container;
     char *pending_key;
     int key_line, key_column;
+    bool pending_merge;  /* the pending key is a plain "<<" */
+    json_t *merged;      /* keys a merge put in, which a key of the mapping's own may replace */
+    bool merge_on_close; /* this container is the value of its parent's "<<" (held here) */
 } frame;
-
-typedef struct anchor {
-    char *name;
-    json_t *value;
-} anchor;
 
 typedef struct loader {
     gc_yaml_doc *doc;
     frame stack[MAX_DEPTH];
     int depth;
     json_t *document_root;
-    anchor *anchors;
-    size_t anchor_count;
+    json_t *anchors; /* anchor name -> its value (a later anchor of the same name replaces it) */
+    /* What aliases have copied so far, against GC_YAML_MAX_ALIAS_VALUES and _BYTES. */
+    size_t alias_values, alias_bytes;
     gc_error *err;
 } loader;
 
@@ -181,22 +182,139 @@ static json_t *scalar_value(const yaml_event_t *event)
     return v ? v : json_stringn(text, len); /* json_string rejects invalid UTF-8 */
 }
 
+static int place_value(loader *ld, json_t *value, yaml_mark_t mark);
+
 static void remember_anchor(loader *ld, const yaml_char_t *name, json_t *value)
 {
-    if (!name)
-        return;
-    ld->anchors = gc_xrealloc(ld->anchors, (ld->anchor_count + 1) * sizeof(*ld->anchors));
-    ld->anchors[ld->anchor_count].name = gc_xstrdup((const char *)name);
-    ld->anchors[ld->anchor_count].value = json_incref(value);
-    ld->anchor_count++;
+    /* libyaml allows only letters, digits, '-' and '_' in anchor names, so they are valid keys. */
+    if (name && value)
+        json_object_set(ld->anchors, (const char *)name, value);
 }
 
-static json_t *find_anchor(loader *ld, const char *name)
+/* Adds what a copy of `v` would cost (one per value, plus the bytes of its strings and keys) to
+ * the alias counters; false as soon as a bound is passed (the walk stops there, so an alias to
+ * a huge value costs no more than the bound). `depth` is where `v` would sit: a copy must not
+ * nest deeper than a document may. */
+static bool charge_copy(loader *ld, const json_t *v, int depth, bool *too_deep)
 {
-    for (size_t i = ld->anchor_count; i > 0; i--)
-        if (!strcmp(ld->anchors[i - 1].name, name))
-            return ld->anchors[i - 1].value;
-    return NULL;
+    if (depth > MAX_DEPTH) {
+        *too_deep = true;
+        return false;
+    }
+    if (++ld->alias_values > GC_YAML_MAX_ALIAS_VALUES)
+        return false;
+    if (json_is_string(v)) {
+        ld->alias_bytes += json_string_length(v);
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach((json_t *)v, key, member)
+        {
+            ld->alias_bytes += strlen(key);
+            if (ld->alias_bytes > GC_YAML_MAX_ALIAS_BYTES ||
+                !charge_copy(ld, member, depth + 1, too_deep))
+                return false;
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (!charge_copy(ld, json_array_get(v, i), depth + 1, too_deep))
+                return false;
+    }
+    return ld->alias_bytes <= GC_YAML_MAX_ALIAS_BYTES;
+}
+
+/* An alias is a copy of its anchor's value. Each copy is paid for from one budget for the whole
+ * stream, so nested aliases ("billion laughs": nine levels of ten aliases each, ~10^9 values
+ * from a few hundred bytes) and merge keys ("<<: *a", whose value is such a copy) stop at the
+ * bound instead of exhausting memory. An alias inside the value it names would be an endless
+ * value. */
+static int copy_alias(loader *ld, const yaml_event_t *event)
+{
+    const char *name = (const char *)event->data.alias.anchor;
+    json_t *target = json_object_get(ld->anchors, name);
+    if (!target)
+        return fail_at(ld, event->start_mark, "unknown alias \"*%s\"", name);
+    for (int i = 0; i < ld->depth; i++)
+        if (ld->stack[i].container == target)
+            return fail_at(ld, event->start_mark,
+                           "alias \"*%s\" is inside the value it names, which would make the "
+                           "value endless; copy what you need instead",
+                           name);
+    bool too_deep = false;
+    if (!charge_copy(ld, target, ld->depth, &too_deep)) {
+        if (too_deep)
+            return fail_at(ld, event->start_mark,
+                           "nesting too deep: alias \"*%s\" would put values more than %d levels "
+                           "deep",
+                           name, MAX_DEPTH);
+        return fail_at(ld, event->start_mark,
+                       "alias expansion too large: with \"*%s\" the values copied by aliases "
+                       "pass %d (or %u MiB of text); no kubeconfig, blueprint or template needs "
+                       "that many, so look for aliases that repeat each other",
+                       name, GC_YAML_MAX_ALIAS_VALUES, GC_YAML_MAX_ALIAS_BYTES >> 20);
+    }
+    return place_value(ld, json_deep_copy(target), event->start_mark);
+}
+
+/* Where container[key] came from, replacing what a merge recorded. */
+static void set_mark(gc_yaml_doc *doc, const json_t *container, const char *key, int line,
+                     int column)
+{
+    for (size_t i = 0; i < doc->mark_count; i++) {
+        gc_yaml_mark *m = &doc->marks[i];
+        if (m->container == container && m->key && !strcmp(m->key, key)) {
+            m->line = line;
+            m->column = column;
+            return;
+        }
+    }
+    add_mark(doc, container, key, 0, line, column);
+}
+
+/* Adds the members of mapping `from` that `top` does not have yet (its own keys and earlier
+ * merges win, as the YAML merge key says). */
+static void merge_mapping(loader *ld, frame *top, const json_t *from, yaml_mark_t mark)
+{
+    const char *key;
+    json_t *member;
+    json_object_foreach((json_t *)from, key, member)
+    {
+        if (json_object_get(top->container, key))
+            continue;
+        add_mark(ld->doc, top->container, key, 0, (int)mark.line + 1, (int)mark.column + 1);
+        json_object_set(top->container, key, member);
+        if (!top->merged)
+            top->merged = json_object();
+        json_object_set_new(top->merged, key, json_true());
+    }
+}
+
+/* "<<: *defaults" (or a list of such): the merge key of YAML 1.1, which Kubernetes' and Cluster
+ * Toolkit's YAML readers apply. The value is usually an alias, paid for from the alias budget
+ * like any other. */
+static int merge_value(loader *ld, frame *top, json_t *value, yaml_mark_t mark)
+{
+    bool ok = json_is_object(value);
+    if (json_is_array(value)) {
+        ok = json_array_size(value) > 0;
+        for (size_t i = 0; i < json_array_size(value); i++)
+            ok = ok && json_is_object(json_array_get(value, i));
+    }
+    free(top->pending_key);
+    top->pending_key = NULL;
+    top->pending_merge = false;
+    if (!ok) {
+        json_decref(value);
+        return fail_at(ld, mark,
+                       "the value of a merge key (<<) must be a mapping or a list of mappings, "
+                       "usually an alias such as <<: *defaults");
+    }
+    if (json_is_object(value))
+        merge_mapping(ld, top, value, mark);
+    for (size_t i = 0; json_is_array(value) && i < json_array_size(value); i++)
+        merge_mapping(ld, top, json_array_get(value, i), mark);
+    json_decref(value);
+    return 0;
 }
 
 /* Places a finished value into the current container (or makes it the document root). */
@@ -226,12 +344,22 @@ static int place_value(loader *ld, json_t *value, yaml_mark_t mark)
         json_decref(value);
         return 0;
     }
-    if (json_object_get(top->container, top->pending_key)) {
+    if (top->pending_merge)
+        return merge_value(ld, top, value, mark);
+    bool merged = top->merged && json_object_get(top->merged, top->pending_key);
+    if (json_object_get(top->container, top->pending_key) && !merged) {
         json_decref(value);
         return fail_at(ld, mark, "duplicate key \"%s\"", top->pending_key);
     }
-    add_mark(ld->doc, top->container, top->pending_key, 0, (int)mark.line + 1,
-             (int)mark.column + 1);
+    if (merged) {
+        /* The mapping's own key replaces the merged one, wherever it comes. */
+        json_object_del(top->merged, top->pending_key);
+        set_mark(ld->doc, top->container, top->pending_key, (int)mark.line + 1,
+                 (int)mark.column + 1);
+    } else {
+        add_mark(ld->doc, top->container, top->pending_key, 0, (int)mark.line + 1,
+                 (int)mark.column + 1);
+    }
     json_object_set_new(top->container, top->pending_key, value);
     free(top->pending_key);
     top->pending_key = NULL;
@@ -245,24 +373,36 @@ static int push_container(loader *ld, json_t *container, const yaml_char_t *anch
         json_decref(container);
         return fail_at(ld, mark, "nesting too deep");
     }
-    int rc = place_value(ld, json_incref(container), mark);
+    /* The value of a merge key is merged once it is complete; until then the frame holds it. */
+    bool merge = ld->depth > 0 && ld->stack[ld->depth - 1].pending_merge;
+    int rc = merge ? 0 : place_value(ld, json_incref(container), mark);
     if (rc) {
         json_decref(container);
         return rc;
     }
     remember_anchor(ld, anchor_name, container);
-    ld->stack[ld->depth].container = container;
-    ld->stack[ld->depth].pending_key = NULL;
+    ld->stack[ld->depth] = (frame){.container = container, .merge_on_close = merge};
     ld->depth++;
-    json_decref(container); /* the parent (or document_root) holds it now */
+    if (!merge)
+        json_decref(container); /* the parent (or document_root) holds it now */
     return 0;
 }
 
-static void pop_container(loader *ld)
+static int pop_container(loader *ld, yaml_mark_t mark, bool complete)
 {
     frame *top = &ld->stack[--ld->depth];
     free(top->pending_key);
     top->pending_key = NULL;
+    json_decref(top->merged);
+    top->merged = NULL;
+    if (!top->merge_on_close)
+        return 0;
+    top->merge_on_close = false;
+    if (!complete) {
+        json_decref(top->container);
+        return 0;
+    }
+    return merge_value(ld, &ld->stack[ld->depth - 1], top->container, mark);
 }
 
 static int handle_event(loader *ld, yaml_event_t *event)
@@ -284,20 +424,22 @@ static int handle_event(loader *ld, yaml_event_t *event)
                               event->start_mark);
     case YAML_MAPPING_END_EVENT:
     case YAML_SEQUENCE_END_EVENT:
-        pop_container(ld);
-        return 0;
+        return pop_container(ld, event->start_mark, true);
     case YAML_SCALAR_EVENT: {
         json_t *value = scalar_value(event);
         remember_anchor(ld, event->data.scalar.anchor, value);
-        return place_value(ld, value, event->start_mark);
+        frame *top = ld->depth ? &ld->stack[ld->depth - 1] : NULL;
+        bool merge_key = top && json_is_object(top->container) && !top->pending_key &&
+                         event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+                         !event->data.scalar.tag && json_is_string(value) &&
+                         !strcmp(json_string_value(value), "<<");
+        int rc = place_value(ld, value, event->start_mark);
+        if (!rc && merge_key)
+            top->pending_merge = true;
+        return rc;
     }
-    case YAML_ALIAS_EVENT: {
-        const char *name = (const char *)event->data.alias.anchor;
-        json_t *target = find_anchor(ld, name);
-        if (!target)
-            return fail_at(ld, event->start_mark, "unknown alias \"*%s\"", name);
-        return place_value(ld, json_deep_copy(target), event->start_mark);
-    }
+    case YAML_ALIAS_EVENT:
+        return copy_alias(ld, event);
     default:
         return 0;
     }
@@ -306,13 +448,9 @@ static int handle_event(loader *ld, yaml_event_t *event)
 static void loader_cleanup(loader *ld)
 {
     while (ld->depth > 0)
-        pop_container(ld);
+        pop_container(ld, (yaml_mark_t){0}, false);
     json_decref(ld->document_root);
-    for (size_t i = 0; i < ld->anchor_count; i++) {
-        free(ld->anchors[i].name);
-        json_decref(ld->anchors[i].value);
-    }
-    free(ld->anchors);
+    json_decref(ld->anchors);
 }
 
 int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *doc, gc_error *err)
@@ -321,12 +459,20 @@ int gc_yaml_load(const char *text, size_t len, const char *name, gc_yaml_doc *do
     doc->name = gc_xstrdup(name ? name : "<input>");
     doc->documents = json_array();
 
+    if (len > MAX_TEXT) {
+        gc_fail(err, GC_EXIT_USAGE,
+                "%s is larger than %u MiB, more than such a document can sensibly be; check that "
+                "it is the right file",
+                doc->name, MAX_TEXT >> 20);
+        gc_yaml_doc_free(doc);
+        return GC_EXIT_USAGE;
+    }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot initialise the YAML parser");
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 
-    loader ld = {.doc = doc, .err = err};
+    loader ld = {.doc = doc, .anchors = json_object(), .err = err};
     int rc = 0;
     for (bool done = false; !done && !rc;) {
         yaml_event_t event;
@@ -353,7 +499,7 @@ int gc_yaml_load_file(const char *path, gc_yaml_doc *doc, gc_error *err)
     memset(doc, 0, sizeof(*doc));
     gc_buf text;
     gc_buf_init(&text);
-    int rc = gc_file_read(path, MAX_FILE, &text, err);
+    int rc = gc_file_read(path, MAX_TEXT, &text, err);
     if (!rc)
         rc = gc_yaml_load(text.data, text.len, path, doc, err);
     gc_buf_free(&text);

@@ -8,6 +8,7 @@
 #include "gcluster/kube.h"
 #include "job/lookup.h"
 #include "job/object.h"
+#include "job/watch_job.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ static int on_event(enum gc_kube_event_type type, json_t *object, void *ctx, gc_
 }
 
 /* Waits until no pod of the job is left, then until the JobSet is gone (each for at most
- * `timeout` seconds when > 0). */
+ * `timeout` seconds, job_list_watch's meaning: 0 looks once). */
 static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const gc_events *ev,
                            gc_cancel_result *out, gc_error *err)
 {
@@ -62,7 +63,7 @@ static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const 
     gc_kube_list_options pods = {.label_selector = selector, .accept = GC_KUBE_ACCEPT_METADATA};
     char *pod_path = gc_kube_path(NULL, "v1", gc_kube_namespace(kube), "pods", NULL);
     gone_state pod_state = {.name = name, .what = "pod", .ev = ev, .present = json_object()};
-    int rc = gc_kube_list_watch(kube, pod_path, &pods, (int)timeout, on_event, &pod_state, err);
+    int rc = job_list_watch(kube, pod_path, &pods, timeout, on_event, &pod_state, err);
     free(pod_path);
     json_decref(pod_state.present);
     out->pods_deleted = pod_state.deleted;
@@ -73,22 +74,23 @@ static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const 
     char *path = job_jobset_path(kube, NULL);
     gone_state jobset_state = {.name = name, .what = "JobSet", .ev = ev, .present = json_object()};
     if (!rc)
-        rc = gc_kube_list_watch(kube, path, &jobsets, (int)timeout, on_event, &jobset_state, err);
+        rc = job_list_watch(kube, path, &jobsets, timeout, on_event, &jobset_state, err);
     free(path);
     json_decref(jobset_state.present);
     gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
+    char when[64];
     if (rc && !strcmp(err->reason, "Timeout"))
         return gc_fail(err, GC_EXIT_RUNTIME,
-                       "job %s is still being deleted after %lds (gcluster job inspect %s shows "
-                       "what is left)",
-                       name, timeout, name);
+                       "job %s is still being deleted %s (gcluster job inspect %s shows what is "
+                       "left)",
+                       name, job_timeout_words(timeout, when, sizeof(when)), name);
     out->gone = rc == 0;
     return rc;
 }
 
 static int check_request(const gc_cancel_request *r, long *timeout, gc_error *err)
 {
-    *timeout = 0;
+    *timeout = JOB_NO_TIMEOUT;
     if (gc_job_name_check(r->name, err))
         return err->code;
     if (r->timeout && !r->wait)

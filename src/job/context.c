@@ -2,10 +2,13 @@
  * Stored defaults in ~/.gcluster/context.json, readable by Google's gcluster too (same keys).
  */
 #include "gcluster/buf.h"
+#include "gcluster/catalog.h"
 #include "gcluster/job.h"
+#include "gcluster/sys.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +31,64 @@ char *gc_context_path(void)
     return gc_xasprintf("%s/.gcluster/context.json", home && *home ? home : ".");
 }
 
+/* The file holds three short names; anything larger is not what gcluster wrote. */
+#define MAX_CONTEXT_FILE (64u << 10)
+/* How much of a rejected value a message shows (a value may be any length). */
+#define SHOWN_VALUE 64
+
+static const char *const value_forms[] = {
+    "a Google Cloud project ID: 6 to 30 lower-case letters, digits and hyphens, starting with a "
+    "letter and not ending with a hyphen (or DOMAIN:ID); `gcloud projects list` shows yours",
+    "a GKE cluster name: at most 40 lower-case letters, digits and hyphens, starting with a "
+    "letter and ending with a letter or digit; `gcloud container clusters list` shows yours",
+    "a Google Cloud region or zone, such as us-central1 or us-central1-a",
+};
+
+/* Whether `value` has the form of context_keys[key]; otherwise a message in `err` that starts
+ * with `where` and ends with `fix`. */
+static int check_value(size_t key, const char *value, const char *where, const char *fix,
+                       gc_error *err)
+{
+    bool ok = key == 0   ? gc_catalog_is_project_id(value)
+              : key == 1 ? gc_catalog_is_gke_name(value)
+                         : gc_catalog_is_location(value);
+    if (ok)
+        return 0;
+    size_t len = strlen(value);
+    return gc_fail(err, GC_EXIT_USAGE, "%s%s \"%.*s%s\" is not %s; %s", where,
+                   context_keys[key].key, SHOWN_VALUE, value, len > SHOWN_VALUE ? "..." : "",
+                   value_forms[key], fix);
+}
+
 static int load_json(const char *path, json_t **out, gc_error *err)
 {
+    *out = NULL;
+    gc_buf text;
+    gc_buf_init(&text);
+    gc_error why = {0};
+    if (gc_file_read(path, MAX_CONTEXT_FILE, &text, &why) != 0) {
+        int e = errno;
+        gc_buf_free(&text);
+        if (e == ENOENT) {
+            *out = json_object();
+            return 0;
+        }
+        if (e == EISDIR)
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s is a directory, where gcluster keeps its stored defaults in a "
+                           "file; move the directory away (gcluster job config set then writes "
+                           "the file)",
+                           path);
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s; fix its permissions or delete it (gcluster job config set rewrites "
+                       "it)",
+                       why.message);
+    }
     json_error_t jerr;
-    *out = json_load_file(path, 0, &jerr);
+    *out = json_loadb(text.data, text.len, 0, &jerr);
+    gc_buf_free(&text);
     if (*out && json_is_object(*out))
         return 0;
-    if (!*out && access(path, F_OK) != 0) {
-        *out = json_object();
-        return 0;
-    }
     json_decref(*out);
     *out = NULL;
     return gc_fail(err, GC_EXIT_USAGE,
@@ -51,17 +102,27 @@ int gc_context_load(gc_stored_context *ctx, gc_error *err)
     char *path = gc_context_path();
     json_t *root;
     int rc = load_json(path, &root, err);
-    free(path);
-    if (rc)
-        return rc;
     char **fields[] = {&ctx->project, &ctx->cluster, &ctx->location};
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 3 && !rc; i++) {
         const char *v = json_string_value(json_object_get(root, context_keys[i].json));
-        if (v && *v)
+        if (!v || !*v)
+            continue;
+        /* A hand-edited (or older) file is checked as `job config set` checks: a value that is
+         * not a name must not reach a kubeconfig context name or a message. */
+        char *where = gc_xasprintf("%s: stored ", path);
+        char *fix =
+            gc_xasprintf("set it again with gcluster job config set %s VALUE", context_keys[i].key);
+        rc = check_value(i, v, where, fix, err);
+        free(where);
+        free(fix);
+        if (!rc)
             *fields[i] = gc_xstrdup(v);
     }
     json_decref(root);
-    return 0;
+    free(path);
+    if (rc)
+        gc_context_free(ctx);
+    return rc;
 }
 
 static int save_json(const char *path, json_t *root, gc_error *err)
@@ -88,13 +149,17 @@ static int save_json(const char *path, json_t *root, gc_error *err)
 
 int gc_context_set(const char *key, const char *value, gc_error *err)
 {
-    const char *json_key = NULL;
-    for (size_t i = 0; i < 3; i++)
-        if (!strcasecmp(key, context_keys[i].key))
-            json_key = context_keys[i].json;
-    if (!json_key)
+    size_t k = 0;
+    while (k < 3 && strcasecmp(key, context_keys[k].key))
+        k++;
+    if (k == 3)
         return gc_fail(err, GC_EXIT_USAGE,
-                       "unknown key \"%s\"; the keys are project, cluster and location", key);
+                       "unknown key \"%.*s%s\"; the keys are project, cluster and location",
+                       SHOWN_VALUE, key, strlen(key) > SHOWN_VALUE ? "..." : "");
+    const char *json_key = context_keys[k].json;
+    int checked = check_value(k, value, "", "nothing was stored", err);
+    if (checked)
+        return checked;
     char *path = gc_context_path();
     json_t *root;
     int rc = load_json(path, &root, err);

@@ -328,6 +328,7 @@ static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_erro
         gc_parse_duration("--gke-ttl-after-finished", r->ttl_after_finished, &w->ttl_seconds, err);
     if (!rc)
         rc = gc_parse_duration("--grace-period", r->grace_period, &w->grace_seconds, err);
+    p->timeout_seconds = -1; /* not given: wait as long as it takes (0 looks once) */
     if (!rc && r->timeout)
         rc = gc_parse_duration("--timeout", r->timeout, &p->timeout_seconds, err);
     return rc;

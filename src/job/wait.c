@@ -40,7 +40,7 @@ const char *gc_wait_outcome_name(gc_wait_outcome outcome)
 static int parse_request(const gc_wait_request *r, gc_wait_for *state, long *timeout, gc_error *err)
 {
     *state = GC_WAIT_FOR_SUCCEEDED;
-    *timeout = 0;
+    *timeout = JOB_NO_TIMEOUT;
     if (!r->count)
         return gc_fail(err, GC_EXIT_USAGE, "job wait needs the jobs: gcluster job wait NAME...");
     for (size_t i = 0; i < r->count; i++) {
@@ -202,8 +202,10 @@ static int watch(wait_state *s, bool by_label, long timeout_ms, gc_error *err)
     gc_buf_init(&text);
     selector(s->out, by_label, &opts, &text);
     char *path = job_jobset_path(s->kube, NULL);
-    int seconds = timeout_ms > 0 ? (int)((timeout_ms + 999) / 1000) : 0;
-    int rc = gc_kube_list_watch(s->kube, path, &opts, seconds, on_jobset, s, err);
+    /* What is left of the time, in whole seconds (at least 1: the time ran out is decided by
+     * the caller); 0 looks once; JOB_NO_TIMEOUT waits. */
+    long seconds = timeout_ms > 0 ? (timeout_ms + 999) / 1000 : timeout_ms;
+    int rc = job_list_watch(s->kube, path, &opts, seconds, on_jobset, s, err);
     free(path);
     gc_buf_free(&text);
     return rc;
@@ -274,10 +276,12 @@ static int conclude(const gc_wait_result *out, long timeout, gc_error *err)
     gc_buf pending;
     gc_buf_init(&pending);
     describe_pending(out, &pending);
+    char when[64];
     int rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "timed out after %lds; not %s yet: %s; the jobs keep going (gcluster job "
-                     "inspect NAME follows one)",
-                     timeout, gc_wait_for_name(out->state), pending.data);
+                     "timed out %s; not %s yet: %s; the jobs keep going (gcluster job inspect NAME "
+                     "follows one)",
+                     job_timeout_words(timeout, when, sizeof(when)), gc_wait_for_name(out->state),
+                     pending.data);
     snprintf(err->reason, sizeof(err->reason), "Timeout");
     gc_buf_free(&pending);
     return rc;
@@ -305,7 +309,7 @@ int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc
     long long deadline = timeout > 0 ? gc_clock_ms() + timeout * 1000 : 0;
     bool by_label = true;
     for (;;) {
-        long long left = deadline ? deadline - gc_clock_ms() : 0;
+        long long left = deadline ? deadline - gc_clock_ms() : timeout;
         out->timed_out = deadline && left <= 0;
         if (out->timed_out)
             break;

@@ -11,6 +11,7 @@
 
 #include "gcluster/sys.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,53 @@ static int on_jobset_event(enum gc_kube_event_type type, json_t *jobset, void *c
     return st.phase == GC_JOB_SUCCEEDED || st.phase == GC_JOB_FAILED ? GC_KUBE_STOP : 0;
 }
 
+typedef struct look_once {
+    gc_kube_event_fn on_event;
+    void *ctx;
+    bool stopped;
+} look_once;
+
+static int look_at_item(json_t *item, void *ctx, gc_error *err)
+{
+    look_once *l = ctx;
+    int rc = l->on_event(GC_KUBE_ADDED, item, l->ctx, err);
+    if (rc == GC_KUBE_STOP)
+        l->stopped = true;
+    return rc;
+}
+
+int job_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts, long timeout,
+                   gc_kube_event_fn on_event, void *ctx, gc_error *err)
+{
+    if (timeout != 0)
+        return gc_kube_list_watch(kube, path, opts,
+                                  timeout < 0         ? 0
+                                  : timeout > INT_MAX ? INT_MAX
+                                                      : (int)timeout,
+                                  on_event, ctx, err);
+    look_once l = {.on_event = on_event, .ctx = ctx};
+    int rc = gc_kube_list(kube, path, opts, look_at_item, &l, NULL, err);
+    if (rc || l.stopped)
+        return rc;
+    rc = on_event(GC_KUBE_SYNCED, NULL, ctx, err);
+    if (rc == GC_KUBE_STOP)
+        return 0;
+    if (rc)
+        return rc;
+    gc_fail(err, GC_EXIT_RUNTIME, "not there at the one look (--timeout 0)");
+    snprintf(err->reason, sizeof(err->reason), "Timeout");
+    return GC_EXIT_RUNTIME;
+}
+
+const char *job_timeout_words(long timeout, char *buf, size_t size)
+{
+    if (timeout == 0)
+        snprintf(buf, size, "at the one look (--timeout 0)");
+    else
+        snprintf(buf, size, "after %lds", timeout);
+    return buf;
+}
+
 int job_watch_to_end(gc_kube *kube, const char *name, long timeout_seconds, const gc_events *ev,
                      gc_job_status *final, gc_error *err)
 {
@@ -153,15 +201,17 @@ int job_watch_to_end(gc_kube *kube, const char *name, long timeout_seconds, cons
     char selector[300];
     snprintf(selector, sizeof(selector), "metadata.name=%s", name);
     gc_kube_list_options opts = {.field_selector = selector};
-    int rc = gc_kube_list_watch(kube, path, &opts, (int)timeout_seconds, on_jobset_event, &s, err);
+    int rc = job_list_watch(kube, path, &opts, timeout_seconds, on_jobset_event, &s, err);
     free(path);
     gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
     *final = s.last;
+    char when[64];
     if (rc && !strcmp(err->reason, "Timeout"))
         return gc_fail(err, GC_EXIT_RUNTIME,
-                       "timed out after %lds waiting for job %s (%s); it keeps running: follow it "
-                       "with gcluster job inspect %s",
-                       timeout_seconds, name, s.last_text[0] ? s.last_text : "not seen yet", name);
+                       "timed out %s waiting for job %s (%s); it keeps running: follow it with "
+                       "gcluster job inspect %s",
+                       job_timeout_words(timeout_seconds, when, sizeof(when)), name,
+                       s.last_text[0] ? s.last_text : "not seen yet", name);
     if (rc)
         return rc;
     if (s.deleted)

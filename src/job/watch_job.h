@@ -9,8 +9,23 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 
-/* Watches JobSet `name` until it finishes, disappears or `timeout_seconds` (> 0; <= 0 waits
- * forever) pass. Each change of state (queued → admitted → running n/m → finished) is reported
+/* --timeout on wait, cancel --wait and submit's await: not given (JOB_NO_TIMEOUT) waits as long
+ * as it takes; 0 looks once (the list a watch starts with, and no watch), so a script can ask
+ * "is it there yet?" without waiting; N > 0 waits at most N seconds. */
+#define JOB_NO_TIMEOUT (-1L)
+
+/* gc_kube_list_watch with `timeout` as above: 0 lists once, announcing each item as ADDED and
+ * then GC_KUBE_SYNCED to `on_event`, and when on_event has not said GC_KUBE_STOP by then, ends
+ * like a watch whose time ran out (GC_EXIT_RUNTIME, err->reason "Timeout"). Durations beyond
+ * what a watch takes are capped (about 68 years). */
+int job_list_watch(gc_kube *kube, const char *path, const gc_kube_list_options *opts, long timeout,
+                   gc_kube_event_fn on_event, void *ctx, gc_error *err);
+
+/* "after 30s", or "at the one look (--timeout 0)": how a timed-out message says the time. */
+const char *job_timeout_words(long timeout, char *buf, size_t size);
+
+/* Watches JobSet `name` until it finishes, disappears or `timeout_seconds` (job_list_watch's
+ * meaning) pass. Each change of state (queued → admitted → running n/m → finished) is reported
  * as progress on `ev` ("NAME: Running 3/9"), ended by GC_EVENT_PROGRESS_END. `final` receives the
  * last status seen (all zero when the job was never seen). Returns 0 when the job succeeded,
  * GC_EXIT_JOB_FAILED when it failed (the message names the failing pod, container and exit code),

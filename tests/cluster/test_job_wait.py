@@ -124,6 +124,20 @@ def test_running_timeout_and_cancel(cli):
     assert f"{job}: Running 5/5" in shown
     assert f"gcluster: error: timed out after 3s; not succeeded yet: {job} Running 5/5" in shown
 
+    # --timeout 0 looks once and does not wait: one list, no watch; exit 0 when the job is
+    # already there, 1 (with its state) when it is not, and a missing job is said as such.
+    code, out, err = finish(start_wait(cli, job, "--for", "running", "--timeout", "0"))
+    assert code == 0, err
+    assert out == f"{job}: Running 5/5\n"
+    code, out, err = finish(start_wait(cli, job, "--timeout", "0s", "-v"))
+    assert code == 1, err
+    assert ("gcluster: error: timed out at the one look (--timeout 0); not succeeded yet: "
+            f"{job} Running 5/5") in err
+    assert "watch=1" not in err
+    code, out, err = finish(start_wait(cli, "wait-no-such-job", "--timeout", "0"))
+    assert code == 1, err
+    assert "wait-no-such-job" in err and "watch=1" not in err
+
     # Cancelled while waited on: a clear line and exit 3. The waiter's -v trace says when its
     # watch has started.
     waiter = start_wait(cli, job, "--timeout", "3m", "-v")

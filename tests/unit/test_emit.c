@@ -350,6 +350,53 @@ static void loader_keeps_marks_and_resolves_types(void **state)
     gc_yaml_doc_free(&doc);
 }
 
+/* The merge key as Kubernetes' and Cluster Toolkit's readers apply it: the mapping's own keys
+ * win wherever they stand, earlier mappings of a list win over later ones, a quoted "<<" is an
+ * ordinary key, and a value that is not mappings is an error at its line. */
+static void merge_keys_merge(void **state)
+{
+    (void)state;
+    const char *text = "base: &base {a: 1, b: 2}\n"
+                       "other: &other {b: 20, d: 4}\n"
+                       "own_after: {<<: *base, b: 3}\n"
+                       "own_before: {b: 3, <<: *base}\n"
+                       "list: {<<: [*other, *base]}\n"
+                       "inline:\n  <<: {a: 5}\n  c: 6\n"
+                       "quoted: {\"<<\": *base}\n"
+                       "block:\n  <<: *base\n  a: 9\n";
+    gc_yaml_doc doc;
+    gc_error err = {0};
+    assert_int_equal(gc_yaml_load(text, strlen(text), "m.yaml", &doc, &err), 0);
+    json_t *root = gc_yaml_root(&doc);
+    static const char *const want[][2] = {
+        {"own_after", "{\"a\":1,\"b\":3}"},       {"own_before", "{\"b\":3,\"a\":1}"},
+        {"list", "{\"b\":20,\"d\":4,\"a\":1}"},   {"inline", "{\"a\":5,\"c\":6}"},
+        {"quoted", "{\"<<\":{\"a\":1,\"b\":2}}"}, {"block", "{\"a\":9,\"b\":2}"},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+        char *got = json_dumps(json_object_get(root, want[i][0]), JSON_COMPACT);
+        if (strcmp(got, want[i][1]))
+            fail_msg("%s: want %s, got %s", want[i][0], want[i][1], got);
+        free(got);
+    }
+    /* A key of the mapping's own is reported where it is written, a merged one at the "<<". */
+    int line, col;
+    json_t *block = json_object_get(root, "block");
+    assert_true(gc_yaml_mark_of(&doc, block, "a", 0, &line, &col));
+    assert_int_equal(line, 12);
+    assert_true(gc_yaml_mark_of(&doc, block, "b", 0, &line, &col));
+    assert_int_equal(line, 11);
+    gc_yaml_doc_free(&doc);
+
+    const char *bad = "a: &a [1]\nb:\n  <<: *a\n";
+    assert_int_equal(gc_yaml_load(bad, strlen(bad), "m.yaml", &doc, &err), GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "m.yaml:3:7: the value of a merge key (<<) must be a "
+                                        "mapping or a list of mappings"));
+    const char *twice = "a: &a {x: 1}\nb: {<<: *a, x: 2, x: 3}\n";
+    assert_int_equal(gc_yaml_load(twice, strlen(twice), "m.yaml", &doc, &err), GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "m.yaml:2:22: duplicate key \"x\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +410,7 @@ int main(void)
         cmocka_unit_test(control_characters_are_written_escaped),
         cmocka_unit_test(loader_reports_line_and_column),
         cmocka_unit_test(loader_keeps_marks_and_resolves_types),
+        cmocka_unit_test(merge_keys_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,9 @@
  * every reference replaced, a kubeconfig's entries named, a JobSet's status one of the phases
  * with a text that says it, and any loaded YAML emitted and read back to the very same object.
  * The ASan/UBSan build of this test is where memory errors surface. The iteration count is
- * bounded; GCLUSTER_FUZZ_ITERATIONS raises it for a longer local run.
+ * bounded; GCLUSTER_FUZZ_ITERATIONS raises it for a longer local run. The alias fuzz builds
+ * random anchor/alias graphs (lists, mappings, merge keys, aliases of aliases, aliases inside
+ * their own anchor) and checks that whatever is accepted stays within the loader's alias budget.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -411,6 +413,129 @@ static bool check_jobset(const gc_buf *input)
     return rc == 0;
 }
 
+/* Values in `v`, counting each scalar, list and mapping once; stops counting past `limit`. */
+static size_t count_values(const json_t *v, size_t limit)
+{
+    size_t n = 1;
+    if (json_is_object(v)) {
+        const char *key;
+        const json_t *member;
+        json_object_foreach((json_t *)v, key, member)
+        {
+            if (n > limit)
+                break;
+            n += count_values(member, limit - n);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v) && n <= limit; i++)
+            n += count_values(json_array_get(v, i), limit - n);
+    }
+    return n;
+}
+
+/* One random YAML value for anchor graph level `level`: a scalar, an alias of an earlier level's
+ * anchor (or, now and then, its own, or one not yet defined), or a list or mapping (some with a
+ * merge key) of such values. */
+static void random_alias_value(gc_buf *b, int level, int depth)
+{
+    /* An anchored value is a list or a mapping ("&a *b" is not YAML); deeper, anything. */
+    unsigned pick = depth == 0 ? 3 + next_random(3) : next_random(depth > 2 ? 3 : 6);
+    if (pick == 0 || (level == 0 && pick <= 2)) {
+        gc_buf_printf(b, "v%u", next_random(100));
+    } else if (pick <= 2) {
+        int target = level > 0 ? (int)next_random((unsigned)level) : 0;
+        if (next_random(400) == 0)
+            target = level + (int)next_random(2); /* itself, or one not defined yet */
+        gc_buf_printf(b, "*l%d", target);
+    } else if (pick <= 4) {
+        unsigned n = next_random(12);
+        gc_buf_puts(b, "[");
+        for (unsigned i = 0; i < n; i++) {
+            gc_buf_puts(b, i ? ", " : "");
+            random_alias_value(b, level, depth + 1);
+        }
+        gc_buf_puts(b, "]");
+    } else {
+        unsigned n = next_random(12);
+        gc_buf_puts(b, "{");
+        for (unsigned i = 0; i < n; i++) {
+            if (i == 0 && level > 0 && next_random(3) == 0) {
+                gc_buf_printf(b, "<<: *l%u", next_random((unsigned)level));
+                continue;
+            }
+            gc_buf_printf(b, "%sk%u: ", i ? ", " : "", i);
+            random_alias_value(b, level, depth + 1);
+        }
+        gc_buf_puts(b, "}");
+    }
+}
+
+/* A blueprint whose vars hold a random anchor graph and whose cluster labels use its last level. */
+static void random_alias_blueprint(gc_buf *b)
+{
+    gc_buf_reset(b);
+    int levels = 1 + (int)next_random(10);
+    gc_buf_puts(b, "blueprint_name: t\nvars:\n  project_id: my-project\n"
+                   "  deployment_name: d\n  region: us-east5\n");
+    for (int level = 0; level < levels; level++) {
+        gc_buf_printf(b, "  l%d: &l%d ", level, level);
+        random_alias_value(b, level, 0);
+        gc_buf_puts(b, "\n");
+    }
+    gc_buf_printf(b,
+                  "deployment_groups:\n- group: g\n  modules:\n  - id: cluster\n"
+                  "    source: modules/scheduler/gke-cluster\n    settings:\n"
+                  "      labels: *l%d\n",
+                  levels - 1);
+}
+
+/* Whatever the anchor graph, the loader and the blueprint reader either accept it with no more
+ * values than the text holds plus what aliases may copy, or refuse it with exit 2 and a message
+ * that names the file. Aliases that copy too much must be seen refused, and graphs that stay
+ * small accepted; the whole run is bounded by the budget, never by the exponent. */
+static void fuzz_aliases(void **state)
+{
+    (void)state;
+    gc_buf input;
+    gc_buf_init(&input);
+    int accepted = 0, too_large = 0, rejected = 0;
+    int n = iterations() / 5; /* a graph that fills the budget costs 100,000 copies */
+    for (int i = 0; i < n; i++) {
+        random_alias_blueprint(&input);
+        if (i % 2)
+            mutate(&input);
+        gc_yaml_doc doc;
+        gc_error err = {0};
+        int rc = gc_yaml_load(input.data, input.len, "aliases.yaml", &doc, &err);
+        expect_usage_error(rc, &err, "aliases", "aliases.yaml:");
+        if (rc) {
+            if (strstr(err.message, "alias expansion too large"))
+                too_large++;
+            else
+                rejected++;
+            if (getenv("FUZZ_SHOW"))
+                printf("%s\n", err.message);
+            continue;
+        }
+        size_t limit = input.len + GC_YAML_MAX_ALIAS_VALUES;
+        size_t values = 0;
+        for (size_t d = 0; d < json_array_size(doc.documents); d++)
+            values += count_values(json_array_get(doc.documents, d), limit + 1);
+        if (values > limit)
+            fail_msg("%zu bytes of YAML loaded as more than %zu values:\n%s", input.len, limit,
+                     input.data);
+        if (gc_yaml_root(&doc))
+            assert_round_trip(gc_yaml_root(&doc), "aliases");
+        gc_yaml_doc_free(&doc);
+        accepted++;
+        check_blueprint(&input);
+    }
+    gc_buf_free(&input);
+    printf("fuzz aliases: %d graphs, %d accepted, %d too large, %d rejected otherwise\n", n,
+           accepted, too_large, rejected);
+    assert_true(accepted > 0 && too_large > 0 && rejected > 0);
+}
+
 static void fuzz_blueprints(void **state)
 {
     (void)state;
@@ -482,10 +607,9 @@ static void fuzz_jobsets(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fuzz_blueprints),
-        cmocka_unit_test(fuzz_templates),
-        cmocka_unit_test(fuzz_kubeconfigs),
-        cmocka_unit_test(fuzz_jobsets),
+        cmocka_unit_test(fuzz_blueprints),  cmocka_unit_test(fuzz_templates),
+        cmocka_unit_test(fuzz_kubeconfigs), cmocka_unit_test(fuzz_jobsets),
+        cmocka_unit_test(fuzz_aliases),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
