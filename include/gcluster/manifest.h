@@ -57,13 +57,16 @@ typedef struct gc_mount {
     bool read_only;
 } gc_mount;
 
-/* Which containers a user's environment variable goes to: every container gcluster writes
- * (--env), or one Pathways role's (--pathways-proxy-env, -server-env, -worker-env). */
+/* Which container a user's environment variable goes to: the workload container(s) running the
+ * user's command (--env, --env-file: as Google's gcluster, never the Pathways servers or the
+ * colocated Python sidecar, which each have their own flag or none), or one Pathways role's
+ * (--pathways-proxy-env, -server-env, -worker-env). */
 typedef enum gc_env_scope {
-    GC_ENV_EVERY,
+    GC_ENV_WORKLOAD,
     GC_ENV_PROXY,  /* pathways-proxy */
     GC_ENV_SERVER, /* pathways-rm */
     GC_ENV_WORKER, /* pathways-worker */
+    GC_ENV_NONE,   /* a container no user variable goes to (the colocated Python sidecar) */
 } gc_env_scope;
 
 typedef struct gc_env_var {

@@ -52,10 +52,10 @@ static const cli_option submit_options[] = {
     CLI_LIST(0, "mount", submit_args, mounts, "SRC:DEST[:ro|rw]",
              "mount gs://BUCKET[/DIR], /HOST/PATH, filestore://IP/SHARE or a PVC (repeatable)"),
     CLI_LIST(0, "env", submit_args, env, "KEY=VALUE",
-             "environment variable for every container (repeatable)"),
+             "environment variable for the workload container (repeatable)"),
     CLI_LIST(0, "env-file", submit_args, env_files, "FILE",
-             "KEY=VALUE lines for every container (# comments, outer quotes dropped, no $ "
-             "expansion)"),
+             "KEY=VALUE lines for the workload container (# comments, outer quotes dropped, no "
+             "$ expansion)"),
     CLI_STRING(0, "service-account", submit_args, R(service_account), "NAME",
                "Kubernetes service account of the pods"),
     CLI_STRING(0, "image-pull-secret", submit_args, R(image_pull_secret), "S1,S2",

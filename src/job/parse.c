@@ -446,7 +446,7 @@ static int env_file_line(const char *path, int number, const char *line, size_t 
     const char *value = eq + 1;
     size_t value_len = len - (size_t)(value - line);
     unquote(&value, &value_len);
-    add_env(w, line, (size_t)(eq - line), value, value_len, GC_ENV_EVERY, where);
+    add_env(w, line, (size_t)(eq - line), value, value_len, GC_ENV_WORKLOAD, where);
     return 0;
 }
 

@@ -26,7 +26,7 @@ int job_parse_mount(const char *spec, gc_mount *mount, gc_error *err);
 /* KEY=VALUE from `flag`, appended to w->env for the containers of `scope`. */
 int job_parse_env(const char *flag, const char *spec, gc_env_scope scope, gc_workload *w,
                   gc_error *err);
-/* Every KEY=VALUE line of an env file, appended to w->env for every container. */
+/* Every KEY=VALUE line of an env file, appended to w->env for the workload container. */
 int job_read_env_file(const char *path, gc_workload *w, gc_error *err);
 int job_parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err);
 

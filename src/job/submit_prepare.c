@@ -518,7 +518,7 @@ static int fill_env(const gc_submit_request *r, gc_workload *w, gc_error *err)
         size_t count;
         gc_env_scope scope;
     } flags[] = {
-        {"--env", r->env, r->env_count, GC_ENV_EVERY},
+        {"--env", r->env, r->env_count, GC_ENV_WORKLOAD},
         {"--pathways-proxy-env", r->pathways_proxy_env, r->pathways_proxy_env_count, GC_ENV_PROXY},
         {"--pathways-server-env", r->pathways_server_env, r->pathways_server_env_count,
          GC_ENV_SERVER},

@@ -139,7 +139,8 @@ static json_t *main_resources(const gc_workload *w, int containers)
 
 static json_t *main_container(const gc_workload *w, const char *name, int containers)
 {
-    json_t *env = with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_EVERY);
+    json_t *env =
+        with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_WORKLOAD);
     json_t *c = json_pack("{s:s, s:s, s:[s, s, s]}", "name", name, "image", w->image, "command",
                           "/bin/bash", "-c", w->command);
     if (env && !json_array_size(env))
@@ -155,10 +156,10 @@ static json_t *main_container(const gc_workload *w, const char *name, int contai
 static json_t *main_containers(const gc_workload *w)
 {
     if (!w->parallel_containers)
-        return json_pack("[o]", main_container(w, "workload-container", 1));
+        return json_pack("[o]", main_container(w, WORKLOAD_CONTAINER, 1));
     /* TPU7x hosts run two processes, each owning half the chips (Google's default). */
-    return json_pack("[o, o]", main_container(w, "workload-container-1", 2),
-                     main_container(w, "workload-container-2", 2));
+    return json_pack("[o, o]", main_container(w, WORKLOAD_CONTAINER "-1", 2),
+                     main_container(w, WORKLOAD_CONTAINER "-2", 2));
 }
 
 static json_t *main_pod_spec(const gc_workload *w)
@@ -192,9 +193,8 @@ static json_t *main_replicated_job(const gc_workload *w)
         json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
                   w->nodes_per_slice, "completions", w->nodes_per_slice, "backoffLimit", 0);
     if (w->restart_exit_code_count)
-        job_spec =
-            jset(job_spec, "podFailurePolicy",
-                 pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container"));
+        job_spec = jset(job_spec, "podFailurePolicy",
+                        pod_failure_policy(w, w->parallel_containers ? NULL : WORKLOAD_CONTAINER));
     job_spec =
         jset(job_spec, "template",
              json_pack("{s:o, s:o}", "metadata", pod_metadata(w, true), "spec", main_pod_spec(w)));
@@ -218,15 +218,15 @@ json_t *gc_plain_jobset(const gc_workload *w)
     return jobset_object(w, spec);
 }
 
-/* Two of the user's variables that would land in one container. */
+/* Two of the user's variables that would land in one container. Each flag reaches one container
+ * only, so --env K=V with --pathways-proxy-env K=W sets K in two different containers: no
+ * conflict. */
 static int check_user_env(const gc_workload *w, gc_error *err)
 {
     for (size_t i = 0; i < w->env_count; i++) {
         for (size_t j = i + 1; j < w->env_count; j++) {
             const gc_env_var *a = &w->env[i], *b = &w->env[j];
-            bool shared =
-                a->scope == b->scope || a->scope == GC_ENV_EVERY || b->scope == GC_ENV_EVERY;
-            if (shared && !strcmp(a->name, b->name))
+            if (a->scope == b->scope && !strcmp(a->name, b->name))
                 return gc_fail(err, GC_EXIT_USAGE,
                                "%s and %s both set %s for the same container; keep one", a->source,
                                b->source, a->name);
@@ -235,14 +235,18 @@ static int check_user_env(const gc_workload *w, gc_error *err)
     return 0;
 }
 
-/* The user's variables a container gets: every --env, and its role's own flag. */
+/* The user's variables a container gets: a Pathways server its role's own flag, the workload
+ * container(s) --env and --env-file, any other container none. */
 static gc_env_scope container_scope(const char *container)
 {
     if (!strcmp(container, PROXY_CONTAINER))
         return GC_ENV_PROXY;
     if (!strcmp(container, RM_CONTAINER))
         return GC_ENV_SERVER;
-    return strcmp(container, WORKER_CONTAINER) ? GC_ENV_EVERY : GC_ENV_WORKER;
+    if (!strcmp(container, WORKER_CONTAINER))
+        return GC_ENV_WORKER;
+    return strncmp(container, WORKLOAD_CONTAINER, strlen(WORKLOAD_CONTAINER)) ? GC_ENV_NONE
+                                                                              : GC_ENV_WORKLOAD;
 }
 
 /* What gcluster itself sets `entry` (an env item) to, for a message. */
@@ -270,7 +274,7 @@ static int check_container_env(const gc_workload *w, const json_t *container, gc
         const char *name = json_string_value(json_object_get(json_array_get(env, i), "name"));
         for (size_t j = 0; j < w->env_count; j++) {
             const gc_env_var *v = &w->env[j];
-            if ((v->scope != GC_ENV_EVERY && v->scope != scope) || strcmp(v->name, name))
+            if (v->scope != scope || strcmp(v->name, name))
                 continue;
             size_t first = 0;
             while (strcmp(json_string_value(json_object_get(json_array_get(env, first), "name")),

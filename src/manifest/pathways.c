@@ -129,8 +129,8 @@ static json_t *user_container(const gc_workload *w)
         json_pack("[o, o, o, o]", env_from_label("PATHWAYS_HEAD", JOBSET_COORDINATOR_LABEL),
                   env_value("JAX_PLATFORMS", "proxy"), env_value("JAX_BACKEND_TARGET", target),
                   env_value("XCLOUD_ENVIRONMENT", "GCP"));
-    env = with_user_env(env, w, GC_ENV_EVERY);
-    return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", "workload-container", "image",
+    env = with_user_env(env, w, GC_ENV_WORKLOAD);
+    return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", WORKLOAD_CONTAINER, "image",
                      w->image, "command", "/bin/bash", "-c", w->command, "env", env, "volumeMounts",
                      user_volume_mounts(w, true));
 }
@@ -167,7 +167,7 @@ static json_t *head_replicated_job(const gc_workload *w)
                                  1, "completions", 1, "backoffLimit", 0);
     if (w->restart_exit_code_count)
         job_spec = jset(job_spec, "podFailurePolicy",
-                        pod_failure_policy(w, w->headless ? NULL : "workload-container"));
+                        pod_failure_policy(w, w->headless ? NULL : WORKLOAD_CONTAINER));
     job_spec =
         jset(job_spec, "template",
              json_pack("{s:o, s:o}", "metadata", head_pod_metadata(w), "spec", head_pod_spec(w)));
@@ -236,8 +236,7 @@ static json_t *colocated_python_sidecar(const gc_workload *w)
     char address[32];
     snprintf(address, sizeof(address), "0.0.0.0:%d", SIDECAR_PORT);
     const int ports[] = {SIDECAR_PORT};
-    json_t *env =
-        with_user_env(json_pack("[o]", env_value("GRPC_SERVER_ADDRESS", address)), w, GC_ENV_EVERY);
+    json_t *env = json_pack("[o]", env_value("GRPC_SERVER_ADDRESS", address));
     json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:[o]}", "name", "colocated-python-sidecar",
                           "image", w->sidecar_image, "env", env, "ports", container_ports(ports, 1),
                           "volumeMounts", shared_tmp_mount());

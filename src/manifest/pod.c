@@ -60,7 +60,7 @@ json_t *env_from_annotation(const char *name, const char *annotation)
 json_t *with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope)
 {
     for (size_t i = 0; i < w->env_count; i++)
-        if (w->env[i].scope == GC_ENV_EVERY || w->env[i].scope == scope)
+        if (w->env[i].scope == scope)
             env = jappend(env, env_value(w->env[i].name, w->env[i].value));
     return env;
 }

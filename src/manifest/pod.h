@@ -20,6 +20,8 @@
 #define PROXY_CONTAINER  "pathways-proxy"
 #define RM_CONTAINER     "pathways-rm"
 #define WORKER_CONTAINER "pathways-worker"
+/* The user's command runs here (TPU7x with parallel containers: -1 and -2). */
+#define WORKLOAD_CONTAINER "workload-container"
 
 /* Labels and annotations JobSet puts on every pod it creates; containers read them through the
  * downward API. */
@@ -39,7 +41,7 @@ json_t *jobset_object(const gc_workload *w, json_t *spec);
 json_t *jset(json_t *object, const char *key, json_t *value);
 /* Appends value (stolen) to array and returns array; NULL (with both freed) on any failure. */
 json_t *jappend(json_t *array, json_t *value);
-/* Appends the user's --env variables for a container in `scope` (and every --env) to env. */
+/* Appends the user's variables for a container in `scope` to env. */
 json_t *with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope);
 
 json_t *env_value(const char *name, const char *value);

@@ -139,6 +139,8 @@ static const golden_case goldens[] = {
       "RUN_ID=",
       "--pathways-proxy-env",
       "GRPC_VERBOSITY=debug",
+      "--pathways-proxy-env",
+      "WANDB_MODE=disabled",
       "--pathways-server-env",
       "TPU_STDERR_LOG_LEVEL=0",
       "--pathways-worker-env",
