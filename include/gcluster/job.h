@@ -131,6 +131,9 @@ typedef struct gc_submit_plan {
     bool build_image;
     gc_image_build image_build; /* its repository is owned by the plan */
     gc_submit_compute compute;
+    /* What the caller should tell the user about flags taken but not used (Google's gcluster
+     * accepts and ignores them too), one line each. */
+    gc_strings notices;
 } gc_submit_plan;
 
 /* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after

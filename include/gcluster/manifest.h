@@ -30,6 +30,10 @@
 #define GC_PATHWAYS_WORKER     "worker"
 #define GC_MAIN_JOB            "main-job"
 
+/* Worker restarts per TPU host a headless job allows (pathways-utils' reference headless
+ * default): its workers must outlive every client that connects and goes away. */
+#define GC_HEADLESS_SLICE_RESTARTS 1000000
+
 #define GC_DEFAULT_PROXY_IMAGE  "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
 #define GC_DEFAULT_SERVER_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
 
@@ -127,6 +131,7 @@ typedef struct gc_workload {
     char *sidecar_image; /* colocated Python, or NULL */
     int elastic_slices;
     int max_slice_restarts;
+    bool max_slice_restarts_set; /* given: it also sets a headless job's worker budget */
     gc_strings proxy_args;
     gc_strings server_args;
     gc_strings worker_args;

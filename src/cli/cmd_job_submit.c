@@ -310,6 +310,8 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;
     rc = gc_submit_prepare(r, &plan, err);
+    for (size_t i = 0; !rc && i < plan.notices.count; i++)
+        gc_notice(cli_events(), "%s", plan.notices.items[i]);
     char *command[CLI_POSITIONAL_MAX + 1] = {0};
     if (!rc)
         rc = prepare_connect(a, parsed, format, command, err);

@@ -145,9 +145,10 @@ static int reject_in_headless_mode(const char *flag, bool given, gc_error *err)
 
 static int check_headless(const gc_submit_request *r, gc_error *err)
 {
+    /* --image is not refused: Google's gcluster skips the image checks for headless jobs and
+     * ignores the image, and published headless command lines carry one (fill_workload_source
+     * says it is ignored). */
     int rc = reject_in_headless_mode("--command", r->command != NULL, err);
-    if (!rc)
-        rc = reject_in_headless_mode("--image", r->image != NULL, err);
     if (!rc)
         rc = reject_in_headless_mode("--base-image", r->base_image != NULL, err);
     if (!rc)
@@ -589,6 +590,7 @@ static void fill_pathways(const gc_submit_request *r, gc_workload *w)
         w->sidecar_image = gc_xstrdup(r->pathways_sidecar_image);
     w->elastic_slices = (int)r->pathways_elastic_slices;
     w->max_slice_restarts = (int)r->pathways_max_slice_restarts;
+    w->max_slice_restarts_set = r->pathways_max_slice_restarts_set;
     job_split_words(r->pathways_proxy_args, &w->proxy_args);
     job_split_words(r->pathways_server_args, &w->server_args);
     job_split_words(r->pathways_worker_args, &w->worker_args);
@@ -615,8 +617,14 @@ static int plan_image_build(const gc_submit_request *r, gc_submit_plan *p, gc_er
 static int fill_workload_source(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
     gc_workload *w = &p->workload;
-    if (r->pathways && r->pathways_headless)
+    if (r->pathways && r->pathways_headless) {
+        if (r->image)
+            gc_strings_push(&p->notices, "--image is ignored with --pathways-headless: a "
+                                         "headless job runs only the Pathways servers, and your "
+                                         "JAX program runs outside the cluster (as in Google's "
+                                         "gcluster)");
         return 0;
+    }
     w->command = gc_xstrdup(r->command);
     if (r->image) {
         w->image = gc_xstrdup(r->image);
@@ -682,6 +690,7 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
 void gc_submit_plan_free(gc_submit_plan *p)
 {
     gc_workload_free(&p->workload);
+    gc_strings_free(&p->notices);
     free((char *)p->image_build.repository);
     memset(p, 0, sizeof(*p));
 }

@@ -17,6 +17,7 @@
 #include "gcluster/buf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,12 +260,31 @@ static json_t *worker_pod_spec(const gc_workload *w)
     return jset(spec, "volumes", pod_volumes(w, false));
 }
 
+/* The worker Job's backoffLimit: how many worker pod failures a slice survives before its Job
+ * fails (and with it the JobSet, or one of its --restarts). A headless job's workers outlive
+ * many JAX clients, and every client that goes away (a notebook restarted, a laptop's
+ * connection dropped) or a preempted host can cost each worker a restart; with the batch
+ * budget of 4 per host a few reconnects would end the job. pathways-utils' reference JobSet
+ * (pathwaysutils/experimental/gke/jobset.py, max_slice_restarts=1_000_000, backoff_limit =
+ * num_vms * max_slice_restarts) keeps headless workers alive that way, and so does this:
+ * GC_HEADLESS_SLICE_RESTARTS per host unless --pathways-max-slice-restarts says otherwise, capped
+ * at the int32 the Job API holds. */
+static int worker_backoff_limit(const gc_workload *w)
+{
+    long long vms = w->compute.vms_per_slice;
+    long long per_host = 4; /* batch: a few restarts per host before the slice counts as failed */
+    if (w->headless && !w->max_slice_restarts_set)
+        per_host = GC_HEADLESS_SLICE_RESTARTS;
+    else if (w->elastic_slices > 0)
+        per_host = w->max_slice_restarts; /* elastic: --pathways-max-slice-restarts per slice */
+    long long limit = vms * per_host;
+    return limit > INT32_MAX ? INT32_MAX : (int)limit;
+}
+
 static json_t *worker_replicated_job(const gc_workload *w)
 {
     int vms = w->compute.vms_per_slice;
-    /* Elastic training lets a slice restart up to --pathways-max-slice-restarts times; otherwise
-     * each host may restart a few times before the slice counts as failed. */
-    int backoff = w->elastic_slices > 0 ? vms * w->max_slice_restarts : vms * 4;
+    int backoff = worker_backoff_limit(w);
     json_t *job_spec =
         json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
                   vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",

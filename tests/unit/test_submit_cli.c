@@ -285,9 +285,6 @@ static const rejection rejections[] = {
     {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", "--command", "x",
       NULL},
      "--command is not used with --pathways-headless"},
-    {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", "--image", IMAGE,
-      NULL},
-     "--image is not used with --pathways-headless"},
     {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", "--base-image",
       "python:3.11", NULL},
      "--base-image is not used with --pathways-headless"},
@@ -424,10 +421,62 @@ static void durations_in_every_form_are_accepted(void **state)
     }
 }
 
+/* Google's gcluster ignores --image for a headless job; so does ours, and says so. */
+static void headless_ignores_image_with_a_notice(void **state)
+{
+    (void)state;
+    const char *args[] = {"--name",  "pw",  "--compute-type",
+                          "v6e-16",  PW,    "--pathways-headless",
+                          "--image", IMAGE, NULL};
+    cli_result r;
+    run_submit(&r, args);
+    assert_int_equal(r.exit_code, 0);
+    assert_non_null(strstr(r.err.data, "--image is ignored with --pathways-headless"));
+    assert_null(strstr(r.out.data, IMAGE));
+    assert_null(strstr(r.out.data, "workload-container"));
+    cli_result_free(&r);
+}
+
+/* The worker Job's backoffLimit of a headless job is pathways-utils' reference budget,
+ * 1,000,000 restarts per host (capped at the Job API's int32), unless
+ * --pathways-max-slice-restarts says otherwise; batch jobs keep 4 per host. */
+static void headless_workers_survive_reconnects(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args[24];
+        const char *want;
+    } cases[] = {
+        {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", NULL},
+         "backoffLimit: 4000000\n"},
+        {{"--name", "pw", "--compute-type", "tpu7x", "--topology", "16x16x36", PW,
+          "--pathways-headless", NULL},
+         "backoffLimit: 2147483647\n"},
+        {{"--name", "pw", "--compute-type", "v6e-16", "--num-slices", "2",
+          "--pathways-elastic-slices", "1", "--pathways-max-slice-restarts", "3", PW,
+          "--pathways-headless", NULL},
+         "backoffLimit: 12\n"},
+        {{"--name", "pw", "--compute-type", "v6e-16", PW, RUN, NULL}, "backoffLimit: 16\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        cli_result r;
+        run_submit(&r, cases[i].args);
+        assert_int_equal(r.exit_code, 0);
+        /* the head's Job comes first with backoffLimit 0; the worker's is the other one */
+        const char *worker = strstr(r.out.data, "- name: worker\n");
+        if (!worker || !strstr(worker, cases[i].want))
+            fail_msg("case %zu: no \"%s\" in the worker Job:\n%s", i, cases[i].want,
+                     worker ? worker : r.out.data);
+        cli_result_free(&r);
+    }
+}
+
 int main(void)
 {
     static char names[GOLDEN_COUNT][80];
-    struct CMUnitTest tests[GOLDEN_COUNT + 4] = {
+    struct CMUnitTest tests[GOLDEN_COUNT + 6] = {
+        cmocka_unit_test(headless_ignores_image_with_a_notice),
+        cmocka_unit_test(headless_workers_survive_reconnects),
         cmocka_unit_test(every_golden_file_has_a_case),
         cmocka_unit_test(output_is_byte_stable),
         cmocka_unit_test(every_validation_error_exits_2_with_its_message),
@@ -435,7 +484,7 @@ int main(void)
     };
     for (size_t i = 0; i < GOLDEN_COUNT; i++) {
         snprintf(names[i], sizeof(names[i]), "golden/%s", goldens[i].name);
-        tests[4 + i] = (struct CMUnitTest){
+        tests[6 + i] = (struct CMUnitTest){
             .name = names[i], .test_func = golden_manifest, .initial_state = (void *)&goldens[i]};
     }
     return cmocka_run_group_tests(tests, NULL, NULL);
