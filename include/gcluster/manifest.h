@@ -50,7 +50,7 @@ typedef enum gc_mount_kind {
     GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver */
     GC_MOUNT_HOST_PATH, /* /path on the node */
     GC_MOUNT_NFS,       /* filestore://IP/share: the Filestore instance over NFS */
-    GC_MOUNT_PVC,       /* the name of an existing PersistentVolumeClaim */
+    GC_MOUNT_PVC,       /* pvc://NAME or NAME: an existing PersistentVolumeClaim */
 } gc_mount_kind;
 
 typedef struct gc_mount {
@@ -59,6 +59,8 @@ typedef struct gc_mount {
     char *source_dir; /* GCS only-dir or NFS export path, or NULL */
     char *target;     /* mount path in the container */
     bool read_only;
+    char *options;         /* GCS: gcsfuse mount options, comma-separated (options=), or NULL */
+    gc_strings attributes; /* GCS: "KEY=VALUE" CSI volume attributes (attributes=) */
 } gc_mount;
 
 /* Which container a user's environment variable goes to: the workload container(s) running the

@@ -49,8 +49,9 @@ static const cli_option submit_options[] = {
                "directory added to --base-image (pushed to $GCLUSTER_IMAGE_REPO)"),
     CLI_STRING('f', "platform", submit_args, R(platform), "OS/ARCH",
                "platform of the base image to build on (default linux/amd64)"),
-    CLI_LIST(0, "mount", submit_args, mounts, "SRC:DEST[:ro|rw]",
-             "mount gs://BUCKET[/DIR], /HOST/PATH, filestore://IP/SHARE or a PVC (repeatable)"),
+    CLI_LIST(0, "mount", submit_args, mounts, "SRC;DEST[;ro|rw][;options=O]",
+             "mount gs://BUCKET[/DIR] (;options=, ;attributes=K=V), pvc://CLAIM, "
+             "filestore://IP/SHARE or /HOST/PATH; SRC:DEST[:ro|rw] too (repeatable)"),
     CLI_LIST(0, "env", submit_args, env, "KEY=VALUE",
              "environment variable for the workload container (repeatable)"),
     CLI_LIST(0, "env-file", submit_args, env_files, "FILE",

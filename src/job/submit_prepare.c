@@ -153,8 +153,6 @@ static int check_headless(const gc_submit_request *r, gc_error *err)
         rc = reject_in_headless_mode("--base-image", r->base_image != NULL, err);
     if (!rc)
         rc = reject_in_headless_mode("--build-context", r->build_context != NULL, err);
-    if (!rc)
-        rc = reject_in_headless_mode("--mount", r->mount_count > 0, err);
     if (!rc && (r->await_completion || r->timeout))
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "--await-job-completion/--timeout cannot be used with --pathways-headless: "
@@ -339,8 +337,14 @@ static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_erro
 static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err)
 {
     gc_strings specs = {0};
-    for (size_t i = 0; i < r->mount_count; i++)
-        job_split_commas(r->mounts[i], &specs);
+    /* Google's ';' form is one mount per flag (its options keep their commas); the older ':'
+     * form, like Google's v1.98.0 string-slice flag, takes several separated by commas. */
+    for (size_t i = 0; i < r->mount_count; i++) {
+        if (strchr(r->mounts[i], ';'))
+            gc_strings_push(&specs, r->mounts[i]);
+        else
+            job_split_commas(r->mounts[i], &specs);
+    }
     int rc = 0;
     w->mounts = gc_xcalloc(specs.count, sizeof(*w->mounts));
     for (size_t i = 0; !rc && i < specs.count; i++) {

@@ -49,6 +49,8 @@ void gc_workload_free(gc_workload *w)
         free(w->mounts[i].source);
         free(w->mounts[i].source_dir);
         free(w->mounts[i].target);
+        free(w->mounts[i].options);
+        gc_strings_free(&w->mounts[i].attributes);
     }
     free(w->mounts);
     for (size_t i = 0; i < w->env_count; i++) {

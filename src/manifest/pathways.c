@@ -224,10 +224,12 @@ static json_t *worker_container(const gc_workload *w)
     args = args_printf(args, "--gcs_scratch_location=%s", w->gcs_location);
     args = args_with_extras(args, &w->worker_args);
     const int ports[] = {WORKER_PORT, WORKER_SECOND_PORT, TPU_RUNTIME_PORT, TPU_METRICS_PORT};
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", WORKER_CONTAINER, "image",
+    /* The user's mounts too: Google's gcluster mounts them in the workers as in the workload
+     * container, so code running on the TPU hosts (and a headless job's) sees the same data. */
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "name", WORKER_CONTAINER, "image",
                      w->worker_image, "args", args, "env", worker_env(w), "ports",
                      container_ports(ports, 4), "resources", worker_resources(w), "volumeMounts",
-                     shared_tmp_mount());
+                     user_volume_mounts(w, true));
 }
 
 /* Colocated Python runs beside each TPU worker (it serves Python code next to the TPU host's
@@ -257,7 +259,7 @@ static json_t *worker_pod_spec(const gc_workload *w)
     if (w->sidecar_image)
         spec = jset(spec, "initContainers", json_pack("[o]", colocated_python_sidecar(w)));
     spec = jset(spec, "containers", json_pack("[o]", worker_container(w)));
-    return jset(spec, "volumes", pod_volumes(w, false));
+    return jset(spec, "volumes", pod_volumes(w, true));
 }
 
 /* The worker Job's backoffLimit: how many worker pod failures a slice survives before its Job
@@ -288,7 +290,7 @@ static json_t *worker_replicated_job(const gc_workload *w)
     json_t *job_spec =
         json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
                   vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",
-                  pod_metadata(w, false), "spec", worker_pod_spec(w));
+                  pod_metadata(w, true), "spec", worker_pod_spec(w));
     /* A multi-host TPU slice is one node pool, and two slices must never share one. */
     return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_WORKER, "replicas",
                      w->num_slices, "template", "metadata",

@@ -98,11 +98,24 @@ static json_t *user_volume(const gc_mount *m, size_t index)
     json_t *volume = json_pack("{s:s}", "name", name);
     switch (m->kind) {
     case GC_MOUNT_GCS: {
+        /* The bucket alone is the bucket name; a directory in it is gcsfuse's only-dir option,
+         * ahead of the user's own options (the driver passes mountOptions to gcsfuse as one
+         * comma-separated list). */
         json_t *attributes = json_pack("{s:s}", "bucketName", m->source);
-        if (m->source_dir) {
-            char *option = gc_xasprintf("only-dir=%s", m->source_dir);
-            attributes = jset(attributes, "mountOptions", json_string(option));
-            free(option);
+        gc_buf options;
+        gc_buf_init(&options);
+        if (m->source_dir)
+            gc_buf_printf(&options, "only-dir=%s", m->source_dir);
+        if (m->options)
+            gc_buf_printf(&options, "%s%s", options.len ? "," : "", m->options);
+        if (options.len)
+            attributes = jset(attributes, "mountOptions", json_string(options.data));
+        gc_buf_free(&options);
+        for (size_t i = 0; i < m->attributes.count; i++) {
+            const char *kv = m->attributes.items[i];
+            char *key = gc_xstrndup(kv, strcspn(kv, "="));
+            attributes = jset(attributes, key, json_string(kv + strlen(key) + 1));
+            free(key);
         }
         return jset(volume, "csi",
                     json_pack("{s:s, s:b, s:o}", "driver", "gcsfuse.csi.storage.gke.io", "readOnly",
