@@ -69,6 +69,12 @@ typedef struct gc_submit_request {
     bool verbose;
     const char *nap_provisioning;
     const char *nap_reservation;
+    bool mtc_enabled;            /* --gke-mtc-enabled */
+    const char *mtc_ramdisk_dir; /* --gke-mtc-ramdisk-dir */
+    /* Skip the connected checks of what the cluster must have for the features asked for (the
+     * multi-tier checkpointing CRD, object and CSI driver; dynamic slicing's Topology and
+     * AdmissionCheck): Google's global --skip-prereqs, set by whoever parses it. */
+    bool skip_prereqs;
 
     bool pathways;
     const char *pathways_proxy_image;

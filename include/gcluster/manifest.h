@@ -34,6 +34,10 @@
  * default): its workers must outlive every client that connects and goes away. */
 #define GC_HEADLESS_SLICE_RESTARTS 1000000
 
+/* Where --gke-mtc-enabled mounts the MTC volume unless --gke-mtc-ramdisk-dir says (Google's
+ * gcluster's default). */
+#define GC_MTC_DEFAULT_RAMDISK_DIR "/tmp/mtc_checkpoints"
+
 #define GC_DEFAULT_PROXY_IMAGE  "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
 #define GC_DEFAULT_SERVER_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
 
@@ -120,6 +124,16 @@ typedef struct gc_workload {
      * keeps cpu and memory in a resource group of their own, whose flavor would pin the workers
      * to the head pool. Set by a connected submit; false offline (the unified configuration). */
     bool tpu_only_requests;
+
+    /* Multi-tier checkpointing (--gke-mtc-enabled): GKE's MTC CSI volume on the TPU hosts, where
+     * the job keeps its in-memory checkpoints (GKE replicates them and saves them to Cloud
+     * Storage). */
+    bool mtc;
+    char *mtc_ramdisk_dir; /* its mount path (--gke-mtc-ramdisk-dir) */
+    /* TPU7x dynamic slicing (--compute-type tpu-v7x-slice): GKE's slice controller forms each
+     * slice from 4x4x4 blocks when Kueue admits it, so the pods ask Kueue's topology-aware
+     * scheduling for a partition of the slice's shape instead of a node pool of that shape. */
+    bool dynamic_slicing;
 
     /* Pathways */
     bool pathways;

@@ -78,6 +78,10 @@ static const cli_option submit_options[] = {
              "run one container per TPU7x host instead of two"),
     CLI_STRING(0, "cpu-affinity", submit_args, R(cpu_affinity), "numa",
                "numa: Guaranteed QoS so TPU containers get exclusive NUMA-local CPUs"),
+    CLI_BOOL(0, "gke-mtc-enabled", submit_args, R(mtc_enabled),
+             "multi-tier checkpointing: GKE's MTC volume on the TPU hosts"),
+    CLI_STRING(0, "gke-mtc-ramdisk-dir", submit_args, R(mtc_ramdisk_dir), "DIR",
+               "where the MTC volume is mounted (default /tmp/mtc_checkpoints)"),
 
     CLI_GROUP("Scheduling"),
     CLI_STRING('q', "queue", submit_args, R(queue), "QUEUE",

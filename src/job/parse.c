@@ -233,6 +233,23 @@ static const char *clean_path(char *path)
     return NULL;
 }
 
+int job_parse_directory(const char *flag, const char *text, char **out, gc_error *err)
+{
+    *out = NULL;
+    if (!text || text[0] != '/')
+        return gc_fail(err, GC_EXIT_USAGE, "%s \"%s\": give an absolute directory, e.g. /mnt/x",
+                       flag, text ? text : "");
+    char *cleaned = gc_xstrdup(text);
+    const char *problem = clean_path(cleaned);
+    if (problem) {
+        free(cleaned);
+        return gc_fail(err, GC_EXIT_USAGE, "%s \"%s\": %s", flag, text,
+                       !strncmp(problem, "the destination ", 16) ? problem + 16 : problem);
+    }
+    *out = cleaned;
+    return 0;
+}
+
 /* The destination as given (len bytes at `dest`): absolute, cleaned. */
 static int mount_target(const char *spec, const char *dest, size_t len, char **target,
                         gc_error *err)

@@ -20,6 +20,9 @@ void job_split_words(const char *text, gc_strings *out);
 void job_split_commas(const char *text, gc_strings *out);
 
 int job_parse_exit_code(const char *text, long *code, gc_error *err);
+/* An absolute directory given to `flag`, cleaned as --mount destinations are (*out: caller
+ * frees). */
+int job_parse_directory(const char *flag, const char *text, char **out, gc_error *err);
 int job_validate_gcs_location(const char *flag, const char *location, gc_error *err);
 /* Google's SOURCE;DEST[;ro|rw][;options=...][;attributes=K=V,...], or the older
  * SOURCE:DEST[:ro|rw] (a spec without ';'); DEST comes back cleaned ("/data//x/" is "/data/x"). */

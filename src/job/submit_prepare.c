@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* JobSet, Kueue and GKE build other names from the JobSet name (Jobs, pods, Services, Kueue
  * Workloads, node-pool-scoped resources); 28 keeps all of them under 63 characters. */
@@ -267,6 +268,40 @@ static int derive_compute(gc_submit_plan *p, const gc_compute *c, gc_error *err)
     return 0;
 }
 
+/* --compute-type tpu-v7x-slice (Google's name for TPU7x dynamic slicing): GKE's slice
+ * controller forms a slice of the --topology shape out of the 4x4x4 blocks of a TPU7x pool when
+ * Kueue admits the job, so there is no slice to find by node labels and the shape must be given.
+ * It is one the controller can form: a sub-slice of one block (2x2x1, 2x2x2, 2x2x4, 2x4x4) or
+ * whole blocks (every dimension a multiple of 4). Returns the compute type the catalog knows. */
+static int dynamic_slice_type(const gc_submit_request *r, gc_submit_plan *p, const char **type,
+                              gc_error *err)
+{
+    *type = r->compute_type;
+    if (strcasecmp(r->compute_type, "tpu-v7x-slice") != 0)
+        return 0;
+    static const char *const sub_slices[] = {"2x2x1", "2x2x2", "2x2x4", "2x4x4"};
+    if (!r->topology || !*r->topology)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--compute-type tpu-v7x-slice needs --topology: the shape of the dynamic "
+                       "slice GKE forms from the pool's 4x4x4 blocks (2x2x1, 2x2x2, 2x2x4, 2x4x4, "
+                       "or multiples of 4 such as 4x4x4 or 4x4x8)");
+    int dims[3];
+    bool ok = gc_topology_parse(r->topology, dims) == 3;
+    bool whole_blocks = ok && dims[0] % 4 == 0 && dims[1] % 4 == 0 && dims[2] % 4 == 0;
+    bool sub_slice = false;
+    for (size_t i = 0; ok && i < sizeof(sub_slices) / sizeof(*sub_slices); i++)
+        sub_slice |= !strcmp(r->topology, sub_slices[i]);
+    if (!whole_blocks && !sub_slice)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--topology %s is not a dynamic TPU7x slice: use a sub-slice of one 4x4x4 "
+                       "block (2x2x1, 2x2x2, 2x2x4, 2x4x4) or whole blocks, every dimension a "
+                       "multiple of 4 (4x4x4, 4x4x8, 8x8x8)",
+                       r->topology);
+    p->workload.dynamic_slicing = true;
+    *type = "tpu7x";
+    return 0;
+}
+
 /* Offline resolution. A connected submit may leave to the cluster's nodes what only they can
  * tell (the slice shape of a bare tpu7x or a machine type); everything else is final here. */
 static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
@@ -276,8 +311,12 @@ static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_err
                        "--compute-type is required: a TPU slice (v6e-16, tpu7x-16, v5p-8, "
                        "ct6e-standard-4t), a GPU (l4-1, h100-80gb-8) or a CPU machine type "
                        "(n2-standard-32)");
+    const char *type;
+    int rc = dynamic_slice_type(r, p, &type, err);
+    if (rc)
+        return rc;
     p->compute = (gc_submit_compute){
-        .type = r->compute_type,
+        .type = type,
         .topology = r->topology,
         .num_nodes = r->num_nodes,
         .num_nodes_set = r->num_nodes_set,
@@ -287,7 +326,7 @@ static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_err
     p->workload.num_slices = (int)r->num_slices;
     p->workload.pathways = r->pathways;
     gc_compute c;
-    int rc = gc_catalog_resolve(r->compute_type, r->topology, NULL, &c, err);
+    rc = gc_catalog_resolve(type, r->topology, NULL, &c, err);
     if (rc && p->mode != GC_SUBMIT_OFFLINE && !strcmp(err->reason, GC_REASON_TOPOLOGY_REQUIRED)) {
         gc_error_clear(err);
         p->compute.pending = true;
@@ -363,6 +402,40 @@ static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err
     }
     gc_strings_free(&specs);
     return rc;
+}
+
+/* Multi-tier checkpointing: the MTC volume's mount path must be a directory of its own. */
+static int fill_mtc(const gc_submit_request *r, gc_workload *w, gc_error *err)
+{
+    if (!r->mtc_enabled)
+        return r->mtc_ramdisk_dir ? gc_fail(err, GC_EXIT_USAGE,
+                                            "--gke-mtc-ramdisk-dir only applies with "
+                                            "--gke-mtc-enabled (multi-tier checkpointing)")
+                                  : 0;
+    w->mtc = true;
+    int rc =
+        job_parse_directory("--gke-mtc-ramdisk-dir",
+                            r->mtc_ramdisk_dir ? r->mtc_ramdisk_dir : GC_MTC_DEFAULT_RAMDISK_DIR,
+                            &w->mtc_ramdisk_dir, err);
+    if (rc)
+        return rc;
+    /* Pathways workers mount the node's /tmp and the sidecar's shared memory at /tmp/sidecar. */
+    const char *taken[] = {"/tmp", "/tmp/sidecar"};
+    for (size_t i = 0; r->pathways && i < 2; i++)
+        if (!strcmp(w->mtc_ramdisk_dir, taken[i]))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--gke-mtc-ramdisk-dir %s: the Pathways workers already mount %s "
+                           "there; use a directory of its own (default %s)",
+                           w->mtc_ramdisk_dir,
+                           i ? "the colocated sidecar's shared memory" : "the node's /tmp",
+                           GC_MTC_DEFAULT_RAMDISK_DIR);
+    for (size_t i = 0; i < w->mount_count; i++)
+        if (!strcmp(w->mounts[i].target, w->mtc_ramdisk_dir))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--gke-mtc-ramdisk-dir %s is also a --mount destination; mount one of "
+                           "them elsewhere",
+                           w->mtc_ramdisk_dir);
+    return 0;
 }
 
 static void add_node_term(gc_workload *w, const char *key, const char *value)
@@ -668,6 +741,8 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
         rc = fill_durations(r, p, err);
     if (!rc)
         rc = fill_mounts(r, w, err);
+    if (!rc)
+        rc = fill_mtc(r, w, err);
     if (!rc)
         rc = fill_node_constraints(r, w, err);
     if (!rc)

@@ -28,10 +28,10 @@ void gc_strings_free(gc_strings *list)
 
 void gc_workload_free(gc_workload *w)
 {
-    char **owned[] = {&w->name,         &w->queue,           &w->priority,       &w->image,
-                      &w->command,      &w->service_account, &w->scheduler_name, &w->gcs_location,
-                      &w->head_pool,    &w->proxy_image,     &w->server_image,   &w->worker_image,
-                      &w->sidecar_image};
+    char **owned[] = {&w->name,          &w->queue,           &w->priority,       &w->image,
+                      &w->command,       &w->service_account, &w->scheduler_name, &w->gcs_location,
+                      &w->head_pool,     &w->proxy_image,     &w->server_image,   &w->worker_image,
+                      &w->sidecar_image, &w->mtc_ramdisk_dir};
     for (size_t i = 0; i < sizeof(owned) / sizeof(*owned); i++) {
         free(*owned[i]);
         *owned[i] = NULL;
@@ -150,8 +150,10 @@ static json_t *main_container(const gc_workload *w, const char *name, int contai
     else
         c = jset(c, "env", env);
     c = jset(c, "resources", main_resources(w, containers));
-    if (w->mount_count)
-        c = jset(c, "volumeMounts", user_volume_mounts(w, false));
+    if (w->mount_count || w->mtc) {
+        json_t *mounts = user_volume_mounts(w, false);
+        c = jset(c, "volumeMounts", w->mtc ? mtc_volume_mounts(mounts, w, false) : mounts);
+    }
     return c;
 }
 
@@ -177,14 +179,14 @@ static json_t *main_pod_spec(const gc_workload *w)
     if (w->scheduler_name)
         spec = jset(spec, "schedulerName", json_string(w->scheduler_name));
     spec = jset(spec, "containers", main_containers(w));
-    if (w->mount_count) {
+    if (w->mount_count || w->mtc) {
         json_t *volumes = pod_volumes(w, true);
         /* no shared /tmp without Pathways */
         if (json_array_remove(volumes, 0) != 0) {
             json_decref(volumes);
             volumes = NULL;
         }
-        spec = jset(spec, "volumes", volumes);
+        spec = jset(spec, "volumes", w->mtc ? mtc_volumes(volumes, false) : volumes);
     }
     return spec;
 }
@@ -197,13 +199,14 @@ static json_t *main_replicated_job(const gc_workload *w)
     if (w->restart_exit_code_count)
         job_spec = jset(job_spec, "podFailurePolicy",
                         pod_failure_policy(w, w->parallel_containers ? NULL : WORKLOAD_CONTAINER));
-    job_spec =
-        jset(job_spec, "template",
-             json_pack("{s:o, s:o}", "metadata", pod_metadata(w, true), "spec", main_pod_spec(w)));
+    job_spec = jset(job_spec, "template",
+                    json_pack("{s:o, s:o}", "metadata", slice_annotations(pod_metadata(w, true), w),
+                              "spec", main_pod_spec(w)));
 
     json_t *template = json_object();
-    /* A multi-host TPU slice is one node pool; two slices must never share one. */
-    if (w->compute.kind == GC_ACCEL_TPU)
+    /* A multi-host TPU slice is one node pool; two slices must never share one. Dynamic slices
+     * are carved out of one pool's blocks, and Kueue keeps them apart. */
+    if (w->compute.kind == GC_ACCEL_TPU && !w->dynamic_slicing)
         template =
             jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
     template = jset(template, "spec", job_spec);

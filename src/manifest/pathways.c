@@ -222,14 +222,25 @@ static json_t *worker_container(const gc_workload *w)
     args = args_printf(args, "--server_port=%d", WORKER_PORT);
     args = args_printf(args, "--resource_manager_address=$(PATHWAYS_HEAD):%d", RM_PORT);
     args = args_printf(args, "--gcs_scratch_location=%s", w->gcs_location);
+    /* MTC: the worker hands checkpoints to the colocated sidecar through this memory. */
+    if (w->mtc)
+        args =
+            args_printf(args, "--cloud_pathways_sidecar_shm_directory=%s", SIDECAR_SHM_DIRECTORY);
     args = args_with_extras(args, &w->worker_args);
     const int ports[] = {WORKER_PORT, WORKER_SECOND_PORT, TPU_RUNTIME_PORT, TPU_METRICS_PORT};
+    json_t *mounts = json_pack("[o]", shared_tmp_mount());
+    if (w->mtc)
+        mounts = mtc_volume_mounts(mounts, w, true);
     /* The user's mounts too: Google's gcluster mounts them in the workers as in the workload
      * container, so code running on the TPU hosts (and a headless job's) sees the same data. */
+    json_t *user = user_volume_mounts(w, false);
+    for (size_t i = 0; i < json_array_size(user); i++)
+        mounts = jappend(mounts, json_incref(json_array_get(user, i)));
+    json_decref(user);
     return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "name", WORKER_CONTAINER, "image",
                      w->worker_image, "args", args, "env", worker_env(w), "ports",
                      container_ports(ports, 4), "resources", worker_resources(w), "volumeMounts",
-                     user_volume_mounts(w, true));
+                     mounts);
 }
 
 /* Colocated Python runs beside each TPU worker (it serves Python code next to the TPU host's
@@ -239,10 +250,20 @@ static json_t *colocated_python_sidecar(const gc_workload *w)
     char address[32];
     snprintf(address, sizeof(address), "0.0.0.0:%d", SIDECAR_PORT);
     const int ports[] = {SIDECAR_PORT};
-    json_t *env = json_pack("[o]", env_value("GRPC_SERVER_ADDRESS", address));
-    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:[o]}", "name", "colocated-python-sidecar",
-                          "image", w->sidecar_image, "env", env, "ports", container_ports(ports, 1),
-                          "volumeMounts", shared_tmp_mount());
+    /* As Google's gcluster starts it: memory returned to the system promptly (it holds
+     * checkpoint copies), unbuffered Python output for the logs, and where the worker's shared
+     * memory is mounted. */
+    json_t *env =
+        json_pack("[o, o, o, o]", env_value("TCMALLOC_RELEASE_RATE", "10"),
+                  env_value("GRPC_SERVER_ADDRESS", address),
+                  env_value("CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY", SIDECAR_SHM_DIRECTORY),
+                  env_value("PYTHONUNBUFFERED", "1"));
+    json_t *mounts = json_pack("[o]", shared_tmp_mount());
+    if (w->mtc)
+        mounts = mtc_volume_mounts(mounts, w, true);
+    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", "colocated-python-sidecar", "image",
+                          w->sidecar_image, "env", env, "ports", container_ports(ports, 1),
+                          "volumeMounts", mounts);
     return as_sidecar(c, true);
 }
 
@@ -259,7 +280,10 @@ static json_t *worker_pod_spec(const gc_workload *w)
     if (w->sidecar_image)
         spec = jset(spec, "initContainers", json_pack("[o]", colocated_python_sidecar(w)));
     spec = jset(spec, "containers", json_pack("[o]", worker_container(w)));
-    return jset(spec, "volumes", pod_volumes(w, true));
+    json_t *volumes = pod_volumes(w, true);
+    if (w->mtc)
+        volumes = mtc_volumes(volumes, true);
+    return jset(spec, "volumes", volumes);
 }
 
 /* The worker Job's backoffLimit: how many worker pod failures a slice survives before its Job
@@ -290,11 +314,16 @@ static json_t *worker_replicated_job(const gc_workload *w)
     json_t *job_spec =
         json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
                   vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",
-                  pod_metadata(w, true), "spec", worker_pod_spec(w));
-    /* A multi-host TPU slice is one node pool, and two slices must never share one. */
-    return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_WORKER, "replicas",
-                     w->num_slices, "template", "metadata",
-                     exclusive_job_metadata("cloud.google.com/gke-nodepool"), "spec", job_spec);
+                  slice_annotations(pod_metadata(w, true), w), "spec", worker_pod_spec(w));
+    /* A multi-host TPU slice is one node pool, and two slices must never share one; dynamic
+     * slices are carved out of one pool's blocks, and Kueue keeps them apart. */
+    json_t *template = json_object();
+    if (!w->dynamic_slicing)
+        template =
+            jset(template, "metadata", exclusive_job_metadata("cloud.google.com/gke-nodepool"));
+    template = jset(template, "spec", job_spec);
+    return json_pack("{s:s, s:i, s:o}", "name", GC_PATHWAYS_WORKER, "replicas", w->num_slices,
+                     "template", template);
 }
 
 static json_t *failure_policy(const gc_workload *w)

@@ -160,6 +160,47 @@ json_t *user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
     return mounts;
 }
 
+json_t *mtc_volumes(json_t *volumes, bool with_shm)
+{
+    volumes = jappend(
+        volumes, json_pack("{s:s, s:{s:s}}", "name", MTC_VOLUME, "csi", "driver", MTC_CSI_DRIVER));
+    if (with_shm)
+        volumes = jappend(volumes, json_pack("{s:s, s:{s:s}}", "name", SIDECAR_SHM_VOLUME,
+                                             "emptyDir", "medium", "Memory"));
+    return volumes;
+}
+
+json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm)
+{
+    mounts = jappend(mounts,
+                     json_pack("{s:s, s:s}", "name", MTC_VOLUME, "mountPath", w->mtc_ramdisk_dir));
+    if (with_shm)
+        mounts = jappend(mounts, json_pack("{s:s, s:s}", "name", SIDECAR_SHM_VOLUME, "mountPath",
+                                           SIDECAR_SHM_DIRECTORY));
+    return mounts;
+}
+
+json_t *slice_annotations(json_t *metadata, const gc_workload *w)
+{
+    if (!w->dynamic_slicing)
+        return metadata;
+    const char *topology = w->compute.topology;
+    char *level = gc_xasprintf("cloud.google.com/gke-tpu-partition-%s-id", topology);
+    metadata = annotate(metadata, "cloud.google.com/gke-tpu-slice-topology", topology);
+    /* One slice: all pods in one partition of that shape. Several: each slice (a Job of
+     * podset-slice-size pods) in a partition of its own, which Kueue reserves together. */
+    if (w->num_slices > 1) {
+        char size[16];
+        snprintf(size, sizeof(size), "%d", w->nodes_per_slice);
+        metadata = annotate(metadata, "kueue.x-k8s.io/podset-slice-required-topology", level);
+        metadata = annotate(metadata, "kueue.x-k8s.io/podset-slice-size", size);
+    } else {
+        metadata = annotate(metadata, "kueue.x-k8s.io/podset-required-topology", level);
+    }
+    free(level);
+    return metadata;
+}
+
 bool needs_gcsfuse(const gc_workload *w)
 {
     for (size_t i = 0; i < w->mount_count; i++)
@@ -207,7 +248,11 @@ static json_t *accelerator_node_selector(const gc_workload *w)
     if (c->kind == GC_ACCEL_TPU) {
         selector =
             jset(selector, "cloud.google.com/gke-tpu-accelerator", json_string(c->accelerator));
-        selector = jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
+        /* A dynamic slice is formed from the pool's blocks on admission: no node carries the
+         * slice's shape as its topology label beforehand. */
+        if (!w->dynamic_slicing)
+            selector =
+                jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
     } else if (c->kind == GC_ACCEL_GPU) {
         selector = jset(selector, "cloud.google.com/gke-accelerator", json_string(c->accelerator));
     } else {

@@ -16,6 +16,14 @@
 
 #define SHARED_TMP_VOLUME "shared-tmp"
 
+/* Multi-tier checkpointing, named as Google's gcluster names them: the MTC CSI volume, and
+ * (Pathways) the memory the worker shares with the colocated Python sidecar, which moves
+ * checkpoints in and out of the worker's TPU memory. */
+#define MTC_VOLUME            "cache"
+#define MTC_CSI_DRIVER        "multitier-checkpoint.csi.storage.gke.io"
+#define SIDECAR_SHM_VOLUME    "sidecar-shared-memory"
+#define SIDECAR_SHM_DIRECTORY "/tmp/sidecar"
+
 /* The Pathways servers' containers, each with its own --pathways-*-env flag. */
 #define PROXY_CONTAINER  "pathways-proxy"
 #define RM_CONTAINER     "pathways-rm"
@@ -56,6 +64,14 @@ json_t *shared_tmp_mount(void);
 json_t *pod_volumes(const gc_workload *w, bool with_user_mounts);
 /* volumeMounts of a user container: /tmp and every --mount. */
 json_t *user_volume_mounts(const gc_workload *w, bool with_shared_tmp);
+/* Appends the MTC volume (and, with `with_shm`, the sidecar's shared memory) to volumes. */
+json_t *mtc_volumes(json_t *volumes, bool with_shm);
+/* Appends the MTC volume's mount at the ramdisk directory (and, with `with_shm`, the shared
+ * memory's at /tmp/sidecar) to mounts. */
+json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm);
+/* Adds the Kueue topology annotations of a dynamically sliced TPU pod to metadata; returns it
+ * unchanged for other workloads. */
+json_t *slice_annotations(json_t *metadata, const gc_workload *w);
 /* Whether a pod with the user's mounts needs the GCS FUSE sidecar injected. */
 bool needs_gcsfuse(const gc_workload *w);
 
