@@ -137,6 +137,7 @@ typedef struct gc_submit_plan {
     bool build_image;
     gc_image_build image_build; /* its repository is owned by the plan */
     gc_submit_compute compute;
+    bool skip_prereqs; /* the request's skip_prereqs: the cluster-feature checks are skipped */
     /* What the caller should tell the user about flags taken but not used (Google's gcluster
      * accepts and ignores them too), one line each. */
     gc_strings notices;

@@ -646,6 +646,7 @@ static int choose_mode(const gc_submit_request *r, gc_submit_plan *p, gc_error *
         p->mode = r->dry_run ? GC_SUBMIT_SERVER_DRY_RUN : GC_SUBMIT_CREATE;
     }
     p->await_completion = r->await_completion || r->timeout;
+    p->skip_prereqs = r->skip_prereqs;
     return 0;
 }
 
