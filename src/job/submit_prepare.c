@@ -456,6 +456,14 @@ static int fill_node_constraints(const gc_submit_request *r, gc_workload *w, gc_
     for (size_t i = 0; !rc && i < specs.count; i++) {
         gc_node_term term;
         rc = job_parse_node_constraint(specs.items[i], &term, err);
+        /* GKE's admission webhook (Warden) rejects a TPU pod whose affinity allows more than one
+         * slice topology, so Google's gcluster refuses it before submitting; so does ours. */
+        if (!rc && !strcmp(term.key, "cloud.google.com/gke-tpu-topology") && term.values.count > 1)
+            rc = gc_fail(err, GC_EXIT_USAGE,
+                         "--node-constraint %s: a TPU pod may ask for one "
+                         "cloud.google.com/gke-tpu-topology only (GKE rejects pods that allow "
+                         "several); give one, or leave it to the queue's flavors",
+                         specs.items[i]);
         w->node_terms =
             gc_xrealloc(w->node_terms, (w->node_term_count + 1) * sizeof(*w->node_terms));
         w->node_terms[w->node_term_count++] = term;
