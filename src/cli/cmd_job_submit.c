@@ -66,8 +66,8 @@ static const cli_option submit_options[] = {
 
     CLI_GROUP("Compute"),
     CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
-               "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
-               "n2-standard-32, ..."),
+               "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x or tpu-v7x-slice (dynamic "
+               "slicing; with --topology), l4-1, n2-standard-32, ..."),
     CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
                "TPU slice shape (4x4, 2x2x2); must agree with a sized --compute-type"),
     CLI_INT(0, "num-slices", submit_args, R(num_slices), "N",
