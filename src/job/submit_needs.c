@@ -205,7 +205,8 @@ static int check_slicing(const needs_reads *n, const gc_workload *w, const clust
         return rc;
     rc = read_outcome(read_of(n, ADMISSION_CHECKS), "Kueue AdmissionChecks", warnings, &missing,
                       err);
-    if (rc || read_of(n, ADMISSION_CHECKS)->rc)
+    /* Not served (404) is none at all; forbidden was a warning, and nothing more is known. */
+    if (rc || (read_of(n, ADMISSION_CHECKS)->rc && !missing))
         return rc;
     /* The slice controller's check, preferring one the job's ClusterQueue runs. */
     const char *check = NULL;

@@ -989,6 +989,17 @@ static void dynamic_slice_without_the_slice_check_names_the_fix(void **state)
                        "slice controller (controllerName accelerator.gke.io/slice)");
 }
 
+/* A Kueue that does not serve AdmissionChecks (404) has none. */
+static void dynamic_slice_without_admission_checks_served_names_the_fix(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(true);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_pack("[o]", slicing_topology()));
+    gc_submit_request r = slicing_request("4x4x4");
+    expect_refusal(&r, "--compute-type tpu-v7x-slice: the cluster has no AdmissionCheck of GKE's "
+                       "slice controller");
+}
+
 static void dynamic_slice_on_a_queue_without_the_check_names_the_fix(void **state)
 {
     (void)state;
@@ -1813,6 +1824,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(dynamic_slice_without_a_topology_names_the_fix, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(dynamic_slice_without_the_slice_check_names_the_fix,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_without_admission_checks_served_names_the_fix,
                                         jt_open, jt_close),
         cmocka_unit_test_setup_teardown(dynamic_slice_on_a_queue_without_the_check_names_the_fix,
                                         jt_open, jt_close),
