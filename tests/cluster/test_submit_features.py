@@ -112,8 +112,11 @@ def slicing_objects(testenv):
                 "conditions", [])),
         timeout=60, what="cluster-queue to be active with the slice check")
     yield
+    # Kueue keeps an AdmissionCheck (finalizer resource-in-use) while a ClusterQueue names it.
+    testenv.kubectl("patch", "clusterqueues.kueue.x-k8s.io", "cluster-queue", "--type=json", "-p",
+                    '[{"op": "remove", "path": "/spec/admissionChecksStrategy"}]', check=False)
     testenv.kubectl("delete", "-f", str(MANIFESTS / "dynamic-slicing.yaml"), "--ignore-not-found",
-                    check=False)
+                    "--timeout=50s", check=False)
     testenv.use_profile("unified", "cpu-np", "tpu7x", force=True)
 
 
