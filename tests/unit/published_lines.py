@@ -39,6 +39,8 @@ BOOL_FLAGS = {
     "--pathways", "--pathways-headless", "--gke-mtc-enabled", "--verbose",
     "--await-job-completion", "--gke-disable-parallel-containers", "--skip-prereqs",
 }
+# Flags whose value may hold '=' (--command=... is split on the first '=' only).
+
 TPU_PREFIXES = ("v4", "v5p", "v5e", "v5litepod", "v6e", "tpu7x", "tpu-v", "ct4p", "ct5p",
                 "ct5lp", "ct6e")
 
@@ -49,6 +51,7 @@ class Entry:
         self.text = []
         self.dots = None
         self.expect_error = None
+        self.pending_flags = []
 
 
 def read_fixture(path):
@@ -60,8 +63,9 @@ def read_fixture(path):
                 _, name, value = line.split(" ", 2)
                 variables[name] = value
             elif line.startswith("@replace "):
-                _, text, value = line.split(" ", 2)
-                variables.setdefault("@replace", []).append((text, value))
+                parts = line.split(" ", 2)
+                variables.setdefault("@replace", []).append(
+                    (parts[1], parts[2] if len(parts) > 2 else ""))
             elif line.startswith("@source "):
                 entry = Entry(line[len("@source "):])
                 entries.append(entry)
@@ -69,6 +73,8 @@ def read_fixture(path):
                 entry.dots = line[len("@dots "):]
             elif line.startswith("@expect-error "):
                 entry.expect_error = line[len("@expect-error "):]
+            elif line.startswith("@pending-flags "):
+                entry.pending_flags = line.split()[1:]
             elif line.startswith("#") and entry is None:
                 continue
             elif line.strip() and entry is not None:
@@ -77,7 +83,8 @@ def read_fixture(path):
 
 
 def substitute(text, variables):
-    """The reader's values for <NAME>, ${NAME}, ${NAME?} and $NAME placeholders."""
+    """The reader's values for <NAME>, ${NAME}, ${NAME?} and $NAME placeholders (not for an
+    escaped \\$, which the command keeps for the container's shell)."""
     for old, new in variables.get("@replace", []):
         text = text.replace(old, new)
 
@@ -86,7 +93,8 @@ def substitute(text, variables):
         if name not in variables:
             raise ValueError("no @var for placeholder " + match.group(0))
         return variables[name]
-    return re.sub(r"<([A-Za-z_/]+)>|\$\{([A-Za-z_]+)\??\}|\$([A-Z_][A-Z0-9_]*)", value, text)
+    return re.sub(r"<([A-Za-z_/]+)>|(?<!\\)\$\{([A-Za-z_]+)\??\}|(?<!\\)\$([A-Z_][A-Z0-9_]*)",
+                  value, text)
 
 
 def argv_of(entry, variables):
@@ -169,25 +177,29 @@ def parse_mount(spec):
         src, dest, rest = parts[0], parts[1], parts[2:]
         mode = "rw" if "rw" in rest else "ro"
         options = next((p[len("options="):] for p in rest if p.startswith("options=")), None)
-        return src, dest, mode == "ro", options
+        attributes = next((p[len("attributes="):] for p in rest if p.startswith("attributes=")),
+                          "")
+        return src, dest, mode == "ro", options, dict(
+            a.split("=", 1) for a in attributes.split(",") if a)
     scheme = spec.find("://")
     start = scheme + 3 if scheme >= 0 else 0
     colon = spec.index(":", start)
     src, rest = spec[:colon], spec[colon + 1:].split(":")
-    return src, rest[0], not (len(rest) > 1 and rest[1] == "rw"), None
+    return src, rest[0], not (len(rest) > 1 and rest[1] == "rw"), None, {}
 
 
 class Check:
     def __init__(self, entry):
         self.entry = entry
         self.problems = []
+        self.pending = None  # the not-yet-known global flag of a @pending-flags line
 
     def expect(self, ok, what):
         if not ok:
             self.problems.append(what)
 
 
-def check_volume(check, volume, src, read_only, options):
+def check_volume(check, volume, src, read_only, options, attributes):
     where = "volume for --mount %s" % src
     if src.startswith("gs://"):
         csi = volume.get("csi", {})
@@ -201,6 +213,9 @@ def check_volume(check, volume, src, read_only, options):
             check.expect("only-dir=" + directory.strip("/") in mount_options, where + ": only-dir")
         if options:
             check.expect(options in mount_options, where + ": options " + options)
+        for key, value in attributes.items():
+            check.expect(csi.get("volumeAttributes", {}).get(key) == value,
+                         where + ": attribute " + key)
     elif src.startswith("filestore://"):
         server, _, share = src[len("filestore://"):].partition("/")
         nfs = volume.get("nfs", {})
@@ -218,7 +233,7 @@ def check_mounts(check, flags, spec, mounted_in):
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
     for value in every(flags, "--mount"):
         for one in ([value] if ";" in value else [v for v in value.split(",") if v]):
-            src, dest, read_only, options = parse_mount(one)
+            src, dest, read_only, options, attributes = parse_mount(one)
             dest = "/" + "/".join(p for p in dest.split("/") if p and p != ".")
             for c in mounted_in:
                 found = [m for m in c.get("volumeMounts", []) if m["mountPath"] == dest]
@@ -227,7 +242,7 @@ def check_mounts(check, flags, spec, mounted_in):
                     check.expect(bool(found[0].get("readOnly")) == read_only,
                                  "%s: %s readOnly should be %s" % (c["name"], dest, read_only))
                     check_volume(check, volumes.get(found[0]["name"], {}), src, read_only,
-                                 options)
+                                 options, attributes)
 
 
 def check_mtc(check, flags, spec, mounted_in):
@@ -338,6 +353,10 @@ def run_entry(gcluster, entry, variables, workdir):
                      (entry.expect_error, result.returncode, result.stderr.strip()))
         return check
     if result.returncode != 0:
+        unknown = [f for f in entry.pending_flags if "unknown option " + f in result.stderr]
+        if result.returncode == 2 and unknown:
+            check.pending = unknown[0]
+            return check
         check.problems.append("exit %d: %s" % (result.returncode, result.stderr.strip()))
         return check
     try:
@@ -355,7 +374,7 @@ def main():
     gcluster = os.path.abspath(sys.argv[1])
     fixture = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_FIXTURE
     variables, entries = read_fixture(fixture)
-    failed = 0
+    failed = pending = 0
     with tempfile.TemporaryDirectory() as workdir:
         # The build contexts the guides use: job_details/app.py, and "." (MaxText's checkout).
         os.makedirs(os.path.join(workdir, "job_details"))
@@ -364,13 +383,17 @@ def main():
                 f.write('print("Hello from the gcluster job submit application!")\n')
         for entry in entries:
             check = run_entry(gcluster, entry, variables, workdir)
-            status = "ok" if not check.problems else "FAIL"
+            status = "FAIL" if check.problems else "wait" if check.pending else "ok"
             print("%-4s %s" % (status, entry.source))
+            if check.pending:
+                print("       pending: needs the global flag %s" % check.pending)
             for problem in check.problems:
                 print("       " + problem)
             failed += bool(check.problems)
-    print("%d of %d published lines mean what Google's gcluster means" %
-          (len(entries) - failed, len(entries)))
+            pending += bool(check.pending)
+    print("%d of %d published lines mean what Google's gcluster means; %d wait for global flags "
+          "(@pending-flags), %d fail" % (len(entries) - failed - pending, len(entries), pending,
+                                          failed))
     if len(entries) < 40:
         print("the corpus has fewer than 40 lines")
         return 1
