@@ -69,6 +69,12 @@ typedef struct gc_submit_request {
     bool verbose;
     const char *nap_provisioning;
     const char *nap_reservation;
+    bool mtc_enabled;            /* --gke-mtc-enabled */
+    const char *mtc_ramdisk_dir; /* --gke-mtc-ramdisk-dir */
+    /* Skip the connected checks of what the cluster must have for the features asked for (the
+     * multi-tier checkpointing CRD, object and CSI driver; dynamic slicing's Topology and
+     * AdmissionCheck): Google's global --skip-prereqs, set by whoever parses it. */
+    bool skip_prereqs;
 
     bool pathways;
     const char *pathways_proxy_image;
@@ -131,6 +137,10 @@ typedef struct gc_submit_plan {
     bool build_image;
     gc_image_build image_build; /* its repository is owned by the plan */
     gc_submit_compute compute;
+    bool skip_prereqs; /* the request's skip_prereqs: the cluster-feature checks are skipped */
+    /* What the caller should tell the user about flags taken but not used (Google's gcluster
+     * accepts and ignores them too), one line each. */
+    gc_strings notices;
 } gc_submit_plan;
 
 /* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after

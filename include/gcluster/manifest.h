@@ -30,6 +30,14 @@
 #define GC_PATHWAYS_WORKER     "worker"
 #define GC_MAIN_JOB            "main-job"
 
+/* Worker restarts per TPU host a headless job allows (pathways-utils' reference headless
+ * default): its workers must outlive every client that connects and goes away. */
+#define GC_HEADLESS_SLICE_RESTARTS 1000000
+
+/* Where --gke-mtc-enabled mounts the MTC volume unless --gke-mtc-ramdisk-dir says (Google's
+ * gcluster's default). */
+#define GC_MTC_DEFAULT_RAMDISK_DIR "/tmp/mtc_checkpoints"
+
 #define GC_DEFAULT_PROXY_IMAGE  "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
 #define GC_DEFAULT_SERVER_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
 
@@ -46,7 +54,7 @@ typedef enum gc_mount_kind {
     GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver */
     GC_MOUNT_HOST_PATH, /* /path on the node */
     GC_MOUNT_NFS,       /* filestore://IP/share: the Filestore instance over NFS */
-    GC_MOUNT_PVC,       /* the name of an existing PersistentVolumeClaim */
+    GC_MOUNT_PVC,       /* pvc://NAME or NAME: an existing PersistentVolumeClaim */
 } gc_mount_kind;
 
 typedef struct gc_mount {
@@ -55,15 +63,20 @@ typedef struct gc_mount {
     char *source_dir; /* GCS only-dir or NFS export path, or NULL */
     char *target;     /* mount path in the container */
     bool read_only;
+    char *options;         /* GCS: gcsfuse mount options, comma-separated (options=), or NULL */
+    gc_strings attributes; /* GCS: "KEY=VALUE" CSI volume attributes (attributes=) */
 } gc_mount;
 
-/* Which containers a user's environment variable goes to: every container gcluster writes
- * (--env), or one Pathways role's (--pathways-proxy-env, -server-env, -worker-env). */
+/* Which container a user's environment variable goes to: the workload container(s) running the
+ * user's command (--env, --env-file: as Google's gcluster, never the Pathways servers or the
+ * colocated Python sidecar, which each have their own flag or none), or one Pathways role's
+ * (--pathways-proxy-env, -server-env, -worker-env). */
 typedef enum gc_env_scope {
-    GC_ENV_EVERY,
+    GC_ENV_WORKLOAD,
     GC_ENV_PROXY,  /* pathways-proxy */
     GC_ENV_SERVER, /* pathways-rm */
     GC_ENV_WORKER, /* pathways-worker */
+    GC_ENV_NONE,   /* a container no user variable goes to (the colocated Python sidecar) */
 } gc_env_scope;
 
 typedef struct gc_env_var {
@@ -112,6 +125,16 @@ typedef struct gc_workload {
      * to the head pool. Set by a connected submit; false offline (the unified configuration). */
     bool tpu_only_requests;
 
+    /* Multi-tier checkpointing (--gke-mtc-enabled): GKE's MTC CSI volume on the TPU hosts, where
+     * the job keeps its in-memory checkpoints (GKE replicates them and saves them to Cloud
+     * Storage). */
+    bool mtc;
+    char *mtc_ramdisk_dir; /* its mount path (--gke-mtc-ramdisk-dir) */
+    /* TPU7x dynamic slicing (--compute-type tpu-v7x-slice): GKE's slice controller forms each
+     * slice from 4x4x4 blocks when Kueue admits it, so the pods ask Kueue's topology-aware
+     * scheduling for a partition of the slice's shape instead of a node pool of that shape. */
+    bool dynamic_slicing;
+
     /* Pathways */
     bool pathways;
     bool headless;
@@ -124,6 +147,7 @@ typedef struct gc_workload {
     char *sidecar_image; /* colocated Python, or NULL */
     int elastic_slices;
     int max_slice_restarts;
+    bool max_slice_restarts_set; /* given: it also sets a headless job's worker budget */
     gc_strings proxy_args;
     gc_strings server_args;
     gc_strings worker_args;

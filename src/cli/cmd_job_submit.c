@@ -49,13 +49,14 @@ static const cli_option submit_options[] = {
                "directory added to --base-image (pushed to $GCLUSTER_IMAGE_REPO)"),
     CLI_STRING('f', "platform", submit_args, R(platform), "OS/ARCH",
                "platform of the base image to build on (default linux/amd64)"),
-    CLI_LIST(0, "mount", submit_args, mounts, "SRC:DEST[:ro|rw]",
-             "mount gs://BUCKET[/DIR], /HOST/PATH, filestore://IP/SHARE or a PVC (repeatable)"),
+    CLI_LIST(0, "mount", submit_args, mounts, "SRC;DEST[;ro|rw][;options=O]",
+             "mount gs://BUCKET[/DIR] (;options=, ;attributes=K=V), pvc://CLAIM, "
+             "filestore://IP/SHARE or /HOST/PATH; SRC:DEST[:ro|rw] too (repeatable)"),
     CLI_LIST(0, "env", submit_args, env, "KEY=VALUE",
-             "environment variable for every container (repeatable)"),
+             "environment variable for the workload container (repeatable)"),
     CLI_LIST(0, "env-file", submit_args, env_files, "FILE",
-             "KEY=VALUE lines for every container (# comments, outer quotes dropped, no $ "
-             "expansion)"),
+             "KEY=VALUE lines for the workload container (# comments, outer quotes dropped, no "
+             "$ expansion)"),
     CLI_STRING(0, "service-account", submit_args, R(service_account), "NAME",
                "Kubernetes service account of the pods"),
     CLI_STRING(0, "image-pull-secret", submit_args, R(image_pull_secret), "S1,S2",
@@ -65,8 +66,8 @@ static const cli_option submit_options[] = {
 
     CLI_GROUP("Compute"),
     CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
-               "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x (with --topology), l4-1, "
-               "n2-standard-32, ..."),
+               "v6e-16, v5p-8, tpu7x-16, ct6e-standard-4t, tpu7x or tpu-v7x-slice (dynamic "
+               "slicing; with --topology), l4-1, n2-standard-32, ..."),
     CLI_STRING(0, "topology", submit_args, R(topology), "AxB[xC]",
                "TPU slice shape (4x4, 2x2x2); must agree with a sized --compute-type"),
     CLI_INT(0, "num-slices", submit_args, R(num_slices), "N",
@@ -77,6 +78,10 @@ static const cli_option submit_options[] = {
              "run one container per TPU7x host instead of two"),
     CLI_STRING(0, "cpu-affinity", submit_args, R(cpu_affinity), "numa",
                "numa: Guaranteed QoS so TPU containers get exclusive NUMA-local CPUs"),
+    CLI_BOOL(0, "gke-mtc-enabled", submit_args, R(mtc_enabled),
+             "multi-tier checkpointing: GKE's MTC volume on the TPU hosts"),
+    CLI_STRING(0, "gke-mtc-ramdisk-dir", submit_args, R(mtc_ramdisk_dir), "DIR",
+               "where the MTC volume is mounted (default /tmp/mtc_checkpoints)"),
 
     CLI_GROUP("Scheduling"),
     CLI_STRING('q', "queue", submit_args, R(queue), "QUEUE",
@@ -311,6 +316,8 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;
     rc = gc_submit_prepare(r, &plan, err);
+    for (size_t i = 0; !rc && i < plan.notices.count; i++)
+        gc_notice(cli_events(), "%s", plan.notices.items[i]);
     char *command[CLI_POSITIONAL_MAX + 1] = {0};
     if (!rc)
         rc = prepare_connect(a, parsed, format, command, err);

@@ -76,6 +76,7 @@ static void generate_compute_types(cli_value_fn add, void *ctx)
     free(shapes);
     for (size_t i = 0; i < count; i++)
         add_once(&u, families[i].gke_accelerator);
+    add_once(&u, "tpu-v7x-slice"); /* TPU7x dynamic slicing, with --topology */
     const gc_tpu_machine *machines = gc_catalog_tpu_machines(&count);
     for (size_t i = 0; i < count; i++)
         add_once(&u, machines[i].machine_type);

@@ -331,6 +331,13 @@ static bool worker_read_init(node_read *r, cluster_facts *f, const gc_submit_pla
     }
     if (w->compute.kind != GC_ACCEL_TPU)
         return false;
+    /* A dynamic slice is formed from any of the accelerator's blocks, whatever their pool's
+     * topology label says, and several slices may share one pool. */
+    if (w->dynamic_slicing) {
+        node_read_init(r, f, w->compute.vms_per_slice * w->num_slices, 1);
+        snprintf(r->selector, sizeof(r->selector), ACCELERATOR_LABEL "=%s", w->compute.accelerator);
+        return true;
+    }
     node_read_init(r, f, w->compute.vms_per_slice * w->num_slices, w->num_slices);
     snprintf(r->selector, sizeof(r->selector), ACCELERATOR_LABEL "=%s," TOPOLOGY_LABEL "=%s",
              w->compute.accelerator, w->compute.topology);

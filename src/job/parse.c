@@ -200,8 +200,10 @@ int job_validate_gcs_location(const char *flag, const char *location, gc_error *
 static int mount_error(const char *spec, const char *why, gc_error *err)
 {
     return gc_fail(err, GC_EXIT_USAGE,
-                   "--mount \"%s\": %s; the format is SOURCE:DEST[:ro|rw] with SOURCE gs://BUCKET"
-                   "[/DIR], /HOST/PATH, filestore://IP/SHARE or a PersistentVolumeClaim name",
+                   "--mount \"%s\": %s; the format is SOURCE;DEST[;ro|rw][;options=GCSFUSE_OPTIONS]"
+                   "[;attributes=KEY=VALUE,...] (or SOURCE:DEST[:ro|rw]) with SOURCE gs://BUCKET"
+                   "[/DIR], /HOST/PATH, filestore://IP/SHARE, pvc://CLAIM or a "
+                   "PersistentVolumeClaim name",
                    spec, why);
 }
 
@@ -231,9 +233,41 @@ static const char *clean_path(char *path)
     return NULL;
 }
 
-/* Splits "gs://b/dir:/data:rw": the scheme's "://" is not a separator. */
-static int split_mount_spec(const char *spec, char **source, char **target, bool *read_only,
-                            gc_error *err)
+int job_parse_directory(const char *flag, const char *text, char **out, gc_error *err)
+{
+    *out = NULL;
+    if (!text || text[0] != '/')
+        return gc_fail(err, GC_EXIT_USAGE, "%s \"%s\": give an absolute directory, e.g. /mnt/x",
+                       flag, text ? text : "");
+    char *cleaned = gc_xstrdup(text);
+    const char *problem = clean_path(cleaned);
+    if (problem) {
+        free(cleaned);
+        return gc_fail(err, GC_EXIT_USAGE, "%s \"%s\": %s", flag, text,
+                       !strncmp(problem, "the destination ", 16) ? problem + 16 : problem);
+    }
+    *out = cleaned;
+    return 0;
+}
+
+/* The destination as given (len bytes at `dest`): absolute, cleaned. */
+static int mount_target(const char *spec, const char *dest, size_t len, char **target,
+                        gc_error *err)
+{
+    if (len == 0 || dest[0] != '/')
+        return mount_error(spec, "the destination must be an absolute path", err);
+    char *cleaned = gc_xstrndup(dest, len);
+    const char *problem = clean_path(cleaned);
+    if (problem) {
+        free(cleaned);
+        return mount_error(spec, problem, err);
+    }
+    *target = cleaned;
+    return 0;
+}
+
+/* The old form, "gs://b/dir:/data:rw": the scheme's "://" is not a separator. */
+static int split_colon_spec(const char *spec, char **source, gc_mount *m, gc_error *err)
 {
     const char *scheme = strstr(spec, "://");
     const char *search = scheme ? scheme + 3 : spec;
@@ -241,27 +275,113 @@ static int split_mount_spec(const char *spec, char **source, char **target, bool
     if (!colon)
         return mount_error(spec, "missing the destination path", err);
     const char *mode = strchr(colon + 1, ':');
-    *read_only = true;
+    m->read_only = true;
     if (mode) {
         if (!strcmp(mode + 1, "rw"))
-            *read_only = false;
+            m->read_only = false;
         else if (strcmp(mode + 1, "ro") != 0)
             return mount_error(spec, "the mode must be ro or rw", err);
     }
     size_t target_len = mode ? (size_t)(mode - colon - 1) : strlen(colon + 1);
-    if (target_len == 0 || colon[1] != '/')
-        return mount_error(spec, "the destination must be an absolute path", err);
+    int rc = mount_target(spec, colon + 1, target_len, &m->target, err);
+    if (rc)
+        return rc;
     if (colon == spec)
         return mount_error(spec, "missing the source", err);
-    char *cleaned = gc_xstrndup(colon + 1, target_len);
-    const char *problem = clean_path(cleaned);
-    if (problem) {
-        free(cleaned);
-        return mount_error(spec, problem, err);
-    }
     *source = gc_xstrndup(spec, (size_t)(colon - spec));
-    *target = cleaned;
     return 0;
+}
+
+/* attributes=KEY=VALUE[,KEY=VALUE...]: extra volumeAttributes of the GCS FUSE CSI volume
+ * (fileCacheCapacity=10Gi, gcsfuseMetadataPrefetchOnMount=true, ...). The driver reads only
+ * string values under names of letters and digits; bucketName and mountOptions come from the
+ * source and options= and may not be given twice. */
+static int parse_attributes(const char *spec, const char *list, gc_strings *out, gc_error *err)
+{
+    gc_strings items = {0};
+    job_split_commas(list, &items);
+    int rc = items.count ? 0 : mount_error(spec, "attributes= lists no KEY=VALUE", err);
+    for (size_t i = 0; !rc && i < items.count; i++) {
+        const char *item = items.items[i];
+        size_t key_len = strcspn(item, "=");
+        bool ok = key_len > 0 && item[key_len] == '=' && item[key_len + 1];
+        for (size_t k = 0; ok && k < key_len; k++)
+            ok = isalnum((unsigned char)item[k]) != 0;
+        if (!ok)
+            rc = mount_error(spec,
+                             "each attributes= item must be KEY=VALUE with a KEY of letters and "
+                             "digits (a GCS FUSE CSI volume attribute such as "
+                             "fileCacheCapacity=10Gi)",
+                             err);
+        else if ((key_len == 10 && !strncmp(item, "bucketName", 10)) ||
+                 (key_len == 12 && !strncmp(item, "mountOptions", 12)))
+            rc = mount_error(spec,
+                             "bucketName comes from the gs:// source and mountOptions from "
+                             "options=; do not set them in attributes=",
+                             err);
+        for (size_t j = 0; !rc && j < out->count; j++)
+            if (!strncmp(out->items[j], item, key_len + 1))
+                rc = mount_error(spec, "attributes= sets one attribute twice", err);
+        if (!rc)
+            gc_strings_push(out, item);
+    }
+    gc_strings_free(&items);
+    return rc;
+}
+
+/* Google's form, "SOURCE;DEST[;ro|rw][;options=...][;attributes=...]": ';' separates, so a
+ * gcsfuse option list keeps its commas. Read-only unless rw, as in Google's gcluster. */
+static int split_semicolon_spec(const char *spec, char **source, gc_mount *m, gc_error *err)
+{
+    const char *first = strchr(spec, ';');
+    const char *dest = first + 1;
+    size_t dest_len = strcspn(dest, ";");
+    if (first == spec)
+        return mount_error(spec, "missing the source", err);
+    if (dest_len == 0)
+        return mount_error(spec, "missing the destination path", err);
+    int rc = mount_target(spec, dest, dest_len, &m->target, err);
+    if (rc)
+        return rc;
+    m->read_only = true;
+    bool mode_seen = false;
+    for (const char *p = dest + dest_len; !rc && *p == ';';) {
+        p++;
+        size_t n = strcspn(p, ";");
+        char *part = gc_xstrndup(p, n);
+        if (!strcmp(part, "ro") || !strcmp(part, "rw")) {
+            rc = mode_seen ? mount_error(spec, "give the mode ro or rw once", err) : 0;
+            m->read_only = !strcmp(part, "ro");
+            mode_seen = true;
+        } else if (!strncmp(part, "options=", 8)) {
+            rc = m->options ? mount_error(spec, "give options= once", err)
+                 : !part[8] ? mount_error(spec, "options= is empty", err)
+                            : 0;
+            if (!rc)
+                m->options = gc_xstrdup(part + 8);
+        } else if (!strncmp(part, "attributes=", 11)) {
+            rc = parse_attributes(spec, part + 11, &m->attributes, err);
+        } else if (!strncmp(part, "profile=", 8)) {
+            /* GKE applies Cloud Storage FUSE profiles only through its gcsfusecsi-* StorageClasses
+             * (PersistentVolumes); an inline CSI volume has no profile field. */
+            rc = mount_error(spec,
+                             "profile= needs a PersistentVolume: GKE applies Cloud Storage FUSE "
+                             "profiles only through its StorageClasses (gcsfusecsi-training, "
+                             "-serving, -checkpointing); create a PersistentVolumeClaim on one and "
+                             "mount it with pvc://CLAIM, or give the tuning as options=",
+                             err);
+        } else {
+            char *why =
+                gc_xasprintf("\"%s\" is not ro, rw, options=, attributes= or profile=", part);
+            rc = mount_error(spec, why, err);
+            free(why);
+        }
+        free(part);
+        p += n;
+    }
+    if (!rc)
+        *source = gc_xstrndup(spec, (size_t)(first - spec));
+    return rc;
 }
 
 static void split_path(const char *text, char **head, char **rest)
@@ -283,6 +403,11 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
         }
         return job_validate_gcs_location("--mount", source, err);
     }
+    if (m->options || m->attributes.count)
+        return mount_error(spec,
+                           "options= and attributes= configure the GCS FUSE CSI driver, so they "
+                           "apply to gs:// sources only",
+                           err);
     if (!strncmp(source, "filestore://", 12)) {
         m->kind = GC_MOUNT_NFS;
         split_path(source + 12, &m->source, &m->source_dir);
@@ -299,12 +424,13 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
         m->source = gc_xstrdup(source);
         return 0;
     }
-    if (strstr(source, "://"))
+    const char *claim = !strncmp(source, "pvc://", 6) ? source + 6 : source;
+    if (claim == source && strstr(source, "://"))
         return mount_error(spec, "unsupported scheme", err);
-    if (!job_is_dns1123_subdomain(source))
+    if (!job_is_dns1123_subdomain(claim))
         return mount_error(spec, "not a valid PersistentVolumeClaim name", err);
     m->kind = GC_MOUNT_PVC;
-    m->source = gc_xstrdup(source);
+    m->source = gc_xstrdup(claim);
     return 0;
 }
 
@@ -312,7 +438,8 @@ int job_parse_mount(const char *spec, gc_mount *m, gc_error *err)
 {
     memset(m, 0, sizeof(*m));
     char *source = NULL;
-    int rc = split_mount_spec(spec, &source, &m->target, &m->read_only, err);
+    int rc = strchr(spec, ';') ? split_semicolon_spec(spec, &source, m, err)
+                               : split_colon_spec(spec, &source, m, err);
     if (!rc)
         rc = classify_mount(spec, source, m, err);
     free(source);
@@ -446,7 +573,7 @@ static int env_file_line(const char *path, int number, const char *line, size_t 
     const char *value = eq + 1;
     size_t value_len = len - (size_t)(value - line);
     unquote(&value, &value_len);
-    add_env(w, line, (size_t)(eq - line), value, value_len, GC_ENV_EVERY, where);
+    add_env(w, line, (size_t)(eq - line), value, value_len, GC_ENV_WORKLOAD, where);
     return 0;
 }
 

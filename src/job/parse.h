@@ -20,13 +20,17 @@ void job_split_words(const char *text, gc_strings *out);
 void job_split_commas(const char *text, gc_strings *out);
 
 int job_parse_exit_code(const char *text, long *code, gc_error *err);
+/* An absolute directory given to `flag`, cleaned as --mount destinations are (*out: caller
+ * frees). */
+int job_parse_directory(const char *flag, const char *text, char **out, gc_error *err);
 int job_validate_gcs_location(const char *flag, const char *location, gc_error *err);
-/* SOURCE:DEST[:ro|rw]; DEST comes back cleaned ("/data//x/" is "/data/x"). */
+/* Google's SOURCE;DEST[;ro|rw][;options=...][;attributes=K=V,...], or the older
+ * SOURCE:DEST[:ro|rw] (a spec without ';'); DEST comes back cleaned ("/data//x/" is "/data/x"). */
 int job_parse_mount(const char *spec, gc_mount *mount, gc_error *err);
 /* KEY=VALUE from `flag`, appended to w->env for the containers of `scope`. */
 int job_parse_env(const char *flag, const char *spec, gc_env_scope scope, gc_workload *w,
                   gc_error *err);
-/* Every KEY=VALUE line of an env file, appended to w->env for every container. */
+/* Every KEY=VALUE line of an env file, appended to w->env for the workload container. */
 int job_read_env_file(const char *path, gc_workload *w, gc_error *err);
 int job_parse_node_constraint(const char *spec, gc_node_term *term, gc_error *err);
 

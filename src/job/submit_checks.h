@@ -38,4 +38,11 @@ json_t *job_child_jobs(const json_t *jobset, const char *ns);
  * fields are gcluster's own. */
 void job_rejected_flags(const char *message, const json_t *job, const gc_workload *w, gc_buf *out);
 
+/* What the cluster must have for the features the plan's workload asks for beyond JobSet and
+ * Kueue (multi-tier checkpointing; TPU7x dynamic slicing), read in one batch only for a job that
+ * uses one (none with plan->skip_prereqs). GC_EXIT_USAGE with the fix when something is missing;
+ * what could not be read is appended to `warnings`. */
+int job_check_cluster_needs(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
+                            gc_strings *warnings, gc_error *err);
+
 #endif

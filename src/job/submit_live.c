@@ -177,10 +177,11 @@ static void check_capacity(submit_run *s, const cluster_facts *f)
     if (w->compute.kind != GC_ACCEL_TPU)
         return;
     int hosts = 0, pools = 0;
+    /* Dynamic slices are formed from any hosts of the accelerator, several in one pool. */
     for (size_t i = 0; i < f->shape_count; i++) {
         const node_shape *shape = &f->shapes[i];
         if (!strcmp(shape->accelerator, w->compute.accelerator) &&
-            !strcmp(shape->topology, w->compute.topology)) {
+            (w->dynamic_slicing || !strcmp(shape->topology, w->compute.topology))) {
             hosts += shape->count;
             pools++;
         }
@@ -188,11 +189,13 @@ static void check_capacity(submit_run *s, const cluster_facts *f)
     int needed = w->compute.vms_per_slice * w->num_slices;
     if (hosts < needed)
         warn(s,
-             "the cluster has %d %s host%s with topology %s, and this job needs %d (%d "
-             "slice%s x %d): it will wait for capacity",
-             hosts, w->compute.accelerator, hosts == 1 ? "" : "s", w->compute.topology, needed,
-             w->num_slices, w->num_slices == 1 ? "" : "s", w->compute.vms_per_slice);
-    else if (pools < w->num_slices)
+             "the cluster has %d %s host%s%s%s, and this job needs %d (%d slice%s x %d): it will "
+             "wait for capacity",
+             hosts, w->compute.accelerator, hosts == 1 ? "" : "s",
+             w->dynamic_slicing ? "" : " with topology ",
+             w->dynamic_slicing ? "" : w->compute.topology, needed, w->num_slices,
+             w->num_slices == 1 ? "" : "s", w->compute.vms_per_slice);
+    else if (pools < w->num_slices && !w->dynamic_slicing)
         warn(s,
              "%d slices need %d node pools of %s %s (one slice per pool), the cluster has %d: "
              "it will wait for capacity",
@@ -440,6 +443,17 @@ static void fill_result(gc_kube *kube, const gc_submit_plan *plan, gc_submit_res
         add_next_steps(r, w);
 }
 
+/* Multi-tier checkpointing and dynamic slicing need more of the cluster than JobSet and Kueue. */
+static int check_cluster_needs(submit_run *s, const cluster_facts *f, gc_error *err)
+{
+    gc_strings warnings = {0};
+    int rc = job_check_cluster_needs(s->kube, s->plan, f, &warnings, err);
+    for (size_t i = 0; i < warnings.count; i++)
+        warn(s, "%s", warnings.items[i]);
+    gc_strings_free(&warnings);
+    return rc;
+}
+
 /* The JobSet as the cluster's facts made it, checked against the ClusterQueue it will wait in. */
 static int build_jobset(submit_run *s, cluster_facts *f, json_t **jobset, gc_error *err)
 {
@@ -461,6 +475,8 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
     int rc = job_cluster_facts_gather(kube, plan, &f, err);
     if (!rc)
         rc = build_jobset(&s, &f, &jobset, err);
+    if (!rc)
+        rc = check_cluster_needs(&s, &f, err);
     job_cluster_facts_free(&f);
     if (!rc)
         rc = dry_run(&s, jobset, err);

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* JobSet, Kueue and GKE build other names from the JobSet name (Jobs, pods, Services, Kueue
  * Workloads, node-pool-scoped resources); 28 keeps all of them under 63 characters. */
@@ -145,15 +146,14 @@ static int reject_in_headless_mode(const char *flag, bool given, gc_error *err)
 
 static int check_headless(const gc_submit_request *r, gc_error *err)
 {
+    /* --image is not refused: Google's gcluster skips the image checks for headless jobs and
+     * ignores the image, and published headless command lines carry one (fill_workload_source
+     * says it is ignored). */
     int rc = reject_in_headless_mode("--command", r->command != NULL, err);
-    if (!rc)
-        rc = reject_in_headless_mode("--image", r->image != NULL, err);
     if (!rc)
         rc = reject_in_headless_mode("--base-image", r->base_image != NULL, err);
     if (!rc)
         rc = reject_in_headless_mode("--build-context", r->build_context != NULL, err);
-    if (!rc)
-        rc = reject_in_headless_mode("--mount", r->mount_count > 0, err);
     if (!rc && (r->await_completion || r->timeout))
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "--await-job-completion/--timeout cannot be used with --pathways-headless: "
@@ -268,6 +268,40 @@ static int derive_compute(gc_submit_plan *p, const gc_compute *c, gc_error *err)
     return 0;
 }
 
+/* --compute-type tpu-v7x-slice (Google's name for TPU7x dynamic slicing): GKE's slice
+ * controller forms a slice of the --topology shape out of the 4x4x4 blocks of a TPU7x pool when
+ * Kueue admits the job, so there is no slice to find by node labels and the shape must be given.
+ * It is one the controller can form: a sub-slice of one block (2x2x1, 2x2x2, 2x2x4, 2x4x4) or
+ * whole blocks (every dimension a multiple of 4). Returns the compute type the catalog knows. */
+static int dynamic_slice_type(const gc_submit_request *r, gc_submit_plan *p, const char **type,
+                              gc_error *err)
+{
+    *type = r->compute_type;
+    if (strcasecmp(r->compute_type, "tpu-v7x-slice") != 0)
+        return 0;
+    static const char *const sub_slices[] = {"2x2x1", "2x2x2", "2x2x4", "2x4x4"};
+    if (!r->topology || !*r->topology)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--compute-type tpu-v7x-slice needs --topology: the shape of the dynamic "
+                       "slice GKE forms from the pool's 4x4x4 blocks (2x2x1, 2x2x2, 2x2x4, 2x4x4, "
+                       "or multiples of 4 such as 4x4x4 or 4x4x8)");
+    int dims[3];
+    bool ok = gc_topology_parse(r->topology, dims) == 3;
+    bool whole_blocks = ok && dims[0] % 4 == 0 && dims[1] % 4 == 0 && dims[2] % 4 == 0;
+    bool sub_slice = false;
+    for (size_t i = 0; ok && i < sizeof(sub_slices) / sizeof(*sub_slices); i++)
+        sub_slice |= !strcmp(r->topology, sub_slices[i]);
+    if (!whole_blocks && !sub_slice)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--topology %s is not a dynamic TPU7x slice: use a sub-slice of one 4x4x4 "
+                       "block (2x2x1, 2x2x2, 2x2x4, 2x4x4) or whole blocks, every dimension a "
+                       "multiple of 4 (4x4x4, 4x4x8, 8x8x8)",
+                       r->topology);
+    p->workload.dynamic_slicing = true;
+    *type = "tpu7x";
+    return 0;
+}
+
 /* Offline resolution. A connected submit may leave to the cluster's nodes what only they can
  * tell (the slice shape of a bare tpu7x or a machine type); everything else is final here. */
 static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
@@ -277,8 +311,12 @@ static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_err
                        "--compute-type is required: a TPU slice (v6e-16, tpu7x-16, v5p-8, "
                        "ct6e-standard-4t), a GPU (l4-1, h100-80gb-8) or a CPU machine type "
                        "(n2-standard-32)");
+    const char *type;
+    int rc = dynamic_slice_type(r, p, &type, err);
+    if (rc)
+        return rc;
     p->compute = (gc_submit_compute){
-        .type = r->compute_type,
+        .type = type,
         .topology = r->topology,
         .num_nodes = r->num_nodes,
         .num_nodes_set = r->num_nodes_set,
@@ -288,7 +326,7 @@ static int resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_err
     p->workload.num_slices = (int)r->num_slices;
     p->workload.pathways = r->pathways;
     gc_compute c;
-    int rc = gc_catalog_resolve(r->compute_type, r->topology, NULL, &c, err);
+    rc = gc_catalog_resolve(type, r->topology, NULL, &c, err);
     if (rc && p->mode != GC_SUBMIT_OFFLINE && !strcmp(err->reason, GC_REASON_TOPOLOGY_REQUIRED)) {
         gc_error_clear(err);
         p->compute.pending = true;
@@ -339,8 +377,14 @@ static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_erro
 static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err)
 {
     gc_strings specs = {0};
-    for (size_t i = 0; i < r->mount_count; i++)
-        job_split_commas(r->mounts[i], &specs);
+    /* Google's ';' form is one mount per flag (its options keep their commas); the older ':'
+     * form, like Google's v1.98.0 string-slice flag, takes several separated by commas. */
+    for (size_t i = 0; i < r->mount_count; i++) {
+        if (strchr(r->mounts[i], ';'))
+            gc_strings_push(&specs, r->mounts[i]);
+        else
+            job_split_commas(r->mounts[i], &specs);
+    }
     int rc = 0;
     w->mounts = gc_xcalloc(specs.count, sizeof(*w->mounts));
     for (size_t i = 0; !rc && i < specs.count; i++) {
@@ -361,6 +405,40 @@ static int fill_mounts(const gc_submit_request *r, gc_workload *w, gc_error *err
     return rc;
 }
 
+/* Multi-tier checkpointing: the MTC volume's mount path must be a directory of its own. */
+static int fill_mtc(const gc_submit_request *r, gc_workload *w, gc_error *err)
+{
+    if (!r->mtc_enabled)
+        return r->mtc_ramdisk_dir ? gc_fail(err, GC_EXIT_USAGE,
+                                            "--gke-mtc-ramdisk-dir only applies with "
+                                            "--gke-mtc-enabled (multi-tier checkpointing)")
+                                  : 0;
+    w->mtc = true;
+    int rc =
+        job_parse_directory("--gke-mtc-ramdisk-dir",
+                            r->mtc_ramdisk_dir ? r->mtc_ramdisk_dir : GC_MTC_DEFAULT_RAMDISK_DIR,
+                            &w->mtc_ramdisk_dir, err);
+    if (rc)
+        return rc;
+    /* Pathways workers mount the node's /tmp and the sidecar's shared memory at /tmp/sidecar. */
+    const char *taken[] = {"/tmp", "/tmp/sidecar"};
+    for (size_t i = 0; r->pathways && i < 2; i++)
+        if (!strcmp(w->mtc_ramdisk_dir, taken[i]))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--gke-mtc-ramdisk-dir %s: the Pathways workers already mount %s "
+                           "there; use a directory of its own (default %s)",
+                           w->mtc_ramdisk_dir,
+                           i ? "the colocated sidecar's shared memory" : "the node's /tmp",
+                           GC_MTC_DEFAULT_RAMDISK_DIR);
+    for (size_t i = 0; i < w->mount_count; i++)
+        if (!strcmp(w->mounts[i].target, w->mtc_ramdisk_dir))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--gke-mtc-ramdisk-dir %s is also a --mount destination; mount one of "
+                           "them elsewhere",
+                           w->mtc_ramdisk_dir);
+    return 0;
+}
+
 static void add_node_term(gc_workload *w, const char *key, const char *value)
 {
     w->node_terms = gc_xrealloc(w->node_terms, (w->node_term_count + 1) * sizeof(*w->node_terms));
@@ -379,6 +457,14 @@ static int fill_node_constraints(const gc_submit_request *r, gc_workload *w, gc_
     for (size_t i = 0; !rc && i < specs.count; i++) {
         gc_node_term term;
         rc = job_parse_node_constraint(specs.items[i], &term, err);
+        /* GKE's admission webhook (Warden) rejects a TPU pod whose affinity allows more than one
+         * slice topology, so Google's gcluster refuses it before submitting; so does ours. */
+        if (!rc && !strcmp(term.key, "cloud.google.com/gke-tpu-topology") && term.values.count > 1)
+            rc = gc_fail(err, GC_EXIT_USAGE,
+                         "--node-constraint %s: a TPU pod may ask for one "
+                         "cloud.google.com/gke-tpu-topology only (GKE rejects pods that allow "
+                         "several); give one, or leave it to the queue's flavors",
+                         specs.items[i]);
         w->node_terms =
             gc_xrealloc(w->node_terms, (w->node_term_count + 1) * sizeof(*w->node_terms));
         w->node_terms[w->node_term_count++] = term;
@@ -519,7 +605,7 @@ static int fill_env(const gc_submit_request *r, gc_workload *w, gc_error *err)
         size_t count;
         gc_env_scope scope;
     } flags[] = {
-        {"--env", r->env, r->env_count, GC_ENV_EVERY},
+        {"--env", r->env, r->env_count, GC_ENV_WORKLOAD},
         {"--pathways-proxy-env", r->pathways_proxy_env, r->pathways_proxy_env_count, GC_ENV_PROXY},
         {"--pathways-server-env", r->pathways_server_env, r->pathways_server_env_count,
          GC_ENV_SERVER},
@@ -569,6 +655,7 @@ static int choose_mode(const gc_submit_request *r, gc_submit_plan *p, gc_error *
         p->mode = r->dry_run ? GC_SUBMIT_SERVER_DRY_RUN : GC_SUBMIT_CREATE;
     }
     p->await_completion = r->await_completion || r->timeout;
+    p->skip_prereqs = r->skip_prereqs;
     return 0;
 }
 
@@ -590,6 +677,7 @@ static void fill_pathways(const gc_submit_request *r, gc_workload *w)
         w->sidecar_image = gc_xstrdup(r->pathways_sidecar_image);
     w->elastic_slices = (int)r->pathways_elastic_slices;
     w->max_slice_restarts = (int)r->pathways_max_slice_restarts;
+    w->max_slice_restarts_set = r->pathways_max_slice_restarts_set;
     job_split_words(r->pathways_proxy_args, &w->proxy_args);
     job_split_words(r->pathways_server_args, &w->server_args);
     job_split_words(r->pathways_worker_args, &w->worker_args);
@@ -616,8 +704,14 @@ static int plan_image_build(const gc_submit_request *r, gc_submit_plan *p, gc_er
 static int fill_workload_source(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
     gc_workload *w = &p->workload;
-    if (r->pathways && r->pathways_headless)
+    if (r->pathways && r->pathways_headless) {
+        if (r->image)
+            gc_strings_push(&p->notices, "--image is ignored with --pathways-headless: a "
+                                         "headless job runs only the Pathways servers, and your "
+                                         "JAX program runs outside the cluster (as in Google's "
+                                         "gcluster)");
         return 0;
+    }
     w->command = gc_xstrdup(r->command);
     if (r->image) {
         w->image = gc_xstrdup(r->image);
@@ -658,6 +752,8 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
     if (!rc)
         rc = fill_mounts(r, w, err);
     if (!rc)
+        rc = fill_mtc(r, w, err);
+    if (!rc)
         rc = fill_node_constraints(r, w, err);
     if (!rc)
         rc = fill_nap(r, w, err);
@@ -683,6 +779,7 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
 void gc_submit_plan_free(gc_submit_plan *p)
 {
     gc_workload_free(&p->workload);
+    gc_strings_free(&p->notices);
     free((char *)p->image_build.repository);
     memset(p, 0, sizeof(*p));
 }

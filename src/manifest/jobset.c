@@ -28,10 +28,10 @@ void gc_strings_free(gc_strings *list)
 
 void gc_workload_free(gc_workload *w)
 {
-    char **owned[] = {&w->name,         &w->queue,           &w->priority,       &w->image,
-                      &w->command,      &w->service_account, &w->scheduler_name, &w->gcs_location,
-                      &w->head_pool,    &w->proxy_image,     &w->server_image,   &w->worker_image,
-                      &w->sidecar_image};
+    char **owned[] = {&w->name,          &w->queue,           &w->priority,       &w->image,
+                      &w->command,       &w->service_account, &w->scheduler_name, &w->gcs_location,
+                      &w->head_pool,     &w->proxy_image,     &w->server_image,   &w->worker_image,
+                      &w->sidecar_image, &w->mtc_ramdisk_dir};
     for (size_t i = 0; i < sizeof(owned) / sizeof(*owned); i++) {
         free(*owned[i]);
         *owned[i] = NULL;
@@ -49,6 +49,8 @@ void gc_workload_free(gc_workload *w)
         free(w->mounts[i].source);
         free(w->mounts[i].source_dir);
         free(w->mounts[i].target);
+        free(w->mounts[i].options);
+        gc_strings_free(&w->mounts[i].attributes);
     }
     free(w->mounts);
     for (size_t i = 0; i < w->env_count; i++) {
@@ -144,7 +146,7 @@ static json_t *main_resources(const gc_workload *w, int containers)
 static json_t *main_container(const gc_workload *w, const char *name, int containers)
 {
     json_t *env =
-        manifest_with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_EVERY);
+        manifest_with_user_env(multislice_env(w, verbose_env(w, json_array())), w, GC_ENV_WORKLOAD);
     json_t *c = json_pack("{s:s, s:s, s:[s, s, s]}", "name", name, "image", w->image, "command",
                           "/bin/bash", "-c", w->command);
     if (env && !json_array_size(env))
@@ -152,18 +154,20 @@ static json_t *main_container(const gc_workload *w, const char *name, int contai
     else
         c = manifest_jset(c, "env", env);
     c = manifest_jset(c, "resources", main_resources(w, containers));
-    if (w->mount_count)
-        c = manifest_jset(c, "volumeMounts", manifest_user_volume_mounts(w, false));
+    if (w->mount_count || w->mtc) {
+        json_t *mounts = manifest_user_volume_mounts(w, false);
+        c = manifest_jset(c, "volumeMounts", w->mtc ? mtc_volume_mounts(mounts, w, false) : mounts);
+    }
     return c;
 }
 
 static json_t *main_containers(const gc_workload *w)
 {
     if (!w->parallel_containers)
-        return json_pack("[o]", main_container(w, "workload-container", 1));
+        return json_pack("[o]", main_container(w, WORKLOAD_CONTAINER, 1));
     /* TPU7x hosts run two processes, each owning half the chips (Google's default). */
-    return json_pack("[o, o]", main_container(w, "workload-container-1", 2),
-                     main_container(w, "workload-container-2", 2));
+    return json_pack("[o, o]", main_container(w, WORKLOAD_CONTAINER "-1", 2),
+                     main_container(w, WORKLOAD_CONTAINER "-2", 2));
 }
 
 static json_t *main_pod_spec(const gc_workload *w)
@@ -179,14 +183,14 @@ static json_t *main_pod_spec(const gc_workload *w)
     if (w->scheduler_name)
         spec = manifest_jset(spec, "schedulerName", json_string(w->scheduler_name));
     spec = manifest_jset(spec, "containers", main_containers(w));
-    if (w->mount_count) {
+    if (w->mount_count || w->mtc) {
         json_t *volumes = manifest_pod_volumes(w, true);
         /* no shared /tmp without Pathways */
         if (json_array_remove(volumes, 0) != 0) {
             json_decref(volumes);
             volumes = NULL;
         }
-        spec = manifest_jset(spec, "volumes", volumes);
+        spec = manifest_jset(spec, "volumes", w->mtc ? mtc_volumes(volumes, false) : volumes);
     }
     return spec;
 }
@@ -199,14 +203,16 @@ static json_t *main_replicated_job(const gc_workload *w)
     if (w->restart_exit_code_count)
         job_spec = manifest_jset(
             job_spec, "podFailurePolicy",
-            manifest_pod_failure_policy(w, w->parallel_containers ? NULL : "workload-container"));
+            manifest_pod_failure_policy(w, w->parallel_containers ? NULL : WORKLOAD_CONTAINER));
     job_spec = manifest_jset(job_spec, "template",
-                             json_pack("{s:o, s:o}", "metadata", manifest_pod_metadata(w, true),
-                                       "spec", main_pod_spec(w)));
+                             json_pack("{s:o, s:o}", "metadata",
+                                       slice_annotations(manifest_pod_metadata(w, true), w), "spec",
+                                       main_pod_spec(w)));
 
     json_t *template = json_object();
-    /* A multi-host TPU slice is one node pool; two slices must never share one. */
-    if (w->compute.kind == GC_ACCEL_TPU)
+    /* A multi-host TPU slice is one node pool; two slices must never share one. Dynamic slices
+     * are carved out of one pool's blocks, and Kueue keeps them apart. */
+    if (w->compute.kind == GC_ACCEL_TPU && !w->dynamic_slicing)
         template = manifest_jset(template, "metadata",
                                  manifest_exclusive_job_metadata("cloud.google.com/gke-nodepool"));
     template = manifest_jset(template, "spec", job_spec);
@@ -223,15 +229,15 @@ json_t *gc_plain_jobset(const gc_workload *w)
     return manifest_jobset_object(w, spec);
 }
 
-/* Two of the user's variables that would land in one container. */
+/* Two of the user's variables that would land in one container. Each flag reaches one container
+ * only, so --env K=V with --pathways-proxy-env K=W sets K in two different containers: no
+ * conflict. */
 static int check_user_env(const gc_workload *w, gc_error *err)
 {
     for (size_t i = 0; i < w->env_count; i++) {
         for (size_t j = i + 1; j < w->env_count; j++) {
             const gc_env_var *a = &w->env[i], *b = &w->env[j];
-            bool shared =
-                a->scope == b->scope || a->scope == GC_ENV_EVERY || b->scope == GC_ENV_EVERY;
-            if (shared && !strcmp(a->name, b->name))
+            if (a->scope == b->scope && !strcmp(a->name, b->name))
                 return gc_fail(err, GC_EXIT_USAGE,
                                "%s and %s both set %s for the same container; keep one", a->source,
                                b->source, a->name);
@@ -240,14 +246,18 @@ static int check_user_env(const gc_workload *w, gc_error *err)
     return 0;
 }
 
-/* The user's variables a container gets: every --env, and its role's own flag. */
+/* The user's variables a container gets: a Pathways server its role's own flag, the workload
+ * container(s) --env and --env-file, any other container none. */
 static gc_env_scope container_scope(const char *container)
 {
     if (!strcmp(container, PROXY_CONTAINER))
         return GC_ENV_PROXY;
     if (!strcmp(container, RM_CONTAINER))
         return GC_ENV_SERVER;
-    return strcmp(container, WORKER_CONTAINER) ? GC_ENV_EVERY : GC_ENV_WORKER;
+    if (!strcmp(container, WORKER_CONTAINER))
+        return GC_ENV_WORKER;
+    return strncmp(container, WORKLOAD_CONTAINER, strlen(WORKLOAD_CONTAINER)) ? GC_ENV_NONE
+                                                                              : GC_ENV_WORKLOAD;
 }
 
 /* What gcluster itself sets `entry` (an env item) to, for a message. */
@@ -275,7 +285,7 @@ static int check_container_env(const gc_workload *w, const json_t *container, gc
         const char *name = json_string_value(json_object_get(json_array_get(env, i), "name"));
         for (size_t j = 0; j < w->env_count; j++) {
             const gc_env_var *v = &w->env[j];
-            if ((v->scope != GC_ENV_EVERY && v->scope != scope) || strcmp(v->name, name))
+            if (v->scope != scope || strcmp(v->name, name))
                 continue;
             size_t first = 0;
             while (strcmp(json_string_value(json_object_get(json_array_get(env, first), "name")),

@@ -17,6 +17,7 @@
 #include "gcluster/buf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,8 +132,8 @@ static json_t *user_container(const gc_workload *w)
                             manifest_env_value("JAX_PLATFORMS", "proxy"),
                             manifest_env_value("JAX_BACKEND_TARGET", target),
                             manifest_env_value("XCLOUD_ENVIRONMENT", "GCP"));
-    env = manifest_with_user_env(env, w, GC_ENV_EVERY);
-    return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", "workload-container", "image",
+    env = manifest_with_user_env(env, w, GC_ENV_WORKLOAD);
+    return json_pack("{s:s, s:s, s:[s, s, s], s:o, s:o}", "name", WORKLOAD_CONTAINER, "image",
                      w->image, "command", "/bin/bash", "-c", w->command, "env", env, "volumeMounts",
                      manifest_user_volume_mounts(w, true));
 }
@@ -170,9 +171,9 @@ static json_t *head_replicated_job(const gc_workload *w)
     json_t *job_spec = json_pack("{s:s, s:i, s:i, s:i}", "completionMode", "Indexed", "parallelism",
                                  1, "completions", 1, "backoffLimit", 0);
     if (w->restart_exit_code_count)
-        job_spec = manifest_jset(
-            job_spec, "podFailurePolicy",
-            manifest_pod_failure_policy(w, w->headless ? NULL : "workload-container"));
+        job_spec =
+            manifest_jset(job_spec, "podFailurePolicy",
+                          manifest_pod_failure_policy(w, w->headless ? NULL : WORKLOAD_CONTAINER));
     job_spec = manifest_jset(
         job_spec, "template",
         json_pack("{s:o, s:o}", "metadata", head_pod_metadata(w), "spec", head_pod_spec(w)));
@@ -230,12 +231,25 @@ static json_t *worker_container(const gc_workload *w)
     args = args_printf(args, "--server_port=%d", WORKER_PORT);
     args = args_printf(args, "--resource_manager_address=$(PATHWAYS_HEAD):%d", RM_PORT);
     args = args_printf(args, "--gcs_scratch_location=%s", w->gcs_location);
+    /* MTC: the worker hands checkpoints to the colocated sidecar through this memory. */
+    if (w->mtc)
+        args =
+            args_printf(args, "--cloud_pathways_sidecar_shm_directory=%s", SIDECAR_SHM_DIRECTORY);
     args = args_with_extras(args, &w->worker_args);
     const int ports[] = {WORKER_PORT, WORKER_SECOND_PORT, TPU_RUNTIME_PORT, TPU_METRICS_PORT};
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:[o]}", "name", WORKER_CONTAINER, "image",
+    json_t *mounts = json_pack("[o]", manifest_shared_tmp_mount());
+    if (w->mtc)
+        mounts = mtc_volume_mounts(mounts, w, true);
+    /* The user's mounts too: Google's gcluster mounts them in the workers as in the workload
+     * container, so code running on the TPU hosts (and a headless job's) sees the same data. */
+    json_t *user = manifest_user_volume_mounts(w, false);
+    for (size_t i = 0; i < json_array_size(user); i++)
+        mounts = manifest_jappend(mounts, json_incref(json_array_get(user, i)));
+    json_decref(user);
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "name", WORKER_CONTAINER, "image",
                      w->worker_image, "args", args, "env", worker_env(w), "ports",
                      manifest_container_ports(ports, 4), "resources", worker_resources(w),
-                     "volumeMounts", manifest_shared_tmp_mount());
+                     "volumeMounts", mounts);
 }
 
 /* Colocated Python runs beside each TPU worker (it serves Python code next to the TPU host's
@@ -245,12 +259,20 @@ static json_t *colocated_python_sidecar(const gc_workload *w)
     char address[32];
     snprintf(address, sizeof(address), "0.0.0.0:%d", SIDECAR_PORT);
     const int ports[] = {SIDECAR_PORT};
-    json_t *env = manifest_with_user_env(
-        json_pack("[o]", manifest_env_value("GRPC_SERVER_ADDRESS", address)), w, GC_ENV_EVERY);
-    json_t *c =
-        json_pack("{s:s, s:s, s:o, s:o, s:[o]}", "name", "colocated-python-sidecar", "image",
-                  w->sidecar_image, "env", env, "ports", manifest_container_ports(ports, 1),
-                  "volumeMounts", manifest_shared_tmp_mount());
+    /* As Google's gcluster starts it: memory returned to the system promptly (it holds
+     * checkpoint copies), unbuffered Python output for the logs, and where the worker's shared
+     * memory is mounted. */
+    json_t *env =
+        json_pack("[o, o, o, o]", manifest_env_value("TCMALLOC_RELEASE_RATE", "10"),
+                  manifest_env_value("GRPC_SERVER_ADDRESS", address),
+                  manifest_env_value("CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY", SIDECAR_SHM_DIRECTORY),
+                  manifest_env_value("PYTHONUNBUFFERED", "1"));
+    json_t *mounts = json_pack("[o]", manifest_shared_tmp_mount());
+    if (w->mtc)
+        mounts = mtc_volume_mounts(mounts, w, true);
+    json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", "colocated-python-sidecar", "image",
+                          w->sidecar_image, "env", env, "ports", manifest_container_ports(ports, 1),
+                          "volumeMounts", mounts);
     return as_sidecar(c, true);
 }
 
@@ -267,24 +289,50 @@ static json_t *worker_pod_spec(const gc_workload *w)
     if (w->sidecar_image)
         spec = manifest_jset(spec, "initContainers", json_pack("[o]", colocated_python_sidecar(w)));
     spec = manifest_jset(spec, "containers", json_pack("[o]", worker_container(w)));
-    return manifest_jset(spec, "volumes", manifest_pod_volumes(w, false));
+    json_t *volumes = manifest_pod_volumes(w, true);
+    if (w->mtc)
+        volumes = mtc_volumes(volumes, true);
+    return manifest_jset(spec, "volumes", volumes);
+}
+
+/* The worker Job's backoffLimit: how many worker pod failures a slice survives before its Job
+ * fails (and with it the JobSet, or one of its --restarts). A headless job's workers outlive
+ * many JAX clients, and every client that goes away (a notebook restarted, a laptop's
+ * connection dropped) or a preempted host can cost each worker a restart; with the batch
+ * budget of 4 per host a few reconnects would end the job. pathways-utils' reference JobSet
+ * (pathwaysutils/experimental/gke/jobset.py, max_slice_restarts=1_000_000, backoff_limit =
+ * num_vms * max_slice_restarts) keeps headless workers alive that way, and so does this:
+ * GC_HEADLESS_SLICE_RESTARTS per host unless --pathways-max-slice-restarts says otherwise, capped
+ * at the int32 the Job API holds. */
+static int worker_backoff_limit(const gc_workload *w)
+{
+    long long vms = w->compute.vms_per_slice;
+    long long per_host = 4; /* batch: a few restarts per host before the slice counts as failed */
+    if (w->headless && !w->max_slice_restarts_set)
+        per_host = GC_HEADLESS_SLICE_RESTARTS;
+    else if (w->elastic_slices > 0)
+        per_host = w->max_slice_restarts; /* elastic: --pathways-max-slice-restarts per slice */
+    long long limit = vms * per_host;
+    return limit > INT32_MAX ? INT32_MAX : (int)limit;
 }
 
 static json_t *worker_replicated_job(const gc_workload *w)
 {
     int vms = w->compute.vms_per_slice;
-    /* Elastic training lets a slice restart up to --pathways-max-slice-restarts times; otherwise
-     * each host may restart a few times before the slice counts as failed. */
-    int backoff = w->elastic_slices > 0 ? vms * w->max_slice_restarts : vms * 4;
+    int backoff = worker_backoff_limit(w);
     json_t *job_spec =
         json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
                   vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",
-                  manifest_pod_metadata(w, false), "spec", worker_pod_spec(w));
-    /* A multi-host TPU slice is one node pool, and two slices must never share one. */
-    return json_pack("{s:s, s:i, s:{s:o, s:o}}", "name", GC_PATHWAYS_WORKER, "replicas",
-                     w->num_slices, "template", "metadata",
-                     manifest_exclusive_job_metadata("cloud.google.com/gke-nodepool"), "spec",
-                     job_spec);
+                  slice_annotations(manifest_pod_metadata(w, true), w), "spec", worker_pod_spec(w));
+    /* A multi-host TPU slice is one node pool, and two slices must never share one; dynamic
+     * slices are carved out of one pool's blocks, and Kueue keeps them apart. */
+    json_t *template = json_object();
+    if (!w->dynamic_slicing)
+        template = manifest_jset(template, "metadata",
+                                 manifest_exclusive_job_metadata("cloud.google.com/gke-nodepool"));
+    template = manifest_jset(template, "spec", job_spec);
+    return json_pack("{s:s, s:i, s:o}", "name", GC_PATHWAYS_WORKER, "replicas", w->num_slices,
+                     "template", template);
 }
 
 static json_t *failure_policy(const gc_workload *w)

@@ -60,7 +60,7 @@ json_t *manifest_env_from_annotation(const char *name, const char *annotation)
 json_t *manifest_with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope)
 {
     for (size_t i = 0; i < w->env_count; i++)
-        if (w->env[i].scope == GC_ENV_EVERY || w->env[i].scope == scope)
+        if (w->env[i].scope == scope)
             env = manifest_jappend(env, manifest_env_value(w->env[i].name, w->env[i].value));
     return env;
 }
@@ -98,11 +98,24 @@ static json_t *user_volume(const gc_mount *m, size_t index)
     json_t *volume = json_pack("{s:s}", "name", name);
     switch (m->kind) {
     case GC_MOUNT_GCS: {
+        /* The bucket alone is the bucket name; a directory in it is gcsfuse's only-dir option,
+         * ahead of the user's own options (the driver passes mountOptions to gcsfuse as one
+         * comma-separated list). */
         json_t *attributes = json_pack("{s:s}", "bucketName", m->source);
-        if (m->source_dir) {
-            char *option = gc_xasprintf("only-dir=%s", m->source_dir);
-            attributes = manifest_jset(attributes, "mountOptions", json_string(option));
-            free(option);
+        gc_buf options;
+        gc_buf_init(&options);
+        if (m->source_dir)
+            gc_buf_printf(&options, "only-dir=%s", m->source_dir);
+        if (m->options)
+            gc_buf_printf(&options, "%s%s", options.len ? "," : "", m->options);
+        if (options.len)
+            attributes = manifest_jset(attributes, "mountOptions", json_string(options.data));
+        gc_buf_free(&options);
+        for (size_t i = 0; i < m->attributes.count; i++) {
+            const char *kv = m->attributes.items[i];
+            char *key = gc_xstrndup(kv, strcspn(kv, "="));
+            attributes = manifest_jset(attributes, key, json_string(kv + strlen(key) + 1));
+            free(key);
         }
         return manifest_jset(volume, "csi",
                              json_pack("{s:s, s:b, s:o}", "driver", "gcsfuse.csi.storage.gke.io",
@@ -147,6 +160,48 @@ json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
         mounts = manifest_jappend(mounts, mount);
     }
     return mounts;
+}
+
+json_t *mtc_volumes(json_t *volumes, bool with_shm)
+{
+    volumes = manifest_jappend(
+        volumes, json_pack("{s:s, s:{s:s}}", "name", MTC_VOLUME, "csi", "driver", MTC_CSI_DRIVER));
+    if (with_shm)
+        volumes = manifest_jappend(volumes, json_pack("{s:s, s:{s:s}}", "name", SIDECAR_SHM_VOLUME,
+                                                      "emptyDir", "medium", "Memory"));
+    return volumes;
+}
+
+json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm)
+{
+    mounts = manifest_jappend(
+        mounts, json_pack("{s:s, s:s}", "name", MTC_VOLUME, "mountPath", w->mtc_ramdisk_dir));
+    if (with_shm)
+        mounts = manifest_jappend(mounts, json_pack("{s:s, s:s}", "name", SIDECAR_SHM_VOLUME,
+                                                    "mountPath", SIDECAR_SHM_DIRECTORY));
+    return mounts;
+}
+
+json_t *slice_annotations(json_t *metadata, const gc_workload *w)
+{
+    if (!w->dynamic_slicing)
+        return metadata;
+    const char *topology = w->compute.topology;
+    char *level = gc_xasprintf("cloud.google.com/gke-tpu-partition-%s-id", topology);
+    metadata = manifest_annotate(metadata, "cloud.google.com/gke-tpu-slice-topology", topology);
+    /* One slice: all pods in one partition of that shape. Several: each slice (a Job of
+     * podset-slice-size pods) in a partition of its own, which Kueue reserves together. */
+    if (w->num_slices > 1) {
+        char size[16];
+        snprintf(size, sizeof(size), "%d", w->nodes_per_slice);
+        metadata =
+            manifest_annotate(metadata, "kueue.x-k8s.io/podset-slice-required-topology", level);
+        metadata = manifest_annotate(metadata, "kueue.x-k8s.io/podset-slice-size", size);
+    } else {
+        metadata = manifest_annotate(metadata, "kueue.x-k8s.io/podset-required-topology", level);
+    }
+    free(level);
+    return metadata;
 }
 
 bool manifest_needs_gcsfuse(const gc_workload *w)
@@ -198,8 +253,11 @@ static json_t *accelerator_node_selector(const gc_workload *w)
     if (c->kind == GC_ACCEL_TPU) {
         selector = manifest_jset(selector, "cloud.google.com/gke-tpu-accelerator",
                                  json_string(c->accelerator));
-        selector =
-            manifest_jset(selector, "cloud.google.com/gke-tpu-topology", json_string(c->topology));
+        /* A dynamic slice is formed from the pool's blocks on admission: no node carries the
+         * slice's shape as its topology label beforehand. */
+        if (!w->dynamic_slicing)
+            selector = manifest_jset(selector, "cloud.google.com/gke-tpu-topology",
+                                     json_string(c->topology));
     } else if (c->kind == GC_ACCEL_GPU) {
         selector = manifest_jset(selector, "cloud.google.com/gke-accelerator",
                                  json_string(c->accelerator));

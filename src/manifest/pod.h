@@ -16,10 +16,20 @@
 
 #define SHARED_TMP_VOLUME "shared-tmp"
 
+/* Multi-tier checkpointing, named as Google's gcluster names them: the MTC CSI volume, and
+ * (Pathways) the memory the worker shares with the colocated Python sidecar, which moves
+ * checkpoints in and out of the worker's TPU memory. */
+#define MTC_VOLUME            "cache"
+#define MTC_CSI_DRIVER        "multitier-checkpoint.csi.storage.gke.io"
+#define SIDECAR_SHM_VOLUME    "sidecar-shared-memory"
+#define SIDECAR_SHM_DIRECTORY "/tmp/sidecar"
+
 /* The Pathways servers' containers, each with its own --pathways-*-env flag. */
 #define PROXY_CONTAINER  "pathways-proxy"
 #define RM_CONTAINER     "pathways-rm"
 #define WORKER_CONTAINER "pathways-worker"
+/* The user's command runs here (TPU7x with parallel containers: -1 and -2). */
+#define WORKLOAD_CONTAINER "workload-container"
 
 /* Labels and annotations JobSet puts on every pod it creates; containers read them through the
  * downward API. */
@@ -39,7 +49,7 @@ json_t *manifest_jobset_object(const gc_workload *w, json_t *spec);
 json_t *manifest_jset(json_t *object, const char *key, json_t *value);
 /* Appends value (stolen) to array and returns array; NULL (with both freed) on any failure. */
 json_t *manifest_jappend(json_t *array, json_t *value);
-/* Appends the user's --env variables for a container in `scope` (and every --env) to env. */
+/* Appends the user's variables for a container in `scope` to env. */
 json_t *manifest_with_user_env(json_t *env, const gc_workload *w, gc_env_scope scope);
 
 json_t *manifest_env_value(const char *name, const char *value);
@@ -54,6 +64,14 @@ json_t *manifest_shared_tmp_mount(void);
 json_t *manifest_pod_volumes(const gc_workload *w, bool with_user_mounts);
 /* volumeMounts of a user container: /tmp and every --mount. */
 json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp);
+/* Appends the MTC volume (and, with `with_shm`, the sidecar's shared memory) to volumes. */
+json_t *mtc_volumes(json_t *volumes, bool with_shm);
+/* Appends the MTC volume's mount at the ramdisk directory (and, with `with_shm`, the shared
+ * memory's at /tmp/sidecar) to mounts. */
+json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm);
+/* Adds the Kueue topology annotations of a dynamically sliced TPU pod to metadata; returns it
+ * unchanged for other workloads. */
+json_t *slice_annotations(json_t *metadata, const gc_workload *w);
 /* Whether a pod with the user's mounts needs the GCS FUSE sidecar injected. */
 bool manifest_needs_gcsfuse(const gc_workload *w);
 

@@ -541,13 +541,19 @@ def test_every_new_manifest_field_is_accepted_and_reaches_the_pods(cli, tmp_path
     assert user["XCLOUD_ENVIRONMENT"] == "GCP" and user["EVERY"] == "1"
     assert user["FROM_FILE"] == "quoted value" and user["my.var-1"] == "dots and dashes"
     assert "PROXY_ONLY" not in user and "WORKER_ONLY" not in user
-    assert container_env(head["spec"], "pathways-proxy")["PROXY_ONLY"] == "2"
+    # --env and --env-file reach the workload container only, as in Google's gcluster.
+    proxy_env = container_env(head["spec"], "pathways-proxy")
+    assert proxy_env["PROXY_ONLY"] == "2" and "EVERY" not in proxy_env
     assert container_env(head["spec"], "pathways-rm")["SERVER_ONLY"] == "3"
     worker_env = container_env(worker["spec"], "pathways-worker")
-    assert worker_env["WORKER_ONLY"] == "$(PATHWAYS_HEAD):29001" and worker_env["EVERY"] == "1"
+    assert worker_env["WORKER_ONLY"] == "$(PATHWAYS_HEAD):29001" and "EVERY" not in worker_env
     mounts = [m["mountPath"] for m in next(
         c for c in head["spec"]["containers"] if c["name"] == "workload-container")["volumeMounts"]]
     assert mounts[:2] == ["/tmp", "/data/x"]  # then the service account token
+    # and the mounts reach the TPU workers too
+    worker_mounts = [m["mountPath"] for m in next(
+        c for c in worker["spec"]["containers"] if c["name"] == "pathways-worker")["volumeMounts"]]
+    assert worker_mounts[:2] == ["/tmp", "/data/x"]
 
 
 def test_hostile_input_is_refused_before_anything_is_sent(cli, tmp_path):

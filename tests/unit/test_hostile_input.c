@@ -306,9 +306,8 @@ static void env_names_are_what_the_api_server_accepts(void **state)
         {"--pathways-worker-env", "X:Y=1", "\"X:Y\" is not a valid environment variable name"},
     };
     refuse_each(cases, sizeof(cases) / sizeof(*cases));
-    assert_submit_refused(
-        (const char *[]){RUN, "--pathways-proxy-env", "A=1", "--env", "A=2", NULL},
-        "--pathways-proxy-env", "--env and --pathways-proxy-env both set A");
+    assert_submit_refused((const char *[]){RUN, "--env", "A=1", "--env", "A=2", NULL}, "--env",
+                          "--env and --env both set A");
     /* A value is never printed: it may be a token. */
     cli_result res;
     gcluster_argv(&res, (const char *[]){"job", "submit", "--name", "pw", "--compute-type",
@@ -480,7 +479,7 @@ static void user_env_may_not_replace_what_pathways_needs(void **state)
     gc_workload w;
     pathways_workload(&w);
     gc_env_var env[] = {
-        {.name = "JAX_PLATFORMS", .value = "cpu", .scope = GC_ENV_EVERY, .source = "--env"},
+        {.name = "JAX_PLATFORMS", .value = "cpu", .scope = GC_ENV_WORKLOAD, .source = "--env"},
     };
     w.env = env;
     w.env_count = 1;
@@ -500,20 +499,22 @@ static void user_env_may_not_replace_what_pathways_needs(void **state)
     assert_non_null(strstr(err.message, "container pathways-worker (MEGASCALE_SLICE_ID from the "
                                         "pod's metadata.labels['jobset.sigs.k8s.io/job-index'])"));
 
-    /* The same name for two different roles is two different containers. */
+    /* The same name for two different roles (or a role and the workload) is two different
+     * containers. */
     gc_env_var two[] = {
         {.name = "LOG", .value = "1", .scope = GC_ENV_PROXY, .source = "--pathways-proxy-env"},
         {.name = "LOG", .value = "2", .scope = GC_ENV_WORKER, .source = "--pathways-worker-env"},
-        {.name = "LOG", .value = "3", .scope = GC_ENV_EVERY, .source = "--env-file a.env:2"},
+        {.name = "LOG", .value = "3", .scope = GC_ENV_WORKLOAD, .source = "--env-file a.env:2"},
+        {.name = "LOG", .value = "4", .scope = GC_ENV_WORKLOAD, .source = "--env"},
     };
     w.env = two;
-    w.env_count = 2;
+    w.env_count = 3;
     assert_int_equal(gc_workload_jobset(&w, &jobset, &err), 0);
     json_decref(jobset);
-    w.env_count = 3;
+    w.env_count = 4;
     assert_int_equal(gc_workload_jobset(&w, &jobset, &err), GC_EXIT_USAGE);
-    assert_string_equal(err.message, "--pathways-proxy-env and --env-file a.env:2 both set LOG "
-                                     "for the same container; keep one");
+    assert_string_equal(err.message, "--env-file a.env:2 and --env both set LOG for the same "
+                                     "container; keep one");
 }
 
 int main(void)

@@ -139,6 +139,8 @@ static const golden_case goldens[] = {
       "RUN_ID=",
       "--pathways-proxy-env",
       "GRPC_VERBOSITY=debug",
+      "--pathways-proxy-env",
+      "WANDB_MODE=disabled",
       "--pathways-server-env",
       "TPU_STDERR_LOG_LEVEL=0",
       "--pathways-worker-env",
@@ -158,6 +160,74 @@ static const golden_case goldens[] = {
      {"--name", "plain-env", "--compute-type", "v6e-16", "--num-slices", "2", "--verbose", "--env",
       "WANDB_MODE=offline", "--env", "TRUE_OR_NOT=true", "--command", "python train.py", "--image",
       IMAGE, NULL}},
+    /* --mount in every form: Google's ';' form with gcsfuse options and CSI attributes, a
+     * pvc:// claim and a bare claim name, Filestore, a host path, and the older ':' form (two
+     * comma-separated in one flag). */
+    {"plain-mounts",
+     {"--name",
+      "mounts",
+      "--compute-type",
+      "v6e-16",
+      "--mount",
+      "gs://ckpt-bucket/run-1;/ckpt;rw;options=implicit-dirs,file-cache:max-size-mb:-1;"
+      "attributes=fileCacheCapacity=10Gi,gcsfuseMetadataPrefetchOnMount=true",
+      "--mount",
+      "gs://dataset-bucket;/data",
+      "--mount",
+      "pvc://shared-data;/shared;rw",
+      "--mount",
+      "team-claim;/team",
+      "--mount",
+      "filestore://10.0.0.2/vol1;/nfs;rw",
+      "--mount",
+      "/mnt/disks/ssd;/scratch;rw",
+      "--mount",
+      "gs://old-bucket/x:/old,pvc://old-claim:/old-claim:rw",
+      "--command",
+      "python train.py",
+      "--image",
+      IMAGE,
+      NULL}},
+    /* A headless job's workers get the mounts (the head has no workload container). */
+    {"pathways-headless-mounts",
+     {"--name", "pw-hl-mounts", "--compute-type", "v6e-16", "--pathways", "--pathways-gcs-location",
+      GCS, "--pathways-headless", "--mount", "gs://data-bucket;/data;options=implicit-dirs", NULL}},
+    /* Multi-tier checkpointing as MaxText's guide submits it: the MTC CSI volume and the
+     * sidecar's shared memory on the workers, mounted in pathways-worker and the colocated
+     * Python sidecar. */
+    {"pathways-mtc",
+     {"--name",
+      "pw-mtc",
+      "--compute-type",
+      "tpu7x",
+      "--topology",
+      "2x2x2",
+      "--num-slices",
+      "2",
+      "--pathways",
+      "--pathways-gcs-location",
+      GCS,
+      "--pathways-colocated-python-sidecar-image",
+      "us-docker.pkg.dev/p/r/colocated-python:1",
+      "--gke-mtc-enabled",
+      "--gke-mtc-ramdisk-dir",
+      "/local",
+      "--command",
+      "python3 -m maxtext.trainers.pre_train.train",
+      "--image",
+      IMAGE,
+      NULL}},
+    {"plain-mtc",
+     {"--name", "plain-mtc", "--compute-type", "v6e-16", "--gke-mtc-enabled", "--mount",
+      "gs://ckpt;/ckpt;rw", "--command", "python train.py", "--image", IMAGE, NULL}},
+    /* TPU7x dynamic slicing: Kueue's topology annotations instead of the topology node
+     * selector and the one-slice-per-pool annotation. */
+    {"plain-tpu7x-dynamic-slices",
+     {"--name", "dyn", "--compute-type", "tpu-v7x-slice", "--topology", "4x4x8", "--num-slices",
+      "2", "--command", "python train.py", "--image", IMAGE, NULL}},
+    {"pathways-tpu7x-dynamic-slice",
+     {"--name", "pw-dyn", "--compute-type", "tpu-v7x-slice", "--topology", "2x2x4", "--pathways",
+      "--pathways-gcs-location", GCS, "--command", "python train.py", "--image", IMAGE, NULL}},
     {"plain-tpu-v6e-16x2",
      {"--name", "tpu-job", "--compute-type", "v6e-16", "--num-slices", "2", "--command",
       "python train.py", "--image", IMAGE, NULL}},
@@ -283,9 +353,6 @@ static const rejection rejections[] = {
     {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", "--command", "x",
       NULL},
      "--command is not used with --pathways-headless"},
-    {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", "--image", IMAGE,
-      NULL},
-     "--image is not used with --pathways-headless"},
     {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", "--base-image",
       "python:3.11", NULL},
      "--base-image is not used with --pathways-headless"},
@@ -366,8 +433,54 @@ static const rejection rejections[] = {
     {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "filestore://inst/share:/d", RUN,
       NULL},
      "needs the instance's IP address"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;/d;sometimes", RUN, NULL},
+     "\"sometimes\" is not ro, rw, options=, attributes= or profile="},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;", RUN, NULL},
+     "missing the destination path"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", ";/d", RUN, NULL},
+     "missing the source"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;data", RUN, NULL},
+     "the destination must be an absolute path"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "/x;/d;options=implicit-dirs", RUN,
+      NULL},
+     "apply to gs:// sources only"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;/d;ro;rw", RUN, NULL},
+     "give the mode ro or rw once"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;/d;profile=training", RUN,
+      NULL},
+     "profile= needs a PersistentVolume"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount",
+      "gs://bucket;/d;attributes=bucketName=other", RUN, NULL},
+     "bucketName comes from the gs:// source"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;/d;attributes=a-b=1", RUN,
+      NULL},
+     "each attributes= item must be KEY=VALUE"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "pvc://Bad_Claim;/d", RUN, NULL},
+     "not a valid PersistentVolumeClaim name"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "s3://bucket;/d", RUN, NULL},
+     "unsupported scheme"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--gke-mtc-ramdisk-dir", "/local", RUN, NULL},
+     "--gke-mtc-ramdisk-dir only applies with --gke-mtc-enabled"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--gke-mtc-enabled", "--gke-mtc-ramdisk-dir",
+      "local", RUN, NULL},
+     "--gke-mtc-ramdisk-dir \"local\": give an absolute directory"},
+    {{"--name", "pw", "--compute-type", "v6e-16", PW, "--gke-mtc-enabled", "--gke-mtc-ramdisk-dir",
+      "/tmp/", RUN, NULL},
+     "the Pathways workers already mount the node's /tmp there"},
+    {{"--name", "pw", "--compute-type", "v6e-16", "--gke-mtc-enabled", "--mount",
+      "gs://bucket;/tmp/mtc_checkpoints", RUN, NULL},
+     "--gke-mtc-ramdisk-dir /tmp/mtc_checkpoints is also a --mount destination"},
+    {{"--name", "pw", "--compute-type", "tpu-v7x-slice", RUN, NULL},
+     "--compute-type tpu-v7x-slice needs --topology"},
+    {{"--name", "pw", "--compute-type", "tpu-v7x-slice", "--topology", "2x4x8", RUN, NULL},
+     "--topology 2x4x8 is not a dynamic TPU7x slice"},
+    {{"--name", "pw", "--compute-type", "tpu-v7x-slice", "--topology", "4x4", RUN, NULL},
+     "--topology 4x4 is not a dynamic TPU7x slice"},
     {{"--name", "pw", "--compute-type", "v6e-16", "--node-constraint", "novalue", RUN, NULL},
      "use KEY=VALUE"},
+    {{"--name", "pw", "--compute-type", "v6e-4", "--node-constraint",
+      "cloud.google.com/gke-tpu-topology=2x2|4x4", RUN, NULL},
+     "a TPU pod may ask for one cloud.google.com/gke-tpu-topology only"},
     {{"--name", "pw", "--compute-type", "v6e-16", "--node-constraint", "zone=a||b", RUN, NULL},
      "empty elements are not allowed"},
     {{"--name", "pw", "--compute-type", "v6e-16", "--gke-nap-provisioning", "cheap", RUN, NULL},
@@ -422,10 +535,62 @@ static void durations_in_every_form_are_accepted(void **state)
     }
 }
 
+/* Google's gcluster ignores --image for a headless job; so does ours, and says so. */
+static void headless_ignores_image_with_a_notice(void **state)
+{
+    (void)state;
+    const char *args[] = {"--name",  "pw",  "--compute-type",
+                          "v6e-16",  PW,    "--pathways-headless",
+                          "--image", IMAGE, NULL};
+    cli_result r;
+    run_submit(&r, args);
+    assert_int_equal(r.exit_code, 0);
+    assert_non_null(strstr(r.err.data, "--image is ignored with --pathways-headless"));
+    assert_null(strstr(r.out.data, IMAGE));
+    assert_null(strstr(r.out.data, "workload-container"));
+    cli_result_free(&r);
+}
+
+/* The worker Job's backoffLimit of a headless job is pathways-utils' reference budget,
+ * 1,000,000 restarts per host (capped at the Job API's int32), unless
+ * --pathways-max-slice-restarts says otherwise; batch jobs keep 4 per host. */
+static void headless_workers_survive_reconnects(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args[24];
+        const char *want;
+    } cases[] = {
+        {{"--name", "pw", "--compute-type", "v6e-16", PW, "--pathways-headless", NULL},
+         "backoffLimit: 4000000\n"},
+        {{"--name", "pw", "--compute-type", "tpu7x", "--topology", "16x16x36", PW,
+          "--pathways-headless", NULL},
+         "backoffLimit: 2147483647\n"},
+        {{"--name", "pw", "--compute-type", "v6e-16", "--num-slices", "2",
+          "--pathways-elastic-slices", "1", "--pathways-max-slice-restarts", "3", PW,
+          "--pathways-headless", NULL},
+         "backoffLimit: 12\n"},
+        {{"--name", "pw", "--compute-type", "v6e-16", PW, RUN, NULL}, "backoffLimit: 16\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        cli_result r;
+        run_submit(&r, cases[i].args);
+        assert_int_equal(r.exit_code, 0);
+        /* the head's Job comes first with backoffLimit 0; the worker's is the other one */
+        const char *worker = strstr(r.out.data, "- name: worker\n");
+        if (!worker || !strstr(worker, cases[i].want))
+            fail_msg("case %zu: no \"%s\" in the worker Job:\n%s", i, cases[i].want,
+                     worker ? worker : r.out.data);
+        cli_result_free(&r);
+    }
+}
+
 int main(void)
 {
     static char names[GOLDEN_COUNT][80];
-    struct CMUnitTest tests[GOLDEN_COUNT + 4] = {
+    struct CMUnitTest tests[GOLDEN_COUNT + 6] = {
+        cmocka_unit_test(headless_ignores_image_with_a_notice),
+        cmocka_unit_test(headless_workers_survive_reconnects),
         cmocka_unit_test(every_golden_file_has_a_case),
         cmocka_unit_test(output_is_byte_stable),
         cmocka_unit_test(every_validation_error_exits_2_with_its_message),
@@ -433,7 +598,7 @@ int main(void)
     };
     for (size_t i = 0; i < GOLDEN_COUNT; i++) {
         snprintf(names[i], sizeof(names[i]), "golden/%s", goldens[i].name);
-        tests[4 + i] = (struct CMUnitTest){
+        tests[6 + i] = (struct CMUnitTest){
             .name = names[i], .test_func = golden_manifest, .initial_state = (void *)&goldens[i]};
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

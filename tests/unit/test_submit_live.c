@@ -762,6 +762,278 @@ static void expect_refusal_on(json_t *cq, const char *message)
     expect_refusal(&r, message);
 }
 
+/* Multi-tier checkpointing and dynamic slicing: what the cluster must have, and the fix. */
+
+#define MTC_CRD_PATH                                                                               \
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"                                     \
+    "checkpointconfigurations.checkpointing.gke.io"
+#define MTC_CONFIGS_PATH "/apis/checkpointing.gke.io/v1/checkpointconfigurations"
+#define MTC_DRIVER_PATH  "/apis/storage.k8s.io/v1/csidrivers/multitier-checkpoint.csi.storage.gke.io"
+#define TOPOLOGIES_PATH  "/apis/kueue.x-k8s.io/v1beta2/topologies"
+#define CHECKS_PATH      "/apis/kueue.x-k8s.io/v1beta2/admissionchecks"
+
+static gc_submit_request mtc_request(void)
+{
+    gc_submit_request r = pathways_request();
+    r.mtc_enabled = true;
+    r.pathways_sidecar_image = "us-docker.pkg.dev/p/r/sidecar:1";
+    return r;
+}
+
+/* What the HighScaleCheckpointing add-on and a CheckpointConfiguration leave in a cluster; each
+ * `with_*` false leaves that piece out (unscripted: 404). */
+static void serve_mtc(bool with_crd, bool with_driver, bool with_config)
+{
+    if (with_crd)
+        jt_get(MTC_CRD_PATH, named("checkpointconfigurations.checkpointing.gke.io"));
+    if (with_driver)
+        jt_get(MTC_DRIVER_PATH, named("multitier-checkpoint.csi.storage.gke.io"));
+    if (with_crd)
+        jt_list(MTC_CONFIGS_PATH, "CheckpointConfigurationList",
+                with_config ? json_pack("[o]", named("default")) : json_array());
+}
+
+static void mtc_job_is_created_when_the_cluster_has_it(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_mtc(true, true, true);
+    serve_created("pw-test");
+    gc_submit_request r = mtc_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    assert_int_equal(o.result.warnings.count, 0);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", MTC_CRD_PATH), 1);
+    assert_int_equal(count_requests(log, "GET", MTC_DRIVER_PATH), 1);
+    assert_int_equal(count_requests(log, "GET", MTC_CONFIGS_PATH), 1);
+    json_t *jobset = posted_jobset(log);
+    const json_t *volumes = json_object_get(pod_spec(replicated_job(jobset, "worker")), "volumes");
+    const char *driver = NULL;
+    for (size_t i = 0; i < json_array_size(volumes); i++) {
+        const json_t *csi = json_object_get(json_array_get(volumes, i), "csi");
+        const char *d = json_string_value(json_object_get(csi, "driver"));
+        if (d && !strcmp(d, "multitier-checkpoint.csi.storage.gke.io"))
+            driver = d;
+    }
+    assert_non_null(driver);
+    json_decref(jobset);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+static void mtc_without_the_add_on_names_the_fix(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_mtc(false, false, false);
+    gc_submit_request r = mtc_request();
+    expect_refusal(&r, "--gke-mtc-enabled: the cluster has no CheckpointConfiguration CRD "
+                       "(checkpointconfigurations.checkpointing.gke.io), so multi-tier "
+                       "checkpointing is not enabled; enable GKE's multi-tier checkpointing on the "
+                       "cluster (gcloud container clusters update CLUSTER --location LOCATION "
+                       "--update-addons=HighScaleCheckpointing=ENABLED");
+}
+
+static void mtc_without_the_csi_driver_names_the_fix(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_mtc(true, false, true);
+    gc_submit_request r = mtc_request();
+    expect_refusal(&r, "--gke-mtc-enabled: the cluster has no CSI driver "
+                       "multitier-checkpoint.csi.storage.gke.io");
+}
+
+static void mtc_without_a_checkpoint_configuration_names_the_fix(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_mtc(true, true, false);
+    gc_submit_request r = mtc_request();
+    expect_refusal(&r, "--gke-mtc-enabled: the cluster has no CheckpointConfiguration, so the "
+                       "multi-tier checkpointing driver does not know where to keep checkpoints; "
+                       "create one (apiVersion checkpointing.gke.io/v1");
+}
+
+/* --skip-prereqs (Google's global flag) skips these reads, and says so. */
+static void skip_prereqs_skips_the_feature_checks(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_created("pw-test");
+    gc_submit_request r = mtc_request();
+    r.skip_prereqs = true;
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    assert_int_equal(o.result.warnings.count, 1);
+    assert_string_equal(o.result.warnings.items[0], "--skip-prereqs: whether the cluster has "
+                                                    "multi-tier checkpointing was not checked");
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", MTC_CRD_PATH), 0);
+    assert_int_equal(count_requests(log, "GET", MTC_CONFIGS_PATH), 0);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A job without MTC or dynamic slicing reads none of it. */
+static void plain_jobs_do_not_read_feature_objects(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_equal(o.rc, 0);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", MTC_CRD_PATH), 0);
+    assert_int_equal(count_requests(log, "GET", TOPOLOGIES_PATH), 0);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A TPU7x pool of one 4x4x4 block (16 hosts) and a
+ * ClusterQueue that does (or does not) run the slice controller's check. */
+static void serve_slicing_cluster(bool queue_runs_check)
+{
+    json_t *nodes = head_node();
+    add_nodes(nodes, "tpu7x-np", 16, "tpu7x-standard-4t", "tpu7x", "4x4x4");
+    json_t *cq = unified_queue("1024");
+    if (queue_runs_check)
+        json_object_set_new(json_object_get(cq, "spec"), "admissionChecks",
+                            json_pack("[s]", "dynamic-slicing-ac"));
+    json_t *tpu7x = flavor("tpu-flavor", "cloud.google.com/gke-tpu-accelerator=tpu7x");
+    serve_cluster_with(
+        json_pack("[o]", local_queue("user-queue", "cluster-queue")), json_pack("[o]", cq),
+        json_pack("[o, o]", flavor("pathways-flavor", HEAD_FLAVOR_LABEL), tpu7x), nodes);
+}
+
+static json_t *slicing_topology(void)
+{
+    return jt_json("{'metadata': {'name': 'dynamic-slicing-topology'}, 'spec': {'levels': "
+                   "[{'nodeLabel': 'cloud.google.com/gce-topology-block'}, {'nodeLabel': "
+                   "'cloud.google.com/gke-tpu-partition-4x4x4-id'}, {'nodeLabel': "
+                   "'kubernetes.io/hostname'}]}}");
+}
+
+static json_t *slice_check(void)
+{
+    return jt_json("{'metadata': {'name': 'dynamic-slicing-ac'}, 'spec': {'controllerName': "
+                   "'accelerator.gke.io/slice'}}");
+}
+
+static gc_submit_request slicing_request(const char *topology)
+{
+    gc_submit_request r = pathways_request();
+    r.compute_type = "tpu-v7x-slice";
+    r.topology = topology;
+    r.num_slices = 1;
+    return r;
+}
+
+static void dynamic_slice_is_created_when_the_cluster_has_it(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(true);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_pack("[o]", slicing_topology()));
+    jt_list(CHECKS_PATH, "AdmissionCheckList", json_pack("[o]", slice_check()));
+    serve_created("pw-test");
+    gc_submit_request r = slicing_request("4x4x4");
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    for (size_t i = 0; i < o.result.warnings.count; i++)
+        fail_msg("unexpected warning: %s", o.result.warnings.items[i]);
+    json_t *log = jt_requests();
+    json_t *jobset = posted_jobset(log);
+    const json_t *worker = replicated_job(jobset, "worker");
+    const json_t *annotations = json_object_get(
+        json_object_get(json_object_get(json_object_get(worker, "template"), "spec"), "template"),
+        "metadata");
+    annotations = json_object_get(annotations, "annotations");
+    assert_string_equal(
+        json_string_value(json_object_get(annotations, "kueue.x-k8s.io/podset-required-topology")),
+        "cloud.google.com/gke-tpu-partition-4x4x4-id");
+    assert_null(json_object_get(json_object_get(pod_spec(worker), "nodeSelector"), TOPOLOGY));
+    json_decref(jobset);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+static void dynamic_slice_without_a_topology_names_the_fix(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(true);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_array());
+    jt_list(CHECKS_PATH, "AdmissionCheckList", json_pack("[o]", slice_check()));
+    gc_submit_request r = slicing_request("4x4x4");
+    expect_refusal(&r, "--compute-type tpu-v7x-slice: the cluster has no Kueue Topology, so "
+                       "Kueue cannot place the pods of a dynamic slice; configure Kueue for TPU7x "
+                       "dynamic slicing");
+}
+
+static void dynamic_slice_without_the_slice_check_names_the_fix(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(false);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_pack("[o]", slicing_topology()));
+    jt_list(CHECKS_PATH, "AdmissionCheckList", json_array());
+    gc_submit_request r = slicing_request("4x4x4");
+    expect_refusal(&r, "--compute-type tpu-v7x-slice: the cluster has no AdmissionCheck of GKE's "
+                       "slice controller (controllerName accelerator.gke.io/slice)");
+}
+
+/* A Kueue that does not serve AdmissionChecks (404) has none. */
+static void dynamic_slice_without_admission_checks_served_names_the_fix(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(true);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_pack("[o]", slicing_topology()));
+    gc_submit_request r = slicing_request("4x4x4");
+    expect_refusal(&r, "--compute-type tpu-v7x-slice: the cluster has no AdmissionCheck of GKE's "
+                       "slice controller");
+}
+
+static void dynamic_slice_on_a_queue_without_the_check_names_the_fix(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(false);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_pack("[o]", slicing_topology()));
+    jt_list(CHECKS_PATH, "AdmissionCheckList", json_pack("[o]", slice_check()));
+    gc_submit_request r = slicing_request("4x4x4");
+    expect_refusal(&r, "ClusterQueue cluster-queue (of LocalQueue user-queue) does not run the "
+                       "slice controller's AdmissionCheck dynamic-slicing-ac");
+}
+
+/* A shape the Topology has no partition level for is admitted only if the nodes carry it. */
+static void dynamic_slice_level_missing_from_the_topology_is_a_warning(void **state)
+{
+    (void)state;
+    serve_slicing_cluster(true);
+    jt_list(TOPOLOGIES_PATH, "TopologyList", json_pack("[o]", slicing_topology()));
+    jt_list(CHECKS_PATH, "AdmissionCheckList", json_pack("[o]", slice_check()));
+    serve_created("pw-test");
+    gc_submit_request r = slicing_request("4x4x8");
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    bool found = false;
+    for (size_t i = 0; i < o.result.warnings.count; i++)
+        found |= strstr(o.result.warnings.items[i],
+                        "no Kueue Topology has the level "
+                        "cloud.google.com/gke-tpu-partition-4x4x8-id") != NULL;
+    if (!found)
+        fail_msg("no warning about the partition level; warnings: %zu", o.result.warnings.count);
+    outcome_free(&o);
+}
+
 static void named_queue_must_exist(void **state)
 {
     (void)state;
@@ -1539,6 +1811,27 @@ int main(void)
                                         jt_close),
         cmocka_unit_test_setup_teardown(no_head_pool_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_cluster_queue_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(mtc_job_is_created_when_the_cluster_has_it, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(mtc_without_the_add_on_names_the_fix, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(mtc_without_the_csi_driver_names_the_fix, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(mtc_without_a_checkpoint_configuration_names_the_fix,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(skip_prereqs_skips_the_feature_checks, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(plain_jobs_do_not_read_feature_objects, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_is_created_when_the_cluster_has_it, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_without_a_topology_names_the_fix, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_without_the_slice_check_names_the_fix,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_without_admission_checks_served_names_the_fix,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_on_a_queue_without_the_check_names_the_fix,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_level_missing_from_the_topology_is_a_warning,
+                                        jt_open, jt_close),
         cmocka_unit_test_setup_teardown(inactive_cluster_queue_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(stopped_cluster_queue_is_a_warning, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(quota_below_the_job_is_an_error, jt_open, jt_close),
