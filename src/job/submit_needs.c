@@ -20,7 +20,7 @@
  */
 #include "gcluster/buf.h"
 #include "gcluster/kube.h"
-#include "job/diagnose.h"
+#include "job/object.h"
 #include "job/submit_checks.h"
 
 #include <stdlib.h>

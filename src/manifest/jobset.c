@@ -156,7 +156,8 @@ static json_t *main_container(const gc_workload *w, const char *name, int contai
     c = manifest_jset(c, "resources", main_resources(w, containers));
     if (w->mount_count || w->mtc) {
         json_t *mounts = manifest_user_volume_mounts(w, false);
-        c = manifest_jset(c, "volumeMounts", w->mtc ? mtc_volume_mounts(mounts, w, false) : mounts);
+        c = manifest_jset(c, "volumeMounts",
+                          w->mtc ? manifest_mtc_volume_mounts(mounts, w, false) : mounts);
     }
     return c;
 }
@@ -190,7 +191,8 @@ static json_t *main_pod_spec(const gc_workload *w)
             json_decref(volumes);
             volumes = NULL;
         }
-        spec = manifest_jset(spec, "volumes", w->mtc ? mtc_volumes(volumes, false) : volumes);
+        spec =
+            manifest_jset(spec, "volumes", w->mtc ? manifest_mtc_volumes(volumes, false) : volumes);
     }
     return spec;
 }
@@ -204,10 +206,11 @@ static json_t *main_replicated_job(const gc_workload *w)
         job_spec = manifest_jset(
             job_spec, "podFailurePolicy",
             manifest_pod_failure_policy(w, w->parallel_containers ? NULL : WORKLOAD_CONTAINER));
-    job_spec = manifest_jset(job_spec, "template",
-                             json_pack("{s:o, s:o}", "metadata",
-                                       slice_annotations(manifest_pod_metadata(w, true), w), "spec",
-                                       main_pod_spec(w)));
+    job_spec =
+        manifest_jset(job_spec, "template",
+                      json_pack("{s:o, s:o}", "metadata",
+                                manifest_slice_annotations(manifest_pod_metadata(w, true), w),
+                                "spec", main_pod_spec(w)));
 
     json_t *template = json_object();
     /* A multi-host TPU slice is one node pool; two slices must never share one. Dynamic slices

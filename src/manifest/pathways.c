@@ -239,7 +239,7 @@ static json_t *worker_container(const gc_workload *w)
     const int ports[] = {WORKER_PORT, WORKER_SECOND_PORT, TPU_RUNTIME_PORT, TPU_METRICS_PORT};
     json_t *mounts = json_pack("[o]", manifest_shared_tmp_mount());
     if (w->mtc)
-        mounts = mtc_volume_mounts(mounts, w, true);
+        mounts = manifest_mtc_volume_mounts(mounts, w, true);
     /* The user's mounts too: Google's gcluster mounts them in the workers as in the workload
      * container, so code running on the TPU hosts (and a headless job's) sees the same data. */
     json_t *user = manifest_user_volume_mounts(w, false);
@@ -269,7 +269,7 @@ static json_t *colocated_python_sidecar(const gc_workload *w)
                   manifest_env_value("PYTHONUNBUFFERED", "1"));
     json_t *mounts = json_pack("[o]", manifest_shared_tmp_mount());
     if (w->mtc)
-        mounts = mtc_volume_mounts(mounts, w, true);
+        mounts = manifest_mtc_volume_mounts(mounts, w, true);
     json_t *c = json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", "colocated-python-sidecar", "image",
                           w->sidecar_image, "env", env, "ports", manifest_container_ports(ports, 1),
                           "volumeMounts", mounts);
@@ -291,7 +291,7 @@ static json_t *worker_pod_spec(const gc_workload *w)
     spec = manifest_jset(spec, "containers", json_pack("[o]", worker_container(w)));
     json_t *volumes = manifest_pod_volumes(w, true);
     if (w->mtc)
-        volumes = mtc_volumes(volumes, true);
+        volumes = manifest_mtc_volumes(volumes, true);
     return manifest_jset(spec, "volumes", volumes);
 }
 
@@ -320,10 +320,10 @@ static json_t *worker_replicated_job(const gc_workload *w)
 {
     int vms = w->compute.vms_per_slice;
     int backoff = worker_backoff_limit(w);
-    json_t *job_spec =
-        json_pack("{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism",
-                  vms, "completions", vms, "backoffLimit", backoff, "template", "metadata",
-                  slice_annotations(manifest_pod_metadata(w, true), w), "spec", worker_pod_spec(w));
+    json_t *job_spec = json_pack(
+        "{s:s, s:i, s:i, s:i, s:{s:o, s:o}}", "completionMode", "Indexed", "parallelism", vms,
+        "completions", vms, "backoffLimit", backoff, "template", "metadata",
+        manifest_slice_annotations(manifest_pod_metadata(w, true), w), "spec", worker_pod_spec(w));
     /* A multi-host TPU slice is one node pool, and two slices must never share one; dynamic
      * slices are carved out of one pool's blocks, and Kueue keeps them apart. */
     json_t *template = json_object();

@@ -162,7 +162,7 @@ json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
     return mounts;
 }
 
-json_t *mtc_volumes(json_t *volumes, bool with_shm)
+json_t *manifest_mtc_volumes(json_t *volumes, bool with_shm)
 {
     volumes = manifest_jappend(
         volumes, json_pack("{s:s, s:{s:s}}", "name", MTC_VOLUME, "csi", "driver", MTC_CSI_DRIVER));
@@ -172,7 +172,7 @@ json_t *mtc_volumes(json_t *volumes, bool with_shm)
     return volumes;
 }
 
-json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm)
+json_t *manifest_mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm)
 {
     mounts = manifest_jappend(
         mounts, json_pack("{s:s, s:s}", "name", MTC_VOLUME, "mountPath", w->mtc_ramdisk_dir));
@@ -182,7 +182,7 @@ json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm)
     return mounts;
 }
 
-json_t *slice_annotations(json_t *metadata, const gc_workload *w)
+json_t *manifest_slice_annotations(json_t *metadata, const gc_workload *w)
 {
     if (!w->dynamic_slicing)
         return metadata;

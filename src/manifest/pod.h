@@ -65,13 +65,13 @@ json_t *manifest_pod_volumes(const gc_workload *w, bool with_user_mounts);
 /* volumeMounts of a user container: /tmp and every --mount. */
 json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp);
 /* Appends the MTC volume (and, with `with_shm`, the sidecar's shared memory) to volumes. */
-json_t *mtc_volumes(json_t *volumes, bool with_shm);
+json_t *manifest_mtc_volumes(json_t *volumes, bool with_shm);
 /* Appends the MTC volume's mount at the ramdisk directory (and, with `with_shm`, the shared
  * memory's at /tmp/sidecar) to mounts. */
-json_t *mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm);
+json_t *manifest_mtc_volume_mounts(json_t *mounts, const gc_workload *w, bool with_shm);
 /* Adds the Kueue topology annotations of a dynamically sliced TPU pod to metadata; returns it
  * unchanged for other workloads. */
-json_t *slice_annotations(json_t *metadata, const gc_workload *w);
+json_t *manifest_slice_annotations(json_t *metadata, const gc_workload *w);
 /* Whether a pod with the user's mounts needs the GCS FUSE sidecar injected. */
 bool manifest_needs_gcsfuse(const gc_workload *w);
 
