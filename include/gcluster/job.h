@@ -131,6 +131,12 @@ typedef struct gc_submit_plan {
     bool build_image;
     gc_image_build image_build; /* its repository is owned by the plan */
     gc_submit_compute compute;
+    /* --skip-prereqs (Google's global job flag): the cluster is still read for what the JobSet
+     * needs (the queue, the head pool, the real TPU shapes), but the prerequisite checks before
+     * the create are skipped: the PriorityClass's existence, whether the ClusterQueue can ever
+     * admit the job, the capacity warnings and the server dry runs of the Jobs the JobSet
+     * controller will create. The API server still validates the JobSet itself. */
+    bool skip_prereqs;
 } gc_submit_plan;
 
 /* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after
@@ -415,6 +421,9 @@ typedef struct gc_logs_request {
     long host;             /* pod index within the slice, -1 for any */
     const char *container; /* NULL: the user's container (headless: the proxy) */
     bool all;              /* every pod and container */
+    /* Google's --main-only: the first pod (slice 0, host 0) of every replicated job, every
+     * container of it; goes with none of role, slice, host, container and all. */
+    bool main_only;
     bool follow;
     long tail;         /* lines, -1 for all */
     const char *since; /* duration, or NULL */

@@ -107,11 +107,11 @@ static const cli_option submit_options[] = {
              "wait until the job finishes; exit 3 if it fails"),
     CLI_STRING(0, "timeout", submit_args, R(timeout), "DURATION",
                "wait at most this long for completion (implies --await-job-completion)"),
-    CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
+    CLI_VALUES('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-", &cli_paths,
                "write the manifest to FILE (or stdout) without contacting any cluster"),
     CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
-    CLI_STRING(0, "output", submit_args, output, "text|json|yaml",
+    CLI_VALUES(0, "output", submit_args, output, NULL, &cli_text_formats,
                "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),
 
     CLI_GROUP("Pathways"),
@@ -151,6 +151,7 @@ static const cli_option submit_options[] = {
              "environment variable for pathways-rm only (repeatable)"),
     CLI_LIST(0, "pathways-worker-env", submit_args, worker_env, "KEY=VALUE",
              "environment variable for pathways-worker only (repeatable)"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -289,6 +290,8 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
                        parsed->positional[0], parsed->positional[0]);
     cli_format format;
     int rc = parse_output(a->output, &format, err);
+    if (!rc)
+        rc = cli_check_output_path("-o", a->r.dry_run_out, "--output", err);
     if (rc)
         return rc;
     gc_submit_request *r = &a->r;
@@ -310,6 +313,7 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;
     rc = gc_submit_prepare(r, &plan, err);
+    plan.skip_prereqs = a->g.skip_prereqs;
     char *command[CLI_POSITIONAL_MAX + 1] = {0};
     if (!rc)
         rc = prepare_connect(a, parsed, format, command, err);
