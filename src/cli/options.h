@@ -64,7 +64,7 @@ typedef struct cli_list {
     size_t count;
 } cli_list;
 
-/* Options every `job` and `deploy` command accepts: cluster selection, namespace, -v. */
+/* Options every `job`, `cluster` and `deploy` command accepts: cluster selection, namespace, -v. */
 typedef struct cli_globals {
     const char *cluster;
     const char *location;
