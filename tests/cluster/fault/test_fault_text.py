@@ -264,7 +264,7 @@ def test_hostile_event_text_in_inspect_and_why(env, tmp_path):
                 assert not problem, f"{command} {verbose}: {problem}\n{proc.stdout}"
         inspected = env.cli.gcluster("job", "inspect", "hostile-text", *CLUSTER).stdout
         assert "\\x1b[2J" in inspected, inspected  # the warning is shown, escaped
-        record("job inspect / why / inspect -o json, plain/-vv: an Event with escape sequences",
+        record("job inspect / why / inspect --format json, plain/-vv: an Event with escape sequences",
                outcomes)
     finally:
         env.cli.kubectl("delete", "event", "hostile-text.evil", "--ignore-not-found",
