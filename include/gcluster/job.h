@@ -137,7 +137,14 @@ typedef struct gc_submit_plan {
     bool build_image;
     gc_image_build image_build; /* its repository is owned by the plan */
     gc_submit_compute compute;
-    bool skip_prereqs; /* the request's skip_prereqs: the cluster-feature checks are skipped */
+    /* --skip-prereqs (Google's global job flag): the cluster is still read for what the JobSet
+     * needs (the queue, the head pool, the real TPU shapes), but the prerequisite checks before
+     * the create are skipped: the PriorityClass's existence, whether the ClusterQueue can ever
+     * admit the job, the capacity warnings and the server dry runs of the Jobs the JobSet
+     * controller will create. The API server still validates the JobSet itself. Copied from the
+      * request by gc_submit_prepare; the multi-tier checkpointing and dynamic-slicing checks
+      * (submit_needs.c) are skipped too, with a warning. */
+    bool skip_prereqs;
     /* What the caller should tell the user about flags taken but not used (Google's gcluster
      * accepts and ignores them too), one line each. */
     gc_strings notices;
@@ -429,6 +436,9 @@ typedef struct gc_logs_request {
     long host;             /* pod index within the slice, -1 for any */
     const char *container; /* NULL: the user's container (headless: the proxy) */
     bool all;              /* every pod and container */
+    /* Google's --main-only: the first pod (slice 0, host 0) of every replicated job, every
+     * container of it; goes with none of role, slice, host, container and all. */
+    bool main_only;
     bool follow;
     long tail;         /* lines, -1 for all */
     const char *since; /* duration, or NULL */

@@ -40,6 +40,13 @@ const gc_events *cli_events(void);
  * answer, or the command's exit status. */
 int cli_connect(gc_kube *kube, gc_connect_request *r, bool exports, gc_error *err);
 
+/* -o is a file path where Google's gcluster makes it one (submit's --dry-run-out, inspect's
+ * bundle), but the output format on our other commands: a bare format name there (json, yaml,
+ * yml, text, table, wide) is refused with exit 2, naming `format_flag`; "./json" still writes a
+ * file of that name. */
+int cli_check_output_path(const char *flag, const char *path, const char *format_flag,
+                          gc_error *err);
+
 /* Writes `data` to `path` atomically (a temporary file renamed into place); "-" is stdout. */
 int cli_write_output(const char *path, const char *data, size_t len, gc_error *err);
 

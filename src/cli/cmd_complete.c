@@ -214,12 +214,13 @@ static void complete(typed *t, const char *current)
             offer_option_values(t, opt, &o);
         return;
     }
-    if (!t->options_ended && (current[0] == '-' || !t->cmd->operands)) {
+    const cli_values *operands = cli_command_operands(t->cmd);
+    if (!t->options_ended && (current[0] == '-' || !operands)) {
         offer_options(t, t->cmd->options, current);
         offer_options(t, cli_global_options, current);
         return;
     }
-    offer_values(t, t->cmd->operands, &o);
+    offer_values(t, operands, &o);
 }
 
 static int complete_run(int argc, char **argv, gc_error *err)

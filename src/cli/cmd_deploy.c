@@ -36,7 +36,7 @@ static const cli_option deploy_options[] = {
              "run the gcloud commands that create the missing node pools"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
                "write the Kueue objects as YAML and stop (no cluster needed)"),
-    CLI_STRING('o', "output", deploy_args, output, "text|json|yaml",
+    CLI_VALUES('o', "output", deploy_args, output, NULL, &cli_text_formats,
                "the report as JSON or YAML (with --dry-run-out: the objects' format)"),
     CLI_END,
 };

@@ -22,6 +22,7 @@ static const cli_option cancel_options[] = {
                "give up waiting after this long (exit 1); 0 looks once and does not wait"),
     CLI_VALUES('o', "output", cancel_args, output, NULL, &cli_text_formats,
                "output format (default text; README.md describes the fields)"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -40,16 +41,21 @@ static int cancel_with(gc_kube *kube, void *ctx, gc_error *err)
     return rc;
 }
 
-static int cancel_run(void *args, const cli_parsed *parsed, gc_error *err)
+static int cancel_check(void *args, const cli_parsed *parsed, gc_error *err)
 {
-    cancel_args *a = args;
-    int rc = cli_job_name(a->name, parsed, "cancel", &a->r.name, err);
-    if (!rc)
-        rc = gc_job_cancel_check(&a->r, err);
-    if (!rc)
-        rc = cli_format_parse(a->output, false, &a->format, err);
-    return rc ? rc : cli_with_kube(&a->g, cancel_with, a, err);
+    (void)parsed;
+    return gc_job_cancel_check(&((cancel_args *)args)->r, err);
 }
+
+static const cli_opening cancel_opening = {
+    .names = CLI_JOB_ONE,
+    .name_flag = offsetof(cancel_args, name),
+    .name = offsetof(cancel_args, r.name),
+    .output = offsetof(cancel_args, output),
+    .format = offsetof(cancel_args, format),
+    .check = cancel_check,
+    .with = cancel_with,
+};
 
 const cli_command cmd_job_cancel = {
     .name = "cancel",
@@ -57,6 +63,5 @@ const cli_command cmd_job_cancel = {
     .usage = "job cancel NAME [--wait [--timeout D]] [-o text|json|yaml]",
     .options = cancel_options,
     .args_size = sizeof(cancel_args),
-    .run = cancel_run,
-    .operands = &cli_job_names,
+    .opening = &cancel_opening,
 };

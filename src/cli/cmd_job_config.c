@@ -11,7 +11,7 @@ typedef struct config_args {
     cli_globals g;
 } config_args;
 
-static const cli_option config_options[] = {CLI_END};
+static const cli_option config_options[] = {CLI_JOB_GLOBALS, CLI_END};
 
 static int config_set_run(void *args, const cli_parsed *parsed, gc_error *err)
 {

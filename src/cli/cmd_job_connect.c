@@ -11,6 +11,7 @@ typedef struct connect_args {
     const char *name;
     bool env;
     gc_connect_request r;
+    char *command[CLI_POSITIONAL_MAX + 1]; /* after --: CMD [ARGS...] */
 } connect_args;
 
 static const cli_option connect_options[] = {
@@ -23,6 +24,7 @@ static const cli_option connect_options[] = {
     CLI_STRING(0, "wait", connect_args, r.wait, "DURATION",
                "how long the head pod may take to be ready (default " GC_CONNECT_DEFAULT_WAIT ")"),
     CLI_BOOL(0, "env", connect_args, env, "print the variables as export lines, for eval"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -38,28 +40,30 @@ static int connect_with(gc_kube *kube, void *ctx, gc_error *err)
     return cli_connect(kube, &a->r, a->env, err);
 }
 
-static int connect_run(void *args, const cli_parsed *parsed, gc_error *err)
+/* The job name came through the opening; what follows `--` is the command line to run. */
+static int connect_check(void *args, const cli_parsed *parsed, gc_error *err)
 {
     connect_args *a = args;
-    cli_parsed before = *parsed;
-    if (parsed->dashdash)
-        before.positional_count = parsed->dashdash_at;
-    int rc = cli_job_name(a->name, &before, "connect", &a->r.name, err);
-    char *command[CLI_POSITIONAL_MAX + 1] = {0};
     if (parsed->dashdash) {
         for (size_t i = parsed->dashdash_at; i < parsed->positional_count; i++)
-            command[i - parsed->dashdash_at] = (char *)parsed->positional[i];
-        a->r.command = command;
+            a->command[i - parsed->dashdash_at] = (char *)parsed->positional[i];
+        a->r.command = a->command;
     }
     a->r.stop_fd = -1;
-    if (!rc && a->env && a->r.command)
-        rc = gc_fail(err, GC_EXIT_USAGE,
-                     "--env prints the variables for a shell; with -- CMD they are set for CMD "
-                     "itself: use one or the other");
-    if (!rc)
-        rc = gc_job_connect_check(&a->r, err);
-    return rc ? rc : cli_with_kube(&a->g, connect_with, a, err);
+    if (a->env && a->r.command)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--env prints the variables for a shell; with -- CMD they are set for CMD "
+                       "itself: use one or the other");
+    return gc_job_connect_check(&a->r, err);
 }
+
+static const cli_opening connect_opening = {
+    .names = CLI_JOB_ONE,
+    .name_flag = offsetof(connect_args, name),
+    .name = offsetof(connect_args, r.name),
+    .check = connect_check,
+    .with = connect_with,
+};
 
 const cli_command cmd_job_connect = {
     .name = "connect",
@@ -85,6 +89,5 @@ const cli_command cmd_job_connect = {
     .options = connect_options,
     .args_size = sizeof(connect_args),
     .init_args = connect_defaults,
-    .run = connect_run,
-    .operands = &cli_job_names,
+    .opening = &connect_opening,
 };

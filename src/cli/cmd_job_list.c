@@ -32,6 +32,7 @@ static const cli_option list_options[] = {
     CLI_BOOL('A', "all-namespaces", list_args, r.all_namespaces, "jobs of every namespace"),
     CLI_VALUES('o', "output", list_args, output, NULL, &cli_table_formats,
                "output format (default table; README.md describes the fields)"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -53,22 +54,23 @@ static int list_with(gc_kube *kube, void *ctx, gc_error *err)
     return rc;
 }
 
-static int list_run(void *args, const cli_parsed *parsed, gc_error *err)
+static int list_check(void *args, const cli_parsed *parsed, gc_error *err)
 {
+    (void)parsed;
     list_args *a = args;
-    if (parsed->positional_count)
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "job list takes no arguments; filter with --name-contains %s",
-                       parsed->positional[0]);
     int rc = gc_job_list_check(&a->r, err);
-    if (!rc)
-        rc = cli_format_parse(a->output, true, &a->format, err);
-    if (rc)
-        return rc;
     /* The table leaves out why jobs wait or ended; the other formats (wide: REASON) say it. */
     a->r.queue_reasons = a->format != CLI_FORMAT_TEXT;
-    return cli_with_kube(&a->g, list_with, a, err);
+    return rc;
 }
+
+static const cli_opening list_opening = {
+    .names = CLI_JOB_NONE,
+    .output = offsetof(list_args, output),
+    .format = offsetof(list_args, format),
+    .check = list_check,
+    .with = list_with,
+};
 
 const cli_command cmd_job_list = {
     .name = "list",
@@ -76,5 +78,5 @@ const cli_command cmd_job_list = {
     .usage = "job list [--status STATUS] [--name-contains TEXT] [-A] [-o table|wide|json|yaml]",
     .options = list_options,
     .args_size = sizeof(list_args),
-    .run = list_run,
+    .opening = &list_opening,
 };

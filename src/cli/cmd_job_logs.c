@@ -13,6 +13,8 @@ typedef struct logs_args {
     gc_logs_request r;
     bool slice_given; /* -1 means "any" to gc_job_logs, so a typed -1 must be caught here */
     bool host_given;
+    bool main_only;
+    bool main_only_given; /* Google's --main-only=false: every pod, as --all */
 } logs_args;
 
 static const char *const role_names[] = {"head", "worker", NULL};
@@ -26,13 +28,18 @@ static const cli_option logs_options[] = {
     CLI_INT_SEEN(0, "slice", logs_args, r.slice, slice_given, "N", "worker slice (default 0)"),
     CLI_INT_SEEN(0, "host", logs_args, r.host, host_given, "N",
                  "host within the slice (default 0)"),
-    CLI_STRING('c', "container", logs_args, r.container, "NAME",
+    /* No -c: in Google's gcluster -c is --cluster on every job command, logs included. */
+    CLI_STRING(0, "container", logs_args, r.container, "NAME",
                "container (default: your program; headless: pathways-proxy)"),
     CLI_BOOL(0, "all", logs_args, r.all, "every pod and container, lines prefixed [pod/container]"),
+    CLI_BOOL_SEEN(0, "main-only", logs_args, main_only, main_only_given,
+                  "the first pod of every replicated job, all its containers (Google's); "
+                  "=false: as --all"),
     CLI_BOOL('f', "follow", logs_args, r.follow, "keep streaming until the pods end"),
     CLI_INT(0, "tail", logs_args, r.tail, "N", "only the last N lines of each container"),
     CLI_STRING(0, "since", logs_args, r.since, "DURATION", "only lines newer than 5m, 1h, ..."),
     CLI_BOOL(0, "timestamps", logs_args, r.timestamps, "prefix lines with their time stamps"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -72,7 +79,7 @@ static void flush_lines(void *ctx)
 static int logs_with(gc_kube *kube, void *ctx, gc_error *err)
 {
     logs_args *a = ctx;
-    terminal_sink t = {.prefix = a->r.all};
+    terminal_sink t = {.prefix = a->r.all || a->r.main_only};
     gc_log_sink sink = {.line = write_line, .flush = flush_lines, .ctx = &t};
     int rc = gc_job_logs(kube, &a->r, &sink, cli_events(), err);
     if (!rc && (t.write_errno || fflush(stdout) != 0))
@@ -102,25 +109,35 @@ static int check_flags(const logs_args *a, gc_error *err)
     return 0;
 }
 
-static int logs_run(void *args, const cli_parsed *parsed, gc_error *err)
+static int logs_check(void *args, const cli_parsed *parsed, gc_error *err)
 {
+    (void)parsed;
     logs_args *a = args;
-    int rc = cli_job_name(a->name, parsed, "logs", &a->r.name, err);
-    if (!rc)
-        rc = check_flags(a, err);
-    if (!rc)
-        rc = gc_job_logs_check(&a->r, err);
-    return rc ? rc : cli_with_kube(&a->g, logs_with, a, err);
+    int rc = check_flags(a, err);
+    if (rc)
+        return rc;
+    /* Google's --main-only=false is every pod and container: our --all. */
+    a->r.main_only = a->main_only_given && a->main_only;
+    if (a->main_only_given && !a->main_only)
+        a->r.all = true;
+    return gc_job_logs_check(&a->r, err);
 }
+
+static const cli_opening logs_opening = {
+    .names = CLI_JOB_ONE,
+    .name_flag = offsetof(logs_args, name),
+    .name = offsetof(logs_args, r.name),
+    .check = logs_check,
+    .with = logs_with,
+};
 
 const cli_command cmd_job_logs = {
     .name = "logs",
     .summary = "logs of a job (default: your program in the head pod)",
     .usage = "job logs NAME [--role head|worker] [--slice N] [--host N] [--container C] [--all] "
-             "[-f] [--tail N] [--since D] [--timestamps]",
+             "[--main-only[=false]] [-f] [--tail N] [--since D] [--timestamps]",
     .options = logs_options,
     .args_size = sizeof(logs_args),
     .init_args = logs_defaults,
-    .run = logs_run,
-    .operands = &cli_job_names,
+    .opening = &logs_opening,
 };

@@ -113,11 +113,11 @@ static const cli_option submit_options[] = {
     CLI_STRING(0, "timeout", submit_args, R(timeout), "DURATION",
                "wait at most this long for completion (implies --await-job-completion; 0 looks "
                "once and does not wait)"),
-    CLI_STRING('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-",
+    CLI_VALUES('o', "dry-run-out", submit_args, R(dry_run_out), "FILE|-", &cli_paths,
                "write the manifest to FILE (or stdout) without contacting any cluster"),
     CLI_VALUES(0, "dry-run", submit_args, R(dry_run), NULL, &dry_runs,
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
-    CLI_STRING(0, "output", submit_args, output, "text|json|yaml",
+    CLI_VALUES(0, "output", submit_args, output, NULL, &cli_text_formats,
                "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),
 
     CLI_GROUP("Pathways"),
@@ -157,6 +157,7 @@ static const cli_option submit_options[] = {
              "environment variable for pathways-rm only (repeatable)"),
     CLI_LIST(0, "pathways-worker-env", submit_args, worker_env, "KEY=VALUE",
              "environment variable for pathways-worker only (repeatable)"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -295,6 +296,8 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
                        parsed->positional[0], parsed->positional[0]);
     cli_format format;
     int rc = parse_output(a->output, &format, err);
+    if (!rc)
+        rc = cli_check_output_path("-o", a->r.dry_run_out, "--output", err);
     if (rc)
         return rc;
     gc_submit_request *r = &a->r;
@@ -312,6 +315,7 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     cli_apply_stored_defaults(&a->g);
     r->project = a->g.project;
     r->location = a->g.location;
+    r->skip_prereqs = a->g.skip_prereqs;
 
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;

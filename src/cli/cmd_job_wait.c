@@ -23,6 +23,7 @@ static const cli_option wait_options[] = {
                "not wait"),
     CLI_VALUES('o', "output", wait_args, output, NULL, &cli_text_formats,
                "one line per job (text, the default), or one object per job (README.md)"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -49,16 +50,21 @@ static int wait_with(gc_kube *kube, void *ctx, gc_error *err)
     return rc ? rc : print_rc;
 }
 
-static int wait_run(void *args, const cli_parsed *parsed, gc_error *err)
+static int wait_check(void *args, const cli_parsed *parsed, gc_error *err)
 {
-    wait_args *a = args;
-    a->r.names = parsed->positional;
-    a->r.count = parsed->positional_count;
-    int rc = gc_job_wait_check(&a->r, err);
-    if (!rc)
-        rc = cli_format_parse(a->output, false, &a->format, err);
-    return rc ? rc : cli_with_kube(&a->g, wait_with, a, err);
+    (void)parsed;
+    return gc_job_wait_check(&((wait_args *)args)->r, err);
 }
+
+static const cli_opening wait_opening = {
+    .names = CLI_JOB_MANY,
+    .names_at = offsetof(wait_args, r.names),
+    .count_at = offsetof(wait_args, r.count),
+    .output = offsetof(wait_args, output),
+    .format = offsetof(wait_args, format),
+    .check = wait_check,
+    .with = wait_with,
+};
 
 const cli_command cmd_job_wait = {
     .name = "wait",
@@ -73,6 +79,5 @@ const cli_command cmd_job_wait = {
         "why); 1 the time ran out, a job does not exist,\nor the API failed; 2 bad input.",
     .options = wait_options,
     .args_size = sizeof(wait_args),
-    .run = wait_run,
-    .operands = &cli_job_names,
+    .opening = &wait_opening,
 };

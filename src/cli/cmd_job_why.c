@@ -17,11 +17,13 @@ typedef struct why_args {
 } why_args;
 
 static const cli_option why_options[] = {
-    CLI_STRING('n', "name", why_args, name, "NAME", "the job (or give it as an argument)"),
+    CLI_VALUES('n', "name", why_args, name, "NAME", &cli_job_names,
+               "the job (or give it as an argument)"),
     CLI_BOOL(0, "evidence", why_args, evidence,
              "also print the evidence: which object and field said so (as -v does)"),
-    CLI_STRING('o', "output", why_args, output, "FORMAT",
-               "text (default), json or yaml (README.md describes the fields)"),
+    CLI_VALUES('o', "output", why_args, output, NULL, &cli_text_formats,
+               "output format (default text; README.md describes the fields)"),
+    CLI_JOB_GLOBALS,
     CLI_END,
 };
 
@@ -39,16 +41,14 @@ static int why_with(gc_kube *kube, void *ctx, gc_error *err)
     return cli_print_document(cli_why_json(&d), a->format, err);
 }
 
-static int why_run(void *args, const cli_parsed *parsed, gc_error *err)
-{
-    why_args *a = args;
-    int rc = cli_job_name(a->name, parsed, "why", &a->name, err);
-    if (!rc)
-        rc = gc_job_name_check(a->name, err);
-    if (!rc)
-        rc = cli_format_parse(a->output, false, &a->format, err);
-    return rc ? rc : cli_with_kube(&a->g, why_with, a, err);
-}
+static const cli_opening why_opening = {
+    .names = CLI_JOB_ONE,
+    .name_flag = offsetof(why_args, name),
+    .name = offsetof(why_args, name),
+    .output = offsetof(why_args, output),
+    .format = offsetof(why_args, format),
+    .with = why_with,
+};
 
 const cli_command cmd_job_why = {
     .name = "why",
@@ -59,5 +59,5 @@ const cli_command cmd_job_why = {
                    "be diagnosed, whatever its state.",
     .options = why_options,
     .args_size = sizeof(why_args),
-    .run = why_run,
+    .opening = &why_opening,
 };

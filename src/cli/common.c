@@ -74,6 +74,21 @@ static int write_in_place(const char *path, const char *data, size_t len, gc_err
     return failed ? gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", path, strerror(errno)) : 0;
 }
 
+int cli_check_output_path(const char *flag, const char *path, const char *format_flag,
+                          gc_error *err)
+{
+    static const char *const formats[][2] = {{"json", "json"}, {"yaml", "yaml"},  {"yml", "yaml"},
+                                             {"text", "text"}, {"table", "text"}, {"wide", "text"}};
+    for (size_t i = 0; path && i < sizeof(formats) / sizeof(*formats); i++)
+        if (!strcmp(path, formats[i][0]))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "%s %s would write a file named \"%s\": %s takes a file path here, "
+                           "as in Google's gcluster; for %s output use %s %s (for a file of that "
+                           "name, give ./%s)",
+                           flag, path, path, flag, formats[i][1], format_flag, formats[i][1], path);
+    return 0;
+}
+
 int cli_write_output(const char *path, const char *data, size_t len, gc_error *err)
 {
     if (!strcmp(path, "-"))

@@ -35,8 +35,18 @@ static const cli_command cmd_job = {
     .subcommands = job_commands,
 };
 
-static const cli_command *const root_commands[] = {&cmd_job,      &cmd_deploy, &cmd_completion,
-                                                   &cmd_complete, &cmd_man,    NULL};
+static const cli_command *const cluster_commands[] = {&cmd_cluster_list, &cmd_cluster_describe,
+                                                      &cmd_cluster_info, NULL};
+
+static const cli_command cmd_cluster = {
+    .name = "cluster",
+    .summary = "the GKE clusters of a project, and what one has: pools, queues, usage",
+    .usage = "cluster <command> [flags]",
+    .subcommands = cluster_commands,
+};
+
+static const cli_command *const root_commands[] = {
+    &cmd_job, &cmd_cluster, &cmd_deploy, &cmd_completion, &cmd_complete, &cmd_man, NULL};
 
 const cli_command cli_root = {
     .name = "gcluster",
@@ -156,6 +166,8 @@ static int run_leaf(const cli_command *cmd, const char *path, int argc, char **a
         cli_print_help(stdout, cmd, path);
     else if (!rc && ((cli_globals *)args)->version)
         cli_print_version(stdout);
+    else if (!rc && cmd->opening)
+        rc = cli_opening_run(cmd, args, &parsed, err);
     else if (!rc)
         rc = cmd->run(args, &parsed, err);
     free(args);

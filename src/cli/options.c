@@ -9,7 +9,7 @@
 #include <strings.h>
 
 const cli_option cli_global_options[] = {
-    CLI_GROUP("Cluster selection (every job and deploy command)"),
+    CLI_GROUP("Cluster selection (every job, cluster and deploy command)"),
     CLI_STRING(
         'c', "cluster", cli_globals, cluster, "NAME",
         "GKE cluster name; with --location selects the context gke_<project>_<location>_<name>"),

@@ -64,7 +64,7 @@ typedef struct cli_list {
     size_t count;
 } cli_list;
 
-/* Options every `job` and `deploy` command accepts: cluster selection, namespace, -v. */
+/* Options every `job`, `cluster` and `deploy` command accepts: cluster selection, namespace, -v. */
 typedef struct cli_globals {
     const char *cluster;
     const char *location;
@@ -73,6 +73,7 @@ typedef struct cli_globals {
     const char *kubeconfig;
     const char *ns;
     int verbose;
+    bool skip_prereqs; /* job submit: no cluster prerequisite checks before the create */
     bool help;
     bool version;
 } cli_globals;
@@ -110,6 +111,10 @@ typedef struct cli_globals {
     {                                                                                              \
         CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, 0, NULL                             \
     }
+#define CLI_BOOL_SEEN(s, l, type, field, seen, help)                                               \
+    {                                                                                              \
+        CLI_OPT_BOOL, s, l, offsetof(type, field), NULL, help, offsetof(type, seen), NULL          \
+    }
 #define CLI_LIST(s, l, type, field, arg, help)                                                     \
     {                                                                                              \
         CLI_OPT_LIST, s, l, offsetof(type, field), arg, help, 0, NULL                              \
@@ -120,6 +125,18 @@ typedef struct cli_globals {
     }
 
 extern const cli_option cli_global_options[];
+
+/* The global flags of Google's `gcluster job` group that ours spell otherwise or only job
+ * commands have, in every job command's table (they fill cli_globals, the first member of every
+ * argument struct): --gke-namespace is --namespace; --skip-prereqs skips job submit's cluster
+ * prerequisite checks (the other commands make none, so there it changes nothing). */
+#define CLI_JOB_GLOBALS                                                                            \
+    CLI_GROUP("Google's gcluster job flags"),                                                      \
+        CLI_STRING(0, "gke-namespace", cli_globals, ns, "NAMESPACE",                               \
+                   "the same as --namespace (Google's gcluster's name for it)"),                   \
+        CLI_BOOL(0, "skip-prereqs", cli_globals, skip_prereqs,                                     \
+                 "job submit: skip the cluster prerequisite checks (Kueue queue fit, "             \
+                 "PriorityClass, the Jobs' server dry run); other commands make none")
 
 /* Value sets more than one command uses (values.c). */
 extern const cli_values cli_job_names;     /* a job of the selected cluster */

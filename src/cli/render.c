@@ -35,19 +35,25 @@ int cli_format_parse(const char *text, bool wide, cli_format *format, gc_error *
                    wide ? "table, wide, json or yaml" : "text, json or yaml");
 }
 
+int cli_document_text(json_t *doc, cli_format format, gc_buf *text, gc_error *err)
+{
+    int rc = 0;
+    if (format == CLI_FORMAT_YAML)
+        rc = gc_emit_yaml(doc, text, err);
+    else
+        gc_emit_json(doc, true, text);
+    json_decref(doc);
+    return rc;
+}
+
 int cli_print_document(json_t *doc, cli_format format, gc_error *err)
 {
     gc_buf text;
     gc_buf_init(&text);
-    int rc = 0;
-    if (format == CLI_FORMAT_YAML)
-        rc = gc_emit_yaml(doc, &text, err);
-    else
-        gc_emit_json(doc, true, &text);
+    int rc = cli_document_text(doc, format, &text, err);
     if (!rc && (fwrite(text.data, 1, text.len, stdout) != text.len || fflush(stdout) != 0))
         rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
     gc_buf_free(&text);
-    json_decref(doc);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #ifndef GCLUSTER_CLI_RENDER_H
 #define GCLUSTER_CLI_RENDER_H
 
+#include "gcluster/buf.h"
 #include "gcluster/deploy.h"
 #include "gcluster/error.h"
 #include "gcluster/job.h"
@@ -23,6 +24,9 @@ typedef enum cli_format {
 /* Parses -o: text (or table), json and yaml, and wide where `wide` is allowed; NULL is text.
  * GC_EXIT_USAGE names the choices. */
 int cli_format_parse(const char *text, bool wide, cli_format *format, gc_error *err);
+
+/* `doc` as JSON or YAML (as `format` says), appended to `text`; releases it. */
+int cli_document_text(json_t *doc, cli_format format, gc_buf *text, gc_error *err);
 
 /* Writes `doc` (JSON or YAML, as `format` says) to stdout and releases it. */
 int cli_print_document(json_t *doc, cli_format format, gc_error *err);

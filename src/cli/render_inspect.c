@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-/* Lines of the summary; with --show they become YAML comments above the manifest. */
+/* Lines of the summary; with --manifest they become YAML comments above the manifest. */
 typedef struct printer {
     FILE *out;
     const char *prefix;

@@ -54,6 +54,11 @@ static int check_request(const gc_logs_request *r, long *since, gc_error *err)
     if (r->all && r->container)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--all already shows every container; drop --container or --all");
+    if (r->main_only && (r->all || r->role || r->container || r->slice >= 0 || r->host >= 0))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--main-only already picks the first pod of every replicated job with all "
+                       "its containers; drop --role, --slice, --host, --container and --all (or "
+                       "--main-only)");
     if (r->tail < -1)
         return gc_fail(err, GC_EXIT_USAGE, "--tail must be 0 or more lines");
     *since = 0;
@@ -127,7 +132,8 @@ static void add_containers(logs_state *s, const json_t *pod, const char *wanted)
         {
             const char *name = json_string_value(json_object_get(c, "name"));
             bool regular = l == 1;
-            bool pick = s->r->all || (wanted ? !strcmp(name, wanted) : regular && first_regular);
+            bool pick = s->r->all || s->r->main_only ||
+                        (wanted ? !strcmp(name, wanted) : regular && first_regular);
             if (regular)
                 first_regular = false;
             if (pick && name && pod_name)
@@ -201,7 +207,8 @@ static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *
     const char *rjob, *container;
     choose_role(jobset, s->r, &rjob, &container);
     const char *pod_rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
-    bool role_ok = (s->r->all && !s->r->role) || (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
+    bool role_ok = (s->r->all && !s->r->role) || s->r->main_only ||
+                   (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
     return role_ok && pod_selected(pod, s->r) && !job_field(pod, NULL, "deletionTimestamp");
 }
 
@@ -212,7 +219,7 @@ static int check_indexes(const logs_state *s, const json_t *jobset, gc_error *er
     const char *rjob, *container;
     choose_role(jobset, s->r, &rjob, &container);
     const json_t *spec = rjob ? job_replicated_job(jobset, rjob) : NULL;
-    if (!spec || (s->r->all && !s->r->role))
+    if (!spec || (s->r->all && !s->r->role) || s->r->main_only)
         return 0;
     json_int_t slices = json_integer_value(json_object_get(spec, "replicas"));
     json_int_t hosts = json_integer_value(

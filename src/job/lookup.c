@@ -13,19 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A JobSet's name is a DNS-1035 label (JobSet's webhook checks it so, as its Jobs' and pods'
+ * names and labels are built from it): at most 63 characters, so a longer name can never be a
+ * job and is refused before any request. */
 int gc_job_name_check(const char *name, gc_error *err)
 {
-    size_t n = name ? strlen(name) : 0;
-    bool ok =
-        n > 0 && n <= 253 && isalnum((unsigned char)name[0]) && isalnum((unsigned char)name[n - 1]);
-    for (size_t i = 0; ok && i < n; i++)
-        ok = islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) || name[i] == '-' ||
-             name[i] == '.';
-    if (ok)
+    if (name && gc_is_dns1035_label(name))
         return 0;
+    size_t n = name ? strlen(name) : 0;
+    if (n > 63)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "the job name is %zu characters long: a JobSet's name has at most 63 "
+                       "(gcluster job list shows the jobs)",
+                       n);
     return gc_fail(err, GC_EXIT_USAGE,
-                   "\"%s\" is not a job name: names are lower-case letters, digits, '-' and '.', "
-                   "starting and ending with a letter or digit (gcluster job list shows the jobs)",
+                   "\"%s\" is not a job name: names are lower-case letters, digits and '-', "
+                   "starting with a letter and ending with a letter or digit (gcluster job list "
+                   "shows the jobs)",
                    name ? name : "");
 }
 

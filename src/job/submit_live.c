@@ -224,6 +224,10 @@ static int apply_cluster_facts(submit_run *s, cluster_facts *f, gc_error *err)
         w->queue = gc_xstrdup(f->queue);
         w->queue_defaulted = false;
     }
+    if (s->plan->skip_prereqs) {
+        rc = choose_head_pool(s, f, err);
+        return rc ? rc : adapt_tpu_requests(s, f, err);
+    }
     if (w->priority && !f->priority_found)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--priority %s: no such PriorityClass in the cluster (gcluster deploy "
@@ -460,7 +464,7 @@ static int build_jobset(submit_run *s, cluster_facts *f, json_t **jobset, gc_err
     int rc = apply_cluster_facts(s, f, err);
     if (!rc)
         rc = gc_workload_jobset(&s->plan->workload, jobset, err);
-    if (!rc)
+    if (!rc && !s->plan->skip_prereqs)
         rc = job_queue_fit(f, *jobset, &s->plan->workload, err);
     return rc;
 }
@@ -478,7 +482,9 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
     if (!rc)
         rc = check_cluster_needs(&s, &f, err);
     job_cluster_facts_free(&f);
-    if (!rc)
+    /* A server dry run is what was asked for, prerequisites or not; otherwise the Jobs' dry
+     * runs are a prerequisite check. */
+    if (!rc && (!plan->skip_prereqs || plan->mode == GC_SUBMIT_SERVER_DRY_RUN))
         rc = dry_run(&s, jobset, err);
     if (!rc && plan->build_image && plan->mode == GC_SUBMIT_CREATE)
         rc = push_image(plan, ev, err);

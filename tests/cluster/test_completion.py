@@ -68,5 +68,5 @@ def test_job_names_complete_from_the_cluster(cli, tmp_path):
     assert bash_complete(cli, tmp_path, "gcluster job cancel --namespace kube-system complete-") \
         == []
     # Flags still complete from the tables.
-    assert bash_complete(cli, tmp_path, "gcluster job inspect complete-me-1 -o ") == \
+    assert bash_complete(cli, tmp_path, "gcluster job inspect complete-me-1 --format ") == \
         ["json", "text", "yaml"]

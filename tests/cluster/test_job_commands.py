@@ -144,7 +144,7 @@ def test_pathways_flow(cli):
     assert_pods_placed(cli, job, "tpu-v6e-slice", "4x4", slices=2, hosts=4)
     wait_for(lambda: cli.list_json()[job]["status"] == "Running 9/9", what="list shows 9/9")
 
-    inspect = cli.gcluster("job", "inspect", "--name", job, *CLUSTER, "--show", check=0).stdout
+    inspect = cli.gcluster("job", "inspect", "--name", job, *CLUSTER, "--manifest", check=0).stdout
     manifest = yaml.safe_load(inspect)
     assert manifest["kind"] == "JobSet" and "managedFields" not in manifest["metadata"]
     assert "status" not in manifest
@@ -174,7 +174,8 @@ def test_pathways_flow(cli):
                 if w["reason"] in ("FailedCreate", "FailedScheduling")], report["warnings"]
     assert isinstance(report["resolved_warnings"], int)
     assert "FailedCreate" not in inspect and "FailedScheduling" not in inspect, inspect
-    shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "yaml", "--show",
+    shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "--format", "yaml",
+                                        "--manifest",
                                         check=0).stdout)
     assert shown["manifest"]["metadata"]["name"] == job and "status" not in shown["manifest"]
     # The JobSet, pods and events together (a connection each), then the Workload (on one of
@@ -217,7 +218,7 @@ def test_pathways_flow(cli):
 
 
 def inspect_json(cli, job):
-    return json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "json", check=0).stdout)
+    return json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "--format", "json", check=0).stdout)
 
 
 def head_running(cli, job):

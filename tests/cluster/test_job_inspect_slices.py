@@ -68,7 +68,7 @@ def test_one_slice_with_a_stuck_pod(cli):
         assert re.search(rf" {pod['metadata']['name']}\s", every), pod["metadata"]["name"]
     assert re.search(rf"{stuck_name}\s+Unschedulable$", every, re.M)
 
-    report = json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "json",
+    report = json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "--format", "json",
                                      check=0).stdout)
     assert len(report["pods"]) == 9
     row = next(p for p in report["pods"] if p["name"] == stuck_name)

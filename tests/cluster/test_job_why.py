@@ -251,7 +251,7 @@ def check_more(name, job, doc, cli):
     if name == "quota_short":
         inspect = cli.gcluster("job", "inspect", job, *CLUSTER, check=0).stdout
         assert f"\nCause:      {doc['cause']}\nFix:        {doc['fix']}\n" in inspect, inspect
-        report = json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "-o", "json",
+        report = json.loads(cli.gcluster("job", "inspect", job, *CLUSTER, "--format", "json",
                                          check=0).stdout)
         assert report["diagnosis"] == doc
     if name == "failed_max_restarts":

@@ -46,7 +46,7 @@ def test_live_commands_are_clean_under_valgrind(testenv, tmp_path):
         wait_for(lambda: len([p for p in cli.pods(job) if p["status"].get("phase") == "Running"]) == 5,
                  timeout=90, what="the job's pods to run")
         cli.gcluster("job", "list", *CLUSTER, "-o", "wide", check=0)
-        cli.gcluster("job", "inspect", job, *CLUSTER, "--show", check=0)
+        cli.gcluster("job", "inspect", job, *CLUSTER, "--manifest", check=0)
         cli.gcluster("job", "logs", job, *CLUSTER, "--all", "--timestamps", check=0)
         # A tunnel through the API server to the head pod's proxy port (testenv's echo server),
         # a command run with it, and everything closed again.

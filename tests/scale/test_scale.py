@@ -25,7 +25,7 @@ def test_inspect_pods_lists_every_pod(big_job):
     listed = {word for line in proc.stdout.splitlines() for word in line.split()}
     missing = sorted(p["metadata"]["name"] for p in pods if p["metadata"]["name"] not in listed)
     assert not missing, f"{len(missing)} of {len(pods)} pods not listed, e.g. {missing[:3]}"
-    as_json = cli.gcluster("job", "inspect", name, "-o", "json", *CLUSTER, timeout=300, check=0)
+    as_json = cli.gcluster("job", "inspect", name, "--format", "json", *CLUSTER, timeout=300, check=0)
     assert as_json.returncode == 0, as_json.stderr[-2000:]
     report = json.loads(as_json.stdout)
     assert sorted(p["name"] for p in report["pods"]) == sorted(p["metadata"]["name"] for p in pods)

@@ -51,7 +51,6 @@ class Entry:
         self.text = []
         self.dots = None
         self.expect_error = None
-        self.pending_flags = []
 
 
 def read_fixture(path):
@@ -73,8 +72,6 @@ def read_fixture(path):
                 entry.dots = line[len("@dots "):]
             elif line.startswith("@expect-error "):
                 entry.expect_error = line[len("@expect-error "):]
-            elif line.startswith("@pending-flags "):
-                entry.pending_flags = line.split()[1:]
             elif line.startswith("#") and entry is None:
                 continue
             elif line.strip() and entry is not None:
@@ -192,7 +189,6 @@ class Check:
     def __init__(self, entry):
         self.entry = entry
         self.problems = []
-        self.pending = None  # the not-yet-known global flag of a @pending-flags line
 
     def expect(self, ok, what):
         if not ok:
@@ -353,10 +349,6 @@ def run_entry(gcluster, entry, variables, workdir):
                      (entry.expect_error, result.returncode, result.stderr.strip()))
         return check
     if result.returncode != 0:
-        unknown = [f for f in entry.pending_flags if "unknown option " + f in result.stderr]
-        if result.returncode == 2 and unknown:
-            check.pending = unknown[0]
-            return check
         check.problems.append("exit %d: %s" % (result.returncode, result.stderr.strip()))
         return check
     try:
@@ -374,7 +366,7 @@ def main():
     gcluster = os.path.abspath(sys.argv[1])
     fixture = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_FIXTURE
     variables, entries = read_fixture(fixture)
-    failed = pending = 0
+    failed = 0
     with tempfile.TemporaryDirectory() as workdir:
         # The build contexts the guides use: job_details/app.py, and "." (MaxText's checkout).
         os.makedirs(os.path.join(workdir, "job_details"))
@@ -383,17 +375,13 @@ def main():
                 f.write('print("Hello from the gcluster job submit application!")\n')
         for entry in entries:
             check = run_entry(gcluster, entry, variables, workdir)
-            status = "FAIL" if check.problems else "wait" if check.pending else "ok"
+            status = "FAIL" if check.problems else "ok"
             print("%-4s %s" % (status, entry.source))
-            if check.pending:
-                print("       pending: needs the global flag %s" % check.pending)
             for problem in check.problems:
                 print("       " + problem)
             failed += bool(check.problems)
-            pending += bool(check.pending)
-    print("%d of %d published lines mean what Google's gcluster means; %d wait for global flags "
-          "(@pending-flags), %d fail" % (len(entries) - failed - pending, len(entries), pending,
-                                          failed))
+    print("%d of %d published lines mean what Google's gcluster means, %d fail" %
+          (len(entries) - failed, len(entries), failed))
     if len(entries) < 40:
         print("the corpus has fewer than 40 lines")
         return 1

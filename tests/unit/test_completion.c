@@ -63,7 +63,7 @@ static char *complete(const char *const *words)
 static void test_commands(void **state)
 {
     (void)state;
-    assert_completes("job\ndeploy\ncompletion\n", "");
+    assert_completes("job\ncluster\ndeploy\ncompletion\n", "");
     assert_completes("submit\n", "job", "sub");
     assert_completes("config\n", "job", "conf");
     assert_completes("set\nlist\n", "job", "config", "");
@@ -148,6 +148,11 @@ static void test_job_names_from_the_cluster(void **state)
     assert_completes("pw-b\nother\n", "job", "wait", "pw-a", "");
     script_jobsets(JT_JOBSETS);
     assert_completes("pw-b\n", "job", "logs", "--name", "pw-b");
+    /* job why takes a job name like the others (its operand comes from the shared opening). */
+    script_jobsets(JT_JOBSETS);
+    assert_completes("pw-a\npw-b\n", "job", "why", "pw");
+    script_jobsets(JT_JOBSETS);
+    assert_completes("pw-a\n", "job", "why", "--name", "pw-a");
 
     /* The cluster and namespace on the command line are the ones asked. */
     script_jobsets("/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets");

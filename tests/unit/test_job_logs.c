@@ -193,6 +193,35 @@ static void test_all_pods_and_containers(void **state)
     gc_buf_free(&c.lines);
 }
 
+/* Google's --main-only: the first pod (slice 0, host 0) of every replicated job, every container
+ * of it; worker slice 1 is left out. */
+static void test_main_only(void **state)
+{
+    (void)state;
+    script_running_job(false);
+    script_log(HEAD, "pathways-proxy", "p1\n");
+    script_log(HEAD, "pathways-rm", "rm\n");
+    script_log(HEAD, "workload-container", "train\n");
+    script_log(WORKER00, "pathways-worker", "w0\n");
+    gc_logs_request r = {.name = "pw", .main_only = true, .slice = -1, .host = -1, .tail = -1};
+    collected c = {0};
+    gc_error err;
+    assert_int_equal(run_logs(&r, &c, &err), 0);
+    char *sorted = sorted_lines(text(&c));
+    assert_string_equal(sorted,
+                        HEAD "/pathways-proxy: p1\n" HEAD "/pathways-rm: rm\n" HEAD
+                             "/workload-container: train\n" WORKER00 "/pathways-worker: w0\n");
+    free(sorted);
+    assert_int_equal(jt_request_count(), 2 + 4);
+    gc_buf_free(&c.lines);
+    /* It picks its own pods and containers: with --role (or --all, --container, ...) it is a
+     * contradiction, said before anything is sent. */
+    gc_logs_request role = {
+        .name = "pw", .main_only = true, .role = "worker", .slice = -1, .host = -1, .tail = -1};
+    assert_int_equal(gc_job_logs_check(&role, &err), GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "--main-only"));
+}
+
 static void test_sink_can_stop_the_streams(void **state)
 {
     (void)state;
@@ -343,6 +372,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_default_is_the_users_program, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_headless_default_is_the_proxy, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_worker_by_slice_and_host, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_main_only, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_all_pods_and_containers, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_sink_can_stop_the_streams, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_job_not_started, jt_open, jt_close),

@@ -102,7 +102,7 @@ static void test_inspect_json(void **state)
     (void)state;
     script_running_job();
     cli_result res;
-    gcluster(&res, "inspect", "pw", "-o", "json");
+    gcluster(&res, "inspect", "pw", "--format", "json");
     assert_int_equal(res.exit_code, 0);
     json_t *doc = parse_json(&res);
     static const char *const top[] = {"name",
@@ -193,16 +193,16 @@ static void test_inspect_json(void **state)
     cli_result_free(&res);
 }
 
-/* -o yaml is the same document; --show adds the manifest. */
+/* --format yaml is the same document; --manifest adds the manifest. */
 static void test_inspect_yaml_with_manifest(void **state)
 {
     (void)state;
     script_running_job();
     cli_result json_res;
-    gcluster(&json_res, "inspect", "pw", "-o", "json", "--show");
+    gcluster(&json_res, "inspect", "pw", "--format", "json", "--manifest");
     script_running_job();
     cli_result yaml_res;
-    gcluster(&yaml_res, "inspect", "--name", "pw", "-o", "yaml", "--show");
+    gcluster(&yaml_res, "inspect", "--name", "pw", "--format", "yaml", "--manifest");
     assert_int_equal(yaml_res.exit_code, 0);
     json_t *doc = parse_json(&json_res);
     json_t *manifest = json_object_get(doc, "manifest");
@@ -265,9 +265,9 @@ static void test_inspect_text(void **state)
         strstr(res.out.data, "  pathways-head  0      0     Running    0         cpu-1"));
     cli_result_free(&res);
 
-    /* --show: the summary becomes YAML comments above the manifest. */
+    /* --manifest: the summary becomes YAML comments above the manifest. */
     script_running_job();
-    gcluster(&res, "inspect", "pw", "--show");
+    gcluster(&res, "inspect", "pw", "--manifest");
     assert_int_equal(res.exit_code, 0);
     assert_non_null(strstr(res.out.data, "# Status:     Running 2/5\n"));
     assert_non_null(strstr(res.out.data, "\nkind: JobSet\n"));
@@ -320,7 +320,7 @@ static void test_inspect_big_job(void **state)
     cli_result_free(&res);
 
     jt_script_big_job("big", 64, 16, 5, 40);
-    gcluster(&res, "inspect", "big", "-o", "json");
+    gcluster(&res, "inspect", "big", "--format", "json");
     assert_int_equal(res.exit_code, 0);
     json_t *doc = parse_json(&res);
     assert_int_equal(json_array_size(json_object_get(doc, "pods")), 1025);
@@ -453,7 +453,8 @@ static void test_bad_flags_send_nothing(void **state)
     const char *bad[][6] = {
         {"list", "-o", "wide2"},
         {"list", "--status", "Sleeping"},
-        {"inspect", "pw", "-o", "wide"},
+        {"inspect", "pw", "--format", "wide"},
+        {"inspect", "pw", "-o", "json"},
         {"inspect", "Not_A_Name"},
         {"cancel", "pw", "--timeout", "5m"},
         {"cancel", "pw", "--wait", "--timeout", "soon"},

@@ -1388,6 +1388,31 @@ static void unknown_priority_is_an_error(void **state)
     json_decref(log);
 }
 
+/* --skip-prereqs: the cluster is still read (queue, head pool), but the checks before the
+ * create are not made: an unknown PriorityClass and a ClusterQueue without TPU quota go through,
+ * and no Job is dry-run; the JobSet is POSTed. */
+static void skip_prereqs_creates_without_the_checks(void **state)
+{
+    (void)state;
+    serve_one_queue("user-queue", unified_queue("0"), v6e_nodes());
+    jt_list(PRIORITIES, "PriorityClassList", json_array());
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    r.priority = "urgent";
+    outcome o;
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(gc_submit_prepare(&r, &o.plan, &o.err), 0);
+    o.plan.skip_prereqs = true;
+    o.rc = gc_submit_live(jt_kube(), &o.plan, jt_events(), &o.result, &o.err);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "POST", JOBSETS), 1);
+    assert_int_equal(count_requests(log, "POST", NULL), 1); /* no dry run of any Job */
+    json_decref(log);
+    outcome_free(&o);
+}
+
 static void name_taken_says_its_age_and_status(void **state)
 {
     (void)state;
@@ -1852,6 +1877,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(unreadable_cluster_queue_is_a_warning, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(older_kueue_costs_one_more_round_trip, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(unknown_priority_is_an_error, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(skip_prereqs_creates_without_the_checks, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(name_taken_says_its_age_and_status, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_jobset_crd_names_the_fix, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(server_dry_run_sends_dry_run_all, jt_open, jt_close),

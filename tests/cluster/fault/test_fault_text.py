@@ -254,7 +254,7 @@ def test_hostile_event_text_in_inspect_and_why(env, tmp_path):
         kubectl_apply(env, HOSTILE_EVENT.format(uid=uid, now=now, reason=json.dumps("Evil" + HOSTILE),
                                    message=json.dumps(f"{HOSTILE} token {TOKEN}")))
         outcomes = []
-        for command in (("inspect",), ("why", "--evidence"), ("inspect", "-o", "json")):
+        for command in (("inspect",), ("why", "--evidence"), ("inspect", "--format", "json")):
             for verbose in ((), ("-vv",)):
                 proc = env.cli.gcluster("job", command[0], "hostile-text", *CLUSTER,
                                         *command[1:], *verbose)
@@ -264,7 +264,7 @@ def test_hostile_event_text_in_inspect_and_why(env, tmp_path):
                 assert not problem, f"{command} {verbose}: {problem}\n{proc.stdout}"
         inspected = env.cli.gcluster("job", "inspect", "hostile-text", *CLUSTER).stdout
         assert "\\x1b[2J" in inspected, inspected  # the warning is shown, escaped
-        record("job inspect / why / inspect -o json, plain/-vv: an Event with escape sequences",
+        record("job inspect / why / inspect --format json, plain/-vv: an Event with escape sequences",
                outcomes)
     finally:
         env.cli.kubectl("delete", "event", "hostile-text.evil", "--ignore-not-found",
