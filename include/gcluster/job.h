@@ -142,8 +142,8 @@ typedef struct gc_submit_plan {
      * the create are skipped: the PriorityClass's existence, whether the ClusterQueue can ever
      * admit the job, the capacity warnings and the server dry runs of the Jobs the JobSet
      * controller will create. The API server still validates the JobSet itself. Copied from the
-      * request by gc_submit_prepare; the multi-tier checkpointing and dynamic-slicing checks
-      * (submit_needs.c) are skipped too, with a warning. */
+     * request by gc_submit_prepare; the multi-tier checkpointing and dynamic-slicing checks
+     * (submit_needs.c) are skipped too, with a warning. */
     bool skip_prereqs;
     /* What the caller should tell the user about flags taken but not used (Google's gcluster
      * accepts and ignores them too), one line each. */

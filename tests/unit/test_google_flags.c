@@ -218,6 +218,28 @@ static void every_google_flag_is_accepted(void **state)
     gc_buf_free(&problems);
 }
 
+/* The value forms of a flag (the `;` form of --mount, --compute-type tpu-v7x-slice) give a
+ * manifest in an offline submit. */
+static void every_google_value_form_is_accepted(void **state)
+{
+    (void)state;
+    size_t checked = 0;
+    for (size_t i = 0; i < line_count; i++) {
+        const flag_line *f = &lines[i];
+        if (f->status[0] || strncmp(f->kind, "value:", 6) != 0)
+            continue;
+        cli_result r;
+        int rc = submit_with_value(f, &r);
+        if (rc != 0)
+            fail_msg("fixture line %d: --%s %s exits %d: %s", f->line, f->flag, f->kind + 6, rc,
+                     r.err.data);
+        assert_non_null(strstr(r.out.data, "kind: JobSet"));
+        cli_result_free(&r);
+        checked++;
+    }
+    assert_true(checked >= 2);
+}
+
 /* What we leave out on purpose is refused (not half-accepted) and explained in the README. */
 static void unsupported_flags_are_refused_and_documented(void **state)
 {
@@ -282,6 +304,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_google_flag_is_accepted),
+        cmocka_unit_test(every_google_value_form_is_accepted),
         cmocka_unit_test(unsupported_flags_are_refused_and_documented),
         cmocka_unit_test(the_checks_find_planted_differences),
     };
