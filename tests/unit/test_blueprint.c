@@ -117,7 +117,8 @@ static void test_tpu7x_example_with_template(void **state)
     gc_blueprint bp;
     load_ok(EXAMPLES "gke-tpu-7x-pathways.yaml", NULL, 0, &bp);
     assert_int_equal(bp.pool_count, 1);
-    assert_string_equal(bp.pools[0].name, "tpu7x-np-0"); /* default name: the module id */
+    /* No name: gke-node-pool's <machine_type>-<module id>, and one slice has no -0 suffix. */
+    assert_string_equal(bp.pools[0].name, "tpu7x-standard-4t-tpu7x-np");
     assert_string_equal(bp.pools[0].accelerator, "tpu7x");
     assert_string_equal(bp.pools[0].topology, "2x2x2");
     assert_int_equal(bp.pools[0].static_nodes, 2); /* 8 chips / 4 per host */
@@ -134,7 +135,7 @@ static void test_vars_override_keeps_types(void **state)
     gc_blueprint bp;
     load_ok(EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 3, &bp);
     assert_int_equal(bp.pool_count, 1);
-    assert_string_equal(bp.pools[0].name, "tpu-v6e-np-0");
+    assert_string_equal(bp.pools[0].name, "tpu-v6e-np"); /* one pool: no -0 suffix */
     assert_string_equal(bp.cluster, "other");
     assert_false(bp.pathways);
     gc_blueprint_free(&bp);
@@ -274,12 +275,14 @@ static void test_wrong_types_are_located(void **state)
 static void test_unevaluable_reference(void **state)
 {
     (void)state;
-    expect_error(
-        HEADER "  - id: pool\n"
-               "    source: modules/compute/gke-node-pool\n"
-               "    settings:\n"
-               "      machine_type: $(cluster.machine)\n",
-        (const char *[]){"blueprint.yaml:18:21:", "$(cluster.machine) cannot be evaluated", NULL});
+    expect_error(HEADER "  - id: pool\n"
+                        "    source: modules/compute/gke-node-pool\n"
+                        "    settings:\n"
+                        "      machine_type: $(cluster.machine)\n",
+                 (const char *[]){"blueprint.yaml:18:21:",
+                                  "module pool: setting machine_type uses "
+                                  "cluster.machine, which is known only once Terraform has run",
+                                  NULL});
 }
 
 static void test_structure_errors(void **state)
