@@ -1,0 +1,286 @@
+"""`gcluster deploy` over Cluster Toolkit's own blueprints (tests/fixtures/cluster-toolkit, see
+its SOURCE file): every GKE blueprint of CT v1.98.0's examples/ and community/examples/.
+
+For each blueprint:
+- `deploy BP --vars <only the variables it leaves empty> --dry-run-out -` exits 0, and so does
+  the same with the toolkit's deployment file next to it (-d) where there is one;
+- the Kueue objects equal, field by field, what the toolkit's kubectl-apply module applies for
+  the blueprint: its template (the blueprint's staged file, or the module's built-in
+  kueue-configuration*.yaml.tftpl) rendered below by `templatefile`, a substitute for
+  Terraform's function that knows only what these files use (${name} and
+  %{ if name != "" }...%{ endif }), then treated as the module's main.tf does (its default
+  template variables, the documents split on "\\n---", ClusterQueues of one name merged, the
+  Helm release's namespace kueue-system for namespaced objects without one). The template
+  variables each blueprint passes are written out by hand below, with their arithmetic.
+
+Quantities are compared by value, as the API server stores them (2000G and 2T are one
+quantity). Run: GCLUSTER=build/gcluster python3 -m pytest -q tests/deploy/test_ct_examples.py
+"""
+import json
+import os
+import pathlib
+import re
+import subprocess
+from fractions import Fraction
+
+import pytest
+import yaml
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CT = REPO / "tests" / "fixtures" / "cluster-toolkit"
+GCLUSTER = os.environ.get("GCLUSTER", str(REPO / "build" / "gcluster"))
+BUILTIN = "modules/management/kubectl-apply/kueue/"
+
+
+def is_blueprint(path):
+    text = path.read_text()
+    return "blueprint_name:" in text and "deployment_groups:" in text
+
+
+BLUEPRINTS = sorted(str(p.relative_to(CT)) for p in CT.rglob("*.yaml") if is_blueprint(p))
+
+# Values for the variables a blueprint leaves empty (the ones its README says to set).
+VALUES = {
+    "project_id": "ct-test-project",
+    "deployment_name": "ct-test",
+    "region": "us-central1",
+    "zone": "us-central1-b",
+    "authorized_cidr": "10.0.0.0/32",
+    "reservation": "test-reservation",
+    "reservation_project_id": "ct-test-project",
+    "static_node_count": 2,
+    "num_node_pools": 1,
+    "num_slices": 2,
+    "autoscaling_min_node_count": 0,
+    "autoscaling_max_node_count": 4,
+    "num_gpus": 1,
+}
+# Those that depend on the blueprint's machine.
+PER_BLUEPRINT = {
+    "gke-tpu-v6e": {"machine_type": "ct6e-standard-4t", "tpu_topology": "4x4"},
+    "gke-tpu-v5e": {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "4x4"},
+    "gke-tpu-7x": {"tpu_topology": "2x2x2"},
+    "gke-g4": {"machine_type": "g4-standard-48"},
+}
+
+# The Kueue configuration the toolkit applies: (template, config_template_vars), or absent when
+# it applies none (no kueue.install, or install without config_path and without Pathways or
+# dynamic slicing). num_slices is 2; a 4x4 slice of ct6e/ct5lp 4-chip hosts has 4 hosts, a
+# 2x2x2 slice of tpu7x-standard-4t 2; static GPU pools have static_node_count 2.
+EXPECTED = {
+    # 2 slices x 4 hosts x 4 chips
+    "examples/gke-tpu-v6e/gke-tpu-v6e.yaml": (
+        "examples/gke-tpu-v6e/kueue-configuration.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu-v6e-slice", "namespace": "default"}),
+    "examples/gke-tpu-v6e/gke-tpu-v6e-advanced.yaml": (
+        "examples/gke-tpu-v6e/kueue-configuration.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu-v6e-slice", "namespace": "default"}),
+    # 2 slices x 2 hosts x 4 chips
+    "examples/gke-tpu-7x/gke-tpu-7x.yaml": (
+        "examples/gke-tpu-7x/kueue-configuration.yaml.tftpl",
+        {"tpu_quota": 16, "accelerator_type": "tpu7x", "namespace": "default"}),
+    "examples/gke-tpu-7x/gke-tpu-7x-advanced.yaml": (
+        "examples/gke-tpu-7x/kueue-configuration.yaml.tftpl",
+        {"tpu_quota": 16, "accelerator_type": "tpu7x", "namespace": "default"}),
+    # No config_path and enable_pathways_for_tpus: the built-in Pathways configuration.
+    "examples/gke-tpu-v5e/gke-tpu-v5e.yaml": (
+        BUILTIN + "kueue-configuration-pathways.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu-v5-lite-podslice", "tpu_topology": "4x4",
+         "namespace": "default"}),
+    # flex-start: 2 slices x autoscaling_max_node_count 4 x 4 chips
+    "examples/gke-consumption-options/dws-flex-start/gke-tpu-v6e/gke-tpu-v6e.yaml": (
+        "examples/gke-consumption-options/dws-flex-start/gke-tpu-v6e/"
+        "kueue-configuration.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu-v6e-slice"}),
+    "examples/gke-consumption-options/dws-flex-start/gke-tpu-7x/gke-tpu-7x.yaml": (
+        "examples/gke-consumption-options/dws-flex-start/gke-tpu-7x/"
+        "kueue-configuration.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu7x"}),
+    "examples/gke-consumption-options/dws-flex-start-queued-provisioning/gke-tpu-v6e/"
+    "gke-tpu-v6e.yaml": (
+        "examples/gke-consumption-options/dws-flex-start-queued-provisioning/"
+        "tpu-dws-queues.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu-v6e-slice", "tpu_topology": "4x4"}),
+    "examples/gke-consumption-options/dws-flex-start-queued-provisioning/gke-tpu-7x/"
+    "gke-tpu-7x.yaml": (
+        "examples/gke-consumption-options/dws-flex-start-queued-provisioning/"
+        "tpu-dws-queues.yaml.tftpl",
+        {"tpu_quota": 32, "accelerator_type": "tpu7x", "tpu_topology": "2x2x2"}),
+    "examples/gke-consumption-options/dws-flex-start-queued-provisioning/gke-a3-ultragpu.yaml": (
+        "examples/gke-consumption-options/dws-flex-start-queued-provisioning/"
+        "dws-queues.yaml.tftpl",
+        {"num_gpus": 512}),
+    # static_gpu_count: static_node_count x guest_accelerator count
+    "examples/gke-a3-highgpu/gke-a3-highgpu.yaml": (
+        "examples/gke-a3-highgpu/kueue-configuration.yaml.tftpl",
+        {"num_gpus": 16, "accelerator_type": "nvidia-h100-80gb"}),
+    "examples/gke-a3-megagpu/gke-a3-megagpu.yaml": (
+        "examples/gke-a3-megagpu/kueue-configuration.yaml.tftpl",
+        {"num_gpus": 16, "accelerator_type": "nvidia-h100-mega-80gb"}),
+    "examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml": (
+        "examples/gke-a3-ultragpu/kueue-configuration.yaml.tftpl",
+        {"num_gpus": 16, "accelerator_type": "nvidia-h200-141gb"}),
+    "examples/gke-a4/gke-a4.yaml": (
+        "examples/gke-a4/kueue-configuration.yaml.tftpl",
+        {"num_gpus": 16, "accelerator_type": "nvidia-b200"}),
+    "examples/gke-a4x/gke-a4x.yaml": (
+        "examples/gke-a4x/kueue-configuration.yaml.tftpl",
+        {"num_gpus": 8, "accelerator_type": "nvidia-gb200"}),
+    "examples/gke-a4x-max-bm/gke-a4x-max-bm.yaml": (
+        "examples/gke-a4x-max-bm/kueue-configuration.yaml.tftpl",
+        {"num_gpus": 8, "accelerator_type": "nvidia-gb300"}),
+    "community/examples/xpk-n2-filestore/xpk-n2-filestore.yaml": (
+        "community/examples/xpk-n2-filestore/kueue-xpk-configuration.yaml.tftpl",
+        {"machine_type": "n2-standard-32", "vms_per_slice": 2, "cpu_count": 64}),
+}
+
+# kubectl-apply's template variables before config_template_vars (its main.tf locals).
+MODULE_DEFAULTS = {"pathways_cpu_quota": 480, "pathways_memory_quota": "2000G",
+                   "tpu_flavor_cpu_quota": "999999", "tpu_flavor_memory_quota": "999999T",
+                   "tpu_quota": "999999", "tpu_topology": ""}
+NAMESPACED_WITHOUT_NAMESPACE_GO_TO = "kueue-system"  # the module's Helm release namespace
+CLUSTER_SCOPED = {"ResourceFlavor", "ClusterQueue", "Topology", "AdmissionCheck",
+                  "ProvisioningRequestConfig", "PriorityClass", "WorkloadPriorityClass"}
+
+
+def templatefile(text, variables):
+    """Terraform's templatefile for the constructs these templates use."""
+    def condition(m):
+        return m.group(2) if str(variables[m.group(1)]) != "" else ""
+    text = re.sub(r'%\{ if (\w+) != "" \}(.*?)%\{ endif \}', condition, text)
+    text = re.sub(r"\$\{(\w+)\}", lambda m: str(variables[m.group(1)]), text)
+    assert "${" not in text and "%{" not in text, "a construct the substitute does not know"
+    return text
+
+
+def toolkit_objects(template, user_vars):
+    variables = dict(MODULE_DEFAULTS, **user_vars)
+    raw = (CT / template).read_text()
+    content = templatefile(raw, variables) if template.endswith(".tftpl") or user_vars else raw
+    docs = [yaml.safe_load(d.strip()) for d in content.split("\n---") if d.strip()]
+    docs = [d for d in docs if d is not None]
+    others = [d for d in docs if d.get("kind") != "ClusterQueue"]
+    queues = {}
+    for cq in (d for d in docs if d.get("kind") == "ClusterQueue"):
+        queues.setdefault(cq["metadata"]["name"], []).append(cq)
+    merged = []
+    for cqs in queues.values():
+        spec = {}
+        for cq in cqs:
+            spec.update(cq.get("spec") or {})
+        spec["resourceGroups"] = [g for cq in cqs for g in (cq.get("spec") or {}).get(
+            "resourceGroups", [])]
+        metadata = {}
+        for cq in cqs:
+            metadata.update(cq.get("metadata") or {})
+        merged.append({"apiVersion": cqs[0]["apiVersion"], "kind": cqs[0]["kind"],
+                       "metadata": metadata, "spec": spec})
+    objects = others + merged
+    for obj in objects:
+        if obj["kind"] not in CLUSTER_SCOPED:
+            obj["metadata"].setdefault("namespace", NAMESPACED_WITHOUT_NAMESPACE_GO_TO)
+    return objects
+
+
+QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+SUFFIX = {None: 1, "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+          "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def quantity(v):
+    m = QUANTITY.match(str(v))
+    assert m, f"{v!r} is not a quantity"
+    return ("quantity", Fraction(m.group(1)) * SUFFIX[m.group(2)])
+
+
+def normalized(v, key=None):
+    if isinstance(v, dict):
+        return {k: normalized(x, k) for k, x in v.items()}
+    if isinstance(v, list):
+        return [normalized(x) for x in v]
+    if key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+        return quantity(v)
+    return v
+
+
+def by_identity(objects):
+    out = {}
+    for obj in objects:
+        key = (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        assert key not in out, f"{key} twice"
+        out[key] = normalized(obj)
+    return out
+
+
+def blueprint_vars(bp):
+    doc = yaml.safe_load((CT / bp).read_text())
+    return doc.get("vars") or {}
+
+
+# A deployment file's placeholders: COMPUTE_ZONE, IP_ADDRESS/SUFFIX (not an enum value: NONE).
+PLACEHOLDER = re.compile(r"^[A-Z]+(_[A-Z]+)+(/[A-Z_]+)?$")
+
+
+def fill(bp, declared):
+    """--vars for exactly the variables left empty (or as a deployment file's placeholder)."""
+    family = next((v for k, v in PER_BLUEPRINT.items() if pathlib.Path(bp).stem.startswith(k)),
+                  {})
+    out = []
+    for name, value in declared.items():
+        if value is not None and not (isinstance(value, str) and PLACEHOLDER.match(value)):
+            continue
+        region = declared.get("region")
+        if name == "zone" and region and not PLACEHOLDER.match(str(region)):
+            chosen = region + "-b"  # a zone of the blueprint's own region
+        else:
+            chosen = family.get(name, VALUES.get(name))
+        assert chosen is not None, f"{bp}: no test value for required variable {name}"
+        out += ["--vars", f"{name}={chosen}"]
+    return out
+
+
+def required_vars(bp):
+    return fill(bp, blueprint_vars(bp))
+
+
+def gcluster(*args):
+    return subprocess.run([GCLUSTER, *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, KUBECONFIG="/nonexistent/kubeconfig"))
+
+
+def dry_run(bp, *extra):
+    proc = gcluster("deploy", str(CT / bp), *extra, "--dry-run-out", "-", "-o", "json")
+    assert proc.returncode == 0, f"{bp}: exit {proc.returncode}: {proc.stderr}"
+    doc = json.loads(proc.stdout)
+    assert doc["kind"] == "List"
+    return doc["items"]
+
+
+def test_the_corpus_is_complete():
+    """Every GKE blueprint of the examples is here, and each TPU/GPU one has an expectation."""
+    assert len(BLUEPRINTS) == 30, BLUEPRINTS
+    for bp in EXPECTED:
+        assert bp in BLUEPRINTS, bp
+
+
+@pytest.mark.parametrize("bp", BLUEPRINTS)
+def test_dry_run_objects_equal_the_toolkits(bp):
+    objects = dry_run(bp, *required_vars(bp))
+    expected = toolkit_objects(*EXPECTED[bp]) if bp in EXPECTED else []
+    assert by_identity(objects) == by_identity(expected)
+
+
+DEPLOYMENT_FILES = sorted(
+    str(p.relative_to(CT)) for p in CT.rglob("*-deployment.yaml")
+    if (p.parent / p.name.replace("-deployment.yaml", ".yaml")).exists())
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENT_FILES)
+def test_deployment_file_supplies_the_vars(deployment):
+    """-d: the toolkit's deployment file next to the blueprint; what it leaves empty too comes
+    from --vars."""
+    bp = deployment.replace("-deployment.yaml", ".yaml")
+    dep_vars = yaml.safe_load((CT / deployment).read_text()).get("vars") or {}
+    merged = dict(blueprint_vars(bp), **dep_vars)
+    dry_run(bp, "-d", str(CT / deployment), *fill(bp, merged))
