@@ -20,7 +20,11 @@ import json
 import os
 import pathlib
 import re
+import ssl
 import subprocess
+import sys
+import time
+import urllib.request
 from fractions import Fraction
 
 import pytest
@@ -284,3 +288,106 @@ def test_deployment_file_supplies_the_vars(deployment):
     dep_vars = yaml.safe_load((CT / deployment).read_text()).get("vars") or {}
     merged = dict(blueprint_vars(bp), **dep_vars)
     dry_run(bp, "-d", str(CT / deployment), *fill(bp, merged))
+
+
+# --plan, offline: the cluster is tests/kube/test_server.py on loopback, scripted as a cluster
+# that serves Kueue and JobSet and has no node pools yet. The plan must exit 0, send every
+# object only as a server-side-apply dry run (dryRun=All), and send nothing else that writes.
+
+PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
+           "LocalQueue": "localqueues", "AdmissionCheck": "admissionchecks",
+           "Topology": "topologies", "ProvisioningRequestConfig": "provisioningrequestconfigs",
+           "PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("plan")
+    cert, key, port_file = tmp / "server.pem", tmp / "server.key", tmp / "port"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "kube" / "test_server.py"),
+                             "--cert", str(cert), "--key", str(key), "--port-file",
+                             str(port_file), "--lifetime", "600"])
+    try:
+        for _ in range(200):  # bounded: 20 s
+            if port_file.exists() and port_file.read_text().strip():
+                break
+            time.sleep(0.1)
+        port = int(port_file.read_text().strip())
+        kubeconfig = tmp / "kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "test",
+            "clusters": [{"name": "test", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                                      "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "test", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test",
+                                                      "namespace": "default"}}]}))
+        yield port, kubeconfig
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def control(port, method, path, doc=None):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    data = json.dumps(doc).encode() if doc is not None else None
+    req = urllib.request.Request(f"https://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+        body = resp.read()
+    return json.loads(body) if body else None
+
+
+def object_path(obj):
+    group_version = obj["apiVersion"]
+    prefix = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+    ns = obj["metadata"].get("namespace")
+    ns_part = f"/namespaces/{ns}" if ns else ""
+    return f"{prefix}{ns_part}/{PLURALS[obj['kind']]}/{obj['metadata']['name']}"
+
+
+def cluster_script(objects):
+    """A cluster with Kueue (v1beta2 and v1beta1) and JobSet, no nodes, none of `objects`."""
+    script = {
+        "GET /api/v1/nodes": [{"json": {"kind": "NodeList", "metadata": {}, "items": []},
+                               "repeat": True}],
+        "GET /apis/kueue.x-k8s.io": [{"json": {"kind": "APIGroup", "versions": [
+            {"groupVersion": "kueue.x-k8s.io/v1beta2", "version": "v1beta2"},
+            {"groupVersion": "kueue.x-k8s.io/v1beta1", "version": "v1beta1"}]},
+            "repeat": True}],
+        "GET /apis/jobset.x-k8s.io": [{"json": {"kind": "APIGroup", "versions": [
+            {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}]},
+            "repeat": True}],
+    }
+    for group_version in sorted({o["apiVersion"] for o in objects}):
+        resources = [{"name": PLURALS[k], "kind": k, "namespaced": k not in CLUSTER_SCOPED}
+                     for k in PLURALS]
+        path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+        script[f"GET {path}"] = [{"json": {"kind": "APIResourceList",
+                                           "groupVersion": group_version,
+                                           "resources": resources}, "repeat": True}]
+    for obj in objects:
+        script[f"PATCH {object_path(obj)}"] = [{"json": obj}]
+    return script
+
+
+@pytest.mark.parametrize("bp", BLUEPRINTS)
+def test_plan_exits_0_and_only_dry_runs(bp, server):
+    port, kubeconfig = server
+    objects = dry_run(bp, *required_vars(bp))
+    control(port, "POST", "/_test/reset", {"drop_old_connections": True})
+    control(port, "POST", "/_test/script", cluster_script(objects))
+    proc = gcluster("deploy", str(CT / bp), *required_vars(bp), "--plan", "--context", "test",
+                    "--kubeconfig", str(kubeconfig), "-o", "json")
+    assert proc.returncode == 0, f"{bp}: exit {proc.returncode}: {proc.stderr}"
+    report = json.loads(proc.stdout)
+    log = control(port, "GET", "/_test/log")
+    writes = [r for r in log if r["method"] not in ("GET",)]
+    assert all(r["method"] == "PATCH" and "dryRun=All" in r["query"] for r in writes), writes
+    assert sorted(r["path"] for r in writes) == sorted(object_path(o) for o in objects)
+    assert len(report["kueue_objects"]) == len(objects)
