@@ -391,3 +391,134 @@ def test_plan_exits_0_and_only_dry_runs(bp, server):
     assert all(r["method"] == "PATCH" and "dryRun=All" in r["query"] for r in writes), writes
     assert sorted(r["path"] for r in writes) == sorted(object_path(o) for o in objects)
     assert len(report["kueue_objects"]) == len(objects)
+
+
+# The module's built-in configurations, one per (enable_pathways_for_tpus,
+# enable_dynamic_slicing_for_tpus): a v6e blueprint without config_path. Without either, the
+# module applies no configuration at all.
+BUILTIN_BLUEPRINT = """blueprint_name: builtin
+vars:
+  project_id: p
+  deployment_name: d
+  region: us-east5
+  zone: us-east5-b
+deployment_groups:
+- group: primary
+  modules:
+  - id: cluster
+    source: modules/scheduler/gke-cluster
+  - id: pool
+    source: modules/compute/gke-node-pool
+    use: [cluster]
+    settings:
+      machine_type: ct6e-standard-4t
+      num_slices: 2
+      placement_policy: {type: COMPACT, tpu_topology: 4x4}
+  - id: kueue
+    source: modules/management/kubectl-apply
+    use: [cluster]
+    settings:
+      kueue:
+        install: true
+        enable_pathways_for_tpus: %(pathways)s
+        enable_dynamic_slicing_for_tpus: %(slicing)s
+        config_template_vars:
+          accelerator_type: tpu-v6e-slice
+          tpu_quota: $(vars.slices * pool.node_count_static * pool.tpu_chips_per_node)
+%(topology)s"""
+BUILTIN_TEMPLATES = {
+    (True, False): "kueue-configuration-pathways.yaml.tftpl",
+    (False, True): "kueue-configuration-dynamic-slicing.yaml.tftpl",
+    (True, True): "kueue-configuration-dynamic-slicing-pathways.yaml.tftpl",
+}
+
+
+@pytest.mark.parametrize("pathways", [False, True])
+@pytest.mark.parametrize("slicing", [False, True])
+@pytest.mark.parametrize("topology", ["", "4x4"])
+def test_builtin_configurations_equal_the_modules(tmp_path, pathways, slicing, topology):
+    text = BUILTIN_BLUEPRINT % {
+        "pathways": str(pathways).lower(), "slicing": str(slicing).lower(),
+        "topology": f"          tpu_topology: {topology}\n" if topology else ""}
+    text = text.replace("  region: us-east5\n", "  region: us-east5\n  slices: 2\n")
+    bp = tmp_path / "builtin.yaml"
+    bp.write_text(text)
+    proc = gcluster("deploy", str(bp), "--dry-run-out", "-", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    objects = json.loads(proc.stdout)["items"]
+    template = BUILTIN_TEMPLATES.get((pathways, slicing))
+    # 2 slices x 4 hosts x 4 chips
+    variables = {"accelerator_type": "tpu-v6e-slice", "tpu_quota": 32}
+    if topology:
+        variables["tpu_topology"] = topology
+    expected = toolkit_objects(BUILTIN + template, variables) if template else []
+    assert by_identity(objects) == by_identity(expected)
+    if template:  # the TPU flavor first, in the objects and in the queue
+        flavors = [o for o in objects if o["kind"] == "ResourceFlavor"]
+        assert flavors[0]["metadata"]["name"] == ("flavor-tpu-v6e-slice" if pathways
+                                                  else "tpu-flavor")
+
+
+USER_TEMPLATE_BLUEPRINT = """blueprint_name: user
+vars: {project_id: p, deployment_name: d, region: us-east5, zone: us-east5-b}
+deployment_groups:
+- group: primary
+  modules:
+  - id: cluster
+    source: modules/scheduler/gke-cluster
+  - id: kueue
+    source: modules/management/kubectl-apply
+    use: [cluster]
+    settings:
+      kueue:
+        install: true
+        config_path: %s
+"""
+
+
+def test_user_template_keeps_every_object_and_namespaces_them_as_the_module(tmp_path):
+    """A ClusterQueue and a LocalQueue of one name are both kept; two ClusterQueues of one name
+    become one; a namespaced object without a namespace goes to kueue-system; a file that is
+    not .tftpl and gets no config_template_vars is taken as it is (${x} stays)."""
+    template = tmp_path / "queues.yaml"
+    template.write_text("""apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: a3-high}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 16}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: a3-high}
+spec: {clusterQueue: a3-high}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: a3-high, labels: {team: x}}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: cpu, resources: [{name: cpu, nominalQuota: "${x}"}]}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: note, namespace: team-a}
+data: {text: "${x}"}
+""")
+    bp = tmp_path / "user.yaml"
+    bp.write_text(USER_TEMPLATE_BLUEPRINT % template.name)
+    proc = gcluster("deploy", str(bp), "--dry-run-out", "-", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    objects = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+               for o in json.loads(proc.stdout)["items"]}
+    assert set(objects) == {("ClusterQueue", None, "a3-high"),
+                            ("LocalQueue", "kueue-system", "a3-high"),
+                            ("ConfigMap", "team-a", "note")}
+    cq = objects[("ClusterQueue", None, "a3-high")]
+    assert [g["coveredResources"] for g in cq["spec"]["resourceGroups"]] == [
+        ["nvidia.com/gpu"], ["cpu"]]
+    assert cq["metadata"]["labels"] == {"team": "x"}
+    assert objects[("ConfigMap", "team-a", "note")]["data"] == {"text": "${x}"}
