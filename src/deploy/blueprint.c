@@ -299,6 +299,24 @@ static gc_bp_module *find_module(const gc_blueprint *bp, const char *id)
     return NULL;
 }
 
+/* The gke-cluster whose enable_pathways_for_tpus output a kubectl-apply module gets: the one
+ * it uses; without one in `use` (the toolkit would refuse the missing cluster_id), the
+ * blueprint's cluster, which is the one deploy acts on. */
+static const gc_bp_module *wired_cluster(const gc_blueprint *bp, const gc_bp_module *m)
+{
+    if (m->kind != GC_BP_MODULE_KUBECTL_APPLY)
+        return NULL;
+    for (size_t i = 0; i < m->use_count; i++) {
+        const gc_bp_module *used = find_module(bp, m->use[i]);
+        if (used && used->kind == GC_BP_MODULE_CLUSTER)
+            return used;
+    }
+    for (size_t i = 0; i < bp->module_count; i++)
+        if (bp->modules[i].kind == GC_BP_MODULE_CLUSTER)
+            return &bp->modules[i];
+    return NULL;
+}
+
 /* A module's setting after evaluation: settings[key], else a used module's output of that name,
  * else the variable. NULL when none (or null). */
 static int module_setting(bp_reader *r, const gc_bp_module *m, const char *key, json_t **out)
@@ -309,11 +327,9 @@ static int module_setting(bp_reader *r, const gc_bp_module *m, const char *key, 
         *out = json_is_null(v) ? NULL : json_incref(v);
         return 0;
     }
-    for (size_t i = 0; i < m->use_count; i++) {
-        const gc_bp_module *used = find_module(r->bp, m->use[i]);
-        if (used && used->kind == GC_BP_MODULE_CLUSTER && !strcmp(key, "enable_pathways_for_tpus"))
-            return module_setting(r, used, key, out);
-    }
+    const gc_bp_module *cluster = wired_cluster(r->bp, m);
+    if (cluster && !strcmp(key, "enable_pathways_for_tpus"))
+        return module_setting(r, cluster, key, out);
     if (json_object_get(r->raw_vars, key)) {
         int rc = var_value(r, key, &v);
         if (rc)
@@ -1313,12 +1329,9 @@ const json_t *gc_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m
 {
     const json_t *v = json_object_get(m->settings, key);
     if (!v) {
-        for (size_t i = 0; i < m->use_count; i++) {
-            const gc_bp_module *used = find_module(bp, m->use[i]);
-            if (used && used->kind == GC_BP_MODULE_CLUSTER &&
-                !strcmp(key, "enable_pathways_for_tpus"))
-                return gc_blueprint_setting(bp, used, key);
-        }
+        const gc_bp_module *cluster = wired_cluster(bp, m);
+        if (cluster && !strcmp(key, "enable_pathways_for_tpus"))
+            return gc_blueprint_setting(bp, cluster, key);
         v = json_object_get(bp->vars, key);
     }
     return json_is_null(v) ? NULL : v;

@@ -966,7 +966,7 @@ static void strip_trailing_space(gc_buf *out)
 }
 
 int deploy_template_render(const char *text, size_t len, const deploy_env *env, const char *label,
-                           char **out, gc_error *err)
+                           gc_buf *out, gc_error *err)
 {
     gc_buf b;
     gc_buf_init(&b);
@@ -1080,11 +1080,7 @@ int deploy_template_render(const char *text, size_t len, const deploy_env *env, 
     }
     if (!rc && depth)
         rc = gc_fail(err, GC_EXIT_USAGE, "%s: %%{ if } without %%{ endif }", label);
-    if (rc) {
-        gc_buf_free(&b);
-        *out = NULL;
-        return rc;
-    }
-    *out = b.data ? gc_buf_detach(&b) : gc_xstrdup("");
-    return 0;
+    gc_buf_append(out, b.data, b.len);
+    gc_buf_free(&b);
+    return rc;
 }

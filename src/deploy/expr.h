@@ -14,6 +14,7 @@
 #ifndef GCLUSTER_DEPLOY_EXPR_H
 #define GCLUSTER_DEPLOY_EXPR_H
 
+#include "gcluster/buf.h"
 #include "gcluster/error.h"
 
 #include <jansson.h>
@@ -48,10 +49,11 @@ int deploy_string_eval(const char *s, const deploy_env *env, json_t **out, gc_er
 /* Whether a blueprint string holds an expression at all. */
 bool deploy_string_has_expression(const char *s);
 
-/* Renders a Terraform template: ${expr}, %{ if expr }..%{ else }..%{ endif } (with ~ strip
- * markers), $${ and %%{ for literals. Errors name `label`, line and column. */
+/* Renders a Terraform template onto `out` (bytes as they are, NULs too): ${expr},
+ * %{ if expr }..%{ else }..%{ endif } (with ~ strip markers), $${ and %%{ for literals. Errors
+ * name `label`, line and column; `out` then holds part of the rendering. */
 int deploy_template_render(const char *text, size_t len, const deploy_env *env, const char *label,
-                           char **out, gc_error *err);
+                           gc_buf *out, gc_error *err);
 
 /* The text a value has inside a string (numbers as HCL prints them); NULL for lists, objects,
  * null and unknowns. */

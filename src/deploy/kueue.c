@@ -355,13 +355,7 @@ int gc_template_render(const char *text, size_t len, const json_t *vars, const c
                        gc_buf *out, gc_error *err)
 {
     deploy_env env = {.ref = template_ref, .ctx = (void *)vars, .bare_names = true};
-    char *rendered;
-    int rc = deploy_template_render(text, len, &env, label, &rendered, err);
-    if (rc)
-        return rc;
-    gc_buf_puts(out, rendered);
-    free(rendered);
-    return 0;
+    return deploy_template_render(text, len, &env, label, out, err);
 }
 
 static int kind_rank(const char *kind)
