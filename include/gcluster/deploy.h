@@ -116,6 +116,7 @@ typedef struct gc_blueprint {
     bool jobset_install;
     char *kueue_version;     /* kueue.version, or NULL */
     char *kueue_config_path; /* resolved against dir, or NULL for the built-in configuration */
+    char *kueue_config_var;  /* the variable config_path is exactly $(vars.NAME) of, or NULL */
     json_t *kueue_vars;      /* kueue.config_template_vars (an object, possibly empty) */
     bool kueue_user_vars;    /* some module set config_template_vars (a non-.tftpl config_path
                                 is then rendered as a template too, as the module does) */

@@ -1028,6 +1028,13 @@ static int read_kueue(bp_reader *r, const scope *kueue)
     char *config_path = NULL;
     if (!rc)
         rc = get_string(r, kueue, "config_path", &config_path);
+    const json_t *raw_path = json_object_get(kueue->raw, "config_path");
+    const char *text = json_string_value(raw_path);
+    if (text && !strncmp(text, "$(vars.", 7) && strlen(text) > 8 && text[strlen(text) - 1] == ')' &&
+        is_identifier(text + 7, strlen(text) - 8)) {
+        free(bp->kueue_config_var);
+        bp->kueue_config_var = gc_xstrndup(text + 7, strlen(text) - 8);
+    }
     if (config_path) {
         free(bp->kueue_config_path);
         bp->kueue_config_path = config_path[0] == '/' ? gc_xstrdup(config_path)
@@ -1383,6 +1390,7 @@ void gc_blueprint_free(gc_blueprint *bp)
     free(bp->zone);
     free(bp->kueue_version);
     free(bp->kueue_config_path);
+    free(bp->kueue_config_var);
     json_decref(bp->vars);
     json_decref(bp->kueue_vars);
     gc_strings_free(&bp->warnings);

@@ -627,12 +627,17 @@ static void warn_head_pool(const gc_blueprint *bp, const char *head_pool, const 
                       bp->kueue_config_path, name, head_pool);
         return;
     }
+    char drop[256];
+    if (bp->kueue_config_var)
+        snprintf(drop, sizeof(drop), "pass --vars %s=null", bp->kueue_config_var);
+    else
+        snprintf(drop, sizeof(drop), "drop kueue.config_path");
     gc_buf_printf(warnings,
                   "%s: no ResourceFlavor selects the Pathways head pool (%s: %s), so Kueue cannot "
                   "admit Pathways head pods there; add a flavor with that node label and cpu and "
                   "memory quota in the ClusterQueue (as the built-in pathways-flavor does), or "
-                  "drop kueue.config_path to use the built-in configuration\n",
-                  bp->kueue_config_path, LABEL_NODEPOOL, head_pool);
+                  "%s to use the module's built-in Pathways configuration\n",
+                  bp->kueue_config_path, LABEL_NODEPOOL, head_pool, drop);
 }
 
 int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,

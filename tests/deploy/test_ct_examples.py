@@ -522,3 +522,18 @@ data: {text: "${x}"}
         ["nvidia.com/gpu"], ["cpu"]]
     assert cq["metadata"]["labels"] == {"team": "x"}
     assert objects[("ConfigMap", "team-a", "note")]["data"] == {"text": "${x}"}
+
+
+# The advanced blueprints (the Pathways user guide's) keep enable_pathways_for_tpus: true but set
+# kueue.config_path through a variable; with that variable null the module applies its built-in
+# Pathways configuration, with the blueprint's config_template_vars.
+@pytest.mark.parametrize("bp,variables", [
+    ("examples/gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
+     {"tpu_quota": 32, "accelerator_type": "tpu-v6e-slice", "namespace": "default"}),
+    ("examples/gke-tpu-7x/gke-tpu-7x-advanced.yaml",
+     {"tpu_quota": 16, "accelerator_type": "tpu7x", "namespace": "default"}),
+])
+def test_advanced_blueprints_without_their_template_get_the_builtin_pathways(bp, variables):
+    objects = dry_run(bp, *required_vars(bp), "--vars", "kueue_configuration_path=null")
+    expected = toolkit_objects(BUILTIN + "kueue-configuration-pathways.yaml.tftpl", variables)
+    assert by_identity(objects) == by_identity(expected)
