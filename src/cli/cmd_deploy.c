@@ -26,6 +26,10 @@ typedef struct deploy_args {
     bool create_node_pools;
 } deploy_args;
 
+/* Google's deploy levels for a failed blueprint validator. */
+static const char *const validation_levels[] = {"ERROR", "WARNING", "IGNORE", NULL};
+static const cli_values validation_level_values = {.names = validation_levels};
+
 static const cli_option deploy_options[] = {
     CLI_BOOL(0, "plan", deploy_args, plan,
              "print the node-pool plan and the objects that would change; change nothing"),
@@ -38,7 +42,7 @@ static const cli_option deploy_options[] = {
                "deployment file whose vars: override the blueprint's (--vars override it)"),
     /* Google's deploy takes -l as --validation-level; --location keeps its long name. */
     CLI_VALUES('l', "validation-level", deploy_args, validation_level, "LEVEL",
-               &cli_validation_levels,
+               &validation_level_values,
                "what a failed blueprint validator does: ERROR (exit 2, default), WARNING, "
                "IGNORE"),
     CLI_BOOL(0, "create-node-pools", deploy_args, create_node_pools,

@@ -122,12 +122,11 @@ typedef struct cli_globals {
 extern const cli_option cli_global_options[];
 
 /* Value sets more than one command uses (values.c). */
-extern const cli_values cli_job_names;         /* a job of the selected cluster */
-extern const cli_values cli_paths;             /* a file or directory */
-extern const cli_values cli_compute_types;     /* the catalog's --compute-type names (and others) */
-extern const cli_values cli_text_formats;      /* -o: text, json, yaml */
-extern const cli_values cli_table_formats;     /* -o: table, wide, json, yaml */
-extern const cli_values cli_validation_levels; /* deploy -l: ERROR, WARNING, IGNORE */
+extern const cli_values cli_job_names;     /* a job of the selected cluster */
+extern const cli_values cli_paths;         /* a file or directory */
+extern const cli_values cli_compute_types; /* the catalog's --compute-type names (and others) */
+extern const cli_values cli_text_formats;  /* -o: text, json, yaml */
+extern const cli_values cli_table_formats; /* -o: table, wide, json, yaml */
 
 /* Whether `value` may be given where `values` is expected (always, for open sets). */
 bool cli_value_allowed(const cli_values *values, const char *value);

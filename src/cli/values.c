@@ -19,9 +19,6 @@ const cli_values cli_text_formats = {.names = text_formats};
 static const char *const table_formats[] = {"table", "wide", "json", "yaml", NULL};
 const cli_values cli_table_formats = {.names = table_formats};
 
-static const char *const validation_levels[] = {"ERROR", "WARNING", "IGNORE", NULL};
-const cli_values cli_validation_levels = {.names = validation_levels};
-
 /* Several catalog entries name the same thing (tpu7x is a family and a GKE label; a 2x4 slice
  * of v6e exists on the 4-chip and the 8-chip host): each name is offered once. */
 typedef struct unique_names {
