@@ -23,6 +23,7 @@
 #include "gcluster/emit.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,7 +564,10 @@ static int get_count(bp_reader *r, const scope *s, const char *key, long *out)
     int rc = get(r, s, key, &v);
     if (rc || !v)
         return rc;
-    if (json_is_real(v) && json_real_value(v) == (double)(long)json_real_value(v)) {
+    /* A whole number arithmetic produced as a real (6 / 2); the range check comes first, as
+     * converting a real outside long's range is undefined. */
+    if (json_is_real(v) && fabs(json_real_value(v)) <= 100000 &&
+        json_real_value(v) == (double)(long)json_real_value(v)) {
         json_t *i = json_integer((json_int_t)json_real_value(v));
         json_decref(v);
         v = i;

@@ -154,6 +154,9 @@ static int number(parser *p, json_t **out)
     if (!n || p->pos + n > p->len)
         return syntax(p, "a number");
     p->pos += n;
+    if (!isfinite(d))
+        return gc_fail(p->err, GC_EXIT_USAGE, "in \"%.*s\": %.*s is too large a number",
+                       (int)p->len, p->s, (int)n, start);
     bool integral = !memchr(start, '.', n) && !memchr(start, 'e', n) && !memchr(start, 'E', n);
     *out = integral && fabs(d) < 9e15 ? json_integer((json_int_t)d) : json_real(d);
     return 0;
@@ -627,6 +630,9 @@ static int arithmetic(parser *p, char op, json_t *a, json_t *b, json_t **out)
     default:
         r = 0;
     }
+    if (!isfinite(r))
+        return gc_fail(p->err, GC_EXIT_USAGE, "in \"%.*s\": the result of %c is too large",
+                       (int)p->len, p->s, op);
     *out = number_value(r, integral);
     return 0;
 }

@@ -500,6 +500,14 @@ static void test_expression_errors(void **state)
                  "  - id: p\n    source: modules/compute/gke-node-pool\n    settings:\n"
                  "      static_node_count: $(vars.a + 1)\n",
                  (const char *[]){"a variable without a value", "--vars", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: $(1e300 * 1e300)\ndeployment_groups: []\n",
+                 (const char *[]){"blueprint.yaml:3:6:", "the result of * is too large", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: $(1e999)\ndeployment_groups: []\n",
+                 (const char *[]){"too large a number", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: 1\ndeployment_groups:\n- group: g\n  modules:\n"
+                 "  - id: p\n    source: modules/compute/gke-node-pool\n    settings:\n"
+                 "      static_node_count: $(1e30 / 1)\n",
+                 (const char *[]){"a whole number from 0 to 100000", NULL});
 }
 
 /* The outputs of gke-node-pool that blueprints compute with, from the machine and topology. */
