@@ -144,6 +144,7 @@ static char *identifier(parser *p)
 }
 
 static int expression(parser *p, json_t **out);
+static json_t *number_value(double d, bool integral);
 
 static int number(parser *p, json_t **out)
 {
@@ -538,9 +539,10 @@ static int unary(parser *p, json_t **out)
     } else if (accept(p, "-")) {
         rc = unary(p, out);
         if (!rc && !is_unknown(*out)) {
-            json_t *v = json_is_integer(*out) ? json_integer(-json_integer_value(*out))
-                        : json_is_real(*out)  ? json_real(-json_real_value(*out))
-                                              : NULL;
+            json_t *v = json_is_integer(*out)
+                            ? number_value(-(double)json_integer_value(*out), true)
+                        : json_is_real(*out) ? json_real(-json_real_value(*out))
+                                             : NULL;
             json_decref(*out);
             *out = v;
             if (!v)
