@@ -64,13 +64,16 @@ release-build: deps
 
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
-# The unit tier (tests/unit/): pure C against loopback servers written in C and Python; it needs
-# no Go, so it runs on a machine that only has the Debian packages. (--no-tests=error: a tier
-# whose label matches no test fails instead of passing empty.)
+# The unit tier (tests/unit/): pure C against loopback servers written in C and Python, and
+# tests/deploy's pytest over Cluster Toolkit's blueprints (pytest and PyYAML from
+# tests/requirements.txt); it needs no Go. (--no-tests=error: a tier whose label matches no test
+# fails instead of passing empty.)
 unit-test: gcluster
+	@scripts/install-deps --with-python
 	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(CTEST_JOBS) -L unit
 
 asan-test: asan-build
+	@scripts/install-deps --with-python
 	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure --no-tests=error \
 	    -j $(CTEST_JOBS) -L unit
 

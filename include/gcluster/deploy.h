@@ -48,11 +48,56 @@ typedef struct gc_module_ref {
     char *source;
 } gc_module_ref;
 
+/* The kinds of module deploy acts on; every other module is GC_BP_MODULE_OTHER. */
+typedef enum gc_bp_module_kind {
+    GC_BP_MODULE_OTHER,
+    GC_BP_MODULE_CLUSTER,      /* modules/scheduler/gke-cluster */
+    GC_BP_MODULE_NODE_POOL,    /* modules/compute/gke-node-pool */
+    GC_BP_MODULE_KUBECTL_APPLY /* modules/management/kubectl-apply */
+} gc_bp_module_kind;
+
+/* One module of the blueprint with its settings evaluated (expressions over vars and the module
+ * outputs deploy models; ghpc_stage paths relative to the blueprint's folder). A value that only
+ * Terraform can know (another module's output) is kept as an opaque marker: test any value with
+ * gc_blueprint_unknown before using it. Settings the module leaves out are not filled in here;
+ * gc_blueprint_setting applies the toolkit's fallbacks. */
+typedef struct gc_bp_module {
+    char *id;
+    char *source;
+    char *group; /* its deployment group's name */
+    gc_bp_module_kind kind;
+    json_t *settings; /* an object, possibly empty */
+    char **use;       /* the module ids in `use:` */
+    size_t use_count;
+} gc_bp_module;
+
+/* Google's -l/--validation-level: what a failed validator (a check the toolkit runs as a
+ * validator, not a parse error) does. */
+typedef enum gc_validation_level {
+    GC_VALIDATION_ERROR,   /* exit 2 (the default, as Google's) */
+    GC_VALIDATION_WARNING, /* a warning in gc_blueprint.warnings, deploy goes on */
+    GC_VALIDATION_IGNORE,  /* skipped */
+} gc_validation_level;
+
+typedef struct gc_blueprint_options {
+    const char *deployment_file; /* -d: a YAML file whose vars: replace the blueprint's */
+    const char *const *vars;     /* --vars "NAME=VALUE", after the deployment file */
+    size_t var_count;
+    gc_validation_level validation;
+} gc_blueprint_options;
+
 typedef struct gc_blueprint {
-    char *path; /* as given, for messages */
-    char *dir;  /* where relative paths ($(ghpc_stage(...)), config_path) are resolved */
-    char *name; /* blueprint_name */
-    json_t *vars;
+    char *path;            /* as given, for messages */
+    char *deployment_file; /* -d, or NULL */
+    gc_validation_level validation;
+    gc_strings warnings; /* validators that failed under -l WARNING */
+    char *dir;           /* where relative paths ($(ghpc_stage(...)), config_path) are resolved */
+    char *name;          /* blueprint_name */
+    json_t *vars;        /* every variable, evaluated */
+
+    /* Every module in blueprint order, settings evaluated (see gc_bp_module). */
+    gc_bp_module *modules;
+    size_t module_count;
 
     /* modules/scheduler/gke-cluster */
     char *project;
@@ -71,7 +116,13 @@ typedef struct gc_blueprint {
     bool jobset_install;
     char *kueue_version;     /* kueue.version, or NULL */
     char *kueue_config_path; /* resolved against dir, or NULL for the built-in configuration */
+    char *kueue_config_var;  /* the variable config_path is exactly $(vars.NAME) of, or NULL */
     json_t *kueue_vars;      /* kueue.config_template_vars (an object, possibly empty) */
+    bool kueue_user_vars;    /* some module set config_template_vars (a non-.tftpl config_path
+                                is then rendered as a template too, as the module does) */
+    bool kueue_pathways;     /* kubectl-apply's enable_pathways_for_tpus (its own, kueue's, the
+                                cluster's through use, or the variable): built-in Pathways objects */
+    bool dynamic_slicing;    /* kueue.enable_dynamic_slicing_for_tpus */
 
     gc_module_ref *unhandled;
     size_t unhandled_count;
@@ -83,6 +134,21 @@ typedef struct gc_blueprint {
 int gc_blueprint_load(const char *path, const char *const *overrides, size_t count,
                       gc_blueprint *bp, gc_error *err);
 void gc_blueprint_free(gc_blueprint *bp);
+/* The same with a deployment file and a validation level. */
+int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_blueprint *bp,
+                      gc_error *err);
+/* "ERROR", "WARNING" or "IGNORE". */
+int gc_validation_level_parse(const char *text, gc_validation_level *out, gc_error *err);
+
+/* The module with that id, or NULL. */
+const gc_bp_module *gc_blueprint_module(const gc_blueprint *bp, const char *id);
+/* What module `m` gets for input `key`, as the toolkit wires it: its setting, else (for
+ * enable_pathways_for_tpus) the gke-cluster it uses, else the blueprint variable of the same
+ * name. Borrowed; NULL when none or null. May be unknown (gc_blueprint_unknown). */
+const json_t *gc_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m, const char *key);
+/* NULL when `value` (and everything in it) is known; else the module output it waits for
+ * ("gke-tpu-v6e-net-1.instance_additional_networks"). */
+const char *gc_blueprint_unknown(const json_t *value);
 
 /* Every node pool the cluster needs: the blueprint's, plus the Pathways head pool (named
  * `head_pool`) first when the blueprint enables Pathways. Borrowed strings; free the array. */

@@ -17,12 +17,18 @@
 typedef struct deploy_args {
     cli_globals g;
     cli_list vars;
+    const char *deployment_file;
+    const char *validation_level;
     const char *head_pool;
     const char *dry_run_out;
     const char *output;
     bool plan;
     bool create_node_pools;
 } deploy_args;
+
+/* Google's deploy levels for a failed blueprint validator. */
+static const char *const validation_levels[] = {"ERROR", "WARNING", "IGNORE", NULL};
+static const cli_values validation_level_values = {.names = validation_levels};
 
 static const cli_option deploy_options[] = {
     CLI_BOOL(0, "plan", deploy_args, plan,
@@ -32,6 +38,13 @@ static const cli_option deploy_options[] = {
                "Kueue flavor"),
     CLI_LIST(0, "vars", deploy_args, vars, "NAME=VALUE[,...]",
              "override blueprint variables (repeatable; values read as YAML scalars)"),
+    CLI_STRING('d', "deployment-file", deploy_args, deployment_file, "FILE",
+               "deployment file whose vars: override the blueprint's (--vars override it)"),
+    /* Google's deploy takes -l as --validation-level; --location keeps its long name. */
+    CLI_VALUES('l', "validation-level", deploy_args, validation_level, "LEVEL",
+               &validation_level_values,
+               "what a failed blueprint validator does: ERROR (exit 2, default), WARNING, "
+               "IGNORE"),
     CLI_BOOL(0, "create-node-pools", deploy_args, create_node_pools,
              "run the gcloud commands that create the missing node pools"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
@@ -179,12 +192,19 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
     char *storage[CLI_LIST_MAX] = {NULL};
     const char *vars[MAX_VARS];
     size_t var_count = split_vars(&a->vars, storage, vars);
+    gc_blueprint_options o = {
+        .deployment_file = a->deployment_file, .vars = vars, .var_count = var_count};
+    if (a->validation_level &&
+        (rc = gc_validation_level_parse(a->validation_level, &o.validation, err)) != 0)
+        return rc;
     gc_blueprint bp;
-    rc = gc_blueprint_load(parsed->positional[0], vars, var_count, &bp, err);
+    rc = gc_blueprint_open(parsed->positional[0], &o, &bp, err);
     for (size_t i = 0; i < a->vars.count; i++)
         free(storage[i]);
     if (rc)
         return rc;
+    for (size_t i = 0; i < bp.warnings.count; i++)
+        gc_warn(cli_events(), "%s", bp.warnings.items[i]);
     if (a->dry_run_out)
         rc = write_objects(&bp, a->head_pool, a->dry_run_out, format, err);
     else if ((rc = gc_kueue_check(&bp, a->head_pool, err)) == 0)
@@ -196,16 +216,18 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
 const cli_command cmd_deploy = {
     .name = "deploy",
     .summary = "make a cluster Pathways-ready from a Cluster Toolkit blueprint",
-    .usage = "deploy BLUEPRINT [--plan] [--pathways-head-np NAME] [--vars NAME=VALUE] "
-             "[--create-node-pools]",
+    .usage = "deploy BLUEPRINT [--plan] [--pathways-head-np NAME] [-d FILE] [--vars NAME=VALUE] "
+             "[-l LEVEL] [--create-node-pools]",
     .description =
         "Reads the blueprint (vars, gke-cluster, gke-node-pool and kubectl-apply modules),\n"
         "reports the node pools the cluster lacks with the gcloud commands that create them\n"
         "(the Pathways head pool cpu-np: n4-standard-64, autoscaling 0-100), and applies the\n"
-        "Kueue configuration by server-side apply: flavors pathways-flavor and tpu-flavor, the\n"
-        "ClusterQueue cluster-queue with one [google.com/tpu, cpu, memory] group, LocalQueue\n"
-        "user-queue and five PriorityClasses. Quotas come from kueue.config_template_vars:\n"
-        "tpu_quota, tpu_flavor_cpu_quota, tpu_flavor_memory_quota, pathways_cpu_quota (480),\n"
+        "Kueue configuration by server-side apply, as Cluster Toolkit's kubectl-apply module\n"
+        "renders it: the blueprint's kueue.config_path template, else with Pathways the\n"
+        "flavors flavor-<accelerator> and pathways-flavor, the ClusterQueue cluster-queue with\n"
+        "one [google.com/tpu, cpu, memory] group, LocalQueue user-queue and five\n"
+        "PriorityClasses. Quotas come from kueue.config_template_vars: tpu_quota,\n"
+        "tpu_flavor_cpu_quota, tpu_flavor_memory_quota (999999T), pathways_cpu_quota (480),\n"
         "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"
         "--context says otherwise. Running it again changes nothing.",
     .options = deploy_options,

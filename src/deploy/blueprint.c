@@ -1,20 +1,30 @@
 /*
  * Blueprints: Cluster Toolkit's YAML (blueprint_name, vars, deployment_groups[].modules[]) read
- * into a gc_blueprint.
+ * into a gc_blueprint, evaluated as the toolkit evaluates it.
  *
- * References are expanded where a value is read, not in one pass over the file: a module deploy
- * does not act on may use Terraform-only expressions ($(network.subnetwork_name)) that nothing
- * here could evaluate, and must not make the whole blueprint fail. Every $(vars.NAME) anywhere in
- * the modules is still checked up front, so a misspelt variable is always reported. As in Cluster
- * Toolkit, a module setting that is absent falls back to the variable of the same name.
+ * - Variables come from the blueprint, then a deployment file (-d) replaces some, then --vars.
+ *   A variable's value may itself be an expression ($(ghpc_stage("x.tftpl")), $(vars.a)-b): it is
+ *   evaluated where it is used, once, and a cycle is an error.
+ * - Every module's settings are evaluated: $( ... ) holds an HCL expression over vars and module
+ *   outputs (expr.c). Outputs of gke-node-pool that blueprints compute with (node_count_static,
+ *   tpu_chips_per_node, static_gpu_count, ...) are derived from the machine type and topology as
+ *   the module derives them; any other module output is known only once Terraform runs, so a
+ *   value computed from it stays unknown and is an error only where deploy needs it.
+ * - A setting a module leaves out takes what a module it `use`s outputs under that name (the
+ *   outputs modelled here), else the blueprint variable of the same name, as in the toolkit.
+ * - A TPU pool with a topology and no static_node_count gets the slice's host count, as the
+ *   toolkit's expansion does (not for flex-start pools, which autoscale).
+ * - Modules deploy does not act on are kept by id and source and listed as not handled.
  */
 #include "gcluster/deploy.h"
 
+#include "expr.h"
 #include "gcluster/catalog.h"
 #include "gcluster/emit.h"
-#include "gcluster/sys.h"
+#include "gcluster/text.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +34,7 @@
 #define SOURCE_NODE_POOL     "modules/compute/gke-node-pool"
 #define SOURCE_KUBECTL_APPLY "modules/management/kubectl-apply"
 
-/* Cluster Toolkit's default for a gke-node-pool without machine_type. */
+/* gke-node-pool's defaults: machine_type, autoscaling_total_max_nodes. */
 #define DEFAULT_POOL_MACHINE "c2-standard-60"
 #define DEFAULT_POOL_MAX     1000
 
@@ -38,8 +48,13 @@ typedef struct setting_owner {
 
 typedef struct bp_reader {
     gc_yaml_doc doc;
+    gc_yaml_doc deployment; /* -d */
+    bool has_deployment;
     gc_blueprint *bp;
-    json_t *vars; /* borrowed from doc */
+    json_t *raw_vars;   /* the doc's vars with the deployment file and --vars applied */
+    json_t *vars;       /* evaluated variables, filled as they are used */
+    json_t *evaluating; /* variables being evaluated (a cycle check) */
+    json_t *modules;    /* id → the module's raw mapping */
     setting_owner *owners;
     size_t owner_count;
     gc_error *err;
@@ -59,37 +74,14 @@ static int fail_at(const bp_reader *r, const json_t *container, const char *key,
     int line, column;
     if (container && gc_yaml_mark_of(&r->doc, container, key, index, &line, &column))
         return gc_fail(r->err, GC_EXIT_USAGE, "%s:%d:%d: %s", r->bp->path, line, column, message);
+    if (container && r->has_deployment &&
+        gc_yaml_mark_of(&r->deployment, container, key, index, &line, &column))
+        return gc_fail(r->err, GC_EXIT_USAGE, "%s:%d:%d: %s", r->bp->deployment_file, line, column,
+                       message);
     return gc_fail(r->err, GC_EXIT_USAGE, "%s: %s", r->bp->path, message);
 }
 
-/* References */
-
-/* The text of $( ... ) starting at `open` (which points at "$("): the expression and where the
- * reference ends, honouring nested parentheses and quoted strings. */
-static bool reference_span(const char *open, const char **expr, size_t *expr_len,
-                           const char **after)
-{
-    int depth = 0;
-    bool quoted = false;
-    for (const char *p = open + 1; *p; p++) {
-        if (quoted) {
-            if (*p == '\\' && p[1])
-                p++;
-            else if (*p == '"')
-                quoted = false;
-        } else if (*p == '"') {
-            quoted = true;
-        } else if (*p == '(') {
-            depth++;
-        } else if (*p == ')' && --depth == 0) {
-            *expr = open + 2;
-            *expr_len = (size_t)(p - open - 2);
-            *after = p + 1;
-            return true;
-        }
-    }
-    return false;
-}
+/* Evaluation */
 
 static bool is_identifier(const char *s, size_t len)
 {
@@ -98,32 +90,6 @@ static bool is_identifier(const char *s, size_t len)
     for (size_t i = 1; i < len; i++)
         if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-'))
             return false;
-    return true;
-}
-
-/* "vars.NAME" → NAME (into `name`), else false. */
-static bool var_reference(const char *expr, size_t len, char *name, size_t size)
-{
-    if (len < 6 || strncmp(expr, "vars.", 5) || !is_identifier(expr + 5, len - 5) ||
-        len - 5 >= size)
-        return false;
-    memcpy(name, expr + 5, len - 5);
-    name[len - 5] = '\0';
-    return true;
-}
-
-/* ghpc_stage("FILE") → FILE (into `file`), else false. */
-static bool stage_reference(const char *expr, size_t len, char *file, size_t size)
-{
-    static const char prefix[] = "ghpc_stage(\"";
-    size_t plen = sizeof(prefix) - 1;
-    if (len < plen + 2 || strncmp(expr, prefix, plen) || strncmp(expr + len - 2, "\")", 2))
-        return false;
-    size_t flen = len - plen - 2;
-    if (!flen || flen >= size || memchr(expr + plen, '"', flen))
-        return false;
-    memcpy(file, expr + plen, flen);
-    file[flen] = '\0';
     return true;
 }
 
@@ -143,193 +109,424 @@ static char *defined_var_names(const json_t *vars)
     return gc_buf_detach(&names);
 }
 
-static int unknown_var(const bp_reader *r, const json_t *container, const char *key, size_t index,
-                       const char *name)
-{
-    char *names = defined_var_names(r->vars);
-    int rc = fail_at(r, container, key, index,
-                     "$(vars.%s) refers to a variable the blueprint does not define (vars: %s); "
-                     "add it under vars: or pass --vars %s=VALUE",
-                     name, names, name);
-    free(names);
-    return rc;
-}
+static int eval_value(bp_reader *r, const json_t *raw, json_t **out);
+static bool located(const bp_reader *r);
+static int module_output(bp_reader *r, const char *id, const char *name, json_t **out);
 
-/* Appends a scalar variable's text to `out`, for a reference inside a longer string. */
-static int append_scalar(const bp_reader *r, const json_t *container, const char *key, size_t index,
-                         const char *name, const json_t *value, gc_buf *out)
+/* A variable's value, evaluated once. */
+static int var_value(bp_reader *r, const char *name, json_t **out)
 {
-    if (json_is_string(value))
-        gc_buf_puts(out, json_string_value(value));
-    else if (json_is_integer(value))
-        gc_buf_printf(out, "%lld", (long long)json_integer_value(value));
-    else if (json_is_real(value))
-        gc_buf_printf(out, "%g", json_real_value(value));
-    else if (json_is_boolean(value))
-        gc_buf_puts(out, json_is_true(value) ? "true" : "false");
-    else
-        return fail_at(r, container, key, index,
-                       "$(vars.%s) is a list or mapping and cannot be part of a longer string; "
-                       "use it as the whole value",
+    json_t *done = json_object_get(r->vars, name);
+    if (done) {
+        *out = json_incref(done);
+        return 0;
+    }
+    json_t *raw = json_object_get(r->raw_vars, name);
+    if (!raw) {
+        char *names = defined_var_names(r->raw_vars);
+        int rc = gc_fail(r->err, GC_EXIT_USAGE,
+                         "$(vars.%s) refers to a variable the blueprint does not define (vars: "
+                         "%s); add it under vars: or pass --vars %s=VALUE",
+                         name, names, name);
+        free(names);
+        return rc;
+    }
+    if (json_object_get(r->evaluating, name))
+        return gc_fail(r->err, GC_EXIT_USAGE,
+                       "vars.%s refers to itself through other variables; give one of them a "
+                       "value that does not",
                        name);
+    json_object_set_new(r->evaluating, name, json_true());
+    int rc = eval_value(r, raw, out);
+    json_object_del(r->evaluating, name);
+    if (rc)
+        return located(r) ? rc
+                          : fail_at(r, r->raw_vars, name, 0, "vars.%s: %s", name, r->err->message);
+    json_object_set(r->vars, name, *out);
     return 0;
 }
 
-/* The value of one string with its references expanded (a new reference). A string that is
- * exactly "$(vars.NAME)" takes the variable's own type. */
-static int expand_string(const bp_reader *r, const json_t *container, const char *key, size_t index,
-                         const char *text, json_t **out)
+static int env_ref(void *ctx, const char *root, const char *attr, json_t **out, gc_error *err)
 {
-    const char *expr, *after;
-    size_t len;
-    char name[256];
-    if (!strncmp(text, "$(", 2) && reference_span(text, &expr, &len, &after) && !*after &&
-        var_reference(expr, len, name, sizeof(name))) {
-        json_t *value = json_object_get(r->vars, name);
-        if (!value)
-            return unknown_var(r, container, key, index, name);
-        *out = json_deep_copy(value);
+    (void)err;
+    bp_reader *r = ctx;
+    if (!strcmp(root, "vars"))
+        return var_value(r, attr, out);
+    if (!json_object_get(r->modules, root))
+        return gc_fail(r->err, GC_EXIT_USAGE,
+                       "$(%s.%s) refers to module %s, which the blueprint does not declare; "
+                       "references are vars.NAME or MODULE_ID.OUTPUT",
+                       root, attr, root);
+    return module_output(r, root, attr, out);
+}
+
+/* ghpc_stage("FILE"): the toolkit copies FILE (relative to the blueprint) next to the
+ * deployment and gives its new path. Here the file stays where it is, and the path stays
+ * relative to the blueprint, which is where paths in settings are resolved. */
+static int env_stage(void *ctx, const char *path, json_t **out, gc_error *err)
+{
+    (void)ctx;
+    (void)err;
+    *out = json_string(path);
+    return 0;
+}
+
+static deploy_env blueprint_env(bp_reader *r)
+{
+    return (deploy_env){.ref = env_ref, .stage = env_stage, .ctx = r};
+}
+
+/* A copy of `raw` with every string's expressions evaluated. */
+static int eval_value(bp_reader *r, const json_t *raw, json_t **out)
+{
+    *out = NULL;
+    if (json_is_string(raw)) {
+        deploy_env env = blueprint_env(r);
+        return deploy_string_eval(json_string_value(raw), &env, out, r->err);
+    }
+    if (json_is_array(raw)) {
+        json_t *list = json_array();
+        size_t i;
+        const json_t *item;
+        json_array_foreach(raw, i, item)
+        {
+            json_t *v;
+            int rc = eval_value(r, item, &v);
+            if (rc) {
+                json_decref(list);
+                return rc;
+            }
+            json_array_append_new(list, v);
+        }
+        *out = list;
         return 0;
     }
-    gc_buf b;
-    gc_buf_init(&b);
-    int rc = 0;
-    for (const char *p = text; *p && !rc;) {
-        if (p[0] == '\\' && p[1] == '$' && p[2] == '(') { /* \$( is a literal $( */
-            gc_buf_puts(&b, "$(");
-            p += 3;
-        } else if (p[0] == '$' && p[1] == '(') {
-            if (!reference_span(p, &expr, &len, &after)) {
-                rc = fail_at(r, container, key, index, "unclosed reference \"%s\"", p);
-                break;
+    if (json_is_object(raw)) {
+        json_t *obj = json_object();
+        const char *key;
+        const json_t *item;
+        json_object_foreach((json_t *)raw, key, item)
+        {
+            json_t *v;
+            int rc = eval_value(r, item, &v);
+            if (rc) {
+                json_decref(obj);
+                return rc;
             }
-            char file[1024];
-            if (var_reference(expr, len, name, sizeof(name))) {
-                json_t *value = json_object_get(r->vars, name);
-                rc = value ? append_scalar(r, container, key, index, name, value, &b)
-                           : unknown_var(r, container, key, index, name);
-            } else if (stage_reference(expr, len, file, sizeof(file))) {
-                /* Cluster Toolkit copies the file next to the deployment; here it stays where
-                 * it is, and paths in settings are relative to the blueprint anyway. */
-                gc_buf_puts(&b, file);
-            } else {
-                rc = fail_at(r, container, key, index,
-                             "$(%.*s) cannot be evaluated by gcluster deploy: it understands "
-                             "$(vars.NAME) and $(ghpc_stage(\"FILE\")); module outputs exist only "
-                             "once Terraform has run",
-                             (int)len, expr);
-            }
-            p = after;
-        } else {
-            gc_buf_putc(&b, *p++);
+            json_object_set_new(obj, key, v);
         }
+        *out = obj;
+        return 0;
     }
-    if (!rc)
-        *out = json_string(b.data);
-    gc_buf_free(&b);
+    *out = raw ? json_deep_copy(raw) : json_null();
+    return 0;
+}
+
+/* Whether the error message already starts with a file location. */
+static bool located(const bp_reader *r)
+{
+    const char *m = r->err->message, *dep = r->bp->deployment_file;
+    return !strncmp(m, r->bp->path, strlen(r->bp->path)) || (dep && !strncmp(m, dep, strlen(dep)));
+}
+
+/* The same, with an error located at the innermost value that failed. */
+static int eval_located(bp_reader *r, const json_t *container, const char *key, size_t index,
+                        json_t **out)
+{
+    const json_t *raw = key ? json_object_get(container, key) : json_array_get(container, index);
+    if (json_is_array(raw) || json_is_object(raw)) {
+        json_t *copy = json_is_array(raw) ? json_array() : json_object();
+        const char *k;
+        const json_t *item;
+        size_t i;
+        int rc = 0;
+        if (json_is_array(raw)) {
+            json_array_foreach(raw, i, item)
+            {
+                json_t *v;
+                if ((rc = eval_located(r, raw, NULL, i, &v)) != 0)
+                    break;
+                json_array_append_new(copy, v);
+            }
+        } else {
+            json_object_foreach((json_t *)raw, k, item)
+            {
+                json_t *v;
+                if ((rc = eval_located(r, raw, k, 0, &v)) != 0)
+                    break;
+                json_object_set_new(copy, k, v);
+            }
+        }
+        if (rc)
+            json_decref(copy);
+        *out = rc ? NULL : copy;
+        return rc;
+    }
+    int rc = eval_value(r, raw, out);
+    if (rc && !located(r))
+        return fail_at(r, container, key, index, "%s", r->err->message);
     return rc;
 }
 
-/* Expands every string inside `value` in place (container[key] or container[index]). */
-static int expand_in_place(const bp_reader *r, json_t *container, const char *key, size_t index)
+/* Module settings and outputs */
+
+enum module_kind { MODULE_OTHER, MODULE_CLUSTER, MODULE_NODE_POOL, MODULE_KUBECTL_APPLY };
+
+/* Sources may be local ("modules/x/y") or remote ("github.com/...//modules/x/y?ref=v1.50.0"). */
+static enum module_kind module_kind(const char *source)
 {
-    json_t *value = key ? json_object_get(container, key) : json_array_get(container, index);
-    if (json_is_string(value)) {
-        json_t *expanded;
-        int rc = expand_string(r, container, key, index, json_string_value(value), &expanded);
-        if (rc)
-            return rc;
-        if (key)
-            json_object_set_new(container, key, expanded);
-        else
-            json_array_set_new(container, index, expanded);
+    static const struct {
+        const char *path;
+        enum module_kind kind;
+    } known[] = {{SOURCE_CLUSTER, MODULE_CLUSTER},
+                 {SOURCE_NODE_POOL, MODULE_NODE_POOL},
+                 {SOURCE_KUBECTL_APPLY, MODULE_KUBECTL_APPLY}};
+    size_t len = strcspn(source, "?");
+    while (len && source[len - 1] == '/')
+        len--;
+    for (size_t i = 0; i < sizeof(known) / sizeof(*known); i++) {
+        size_t klen = strlen(known[i].path);
+        if (len >= klen && !strncmp(source + len - klen, known[i].path, klen) &&
+            (len == klen || source[len - klen - 1] == '/'))
+            return known[i].kind;
+    }
+    return MODULE_OTHER;
+}
+
+static gc_bp_module *find_module(const gc_blueprint *bp, const char *id)
+{
+    for (size_t i = 0; i < bp->module_count; i++)
+        if (!strcmp(bp->modules[i].id, id))
+            return &bp->modules[i];
+    return NULL;
+}
+
+/* The gke-cluster whose enable_pathways_for_tpus output a kubectl-apply module gets: the one
+ * it uses; without one in `use` (the toolkit would refuse the missing cluster_id), the
+ * blueprint's cluster, which is the one deploy acts on. */
+static const gc_bp_module *wired_cluster(const gc_blueprint *bp, const gc_bp_module *m)
+{
+    if (m->kind != GC_BP_MODULE_KUBECTL_APPLY)
+        return NULL;
+    for (size_t i = 0; i < m->use_count; i++) {
+        const gc_bp_module *used = find_module(bp, m->use[i]);
+        if (used && used->kind == GC_BP_MODULE_CLUSTER)
+            return used;
+    }
+    for (size_t i = 0; i < bp->module_count; i++)
+        if (bp->modules[i].kind == GC_BP_MODULE_CLUSTER)
+            return &bp->modules[i];
+    return NULL;
+}
+
+/* A module's setting after evaluation: settings[key], else a used module's output of that name,
+ * else the variable. NULL when none (or null). */
+static int module_setting(bp_reader *r, const gc_bp_module *m, const char *key, json_t **out)
+{
+    *out = NULL;
+    json_t *v = json_object_get(m->settings, key);
+    if (v) {
+        *out = json_is_null(v) ? NULL : json_incref(v);
         return 0;
     }
-    if (json_is_object(value)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(value, k, v)
-        {
-            (void)v;
-            int rc = expand_in_place(r, value, k, 0);
-            if (rc)
-                return rc;
-        }
-    } else if (json_is_array(value)) {
-        for (size_t i = 0; i < json_array_size(value); i++) {
-            int rc = expand_in_place(r, value, NULL, i);
-            if (rc)
-                return rc;
-        }
-    }
-    return 0;
-}
-
-/* Reports the first $(vars.NAME) under `value` that names no variable. */
-static int check_var_references(const bp_reader *r, const json_t *container, const char *key,
-                                size_t index)
-{
-    const json_t *value = key ? json_object_get(container, key) : json_array_get(container, index);
-    if (json_is_string(value)) {
-        const char *s = json_string_value(value), *expr, *after;
-        size_t len;
-        char name[256];
-        for (const char *p = strstr(s, "$("); p; p = strstr(p + 2, "$(")) {
-            if (p > s && p[-1] == '\\')
-                continue;
-            if (reference_span(p, &expr, &len, &after) &&
-                var_reference(expr, len, name, sizeof(name)) && !json_object_get(r->vars, name))
-                return unknown_var(r, container, key, index, name);
-        }
-    } else if (json_is_object(value)) {
-        const char *k;
-        const json_t *v;
-        json_object_foreach((json_t *)value, k, v)
-        {
-            (void)v;
-            int rc = check_var_references(r, value, k, 0);
-            if (rc)
-                return rc;
-        }
-    } else if (json_is_array(value)) {
-        for (size_t i = 0; i < json_array_size(value); i++) {
-            int rc = check_var_references(r, value, NULL, i);
-            if (rc)
-                return rc;
-        }
-    }
-    return 0;
-}
-
-/* Typed settings */
-
-/* A module's setting, expanded; absent settings fall back to the variable of the same name.
- * *value is NULL when neither exists. */
-static int setting(const bp_reader *r, json_t *settings, const char *key, json_t **value)
-{
-    *value = NULL;
-    if (settings && json_object_get(settings, key)) {
-        int rc = expand_in_place(r, settings, key, 0);
+    const gc_bp_module *cluster = wired_cluster(r->bp, m);
+    if (cluster && !strcmp(key, "enable_pathways_for_tpus"))
+        return module_setting(r, cluster, key, out);
+    if (json_object_get(r->raw_vars, key)) {
+        int rc = var_value(r, key, &v);
         if (rc)
             return rc;
-        *value = json_object_get(settings, key);
-    } else {
-        *value = json_object_get(r->vars, key);
+        *out = json_is_null(v) ? NULL : v;
+        if (!*out)
+            json_decref(v);
     }
-    if (json_is_null(*value))
-        *value = NULL;
     return 0;
 }
 
-/* Where a wrong-typed setting came from: the module's settings, or the variable. */
-static int wrong_type(const bp_reader *r, json_t *settings, const char *module_id, const char *key,
-                      const json_t *value, const char *expected)
+static char *module_string(bp_reader *r, const gc_bp_module *m, const char *key)
 {
-    if (settings && json_object_get(settings, key))
-        return fail_at(r, settings, key, 0, "module %s: setting %s must be %s, not %s", module_id,
-                       key, expected, gc_yaml_type_name(value));
-    return fail_at(r, r->vars, key, 0, "vars.%s (used by module %s) must be %s, not %s", key,
-                   module_id, expected, gc_yaml_type_name(value));
+    json_t *v;
+    if (module_setting(r, m, key, &v) || !json_is_string(v)) {
+        json_decref(v);
+        return NULL;
+    }
+    char *s = gc_xstrdup(json_string_value(v));
+    json_decref(v);
+    return s;
+}
+
+static bool module_true(bp_reader *r, const gc_bp_module *m, const char *key)
+{
+    json_t *v;
+    bool yes = !module_setting(r, m, key, &v) && json_is_true(v);
+    json_decref(v);
+    return yes;
+}
+
+/* The TPU topology of a gke-node-pool: tpu_topology, placement_policy.tpu_topology, or the
+ * accelerator_topology of a workload policy it uses (the toolkit reads them in that order). */
+static char *pool_topology(bp_reader *r, const gc_bp_module *m)
+{
+    char *t = module_string(r, m, "tpu_topology");
+    if (t)
+        return t;
+    json_t *policy;
+    if (!module_setting(r, m, "placement_policy", &policy) && json_is_object(policy) &&
+        json_is_string(json_object_get(policy, "tpu_topology")))
+        t = gc_xstrdup(json_string_value(json_object_get(policy, "tpu_topology")));
+    json_decref(policy);
+    for (size_t i = 0; !t && i < m->use_count; i++) {
+        const gc_bp_module *used = find_module(r->bp, m->use[i]);
+        const json_t *wp = used ? json_object_get(used->settings, "workload_policy") : NULL;
+        if (json_is_string(json_object_get(wp, "accelerator_topology")))
+            t = gc_xstrdup(json_string_value(json_object_get(wp, "accelerator_topology")));
+    }
+    return t;
+}
+
+/* GPUs per node: guest_accelerator's count, else the catalog's count for the machine type. */
+static long pool_gpus(bp_reader *r, const gc_bp_module *m, const char *machine)
+{
+    json_t *ga;
+    long gpus = 0;
+    if (!module_setting(r, m, "guest_accelerator", &ga) && json_is_array(ga)) {
+        size_t i;
+        json_t *a;
+        json_array_foreach(ga, i, a)
+        {
+            json_t *count = json_object_get(a, "count");
+            if (json_is_integer(count) && json_integer_value(count) > gpus)
+                gpus = (long)json_integer_value(count);
+        }
+    }
+    json_decref(ga);
+    size_t n;
+    const gc_gpu_machine *g = gc_catalog_gpu_machines(&n);
+    for (size_t i = 0; !gpus && machine && i < n; i++)
+        if (!strcmp(g[i].machine_type, machine))
+            gpus = g[i].gpus;
+    return gpus;
+}
+
+/* static_node_count as the toolkit expands it: the setting, else for a TPU pool with a known
+ * topology (and not flex-start) the slice's host count. -1 when unset. */
+static long pool_static_count(bp_reader *r, const gc_bp_module *m, const char *machine)
+{
+    json_t *v;
+    long n = -1;
+    if (!module_setting(r, m, "static_node_count", &v) && json_is_integer(v))
+        n = (long)json_integer_value(v);
+    json_decref(v);
+    const gc_tpu_machine *tpu = machine ? gc_catalog_tpu_machine(machine) : NULL;
+    if (n >= 0 || !tpu || module_true(r, m, "enable_flex_start"))
+        return n;
+    char *topology = pool_topology(r, m);
+    if (!topology && tpu->only_topology)
+        topology = gc_xstrdup(tpu->only_topology);
+    int chips = topology ? gc_topology_chips(topology) : 0;
+    free(topology);
+    return chips > 0 && chips % tpu->chips_per_vm == 0 ? chips / tpu->chips_per_vm : -1;
+}
+
+/* The outputs of gke-node-pool that blueprints compute with; NULL for the others. */
+static json_t *node_pool_output(bp_reader *r, const gc_bp_module *m, const char *name)
+{
+    char *machine = module_string(r, m, "machine_type");
+    if (!machine)
+        machine = gc_xstrdup(DEFAULT_POOL_MACHINE);
+    const gc_tpu_machine *tpu = gc_catalog_tpu_machine(machine);
+    json_t *out = NULL;
+    if (!strcmp(name, "machine_type")) {
+        out = json_string(machine);
+    } else if (!strcmp(name, "node_count_static")) {
+        /* coalesce(static_node_count, initial_node_count, 0) */
+        long n = pool_static_count(r, m, machine);
+        json_t *initial;
+        if (n < 0 && !module_setting(r, m, "initial_node_count", &initial) &&
+            json_is_integer(initial))
+            n = (long)json_integer_value(initial);
+        if (n < 0)
+            json_decref(initial);
+        out = json_integer(n < 0 ? 0 : n);
+    } else if (!strcmp(name, "tpu_chips_per_node")) {
+        out = tpu ? json_integer(tpu->chips_per_vm) : json_null();
+    } else if (!strcmp(name, "tpu_accelerator_type")) {
+        out = tpu ? json_string(tpu->family->gke_accelerator) : json_null();
+    } else if (!strcmp(name, "tpu_topology")) {
+        char *t = tpu ? pool_topology(r, m) : NULL;
+        out = t ? json_string(t) : json_null();
+        free(t);
+    } else if (!strcmp(name, "static_gpu_count")) {
+        long gpus = pool_gpus(r, m, machine);
+        json_t *v;
+        long nodes = -1;
+        if (!module_setting(r, m, "static_node_count", &v) && json_is_integer(v))
+            nodes = (long)json_integer_value(v);
+        json_decref(v);
+        out = json_integer(gpus > 0 && nodes >= 0 ? gpus * nodes : 0);
+    } else if (!strcmp(name, "allocatable_gpu_per_node")) {
+        long gpus = pool_gpus(r, m, machine);
+        out = json_integer(gpus > 0 ? gpus : -1);
+    } else if (!strcmp(name, "has_gpu")) {
+        out = json_boolean(pool_gpus(r, m, machine) > 0);
+    } else if (!strcmp(name, "accelerator_topology_mode")) {
+        json_t *v;
+        out = !module_setting(r, m, "accelerator_topology_mode", &v) && v ? v : json_null();
+    }
+    free(machine);
+    return out;
+}
+
+static int module_output(bp_reader *r, const char *id, const char *name, json_t **out)
+{
+    gc_bp_module *m = find_module(r->bp, id);
+    *out =
+        m && m->kind == GC_BP_MODULE_NODE_POOL && m->settings ? node_pool_output(r, m, name) : NULL;
+    if (!*out) {
+        char *what = gc_xasprintf("%s.%s", id, name);
+        *out = deploy_unknown(what);
+        free(what);
+    }
+    return 0;
+}
+
+/* Typed settings of the modules deploy reads */
+
+/* Where a module's value came from, for messages: the raw YAML container and a key prefix. */
+typedef struct scope {
+    const gc_bp_module *m;
+    const json_t *raw;  /* the raw mapping holding the keys (settings, or settings.kueue...) */
+    const json_t *val;  /* its evaluated twin */
+    const char *prefix; /* "", "kueue.", "placement_policy." */
+    bool fallback;      /* absent keys fall back to used modules and variables */
+} scope;
+
+static int get(bp_reader *r, const scope *s, const char *key, json_t **out)
+{
+    *out = NULL;
+    if (s->fallback)
+        return module_setting(r, s->m, key, out);
+    json_t *v = json_object_get(s->val, key);
+    *out = v && !json_is_null(v) ? json_incref(v) : NULL;
+    return 0;
+}
+
+/* The message for a value that is wrong: located at the setting, or at the variable. */
+static int wrong(bp_reader *r, const scope *s, const char *key, const json_t *v,
+                 const char *expected)
+{
+    const char *unknown = deploy_unknown_name(v);
+    if (json_object_get(s->raw, key)) {
+        if (unknown)
+            return fail_at(r, s->raw, key, 0,
+                           "module %s: setting %s%s uses %s, which is known only once Terraform "
+                           "has run; gcluster deploy needs %s here (use a variable or a literal)",
+                           s->m->id, s->prefix, key, unknown, expected);
+        return fail_at(r, s->raw, key, 0, "module %s: setting %s%s must be %s, not %s", s->m->id,
+                       s->prefix, key, expected, gc_yaml_type_name(v));
+    }
+    return fail_at(r, r->raw_vars, key, 0, "vars.%s (used by module %s) must be %s, not %s", key,
+                   s->m->id, expected, unknown ? "a module output" : gc_yaml_type_name(v));
 }
 
 /* Settings whose values end up as Kubernetes node labels (cloud.google.com/gke-nodepool,
@@ -364,8 +561,7 @@ static bool is_printable(const char *s)
     return true;
 }
 
-static int check_form(const bp_reader *r, json_t *settings, const char *module_id, const char *key,
-                      const char *value)
+static int check_form(bp_reader *r, const scope *s, const char *key, const char *value)
 {
     const char *form = NULL;
     for (size_t i = 0; i < sizeof(setting_forms) / sizeof(*setting_forms); i++)
@@ -376,80 +572,107 @@ static int check_form(const bp_reader *r, json_t *settings, const char *module_i
     if (!form)
         return 0;
     const char *more = strlen(value) > 64 ? "..." : "";
-    if (settings && json_object_get(settings, key))
-        return fail_at(r, settings, key, 0, "module %s: setting %s \"%.64s%s\" is not %s",
-                       module_id, key, value, more, form);
-    return fail_at(r, r->vars, key, 0, "vars.%s \"%.64s%s\" (used by module %s) is not %s", key,
-                   value, more, module_id, form);
+    if (json_object_get(s->raw, key))
+        return fail_at(r, s->raw, key, 0, "module %s: setting %s%s \"%.64s%s\" is not %s", s->m->id,
+                       s->prefix, key, value, more, form);
+    return fail_at(r, r->raw_vars, key, 0, "vars.%s \"%.64s%s\" (used by module %s) is not %s", key,
+                   value, more, s->m->id, form);
 }
 
-static int string_setting(const bp_reader *r, json_t *settings, const char *module_id,
-                          const char *key, char **out)
+static int get_string(bp_reader *r, const scope *s, const char *key, char **out)
 {
     json_t *v;
-    int rc = setting(r, settings, key, &v);
+    int rc = get(r, s, key, &v);
     if (rc || !v)
         return rc;
     if (!json_is_string(v) || !*json_string_value(v))
-        return wrong_type(r, settings, module_id, key, v, "a non-empty string");
-    rc = check_form(r, settings, module_id, key, json_string_value(v));
-    if (rc)
-        return rc;
-    free(*out);
-    *out = gc_xstrdup(json_string_value(v));
-    return 0;
+        rc = wrong(r, s, key, v, "a non-empty string");
+    else
+        rc = check_form(r, s, key, json_string_value(v));
+    if (!rc) {
+        free(*out);
+        *out = gc_xstrdup(json_string_value(v));
+    }
+    json_decref(v);
+    return rc;
 }
 
-static int bool_setting(const bp_reader *r, json_t *settings, const char *module_id,
-                        const char *key, bool *out)
+static int get_bool(bp_reader *r, const scope *s, const char *key, bool *out)
 {
     json_t *v;
-    int rc = setting(r, settings, key, &v);
+    int rc = get(r, s, key, &v);
     if (rc || !v)
         return rc;
     if (!json_is_boolean(v))
-        return wrong_type(r, settings, module_id, key, v, "true or false");
-    *out = json_is_true(v);
+        rc = wrong(r, s, key, v, "true or false");
+    else
+        *out = json_is_true(v);
+    json_decref(v);
+    return rc;
+}
+
+static int get_count(bp_reader *r, const scope *s, const char *key, long *out)
+{
+    json_t *v;
+    int rc = get(r, s, key, &v);
+    if (rc || !v)
+        return rc;
+    /* A whole number arithmetic produced as a real (6 / 2); the range check comes first, as
+     * converting a real outside long's range is undefined. */
+    if (json_is_real(v) && fabs(json_real_value(v)) <= 100000 &&
+        json_real_value(v) == (double)(long)json_real_value(v)) {
+        json_t *i = json_integer((json_int_t)json_real_value(v));
+        json_decref(v);
+        v = i;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000)
+        rc = wrong(r, s, key, v, "a whole number from 0 to 100000");
+    else
+        *out = (long)json_integer_value(v);
+    json_decref(v);
+    return rc;
+}
+
+/* A nested mapping (settings.kueue, settings.placement_policy) as a scope of its own. */
+static int sub_scope(bp_reader *r, const scope *s, const char *key, scope *out, bool *present)
+{
+    json_t *v;
+    *present = false;
+    int rc = get(r, s, key, &v);
+    if (rc || !v)
+        return rc;
+    if (!json_is_object(v)) {
+        rc = wrong(r, s, key, v, "a mapping");
+        json_decref(v);
+        return rc;
+    }
+    const json_t *raw = json_object_get(s->raw, key);
+    *out = (scope){.m = s->m,
+                   .raw = json_is_object(raw) ? raw : r->raw_vars,
+                   .val = v,
+                   .prefix = key,
+                   .fallback = false};
+    json_decref(v); /* still owned by s->val or the evaluated variables */
+    *present = true;
     return 0;
 }
 
-static int count_setting(const bp_reader *r, json_t *settings, const char *module_id,
-                         const char *key, long *out)
+/* Validators (-l/--validation-level) */
+
+/* A check the toolkit makes as a validator, not as a parse error: with -l WARNING it becomes a
+ * warning and deploy goes on, with -l IGNORE it is skipped. */
+static int validator(bp_reader *r, int rc)
 {
-    json_t *v;
-    int rc = setting(r, settings, key, &v);
-    if (rc || !v)
+    if (!rc || r->bp->validation == GC_VALIDATION_ERROR)
         return rc;
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000)
-        return wrong_type(r, settings, module_id, key, v, "a whole number from 0 to 100000");
-    *out = (long)json_integer_value(v);
+    if (r->bp->validation == GC_VALIDATION_WARNING)
+        gc_strings_push(&r->bp->warnings, r->err->message);
+    r->err->code = 0;
+    r->err->message[0] = '\0';
     return 0;
 }
 
 /* Structure */
-
-enum module_kind { MODULE_OTHER, MODULE_CLUSTER, MODULE_NODE_POOL, MODULE_KUBECTL_APPLY };
-
-/* Sources may be local ("modules/x/y") or remote ("github.com/...//modules/x/y?ref=v1.50.0"). */
-static enum module_kind module_kind(const char *source)
-{
-    static const struct {
-        const char *path;
-        enum module_kind kind;
-    } known[] = {{SOURCE_CLUSTER, MODULE_CLUSTER},
-                 {SOURCE_NODE_POOL, MODULE_NODE_POOL},
-                 {SOURCE_KUBECTL_APPLY, MODULE_KUBECTL_APPLY}};
-    size_t len = strcspn(source, "?");
-    while (len && source[len - 1] == '/')
-        len--;
-    for (size_t i = 0; i < sizeof(known) / sizeof(*known); i++) {
-        size_t klen = strlen(known[i].path);
-        if (len >= klen && !strncmp(source + len - klen, known[i].path, klen) &&
-            (len == klen || source[len - klen - 1] == '/'))
-            return known[i].kind;
-    }
-    return MODULE_OTHER;
-}
 
 static int require_type(const bp_reader *r, const json_t *container, const char *key, size_t index,
                         const json_t *value, json_type type, const char *what)
@@ -465,10 +688,26 @@ static int require_type(const bp_reader *r, const json_t *container, const char 
                    gc_yaml_type_name(value));
 }
 
-/* Checks the module list's shape: ids unique, sources strings, `use` naming modules. */
-static int check_modules(const bp_reader *r, json_t *groups)
+static void add_module(gc_blueprint *bp, const char *group, const char *id, const char *source,
+                       const json_t *use)
 {
-    json_t *seen = json_object();
+    bp->modules = gc_xrealloc(bp->modules, (bp->module_count + 1) * sizeof(*bp->modules));
+    gc_bp_module *m = &bp->modules[bp->module_count++];
+    memset(m, 0, sizeof(*m));
+    m->id = gc_xstrdup(id);
+    m->source = gc_xstrdup(source);
+    m->group = gc_xstrdup(group ? group : "");
+    m->kind = (gc_bp_module_kind)module_kind(source);
+    m->use_count = json_array_size(use);
+    m->use = gc_xcalloc(m->use_count ? m->use_count : 1, sizeof(*m->use));
+    for (size_t i = 0; i < m->use_count; i++)
+        m->use[i] = gc_xstrdup(json_string_value(json_array_get(use, i)));
+}
+
+/* Checks the module list's shape (ids unique, sources strings, `use` naming modules) and
+ * records the modules in order. */
+static int check_modules(bp_reader *r, json_t *groups)
+{
     int rc = 0;
     size_t gi, mi;
     json_t *group, *module;
@@ -495,114 +734,161 @@ static int check_modules(const bp_reader *r, json_t *groups)
             if (!rc && !is_printable(json_string_value(json_object_get(module, "source"))))
                 rc = fail_at(r, module, "source", 0, "module %s: source has control characters",
                              json_string_value(id));
-            if (!rc && json_object_get(seen, json_string_value(id)))
+            if (!rc && json_object_get(r->modules, json_string_value(id)))
                 rc = fail_at(r, module, "id", 0, "module id %s is used twice; ids must be unique",
                              json_string_value(id));
-            if (!rc) {
-                json_object_set_new(seen, json_string_value(id), json_true());
-                json_t *settings = json_object_get(module, "settings");
-                if (settings)
-                    rc = require_type(r, module, "settings", 0, settings, JSON_OBJECT,
-                                      "module settings");
-            }
-            if (!rc)
-                rc = check_var_references(r, module, "settings", 0);
+            json_t *settings = rc ? NULL : json_object_get(module, "settings");
+            if (!rc && settings && !json_is_null(settings))
+                rc = require_type(r, module, "settings", 0, settings, JSON_OBJECT,
+                                  "module settings");
+            json_t *use = rc ? NULL : json_object_get(module, "use");
+            if (!rc && use)
+                rc = require_type(r, module, "use", 0, use, JSON_ARRAY, "module use");
             if (rc)
-                break;
+                return rc;
+            json_object_set(r->modules, json_string_value(id), module);
+            add_module(r->bp, json_string_value(json_object_get(group, "group")),
+                       json_string_value(id), json_string_value(json_object_get(module, "source")),
+                       use);
         }
         if (rc)
-            break;
+            return rc;
     }
     /* `use` may name modules declared later, so it is checked once all ids are known. */
-    json_array_foreach(rc ? NULL : groups, gi, group)
+    json_array_foreach(groups, gi, group)
     {
-        json_t *modules = json_object_get(group, "modules");
-        json_array_foreach(modules, mi, module)
+        json_array_foreach(json_object_get(group, "modules"), mi, module)
         {
             json_t *use = json_object_get(module, "use"), *u;
             size_t ui;
-            if (!use)
-                continue;
-            rc = require_type(r, module, "use", 0, use, JSON_ARRAY, "module use");
-            json_array_foreach(rc ? NULL : use, ui, u)
+            json_array_foreach(use, ui, u)
             {
-                if (!json_is_string(u) || !json_object_get(seen, json_string_value(u))) {
-                    rc = fail_at(r, use, NULL, ui, "module %s uses %s, which no module declares",
-                                 json_string_value(json_object_get(module, "id")),
-                                 json_is_string(u) ? json_string_value(u) : "a non-string");
-                    break;
-                }
+                if (!json_is_string(u) || !json_object_get(r->modules, json_string_value(u)))
+                    return fail_at(r, use, NULL, ui, "module %s uses %s, which no module declares",
+                                   json_string_value(json_object_get(module, "id")),
+                                   json_is_string(u) ? json_string_value(u) : "a non-string");
             }
-            if (rc)
-                break;
         }
-        if (rc)
-            break;
     }
-    json_decref(seen);
-    return rc;
+    return 0;
+}
+
+/* Evaluates every module's settings. A module deploy reads fails on its first bad value; one it
+ * does not read keeps a value it cannot evaluate as unknown (Terraform evaluates it), except for
+ * references to variables or modules that do not exist, which the toolkit rejects too. */
+static int evaluate_modules(bp_reader *r)
+{
+    for (size_t i = 0; i < r->bp->module_count; i++) {
+        gc_bp_module *m = &r->bp->modules[i];
+        json_t *raw = json_object_get(json_object_get(r->modules, m->id), "settings");
+        json_t *settings = json_object();
+        const char *key;
+        json_t *value;
+        json_object_foreach(raw, key, value)
+        {
+            json_t *v;
+            int rc = eval_located(r, raw, key, 0, &v);
+            if (rc && (m->kind != GC_BP_MODULE_OTHER || strstr(r->err->message, "refers to"))) {
+                json_decref(settings);
+                return rc;
+            }
+            if (rc) {
+                char *what = gc_xasprintf("%s.%s", m->id, key);
+                v = deploy_unknown(what);
+                free(what);
+            }
+            json_object_set_new(settings, key, v);
+        }
+        m->settings = settings;
+    }
+    return 0;
 }
 
 /* Modules */
 
-static int read_cluster(const bp_reader *r, json_t *module, json_t *settings, const char *id)
+static int read_cluster(bp_reader *r, const gc_bp_module *m, const json_t *module)
 {
     gc_blueprint *bp = r->bp;
     if (bp->cluster)
         return fail_at(r, module, "id", 0,
-                       "module %s is a second gke-cluster; a blueprint deploys one cluster", id);
-    int rc = string_setting(r, settings, id, "name", &bp->cluster);
+                       "module %s is a second gke-cluster; a blueprint deploys one cluster", m->id);
+    scope s = {.m = m,
+               .raw = json_object_get(module, "settings"),
+               .val = m->settings,
+               .prefix = "",
+               .fallback = true};
+    int rc = get_string(r, &s, "name", &bp->cluster);
     if (!rc && !bp->cluster)
-        rc = string_setting(r, settings, id, "deployment_name", &bp->cluster);
+        rc = get_string(r, &s, "deployment_name", &bp->cluster);
     if (!rc)
-        rc = string_setting(r, settings, id, "project_id", &bp->project);
+        rc = get_string(r, &s, "project_id", &bp->project);
     if (!rc)
-        rc = string_setting(r, settings, id, "region", &bp->region);
+        rc = get_string(r, &s, "region", &bp->region);
     if (!rc)
-        rc = string_setting(r, settings, id, "zone", &bp->zone);
+        rc = get_string(r, &s, "zone", &bp->zone);
     if (!rc)
-        rc = bool_setting(r, settings, id, "enable_pathways_for_tpus", &bp->pathways);
+        rc = get_bool(r, &s, "enable_pathways_for_tpus", &bp->pathways);
     if (!rc && !bp->cluster)
         rc = fail_at(r, module, "id", 0,
-                     "module %s: the cluster has no name; set settings.name or "
-                     "vars.deployment_name",
-                     id);
+                     "module %s: the cluster has no name; set settings.name or pass --vars "
+                     "deployment_name=NAME",
+                     m->id);
     return rc;
 }
 
-/* TPU pools: the accelerator label and topology from the catalog, and one fixed size. */
-static int read_tpu_shape(const bp_reader *r, json_t *settings, const char *id, gc_pool_spec *p,
-                          const gc_tpu_machine *m)
+/* TPU pools: the accelerator label and topology from the catalog, and one fixed size (the
+ * slice's hosts) unless the pool is flex-start, which autoscales. */
+static int read_tpu_shape(bp_reader *r, const scope *s, gc_pool_spec *p, const gc_tpu_machine *m,
+                          bool flex_start)
 {
-    json_t *policy;
-    int rc = setting(r, settings, "placement_policy", &policy);
+    scope policy = {0};
+    bool has_policy;
+    int rc = sub_scope(r, s, "placement_policy", &policy, &has_policy);
+    if (!rc)
+        rc = get_string(r, s, "tpu_topology", &p->topology);
+    if (!rc && !p->topology && has_policy) {
+        policy.prefix = "placement_policy.";
+        rc = get_string(r, &policy, "tpu_topology", &p->topology);
+    }
     if (rc)
         return rc;
-    if (policy && !json_is_object(policy))
-        return wrong_type(r, settings, id, "placement_policy", policy, "a mapping");
-    rc = string_setting(r, policy, id, "tpu_topology", &p->topology);
-    if (!rc && !p->topology)
-        rc = string_setting(r, settings, id, "tpu_topology", &p->topology);
-    if (rc)
-        return rc;
+    if (!p->topology)
+        p->topology = pool_topology(r, s->m);
     if (!p->topology && m->only_topology)
         p->topology = gc_xstrdup(m->only_topology);
-    if (!p->topology)
-        return fail_at(r, settings, NULL, 0,
+    if (!p->topology) {
+        const json_t *raw = has_policy ? policy.raw : NULL;
+        const char *var = json_is_string(json_object_get(raw, "tpu_topology"))
+                              ? json_string_value(json_object_get(raw, "tpu_topology"))
+                              : NULL;
+        if (var && !strncmp(var, "$(vars.", 7))
+            return fail_at(r, raw, "tpu_topology", 0,
+                           "module %s: placement_policy.tpu_topology is %s, which has no value; "
+                           "pass --vars %.*s=TOPOLOGY (e.g. 4x4) or set it in the deployment file",
+                           s->m->id, var, (int)(strlen(var) - 8), var + 7);
+        return fail_at(r, s->raw, NULL, 0,
                        "module %s: TPU machine type %s needs placement_policy.tpu_topology "
                        "(e.g. 4x4)",
-                       id, m->machine_type);
+                       s->m->id, m->machine_type);
+    }
     gc_error why;
-    if (gc_topology_validate(m, p->topology, &why))
-        return fail_at(r, policy ? policy : settings, "tpu_topology", 0, "module %s: %s", id,
-                       why.message);
+    if (gc_topology_validate(m, p->topology, &why)) {
+        const json_t *raw =
+            has_policy && json_object_get(policy.raw, "tpu_topology") ? policy.raw : s->raw;
+        rc = validator(r,
+                       fail_at(r, raw, "tpu_topology", 0, "module %s: %s", s->m->id, why.message));
+        if (rc)
+            return rc;
+    }
     p->accelerator = gc_xstrdup(m->family->gke_accelerator);
     long hosts = gc_topology_chips(p->topology) / m->chips_per_vm;
     if (p->static_nodes >= 0 && p->static_nodes != hosts)
-        return fail_at(r, settings, "static_node_count", 0,
+        return validator(
+            r, fail_at(r, s->raw, "static_node_count", 0,
                        "module %s: a %s slice of %s has %ld hosts, but static_node_count is %ld",
-                       id, p->topology, m->machine_type, hosts, p->static_nodes);
-    p->static_nodes = hosts;
+                       s->m->id, p->topology, m->machine_type, hosts, p->static_nodes));
+    if (!flex_start)
+        p->static_nodes = hosts;
     return 0;
 }
 
@@ -615,82 +901,121 @@ static gc_pool_spec *add_pool(gc_blueprint *bp)
     return p;
 }
 
-static int read_zones(const bp_reader *r, json_t *settings, const char *id, gc_pool_spec *p)
+static int read_zones(bp_reader *r, const scope *s, gc_pool_spec *p)
 {
-    json_t *zones = settings ? json_object_get(settings, "zones") : NULL;
-    if (!zones)
-        return 0;
-    int rc = expand_in_place(r, settings, "zones", 0);
-    zones = json_object_get(settings, "zones");
-    if (rc)
+    json_t *zones;
+    int rc = get(r, s, "zones", &zones);
+    if (rc || !zones)
         return rc;
+    if (!json_is_array(zones)) {
+        rc = wrong(r, s, "zones", zones, "a list of zone names");
+        json_decref(zones);
+        return rc;
+    }
     gc_buf b;
     gc_buf_init(&b);
     json_t *z;
     size_t i;
+    const json_t *raw = json_object_get(s->raw, "zones");
     json_array_foreach(zones, i, z)
     {
-        if (!json_is_string(z)) {
-            gc_buf_free(&b);
-            return wrong_type(r, settings, id, "zones", zones, "a list of zone names");
+        const json_t *text = json_array_get(raw, i);
+        if (json_is_null(z) && json_is_string(text) &&
+            !strncmp(json_string_value(text), "$(vars.", 7)) {
+            const char *t = json_string_value(text);
+            rc = fail_at(r, raw, NULL, i,
+                         "module %s: zones item %s has no value; pass --vars %.*s=ZONE (e.g. "
+                         "us-east5-b) or set it in the deployment file",
+                         s->m->id, t, (int)(strlen(t) - 8), t + 7);
+            break;
+        }
+        if (!json_is_string(z) || !*json_string_value(z)) {
+            rc = wrong(r, s, "zones", zones, "a list of zone names");
+            break;
         }
         if (!gc_catalog_is_location(json_string_value(z))) {
-            gc_buf_free(&b);
-            return fail_at(r, zones, NULL, i,
-                           "module %s: zones: \"%.64s\" is not a Google Cloud zone, such as "
-                           "us-central1-a",
-                           id, json_string_value(z));
+            rc = fail_at(r, json_is_array(raw) ? raw : s->raw, json_is_array(raw) ? NULL : "zones",
+                         json_is_array(raw) ? i : 0,
+                         "module %s: zones: \"%.64s\" is not a Google Cloud zone, such as "
+                         "us-central1-a",
+                         s->m->id, json_string_value(z));
+            break;
         }
         gc_buf_printf(&b, "%s%s", b.len ? "," : "", json_string_value(z));
     }
-    if (!json_is_array(zones)) {
-        gc_buf_free(&b);
-        return wrong_type(r, settings, id, "zones", zones, "a list of zone names");
-    }
-    p->zones = b.len ? gc_buf_detach(&b) : NULL;
+    json_decref(zones);
+    if (!rc)
+        p->zones = b.len ? gc_buf_detach(&b) : NULL;
     gc_buf_free(&b);
-    return 0;
+    return rc;
 }
 
-/* One gke-node-pool module: one pool, or with num_slices one pool per slice (NAME-0, ...). */
-static int read_node_pool(const bp_reader *r, json_t *settings, const char *id)
+/* The pool name gke-node-pool gives when `name` is unset: machine type and module id, the id
+ * lower-cased with every character outside a-z, 0-9 and '-' removed. */
+static char *default_pool_name(const char *machine, const char *id)
 {
+    gc_buf b;
+    gc_buf_init(&b);
+    gc_buf_printf(&b, "%s-", machine);
+    for (const char *c = id; *c; c++) {
+        char l = (char)tolower((unsigned char)*c);
+        if ((l >= 'a' && l <= 'z') || (l >= '0' && l <= '9') || l == '-')
+            gc_buf_putc(&b, l);
+    }
+    return gc_buf_detach(&b);
+}
+
+/* One gke-node-pool module: max(num_node_pools, num_slices) pools; with more than one they are
+ * NAME-0, NAME-1, ... as the module names them. */
+static int read_node_pool(bp_reader *r, const gc_bp_module *m, const json_t *module)
+{
+    scope s = {.m = m,
+               .raw = json_object_get(module, "settings"),
+               .val = m->settings,
+               .prefix = "",
+               .fallback = true};
     gc_pool_spec pool = {.static_nodes = -1, .max_nodes = DEFAULT_POOL_MAX};
-    long slices = -1;
-    int rc = string_setting(r, settings, id, "name", &pool.name);
+    long slices = 1, node_pools = 1;
+    bool flex_start = false;
+    int rc = get_string(r, &s, "name", &pool.name);
     if (!rc)
-        rc = string_setting(r, settings, id, "machine_type", &pool.machine_type);
+        rc = get_string(r, &s, "machine_type", &pool.machine_type);
     if (!rc)
-        rc = count_setting(r, settings, id, "static_node_count", &pool.static_nodes);
+        rc = get_count(r, &s, "static_node_count", &pool.static_nodes);
     if (!rc)
-        rc = count_setting(r, settings, id, "autoscaling_total_min_nodes", &pool.min_nodes);
+        rc = get_count(r, &s, "autoscaling_total_min_nodes", &pool.min_nodes);
     if (!rc)
-        rc = count_setting(r, settings, id, "autoscaling_total_max_nodes", &pool.max_nodes);
+        rc = get_count(r, &s, "autoscaling_total_max_nodes", &pool.max_nodes);
     if (!rc)
-        rc = bool_setting(r, settings, id, "spot", &pool.spot);
-    if (!rc && settings && json_object_get(settings, "num_slices"))
-        rc = count_setting(r, settings, id, "num_slices", &slices);
+        rc = get_bool(r, &s, "spot", &pool.spot);
     if (!rc)
-        rc = read_zones(r, settings, id, &pool);
-    if (!pool.name)
-        pool.name = gc_xstrdup(id);
+        rc = get_bool(r, &s, "enable_flex_start", &flex_start);
+    if (!rc)
+        rc = get_count(r, &s, "num_slices", &slices);
+    if (!rc)
+        rc = get_count(r, &s, "num_node_pools", &node_pools);
+    if (!rc)
+        rc = read_zones(r, &s, &pool);
     if (!pool.machine_type)
         pool.machine_type = gc_xstrdup(DEFAULT_POOL_MACHINE);
-    const gc_tpu_machine *m = gc_catalog_tpu_machine(pool.machine_type);
-    if (!rc && m)
-        rc = read_tpu_shape(r, settings, id, &pool, m);
+    if (!pool.name)
+        pool.name = default_pool_name(pool.machine_type, m->id);
+    const gc_tpu_machine *tpu = gc_catalog_tpu_machine(pool.machine_type);
+    if (!rc && tpu)
+        rc = read_tpu_shape(r, &s, &pool, tpu, flex_start);
     if (!rc && pool.static_nodes < 0 && pool.min_nodes > pool.max_nodes)
-        rc = fail_at(r, settings, "autoscaling_total_min_nodes", 0,
+        rc = fail_at(r, s.raw, "autoscaling_total_min_nodes", 0,
                      "module %s: autoscaling_total_min_nodes %ld is above "
                      "autoscaling_total_max_nodes %ld",
-                     id, pool.min_nodes, pool.max_nodes);
+                     m->id, pool.min_nodes, pool.max_nodes);
     if (!rc && slices == 0)
-        rc = fail_at(r, settings, "num_slices", 0, "module %s: num_slices must be at least 1", id);
-    for (long i = 0; !rc && i < (slices < 0 ? 1 : slices); i++) {
+        rc = fail_at(r, s.raw, "num_slices", 0, "module %s: num_slices must be at least 1", m->id);
+    long count = slices > node_pools ? slices : node_pools;
+    for (long i = 0; !rc && i < count; i++) {
         gc_pool_spec *p = add_pool(r->bp);
         *p = pool;
-        p->name = slices < 0 ? gc_xstrdup(pool.name) : gc_xasprintf("%s-%ld", pool.name, i);
-        p->module_id = gc_xstrdup(id);
+        p->name = count == 1 ? gc_xstrdup(pool.name) : gc_xasprintf("%s-%ld", pool.name, i);
+        p->module_id = gc_xstrdup(m->id);
         p->machine_type = gc_xstrdup(pool.machine_type);
         p->accelerator = pool.accelerator ? gc_xstrdup(pool.accelerator) : NULL;
         p->topology = pool.topology ? gc_xstrdup(pool.topology) : NULL;
@@ -752,58 +1077,84 @@ static int claim_settings(bp_reader *r, const char *prefix, const json_t *settin
     return 0;
 }
 
-static int read_kueue(bp_reader *r, json_t *kueue, const char *id)
+static int read_kueue(bp_reader *r, const scope *kueue)
 {
     gc_blueprint *bp = r->bp;
-    if (!json_is_object(kueue))
-        return wrong_type(r, NULL, id, "kueue", kueue, "a mapping");
-    int rc = claim_settings(r, "kueue", kueue, id);
-    json_t *template_vars = json_object_get(kueue, "config_template_vars");
-    if (!rc && json_is_object(template_vars))
-        rc = claim_settings(r, "kueue.config_template_vars", template_vars, id);
+    const char *id = kueue->m->id;
+    int rc = claim_settings(r, "kueue", kueue->raw, id);
+    json_t *raw_vars = json_object_get(kueue->raw, "config_template_vars");
+    if (!rc && json_is_object(raw_vars))
+        rc = claim_settings(r, "kueue.config_template_vars", raw_vars, id);
     if (!rc)
-        rc = bool_setting(r, kueue, id, "install", &bp->kueue_install);
+        rc = get_bool(r, kueue, "install", &bp->kueue_install);
     if (!rc)
-        rc = string_setting(r, kueue, id, "version", &bp->kueue_version);
-    bool pathways = false;
-    if (!rc && json_object_get(kueue, "enable_pathways_for_tpus"))
-        rc = bool_setting(r, kueue, id, "enable_pathways_for_tpus", &pathways);
+        rc = get_string(r, kueue, "version", &bp->kueue_version);
+    bool pathways = false, slicing = false;
+    if (!rc)
+        rc = get_bool(r, kueue, "enable_pathways_for_tpus", &pathways);
+    if (!rc)
+        rc = get_bool(r, kueue, "enable_dynamic_slicing_for_tpus", &slicing);
     bp->pathways = bp->pathways || pathways;
+    bp->kueue_pathways = bp->kueue_pathways || pathways;
+    bp->dynamic_slicing = bp->dynamic_slicing || slicing;
     char *config_path = NULL;
-    if (!rc && json_object_get(kueue, "config_path"))
-        rc = string_setting(r, kueue, id, "config_path", &config_path);
+    if (!rc)
+        rc = get_string(r, kueue, "config_path", &config_path);
+    const json_t *raw_path = json_object_get(kueue->raw, "config_path");
+    const char *text = json_string_value(raw_path);
+    if (text && !strncmp(text, "$(vars.", 7) && strlen(text) > 8 && text[strlen(text) - 1] == ')' &&
+        is_identifier(text + 7, strlen(text) - 8)) {
+        free(bp->kueue_config_var);
+        bp->kueue_config_var = gc_xstrndup(text + 7, strlen(text) - 8);
+    }
     if (config_path) {
         free(bp->kueue_config_path);
         bp->kueue_config_path = config_path[0] == '/' ? gc_xstrdup(config_path)
                                                       : gc_xasprintf("%s/%s", bp->dir, config_path);
         free(config_path);
     }
-    json_t *vars = json_object_get(kueue, "config_template_vars");
-    if (!rc && vars) {
-        rc = expand_in_place(r, kueue, "config_template_vars", 0);
-        vars = json_object_get(kueue, "config_template_vars");
-        if (!rc && !json_is_object(vars))
-            rc = fail_at(r, kueue, "config_template_vars", 0,
-                         "module %s: kueue.config_template_vars must be a mapping, not %s", id,
-                         gc_yaml_type_name(vars));
-        if (!rc)
-            json_object_update(bp->kueue_vars, vars);
+    json_t *vars = json_object_get(kueue->val, "config_template_vars");
+    if (!rc && vars && !json_is_null(vars)) {
+        if (!json_is_object(vars))
+            return fail_at(r, kueue->raw, "config_template_vars", 0,
+                           "module %s: kueue.config_template_vars must be a mapping, not %s", id,
+                           gc_yaml_type_name(vars));
+        json_object_update(bp->kueue_vars, vars);
+        bp->kueue_user_vars = bp->kueue_user_vars || json_object_size(vars) > 0;
     }
     return rc;
 }
 
-static int read_kubectl_apply(bp_reader *r, json_t *settings, const char *id)
+static int read_kubectl_apply(bp_reader *r, const gc_bp_module *m, const json_t *module)
 {
     r->bp->has_kubectl_apply = true;
-    json_t *kueue = settings ? json_object_get(settings, "kueue") : NULL;
-    json_t *jobset = settings ? json_object_get(settings, "jobset") : NULL;
-    int rc = kueue ? read_kueue(r, kueue, id) : 0;
-    if (!rc && jobset) {
-        if (!json_is_object(jobset))
-            return wrong_type(r, settings, id, "jobset", jobset, "a mapping");
-        rc = claim_settings(r, "jobset", jobset, id);
+    scope s = {.m = m,
+               .raw = json_object_get(module, "settings"),
+               .val = m->settings,
+               .prefix = "",
+               .fallback = true};
+    /* The module's own enable_pathways_for_tpus (or the cluster's, through use, or the
+     * variable) selects the built-in Pathways configuration as kueue.enable_pathways_for_tpus
+     * does. */
+    bool pathways = false;
+    int rc = get_bool(r, &s, "enable_pathways_for_tpus", &pathways);
+    r->bp->kueue_pathways = r->bp->kueue_pathways || pathways;
+    scope kueue, jobset;
+    bool has_kueue = false, has_jobset = false;
+    s.fallback = false;
+    if (!rc)
+        rc = sub_scope(r, &s, "kueue", &kueue, &has_kueue);
+    if (!rc && has_kueue) {
+        kueue.prefix = "kueue.";
+        rc = read_kueue(r, &kueue);
+    }
+    if (!rc)
+        rc = sub_scope(r, &s, "jobset", &jobset, &has_jobset);
+    if (!rc && has_jobset) {
+        jobset.prefix = "jobset.";
+        rc = claim_settings(r, "jobset", jobset.raw, m->id);
         if (!rc)
-            rc = bool_setting(r, jobset, id, "install", &r->bp->jobset_install);
+            rc = get_bool(r, &jobset, "install", &r->bp->jobset_install);
     }
     return rc;
 }
@@ -816,33 +1167,25 @@ static void add_unhandled(gc_blueprint *bp, const char *id, const char *source)
     bp->unhandled_count++;
 }
 
-/* Reads the modules in order; the cluster's module first, so pools know its zone. */
-static int read_modules(bp_reader *r, json_t *groups, enum module_kind only_kind)
+/* Reads the modules of one kind in order; the cluster's first, so pools know its zone. */
+static int read_modules(bp_reader *r, gc_bp_module_kind only_kind)
 {
-    size_t gi, mi;
-    json_t *group, *module;
-    json_array_foreach(groups, gi, group)
-    {
-        json_array_foreach(json_object_get(group, "modules"), mi, module)
-        {
-            const char *id = json_string_value(json_object_get(module, "id"));
-            const char *source = json_string_value(json_object_get(module, "source"));
-            json_t *settings = json_object_get(module, "settings");
-            enum module_kind kind = module_kind(source);
-            int rc = 0;
-            if (kind != only_kind)
-                continue;
-            if (kind == MODULE_OTHER)
-                add_unhandled(r->bp, id, source);
-            else if (kind == MODULE_CLUSTER)
-                rc = read_cluster(r, module, settings, id);
-            else if (kind == MODULE_NODE_POOL)
-                rc = read_node_pool(r, settings, id);
-            else
-                rc = read_kubectl_apply(r, settings, id);
-            if (rc)
-                return rc;
-        }
+    for (size_t i = 0; i < r->bp->module_count; i++) {
+        const gc_bp_module *m = &r->bp->modules[i];
+        const json_t *module = json_object_get(r->modules, m->id);
+        int rc = 0;
+        if (m->kind != only_kind)
+            continue;
+        if (m->kind == GC_BP_MODULE_OTHER)
+            add_unhandled(r->bp, m->id, m->source);
+        else if (m->kind == GC_BP_MODULE_CLUSTER)
+            rc = read_cluster(r, m, module);
+        else if (m->kind == GC_BP_MODULE_NODE_POOL)
+            rc = read_node_pool(r, m, module);
+        else
+            rc = read_kubectl_apply(r, m, module);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -863,14 +1206,43 @@ static int apply_overrides(bp_reader *r, const char *const *overrides, size_t co
             return gc_fail(r->err, GC_EXIT_USAGE, "--vars %s: %s", overrides[i], why.message);
         json_t *v = gc_yaml_root(&value);
         char *name = gc_xstrndup(overrides[i], (size_t)(eq - overrides[i]));
-        json_object_set(r->vars, name, v ? v : json_string(""));
+        json_object_set(r->raw_vars, name, v ? v : json_string(""));
         free(name);
         gc_yaml_doc_free(&value);
     }
     return 0;
 }
 
-static int read_top_level(bp_reader *r, const char *const *overrides, size_t count)
+/* A deployment file (the toolkit's -d): YAML with `vars:` (and terraform_backend_defaults,
+ * which deploy has no use for); its variables replace the blueprint's. */
+static int apply_deployment_file(bp_reader *r, const char *path)
+{
+    int rc = gc_yaml_load_file(path, &r->deployment, r->err);
+    if (rc) {
+        r->err->code = GC_EXIT_USAGE;
+        gc_error_prefix(r->err, "--deployment-file: ");
+        return GC_EXIT_USAGE;
+    }
+    r->has_deployment = true;
+    json_t *root = gc_yaml_root(&r->deployment);
+    if (json_is_null(root) || !root)
+        return 0;
+    if (!json_is_object(root))
+        return gc_fail(r->err, GC_EXIT_USAGE,
+                       "%s: a deployment file is a YAML mapping with vars: (and optionally "
+                       "terraform_backend_defaults:)",
+                       path);
+    json_t *vars = json_object_get(root, "vars");
+    if (vars && !json_is_null(vars) && !json_is_object(vars))
+        return gc_fail(r->err, GC_EXIT_USAGE, "%s: vars must be a mapping, not %s", path,
+                       gc_yaml_type_name(vars));
+    const char *key;
+    json_t *value;
+    json_object_foreach(vars, key, value) json_object_set(r->raw_vars, key, value);
+    return 0;
+}
+
+static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
 {
     json_t *root = gc_yaml_root(&r->doc);
     if (!json_is_object(root))
@@ -885,15 +1257,18 @@ static int read_top_level(bp_reader *r, const char *const *overrides, size_t cou
         return fail_at(r, root, "blueprint_name", 0, "blueprint_name has control characters");
     r->bp->name = gc_xstrdup(json_string_value(name));
     json_t *vars = json_object_get(root, "vars");
-    if (!vars) {
+    if (!vars || json_is_null(vars)) {
         vars = json_object();
         json_object_set_new(root, "vars", vars);
     }
     rc = require_type(r, root, "vars", 0, vars, JSON_OBJECT, "vars");
     if (rc)
         return rc;
-    r->vars = vars;
-    rc = apply_overrides(r, overrides, count);
+    r->raw_vars = vars;
+    if (o->deployment_file)
+        rc = apply_deployment_file(r, o->deployment_file);
+    if (!rc)
+        rc = apply_overrides(r, o->vars, o->var_count);
     if (rc)
         return rc;
     json_t *groups = json_object_get(root, "deployment_groups");
@@ -901,31 +1276,59 @@ static int read_top_level(bp_reader *r, const char *const *overrides, size_t cou
     if (!rc)
         rc = check_modules(r, groups);
     if (!rc)
-        rc = read_modules(r, groups, MODULE_CLUSTER);
+        rc = evaluate_modules(r);
     if (!rc)
-        rc = read_modules(r, groups, MODULE_NODE_POOL);
+        rc = read_modules(r, GC_BP_MODULE_CLUSTER);
     if (!rc)
-        rc = read_modules(r, groups, MODULE_KUBECTL_APPLY);
+        rc = read_modules(r, GC_BP_MODULE_NODE_POOL);
     if (!rc)
-        rc = read_modules(r, groups, MODULE_OTHER);
+        rc = read_modules(r, GC_BP_MODULE_KUBECTL_APPLY);
+    if (!rc)
+        rc = read_modules(r, GC_BP_MODULE_OTHER);
     return rc;
 }
 
-/* Without a gke-cluster module the target still comes from the usual variables. */
+/* Every variable evaluated (the toolkit evaluates all of them); without a gke-cluster module the
+ * target comes from the usual variables. */
 static int fill_from_vars(bp_reader *r)
 {
     gc_blueprint *bp = r->bp;
-    int rc = 0;
-    if (!bp->cluster)
-        rc = string_setting(r, NULL, "blueprint", "deployment_name", &bp->cluster);
-    if (!rc && !bp->project)
-        rc = string_setting(r, NULL, "blueprint", "project_id", &bp->project);
-    if (!rc && !bp->region)
-        rc = string_setting(r, NULL, "blueprint", "region", &bp->region);
-    if (!rc && !bp->zone)
-        rc = string_setting(r, NULL, "blueprint", "zone", &bp->zone);
+    const char *key;
+    json_t *value;
+    json_object_foreach(r->raw_vars, key, value)
+    {
+        json_t *v;
+        int rc = var_value(r, key, &v);
+        if (rc)
+            return rc;
+        json_decref(v);
+    }
+    static const char *const fallbacks[] = {"deployment_name", "project_id", "region", "zone"};
+    char **fields[] = {&bp->cluster, &bp->project, &bp->region, &bp->zone};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *v = json_object_get(r->vars, fallbacks[i]);
+        if (!*fields[i] && json_is_string(v) && *json_string_value(v))
+            *fields[i] = gc_xstrdup(json_string_value(v));
+    }
     bp->vars = json_incref(r->vars);
-    return rc;
+    return 0;
+}
+
+/* The toolkit's test_zone_in_region validator: a zone of another region is a mistake. */
+static int check_zone_in_region(bp_reader *r)
+{
+    gc_blueprint *bp = r->bp;
+    if (!bp->zone || !bp->region)
+        return 0;
+    size_t n = strlen(bp->region);
+    if (!strncmp(bp->zone, bp->region, n) && bp->zone[n] == '-')
+        return 0;
+    if (!strcmp(bp->zone, bp->region)) /* a zonal cluster: region names the zone */
+        return 0;
+    return validator(r, gc_fail(r->err, GC_EXIT_USAGE,
+                                "%s: zone %s is not in region %s; fix vars.zone or vars.region "
+                                "(validator test_zone_in_region; -l WARNING lets it pass)",
+                                bp->path, bp->zone, bp->region));
 }
 
 static char *directory_of(const char *path)
@@ -938,31 +1341,86 @@ static char *directory_of(const char *path)
     return gc_xstrndup(path, (size_t)(slash - path));
 }
 
-int gc_blueprint_load(const char *path, const char *const *overrides, size_t count,
-                      gc_blueprint *bp, gc_error *err)
+int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_blueprint *bp,
+                      gc_error *err)
 {
     memset(bp, 0, sizeof(*bp));
     bp->path = gc_xstrdup(path);
     bp->dir = directory_of(path);
     bp->kueue_vars = json_object();
-    bp_reader r = {.bp = bp, .err = err};
+    bp->validation = o->validation;
+    bp->deployment_file = o->deployment_file ? gc_xstrdup(o->deployment_file) : NULL;
+    bp_reader r = {.bp = bp,
+                   .err = err,
+                   .vars = json_object(),
+                   .evaluating = json_object(),
+                   .modules = json_object()};
     int rc = gc_yaml_load_file(path, &r.doc, err);
     if (rc) {
-        err->code = GC_EXIT_USAGE;
-        gc_yaml_doc_free(&r.doc);
-        gc_blueprint_free(bp);
-        return GC_EXIT_USAGE;
+        err->code = rc = GC_EXIT_USAGE;
+    } else {
+        rc = read_top_level(&r, o);
+        if (!rc)
+            rc = fill_from_vars(&r);
+        if (!rc)
+            rc = check_zone_in_region(&r);
     }
-    rc = read_top_level(&r, overrides, count);
-    if (!rc)
-        rc = fill_from_vars(&r);
     for (size_t i = 0; i < r.owner_count; i++)
         free(r.owners[i].setting);
     free(r.owners);
+    json_decref(r.vars);
+    json_decref(r.evaluating);
+    json_decref(r.modules);
     gc_yaml_doc_free(&r.doc);
+    if (r.has_deployment)
+        gc_yaml_doc_free(&r.deployment);
     if (rc)
         gc_blueprint_free(bp);
     return rc;
+}
+
+int gc_blueprint_load(const char *path, const char *const *overrides, size_t count,
+                      gc_blueprint *bp, gc_error *err)
+{
+    gc_blueprint_options o = {.vars = overrides, .var_count = count};
+    return gc_blueprint_open(path, &o, bp, err);
+}
+
+int gc_validation_level_parse(const char *text, gc_validation_level *out, gc_error *err)
+{
+    static const char *const names[] = {"ERROR", "WARNING", "IGNORE"};
+    for (size_t i = 0; i < 3; i++) {
+        if (text && !strcmp(text, names[i])) {
+            *out = (gc_validation_level)i;
+            return 0;
+        }
+    }
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "--validation-level %s: expected ERROR, WARNING or IGNORE (as Google's "
+                   "gcluster takes it)",
+                   text ? text : "");
+}
+
+const gc_bp_module *gc_blueprint_module(const gc_blueprint *bp, const char *id)
+{
+    return find_module(bp, id);
+}
+
+const json_t *gc_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m, const char *key)
+{
+    const json_t *v = json_object_get(m->settings, key);
+    if (!v) {
+        const gc_bp_module *cluster = wired_cluster(bp, m);
+        if (cluster && !strcmp(key, "enable_pathways_for_tpus"))
+            return gc_blueprint_setting(bp, cluster, key);
+        v = json_object_get(bp->vars, key);
+    }
+    return json_is_null(v) ? NULL : v;
+}
+
+const char *gc_blueprint_unknown(const json_t *value)
+{
+    return deploy_unknown_name(value);
 }
 
 static void free_pool(gc_pool_spec *p)
@@ -983,10 +1441,22 @@ void gc_blueprint_free(gc_blueprint *bp)
         free(bp->unhandled[i].id);
         free(bp->unhandled[i].source);
     }
+    for (size_t i = 0; i < bp->module_count; i++) {
+        gc_bp_module *m = &bp->modules[i];
+        free(m->id);
+        free(m->source);
+        free(m->group);
+        for (size_t j = 0; j < m->use_count; j++)
+            free(m->use[j]);
+        free(m->use);
+        json_decref(m->settings);
+    }
+    free(bp->modules);
     free(bp->pools);
     free(bp->unhandled);
     free(bp->path);
     free(bp->dir);
+    free(bp->deployment_file);
     free(bp->name);
     free(bp->project);
     free(bp->cluster);
@@ -994,8 +1464,10 @@ void gc_blueprint_free(gc_blueprint *bp)
     free(bp->zone);
     free(bp->kueue_version);
     free(bp->kueue_config_path);
+    free(bp->kueue_config_var);
     json_decref(bp->vars);
     json_decref(bp->kueue_vars);
+    gc_strings_free(&bp->warnings);
     memset(bp, 0, sizeof(*bp));
 }
 

@@ -1,19 +1,31 @@
 /*
- * The Kueue configuration a Pathways cluster needs, built as objects.
+ * The Kueue configuration of a blueprint, built as objects, equal to what Cluster Toolkit's
+ * kubectl-apply module applies for the same blueprint:
  *
- * Why one resource group: a Pathways worker pod asks for google.com/tpu, cpu and memory at
- * once, and Kueue assigns all of a pod's resources from one flavor only when they sit in the
- * same group. The head pod asks only for cpu and memory. pathways-flavor comes first and has no
- * TPU quota, so the head is charged there (and pinned to the head pool by its node label) while
- * workers, which select the TPU accelerator label that pathways-flavor lacks, fall through to
- * tpu-flavor.
+ * - kueue.config_path set: that file, rendered as a Terraform template when its name ends in
+ *   .tftpl or config_template_vars is set (else taken as it is), split into YAML documents;
+ *   ClusterQueues of the same name become one (metadata and spec merged, resourceGroups
+ *   concatenated) and every other object is kept as written. The module applies them through a
+ *   Helm release in kueue-system, so a namespaced object without a namespace lands there.
+ * - otherwise, with enable_pathways_for_tpus and/or enable_dynamic_slicing_for_tpus, the
+ *   module's built-in configuration for that pair (kueue-configuration-pathways,
+ *   -dynamic-slicing, -dynamic-slicing-pathways): built here from the same facts.
+ * - otherwise nothing.
  *
- * Google's Terraform renders the same from a template and drops all of it when the user gives
- * their own template; here a user template is allowed too, but a Pathways blueprint whose
- * template leaves the head pool without a flavor gets a warning that says what to add.
+ * Why one resource group in the Pathways variants: a Pathways worker pod asks for
+ * google.com/tpu, cpu and memory at once, and Kueue assigns all of a pod's resources from one
+ * flavor only when they sit in the same group. The head pod selects the head pool by its
+ * cloud.google.com/gke-nodepool label, which the TPU flavor lacks, so Kueue passes over the TPU
+ * flavor for it and charges pathways-flavor.
+ *
+ * Our additions, which change nothing a toolkit template renders: the template variables also
+ * hold pathways_head_np (--pathways-head-np, also the built-in pathways-flavor's pool),
+ * namespace ("default") and accelerator_type derived from the TPU pools when unset, and a
+ * Pathways blueprint whose own template leaves the head pool without a flavor gets a warning.
  */
 #include "gcluster/deploy.h"
 
+#include "expr.h"
 #include "gcluster/emit.h"
 #include "gcluster/kube.h"
 #include "gcluster/sys.h"
@@ -25,22 +37,30 @@
 
 #define LABEL_NODEPOOL    "cloud.google.com/gke-nodepool"
 #define LABEL_ACCELERATOR "cloud.google.com/gke-tpu-accelerator"
+#define LABEL_TOPOLOGY    "cloud.google.com/gke-tpu-topology"
 #define MAX_TEMPLATE_FILE                                                                          \
     (16u << 20) /* templates are kilobytes: a larger file is the wrong one                         \
                  */
+/* The Helm release of the Kueue configuration lives here. */
+#define CONFIG_NAMESPACE "kueue-system"
+/* The dynamic-slicing objects, as the module names them. */
+#define SLICING_TOPOLOGY   "dynamic-slicing-topology"
+#define SLICING_CHECK      "dynamic-slicing-ac"
+#define SLICING_CONTROLLER "accelerator.gke.io/slice"
 
-/* The built-in configuration's variables before config_template_vars. TPU quotas default to
- * "no limit in practice", as Cluster Toolkit's tpu_quota does; the head pool's are Toolkit's. */
+/* The module's template variables before config_template_vars (kubectl-apply's defaults). */
 static const struct {
     const char *name;
-    const char *value;
+    const char *text; /* a string default */
+    long number;      /* a number default, when text is NULL */
 } builtin_defaults[] = {
-    {"tpu_quota", "999999"},
-    {"tpu_flavor_cpu_quota", "999999"},
-    {"tpu_flavor_memory_quota", "999999Gi"},
-    {"pathways_cpu_quota", "480"},
-    {"pathways_memory_quota", "2000G"},
-    {"namespace", "default"},
+    {"pathways_cpu_quota", NULL, 480},
+    {"pathways_memory_quota", "2000G", 0},
+    {"tpu_flavor_cpu_quota", "999999", 0},
+    {"tpu_flavor_memory_quota", "999999T", 0},
+    {"tpu_quota", "999999", 0},
+    {"tpu_topology", "", 0},
+    {"namespace", "default", 0},
 };
 
 static const struct {
@@ -48,11 +68,9 @@ static const struct {
     int value;
     const char *description;
 } priority_classes[] = {
-    {"very-low", 100, "Very low priority: preempted first"},
-    {"low", 250, "Low priority"},
-    {"medium", 500, "Medium priority"},
-    {"high", 750, "High priority"},
-    {"very-high", 1000, "Very high priority: preempts lower priorities in the queue"},
+    {"very-low", 100, "Very Low"},    {"low", 250, "Low"},
+    {"medium", 500, "Medium"},        {"high", 750, "High"},
+    {"very-high", 1000, "Very High"},
 };
 
 /* Variables */
@@ -98,8 +116,9 @@ static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t *
     json_t *vars =
         json_pack("{s:s, s:s*}", "pathways_head_np", head_pool, "accelerator_type", accelerator);
     for (size_t i = 0; vars && i < sizeof(builtin_defaults) / sizeof(*builtin_defaults); i++) {
-        if (json_object_set_new(vars, builtin_defaults[i].name,
-                                json_string(builtin_defaults[i].value)) != 0) {
+        json_t *v = builtin_defaults[i].text ? json_string(builtin_defaults[i].text)
+                                             : json_integer(builtin_defaults[i].number);
+        if (json_object_set_new(vars, builtin_defaults[i].name, v) != 0) {
             json_decref(vars);
             vars = NULL;
         }
@@ -296,30 +315,36 @@ static json_t *kube_object(const char *api_version, const char *kind, const char
     return object;
 }
 
-static json_t *resource_flavor(const char *api, const char *name, const char *label,
-                               const char *value, bool tpu_toleration)
+/* The TPU flavor: the accelerator label (and the topology label when tpu_topology is set, so
+ * the flavor admits only that slice shape), the toleration of the TPU nodes' taint, and with
+ * dynamic slicing the Topology it belongs to. */
+static json_t *tpu_flavor(const char *api, const char *name, const char *accelerator,
+                          const char *topology, bool slicing)
 {
-    json_t *tolerations = tpu_toleration ? json_pack("[{s:s, s:s, s:s}]", "key", "google.com/tpu",
-                                                     "operator", "Exists", "effect", "NoSchedule")
-                                         : NULL;
-    json_t *spec =
-        json_pack("{s:{s:s}, s:o*}", "nodeLabels", label, value, "tolerations", tolerations);
+    json_t *labels = json_pack("{s:s}", LABEL_ACCELERATOR, accelerator);
+    if (labels && topology && *topology)
+        json_object_set_new(labels, LABEL_TOPOLOGY, json_string(topology));
+    json_t *spec = json_pack("{s:o*, s:[{s:s, s:s, s:s}]}", "nodeLabels", labels, "tolerations",
+                             "effect", "NoSchedule", "key", "google.com/tpu", "value", "present");
+    if (spec && slicing)
+        json_object_set_new(spec, "topologyName", json_string(SLICING_TOPOLOGY));
     return spec ? kube_object(api, "ResourceFlavor", name, NULL, "spec", spec) : NULL;
 }
 
-static json_t *flavor_quotas(const char *flavor, json_t *tpu, json_t *cpu, json_t *memory)
+static json_t *resource(const char *name, json_t *quota)
 {
-    return json_pack("{s:s, s:[{s:s, s:o}, {s:s, s:o}, {s:s, s:o}]}", "name", flavor, "resources",
-                     "name", "google.com/tpu", "nominalQuota", tpu, "name", "cpu", "nominalQuota",
-                     cpu, "name", "memory", "nominalQuota", memory);
+    return json_pack("{s:s, s:o*}", "name", name, "nominalQuota", quota);
 }
 
-static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_error *err)
+static int cluster_queue(const char *api, const json_t *vars, const char *tpu_flavor_name,
+                         bool pathways, bool slicing, json_t **out, gc_error *err)
 {
+    *out = NULL;
     json_t *q[5] = {NULL};
-    static const char *const names[5] = {"pathways_cpu_quota", "pathways_memory_quota", "tpu_quota",
-                                         "tpu_flavor_cpu_quota", "tpu_flavor_memory_quota"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const names[5] = {"tpu_quota", "tpu_flavor_cpu_quota",
+                                         "tpu_flavor_memory_quota", "pathways_cpu_quota",
+                                         "pathways_memory_quota"};
+    for (int i = 0; i < (pathways ? 5 : 1); i++) {
         int rc = quota(vars, names[i], &q[i], err);
         if (rc) {
             for (int j = 0; j < i; j++)
@@ -327,14 +352,23 @@ static int cluster_queue(const char *api, const json_t *vars, json_t **out, gc_e
             return rc;
         }
     }
-    json_t *group =
-        json_pack("{s:[s,s,s], s:[o,o]}", "coveredResources", "google.com/tpu", "cpu", "memory",
-                  "flavors", flavor_quotas("pathways-flavor", json_string("0"), q[0], q[1]),
-                  flavor_quotas("tpu-flavor", q[2], q[3], q[4]));
-    json_t *spec =
-        json_pack("{s:{}, s:s, s:{s:s, s:s}, s:[o]}", "namespaceSelector", "queueingStrategy",
-                  "BestEffortFIFO", "preemption", "reclaimWithinCohort", "Never",
-                  "withinClusterQueue", "LowerPriority", "resourceGroups", group);
+    json_t *group;
+    if (pathways)
+        group = json_pack("{s:[s,s,s], s:[{s:s, s:[o,o,o]}, {s:s, s:[o,o,o]}]}", "coveredResources",
+                          "google.com/tpu", "cpu", "memory", "flavors", "name", tpu_flavor_name,
+                          "resources", resource("google.com/tpu", q[0]), resource("cpu", q[1]),
+                          resource("memory", q[2]), "name", "pathways-flavor", "resources",
+                          resource("google.com/tpu", json_string("0")), resource("cpu", q[3]),
+                          resource("memory", q[4]));
+    else
+        group =
+            json_pack("{s:[s], s:[{s:s, s:[o]}]}", "coveredResources", "google.com/tpu", "flavors",
+                      "name", tpu_flavor_name, "resources", resource("google.com/tpu", q[0]));
+    json_t *spec = json_pack("{s:{s:s, s:s}, s:{}, s:[o*]}", "preemption", "reclaimWithinCohort",
+                             "Never", "withinClusterQueue", "LowerPriority", "namespaceSelector",
+                             "resourceGroups", group);
+    if (spec && slicing)
+        json_object_set_new(spec, "admissionChecks", json_pack("[s]", SLICING_CHECK));
     *out = spec ? kube_object(api, "ClusterQueue", "cluster-queue", NULL, "spec", spec) : NULL;
     return 0;
 }
@@ -366,157 +400,186 @@ static bool append_all(json_t *objects, json_t *const *items, size_t count)
     return ok;
 }
 
+/* The module's built-in configuration for (pathways, slicing). The slicing Topology and
+ * AdmissionCheck are kueue.x-k8s.io/v1beta1 objects in the module's templates, the rest uses
+ * the API version the cluster serves. */
 static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const char *api,
                            const json_t *vars, json_t *objects, gc_error *err)
 {
-    const char *accelerator = NULL, *ns = NULL;
+    const char *accelerator = NULL, *topology = "";
+    bool pathways = bp->kueue_pathways, slicing = bp->dynamic_slicing;
     if (!json_object_get(vars, "accelerator_type"))
         return gc_fail(err, GC_EXIT_USAGE,
-                       "%s: the Pathways Kueue configuration needs the TPU accelerator: add a "
+                       "%s: the built-in Kueue configuration needs the TPU accelerator: add a "
                        "gke-node-pool with a TPU machine type, or set "
                        "kueue.config_template_vars.accelerator_type (e.g. tpu-v6e-slice)",
                        bp->path);
-    int rc = name_var(bp, vars, "accelerator_type", false,
-                      "the " LABEL_ACCELERATOR " node label tpu-flavor selects", &accelerator, err);
-    if (!rc)
-        rc = name_var(bp, vars, "namespace", true, "the namespace of LocalQueue user-queue", &ns,
-                      err);
+    int rc =
+        name_var(bp, vars, "accelerator_type", false,
+                 "the " LABEL_ACCELERATOR " node label the TPU flavor selects", &accelerator, err);
     if (!rc && !is_label_value(head_pool))
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "%s: the Pathways head pool name \"%.64s\" is not a Kubernetes label value "
                      "(it becomes the " LABEL_NODEPOOL " node label pathways-flavor selects): use "
                      "%s",
                      bp->path, head_pool, LABEL_VALUE_FORM);
+    const json_t *t = json_object_get(vars, "tpu_topology");
+    if (!rc && json_is_string(t))
+        topology = json_string_value(t);
+    else if (!rc && t && !json_is_null(t))
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "kueue.config_template_vars.tpu_topology must be a string (e.g. \"4x4\")");
+    if (!rc && *topology && !is_label_value(topology))
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "%s: kueue.config_template_vars.tpu_topology \"%.64s\" is not a Kubernetes "
+                     "label value (it becomes the cloud.google.com/gke-tpu-topology node label): "
+                     "use %s",
+                     bp->path, topology, LABEL_VALUE_FORM);
+    char *flavor = rc         ? NULL
+                   : pathways ? gc_xasprintf("flavor-%s", accelerator)
+                              : gc_xstrdup("tpu-flavor");
     json_t *cq = NULL;
     if (!rc)
-        rc = cluster_queue(api, vars, &cq, err);
-    if (rc)
+        rc = cluster_queue(api, vars, flavor, pathways, slicing, &cq, err);
+    if (rc) {
+        free(flavor);
         return rc;
-    json_t *built[5 + sizeof(priority_classes) / sizeof(*priority_classes)] = {
-        resource_flavor(api, "pathways-flavor", LABEL_NODEPOOL, head_pool, false),
-        resource_flavor(api, "tpu-flavor", LABEL_ACCELERATOR, accelerator, true),
-        cq,
-        kube_object(api, "LocalQueue", "user-queue", ns, "spec",
-                    json_pack("{s:s}", "clusterQueue", "cluster-queue")),
-    };
-    size_t n = 4;
+    }
+    json_t *built[6 + sizeof(priority_classes) / sizeof(*priority_classes)];
+    size_t n = 0;
+    if (slicing) {
+        built[n++] =
+            kube_object("kueue.x-k8s.io/v1beta1", "Topology", SLICING_TOPOLOGY, NULL, "spec",
+                        json_pack("{s:[{s:s}, {s:s}, {s:s}]}", "levels", "nodeLabel",
+                                  "cloud.google.com/gce-topology-block", "nodeLabel",
+                                  "cloud.google.com/gke-tpu-partition-4x4x4-id", "nodeLabel",
+                                  "kubernetes.io/hostname"));
+        built[n++] = kube_object("kueue.x-k8s.io/v1beta1", "AdmissionCheck", SLICING_CHECK, NULL,
+                                 "spec", json_pack("{s:s}", "controllerName", SLICING_CONTROLLER));
+    }
+    /* The plain slicing flavor selects the accelerator only; the Pathways ones the topology
+     * too when tpu_topology is set. */
+    built[n++] = tpu_flavor(api, flavor, accelerator, pathways ? topology : NULL, slicing);
+    if (pathways)
+        built[n++] = kube_object(api, "ResourceFlavor", "pathways-flavor", NULL, "spec",
+                                 json_pack("{s:{s:s}}", "nodeLabels", LABEL_NODEPOOL, head_pool));
+    built[n++] = cq;
+    built[n++] = kube_object(api, "LocalQueue", "user-queue", "default", "spec",
+                             json_pack("{s:s}", "clusterQueue", "cluster-queue"));
     for (size_t i = 0; i < sizeof(priority_classes) / sizeof(*priority_classes); i++)
         built[n++] = priority_class(i);
+    free(flavor);
     return append_all(objects, built, n) ? 0 : cannot_build(bp, "configuration", err);
 }
 
 /* A user template */
 
-/* Advances line/column over text[from, to). */
-static void advance(const char *text, size_t from, size_t to, int *line, int *column)
+/* Template variables are bare names; a name the variables lack is an error that says where to
+ * set it. */
+static int template_ref(void *ctx, const char *root, const char *attr, json_t **out, gc_error *err)
 {
-    for (size_t i = from; i < to; i++) {
-        if (text[i] == '\n') {
-            (*line)++;
-            *column = 1;
-        } else {
-            (*column)++;
-        }
-    }
-}
-
-static int append_var(const json_t *vars, const char *name, gc_buf *out)
-{
-    const json_t *v = json_object_get(vars, name);
-    if (json_is_string(v))
-        gc_buf_puts(out, json_string_value(v));
-    else if (json_is_integer(v))
-        gc_buf_printf(out, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v))
-        gc_buf_printf(out, "%g", json_real_value(v));
-    else if (json_is_boolean(v))
-        gc_buf_puts(out, json_is_true(v) ? "true" : "false");
-    else
-        return -1;
+    const json_t *v = json_object_get(ctx, root);
+    if (!v || attr)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s%s%s is not a template variable; set it in "
+                       "kueue.config_template_vars",
+                       root, attr ? "." : "", attr ? attr : "");
+    *out = json_incref((json_t *)v);
     return 0;
 }
 
 int gc_template_render(const char *text, size_t len, const json_t *vars, const char *label,
                        gc_buf *out, gc_error *err)
 {
-    int line = 1, column = 1;
-    size_t done = 0;
-    for (size_t i = 0; i < len; i++) {
-        bool escape = i + 2 < len && text[i + 1] == text[i] && text[i + 2] == '{';
-        if ((text[i] == '$' || text[i] == '%') && escape) { /* $${ and %%{ are literal */
-            gc_buf_append(out, text + done, i - done);
-            advance(text, done, i, &line, &column);
-            gc_buf_putc(out, text[i]);
-            gc_buf_putc(out, '{');
-            column += 3;
-            done = i + 3;
-            i += 2;
-            continue;
-        }
-        if (i + 1 >= len || text[i + 1] != '{' || (text[i] != '$' && text[i] != '%'))
-            continue;
-        advance(text, done, i, &line, &column);
-        gc_buf_append(out, text + done, i - done);
-        const char *close = memchr(text + i, '}', len - i);
-        if (text[i] == '%')
-            return gc_fail(err, GC_EXIT_USAGE,
-                           "%s:%d:%d: template directives (%%{ ... }) are not supported; only "
-                           "${name} substitution is (write %%%%{ for a literal %%{)",
-                           label, line, column);
-        size_t name_len = close ? (size_t)(close - text) - i - 2 : 0;
-        char name[128];
-        if (!close || !name_len || name_len >= sizeof(name))
-            return gc_fail(err, GC_EXIT_USAGE,
-                           "%s:%d:%d: \"${\" starts no ${name} reference (write $${ for a literal "
-                           "${)",
-                           label, line, column);
-        memcpy(name, text + i + 2, name_len);
-        name[name_len] = '\0';
-        if (append_var(vars, name, out))
-            return gc_fail(err, GC_EXIT_USAGE,
-                           "%s:%d:%d: ${%s} is not a template variable; set it in "
-                           "kueue.config_template_vars (only names, not expressions, are "
-                           "substituted)",
-                           label, line, column, name);
-        advance(text, i, i + name_len + 3, &line, &column);
-        done = i + name_len + 3;
-        i = done - 1;
-    }
-    gc_buf_append(out, text + done, len - done);
-    return 0;
+    deploy_env env = {.ref = template_ref, .ctx = (void *)vars, .bare_names = true};
+    return deploy_template_render(text, len, &env, label, out, err);
 }
 
 static int kind_rank(const char *kind)
 {
-    static const char *const order[] = {"ResourceFlavor", "AdmissionCheck", "Topology",
-                                        "ClusterQueue",   "LocalQueue",     "PriorityClass"};
+    static const char *const order[] = {
+        "Topology",       "ResourceFlavor",       "ProvisioningRequestConfig",
+        "AdmissionCheck", "ClusterQueue",         "LocalQueue",
+        "PriorityClass",  "WorkloadPriorityClass"};
     for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++)
         if (!strcmp(kind, order[i]))
             return (int)i;
     return (int)(sizeof(order) / sizeof(*order));
 }
+#define LAST_RANK 8
 
-/* Appends obj to objects; but two ClusterQueues of the same name become one with both sets of
- * resource groups (what the Terraform module does, so templates written for it mean the same
- * here). -1 when jansson cannot (out of memory). */
-static int add_object(json_t *objects, json_t *obj)
+/* Kinds without a namespace; every other kind a template holds is namespaced. */
+static bool cluster_scoped(const char *kind)
 {
-    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    static const char *const kinds[] = {"ResourceFlavor",
+                                        "ClusterQueue",
+                                        "Topology",
+                                        "AdmissionCheck",
+                                        "ProvisioningRequestConfig",
+                                        "WorkloadPriorityClass",
+                                        "Cohort",
+                                        "PriorityClass",
+                                        "Namespace",
+                                        "ClusterRole",
+                                        "ClusterRoleBinding",
+                                        "StorageClass",
+                                        "PersistentVolume",
+                                        "CustomResourceDefinition",
+                                        "MutatingWebhookConfiguration",
+                                        "ValidatingWebhookConfiguration",
+                                        "RuntimeClass",
+                                        "IngressClass",
+                                        "DeviceClass",
+                                        "CSIDriver",
+                                        "APIService"};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
+        if (!strcmp(kind, kinds[i]))
+            return true;
+    return false;
+}
+
+static const char *object_kind(const json_t *obj)
+{
+    return json_string_value(json_object_get(obj, "kind"));
+}
+
+static const char *object_name(const json_t *obj)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+}
+
+/* Appends a copy of obj; two ClusterQueues of the same name become one, as the module merges
+ * them: metadata and spec merged (the later wins), resourceGroups of both concatenated. Any
+ * other object is kept as it is, also one that shares a ClusterQueue's name. -1 when jansson
+ * cannot (out of memory). */
+static int add_object(json_t *objects, const json_t *obj)
+{
+    bool queue = !strcmp(object_kind(obj), "ClusterQueue");
     size_t i;
     json_t *other;
     json_array_foreach(objects, i, other)
     {
-        const char *other_name =
-            json_string_value(json_object_get(json_object_get(other, "metadata"), "name"));
-        if (strcmp(json_string_value(json_object_get(other, "kind")), "ClusterQueue") ||
-            strcmp(other_name, name))
+        if (!queue || strcmp(object_kind(other), "ClusterQueue") ||
+            strcmp(object_name(other), object_name(obj)))
             continue;
+        json_t *meta = json_object_get(other, "metadata");
         json_t *spec = json_object_get(other, "spec");
+        json_t *more_spec = json_object_get(obj, "spec");
         json_t *groups = json_object_get(spec, "resourceGroups");
-        json_t *more = json_object_get(json_object_get(obj, "spec"), "resourceGroups");
-        return json_is_array(groups) && json_is_array(more) ? json_array_extend(groups, more) : 0;
+        json_t *all = json_is_array(groups) ? json_copy(groups) : json_array();
+        json_t *more = json_object_get(more_spec, "resourceGroups");
+        if (json_is_array(more))
+            json_array_extend(all, more);
+        json_object_update(meta, json_object_get(obj, "metadata"));
+        if (!json_is_object(spec)) {
+            spec = json_object();
+            json_object_set_new(other, "spec", spec);
+        }
+        if (json_is_object(more_spec))
+            json_object_update(spec, more_spec);
+        return json_object_set_new(spec, "resourceGroups", all);
     }
-    return json_array_append(objects, obj);
+    return json_array_append_new(objects, json_deep_copy(obj));
 }
 
 static int check_document(const gc_yaml_doc *doc, size_t index, const json_t *obj, gc_error *err)
@@ -538,6 +601,12 @@ static int check_document(const gc_yaml_doc *doc, size_t index, const json_t *ob
                    doc->name, index + 1);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
 static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *objects, gc_error *err)
 {
     gc_buf text, rendered;
@@ -550,28 +619,46 @@ static int user_objects(const gc_blueprint *bp, const json_t *vars, json_t *obje
         gc_buf_free(&rendered);
         return rc;
     }
-    rc = gc_template_render(text.data, text.len, vars, bp->kueue_config_path, &rendered, err);
+    /* The module renders the file as a template when its name ends in .tftpl or the blueprint
+     * sets config_template_vars, and reads it as it is otherwise. */
+    if (ends_with(bp->kueue_config_path, ".tftpl") || bp->kueue_user_vars)
+        rc = gc_template_render(text.data, text.len, vars, bp->kueue_config_path, &rendered, err);
+    else
+        gc_buf_append(&rendered, text.data, text.len);
     gc_yaml_doc doc = {0};
     if (!rc)
         rc = gc_yaml_load(rendered.data, rendered.len, bp->kueue_config_path, &doc, err);
     if (rc)
         err->code = rc = GC_EXIT_USAGE;
-    json_t *obj;
+    json_t *merged = json_array(), *obj;
     size_t i;
-    for (int rank = 0; !rc && rank <= 6; rank++) {
-        json_array_foreach(doc.documents, i, obj)
+    json_array_foreach(rc ? NULL : doc.documents, i, obj)
+    {
+        if (json_is_null(obj))
+            continue;
+        if ((rc = check_document(&doc, i, obj, err)) != 0)
+            break;
+        if (add_object(merged, obj) != 0) {
+            rc = cannot_build(bp, "configuration of kueue.config_path", err);
+            break;
+        }
+    }
+    /* In apply order (a flavor before the queue naming it), each kind in template order. */
+    for (int rank = 0; !rc && rank <= LAST_RANK; rank++) {
+        json_array_foreach(merged, i, obj)
         {
-            if (json_is_null(obj))
+            if (kind_rank(object_kind(obj)) != rank)
                 continue;
-            if (rank == 0 && (rc = check_document(&doc, i, obj, err)))
-                break;
-            const char *kind = json_string_value(json_object_get(obj, "kind"));
-            if (kind_rank(kind) == rank && add_object(objects, obj) != 0) {
+            json_t *meta = json_object_get(obj, "metadata");
+            if (!cluster_scoped(object_kind(obj)) && !json_object_get(meta, "namespace"))
+                json_object_set_new(meta, "namespace", json_string(CONFIG_NAMESPACE));
+            if (json_array_append(objects, obj) != 0) {
                 rc = cannot_build(bp, "configuration of kueue.config_path", err);
                 break;
             }
         }
     }
+    json_decref(merged);
     gc_yaml_doc_free(&doc);
     gc_buf_free(&text);
     gc_buf_free(&rendered);
@@ -677,19 +764,25 @@ static void warn_head_pool(const gc_blueprint *bp, const char *head_pool, const 
                       bp->kueue_config_path, name, head_pool);
         return;
     }
+    char drop[256];
+    if (bp->kueue_config_var)
+        snprintf(drop, sizeof(drop), "pass --vars %s=null", bp->kueue_config_var);
+    else
+        snprintf(drop, sizeof(drop), "drop kueue.config_path");
     gc_buf_printf(warnings,
                   "%s: no ResourceFlavor selects the Pathways head pool (%s: %s), so Kueue cannot "
                   "admit Pathways head pods there; add a flavor with that node label and cpu and "
                   "memory quota in the ClusterQueue (as the built-in pathways-flavor does), or "
-                  "drop kueue.config_path to use the built-in configuration\n",
-                  bp->kueue_config_path, LABEL_NODEPOOL, head_pool);
+                  "%s to use the module's built-in Pathways configuration\n",
+                  bp->kueue_config_path, LABEL_NODEPOOL, head_pool, drop);
 }
 
 int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
                      json_t **objects, gc_buf *warnings, gc_error *err)
 {
     *objects = json_array();
-    if (!bp->kueue_install || (!bp->pathways && !bp->kueue_config_path))
+    if (!bp->kueue_install ||
+        (!bp->kueue_config_path && !bp->kueue_pathways && !bp->dynamic_slicing))
         return 0;
     head_pool = head_pool ? head_pool : GC_PATHWAYS_HEAD_POOL;
     json_t *vars;

@@ -18,8 +18,8 @@ from gcluster_cli import CLUSTER, Cli, is_true, submit_pathways
 
 BLUEPRINT = str(REPO / "examples" / "gke-tpu-v6e-pathways.yaml")
 KUEUE_OBJECTS = [
+    ("resourceflavors.kueue.x-k8s.io", "flavor-tpu-v6e-slice", None),
     ("resourceflavors.kueue.x-k8s.io", "pathways-flavor", None),
-    ("resourceflavors.kueue.x-k8s.io", "tpu-flavor", None),
     ("clusterqueues.kueue.x-k8s.io", "cluster-queue", None),
     ("localqueues.kueue.x-k8s.io", "user-queue", "default"),
 ] + [("priorityclasses.scheduling.k8s.io", name, None)
@@ -99,7 +99,7 @@ def test_deploy_creates_an_active_queue_and_is_idempotent(cli):
     assert is_true(cq, "Active")
     groups = cq["spec"]["resourceGroups"]
     assert len(groups) == 1 and groups[0]["coveredResources"] == ["google.com/tpu", "cpu", "memory"]
-    assert [f["name"] for f in groups[0]["flavors"]] == ["pathways-flavor", "tpu-flavor"]
+    assert [f["name"] for f in groups[0]["flavors"]] == ["flavor-tpu-v6e-slice", "pathways-flavor"]
     managers = {m["manager"] for m in cq["metadata"]["managedFields"] if m["operation"] == "Apply"}
     assert managers == {"gcluster"}
 
@@ -125,8 +125,8 @@ def test_pathways_job_is_charged_to_the_right_flavors(cli):
                         what="Kueue admission")
     flavors = flavors_by_pod_set(workload)
     assert flavors["pathways-head"] == {"cpu": "pathways-flavor", "memory": "pathways-flavor"}
-    assert flavors["worker"] == {"google.com/tpu": "tpu-flavor", "cpu": "tpu-flavor",
-                                 "memory": "tpu-flavor"}
+    assert flavors["worker"] == {"google.com/tpu": "flavor-tpu-v6e-slice",
+                                 "cpu": "flavor-tpu-v6e-slice", "memory": "flavor-tpu-v6e-slice"}
 
 
 def test_tpu_quota_below_one_slice_is_refused(cli):
@@ -139,7 +139,7 @@ def test_tpu_quota_below_one_slice_is_refused(cli):
         errors = [line for line in proc.stderr.splitlines() if line.startswith("gcluster: error:")]
         assert errors == [
             "gcluster: error: the workers need 16 google.com/tpu (4 pods x 4), and ClusterQueue "
-            "cluster-queue has at most 8 in tpu-flavor, so Kueue would never admit this job; "
+            "cluster-queue has at most 8 in flavor-tpu-v6e-slice, so Kueue would never admit this job; "
             "submit fewer --num-slices or a smaller --compute-type, or raise that quota (gcluster "
             "deploy BLUEPRINT sets it)"], proc.stderr
         assert cli.kubectl("get", "jobset", "pw-too-big", check=False).returncode != 0

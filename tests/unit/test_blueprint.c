@@ -117,7 +117,8 @@ static void test_tpu7x_example_with_template(void **state)
     gc_blueprint bp;
     load_ok(EXAMPLES "gke-tpu-7x-pathways.yaml", NULL, 0, &bp);
     assert_int_equal(bp.pool_count, 1);
-    assert_string_equal(bp.pools[0].name, "tpu7x-np-0"); /* default name: the module id */
+    /* No name: gke-node-pool's <machine_type>-<module id>, and one slice has no -0 suffix. */
+    assert_string_equal(bp.pools[0].name, "tpu7x-standard-4t-tpu7x-np");
     assert_string_equal(bp.pools[0].accelerator, "tpu7x");
     assert_string_equal(bp.pools[0].topology, "2x2x2");
     assert_int_equal(bp.pools[0].static_nodes, 2); /* 8 chips / 4 per host */
@@ -134,7 +135,7 @@ static void test_vars_override_keeps_types(void **state)
     gc_blueprint bp;
     load_ok(EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 3, &bp);
     assert_int_equal(bp.pool_count, 1);
-    assert_string_equal(bp.pools[0].name, "tpu-v6e-np-0");
+    assert_string_equal(bp.pools[0].name, "tpu-v6e-np"); /* one pool: no -0 suffix */
     assert_string_equal(bp.cluster, "other");
     assert_false(bp.pathways);
     gc_blueprint_free(&bp);
@@ -274,12 +275,14 @@ static void test_wrong_types_are_located(void **state)
 static void test_unevaluable_reference(void **state)
 {
     (void)state;
-    expect_error(
-        HEADER "  - id: pool\n"
-               "    source: modules/compute/gke-node-pool\n"
-               "    settings:\n"
-               "      machine_type: $(cluster.machine)\n",
-        (const char *[]){"blueprint.yaml:18:21:", "$(cluster.machine) cannot be evaluated", NULL});
+    expect_error(HEADER "  - id: pool\n"
+                        "    source: modules/compute/gke-node-pool\n"
+                        "    settings:\n"
+                        "      machine_type: $(cluster.machine)\n",
+                 (const char *[]){"blueprint.yaml:18:21:",
+                                  "module pool: setting machine_type uses "
+                                  "cluster.machine, which is known only once Terraform has run",
+                                  NULL});
 }
 
 static void test_structure_errors(void **state)
@@ -396,6 +399,242 @@ static void test_missing_file(void **state)
     assert_non_null(strstr(err.message, "/nonexistent/bp.yaml"));
 }
 
+/* Loads `text` with options; fails the test on an error. */
+static void open_ok(const char *text, const gc_blueprint_options *o, gc_blueprint *bp)
+{
+    gc_error err = {0};
+    if (gc_blueprint_open(write_blueprint(text), o, bp, &err))
+        fail_msg("%s", err.message);
+}
+
+static long long int_setting(const gc_blueprint *bp, const char *module, const char *key)
+{
+    const gc_bp_module *m = gc_blueprint_module(bp, module);
+    assert_non_null(m);
+    const json_t *v = gc_blueprint_setting(bp, m, key);
+    if (!json_is_integer(v))
+        fail_msg("%s.%s is not an integer", module, key);
+    return (long long)json_integer_value(v);
+}
+
+/* HCL arithmetic and logic in $(...), with Terraform's precedence; identifiers may hold '-'. */
+static void test_expressions(void **state)
+{
+    (void)state;
+    gc_blueprint bp;
+    open_ok("blueprint_name: e\n"
+            "vars:\n"
+            "  a: 6\n"
+            "  b: 4\n"
+            "  half: 0.5\n"
+            "  name: x\n"
+            "  nested: $(vars.a * vars.b)\n"
+            "  stage: $(ghpc_stage(\"./t.yaml.tftpl\"))\n"
+            "  text: $(vars.name)-$(vars.a)\n"
+            "deployment_groups:\n"
+            "- group: g\n"
+            "  modules:\n"
+            "  - id: other-mod\n"
+            "    source: modules/x/y\n"
+            "    settings:\n"
+            "      sum: $(vars.a + vars.b * 2)\n"
+            "      paren: $((vars.a + vars.b) * 2)\n"
+            "      minus: $(vars.a - vars.b - 1)\n"
+            "      div: $(vars.a / vars.b)\n"
+            "      mod: $(vars.a % vars.b)\n"
+            "      neg: $(-vars.a + 1)\n"
+            "      cond: '$(vars.a > vars.b && !false ? \"big\" : \"small\")'\n"
+            "      eq: $(vars.name == \"x\")\n"
+            "      list: [$(vars.a), $(vars.nested)]\n"
+            "      merged: $(merge({a = 1}, {b = vars.b}))\n"
+            "      flat: $(flatten([[1], [2, [3]]]))\n"
+            "      escaped: \\$(vars.a) and \\\\$(vars.b)\n"
+            "      later: $(vars.half * 4)\n"
+            "      out: $(other-mod.thing)\n"
+            "      outsum: $(other-mod.thing + 1)\n"
+            "      concat: $(concat([1], [other-mod.thing]))\n",
+            &(gc_blueprint_options){0}, &bp);
+    assert_int_equal(int_setting(&bp, "other-mod", "sum"), 14);
+    assert_int_equal(int_setting(&bp, "other-mod", "paren"), 20);
+    assert_int_equal(int_setting(&bp, "other-mod", "minus"), 1);
+    assert_int_equal(int_setting(&bp, "other-mod", "mod"), 2);
+    assert_int_equal(int_setting(&bp, "other-mod", "neg"), -5);
+    assert_int_equal(int_setting(&bp, "other-mod", "later"), 2);
+    const gc_bp_module *m = gc_blueprint_module(&bp, "other-mod");
+    assert_true(json_real_value(gc_blueprint_setting(&bp, m, "div")) == 1.5);
+    assert_string_equal(json_string_value(gc_blueprint_setting(&bp, m, "cond")), "big");
+    assert_true(json_is_true(gc_blueprint_setting(&bp, m, "eq")));
+    assert_int_equal(json_integer_value(json_array_get(gc_blueprint_setting(&bp, m, "list"), 1)),
+                     24); /* a variable whose value is an expression */
+    assert_int_equal(
+        json_integer_value(json_object_get(gc_blueprint_setting(&bp, m, "merged"), "b")), 4);
+    assert_int_equal(json_array_size(gc_blueprint_setting(&bp, m, "flat")), 3);
+    assert_string_equal(json_string_value(gc_blueprint_setting(&bp, m, "escaped")),
+                        "$(vars.a) and \\4");
+    assert_string_equal(json_string_value(json_object_get(bp.vars, "stage")), "./t.yaml.tftpl");
+    assert_string_equal(json_string_value(json_object_get(bp.vars, "text")), "x-6");
+    /* Outputs of modules deploy does not model are unknown, and so is what uses them. */
+    assert_string_equal(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "out")),
+                        "other-mod.thing");
+    assert_non_null(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "outsum")));
+    assert_non_null(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "concat")));
+    assert_null(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "sum")));
+    gc_blueprint_free(&bp);
+}
+
+static void test_expression_errors(void **state)
+{
+    (void)state;
+    expect_error("blueprint_name: e\nvars:\n  a: $(vars.b)\n  b: $(vars.a)\n"
+                 "deployment_groups: []\n",
+                 (const char *[]){"refers to itself", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: 1\ndeployment_groups:\n- group: g\n  modules:\n"
+                 "  - id: p\n    source: modules/compute/gke-node-pool\n    settings:\n"
+                 "      static_node_count: $(vars.a * \"x\")\n",
+                 (const char *[]){"blueprint.yaml:10:26:", "* needs numbers", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: 1\ndeployment_groups:\n- group: g\n  modules:\n"
+                 "  - id: p\n    source: modules/x/y\n    settings:\n"
+                 "      s: $(nothere.out)\n",
+                 (const char *[]){"blueprint.yaml:10:10:", "module nothere", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a:\ndeployment_groups:\n- group: g\n  modules:\n"
+                 "  - id: p\n    source: modules/compute/gke-node-pool\n    settings:\n"
+                 "      static_node_count: $(vars.a + 1)\n",
+                 (const char *[]){"a variable without a value", "--vars", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: $(1e300 * 1e300)\ndeployment_groups: []\n",
+                 (const char *[]){"blueprint.yaml:3:6:", "the result of * is too large", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: $(1e999)\ndeployment_groups: []\n",
+                 (const char *[]){"too large a number", NULL});
+    expect_error("blueprint_name: e\nvars:\n  a: 1\ndeployment_groups:\n- group: g\n  modules:\n"
+                 "  - id: p\n    source: modules/compute/gke-node-pool\n    settings:\n"
+                 "      static_node_count: $(1e30 / 1)\n",
+                 (const char *[]){"a whole number from 0 to 100000", NULL});
+}
+
+/* The outputs of gke-node-pool that blueprints compute with, from the machine and topology. */
+static void test_node_pool_outputs(void **state)
+{
+    (void)state;
+    gc_blueprint bp;
+    open_ok(HEADER "  - id: tpu-pool\n"
+                   "    source: modules/compute/gke-node-pool\n"
+                   "    settings:\n"
+                   "      machine_type: ct6e-standard-4t\n"
+                   "      num_slices: $(vars.slices)\n"
+                   "      placement_policy: {type: COMPACT, tpu_topology: 4x4}\n"
+                   "  - id: A3_High-GPU_pool\n"
+                   "    source: modules/compute/gke-node-pool\n"
+                   "    settings:\n"
+                   "      machine_type: a3-highgpu-8g\n"
+                   "      static_node_count: 3\n"
+                   "  - id: use\n"
+                   "    source: modules/x/y\n"
+                   "    settings:\n"
+                   "      quota: $(vars.slices * tpu-pool.node_count_static * "
+                   "tpu-pool.tpu_chips_per_node)\n"
+                   "      gpus: $(A3_High-GPU_pool.static_gpu_count)\n"
+                   "      accel: $(tpu-pool.tpu_accelerator_type)\n",
+            &(gc_blueprint_options){0}, &bp);
+    assert_int_equal(int_setting(&bp, "use", "quota"), 32); /* 2 x 4 hosts x 4 chips */
+    assert_int_equal(int_setting(&bp, "use", "gpus"), 24);  /* 3 nodes x 8 GPUs */
+    const gc_bp_module *m = gc_blueprint_module(&bp, "use");
+    assert_string_equal(json_string_value(gc_blueprint_setting(&bp, m, "accel")), "tpu-v6e-slice");
+    /* Pool names as gke-node-pool gives them: <machine_type>-<id lower-cased, outside a-z0-9-
+     * removed>, -N per slice when there are several. */
+    assert_int_equal(bp.pool_count, 3);
+    assert_string_equal(bp.pools[0].name, "ct6e-standard-4t-tpu-pool-0");
+    assert_string_equal(bp.pools[1].name, "ct6e-standard-4t-tpu-pool-1");
+    assert_int_equal(bp.pools[0].static_nodes, 4);
+    assert_string_equal(bp.pools[2].name, "a3-highgpu-8g-a3high-gpupool");
+    gc_blueprint_free(&bp);
+}
+
+/* -d: the deployment file's vars replace the blueprint's; --vars replace both. */
+static void test_deployment_file(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/deployment.yaml", tmp);
+    kube_test_write(path, "terraform_backend_defaults: {type: gcs}\n"
+                          "vars:\n  deployment_name: from-file\n  project_id: file-proj\n");
+    const char *vars[] = {"project_id=flag-proj"};
+    gc_blueprint bp;
+    open_ok(HEADER, &(gc_blueprint_options){.deployment_file = path}, &bp);
+    assert_string_equal(bp.cluster, "from-file");
+    assert_string_equal(bp.project, "file-proj");
+    gc_blueprint_free(&bp);
+    open_ok(HEADER, &(gc_blueprint_options){.deployment_file = path, .vars = vars, .var_count = 1},
+            &bp);
+    assert_string_equal(bp.project, "flag-proj");
+    gc_blueprint_free(&bp);
+
+    kube_test_write(path, "vars: [1, 2]\n");
+    gc_error err = {0};
+    assert_int_equal(gc_blueprint_open(write_blueprint(HEADER),
+                                       &(gc_blueprint_options){.deployment_file = path}, &bp, &err),
+                     GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "vars must be a mapping"));
+    assert_int_equal(gc_blueprint_open(write_blueprint(HEADER),
+                                       &(gc_blueprint_options){.deployment_file = "/nonexistent"},
+                                       &bp, &err),
+                     GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "--deployment-file"));
+}
+
+/* -l: a failed validator is an error, a warning, or nothing. */
+static void test_validation_level(void **state)
+{
+    (void)state;
+    const char *text = HEADER "  - id: pool\n"
+                              "    source: modules/compute/gke-node-pool\n"
+                              "    settings:\n"
+                              "      machine_type: ct6e-standard-4t\n"
+                              "      static_node_count: 2\n"
+                              "      placement_policy: {type: COMPACT, tpu_topology: 4x4}\n";
+    const char *zone[] = {"zone=europe-west4-a"};
+    gc_blueprint bp;
+    gc_error err = {0};
+    assert_int_equal(
+        gc_blueprint_open(write_blueprint(text), &(gc_blueprint_options){0}, &bp, &err),
+        GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "has 4 hosts, but static_node_count is 2"));
+    open_ok(text, &(gc_blueprint_options){.validation = GC_VALIDATION_WARNING}, &bp);
+    assert_int_equal(bp.warnings.count, 1);
+    assert_non_null(strstr(bp.warnings.items[0], "has 4 hosts"));
+    gc_blueprint_free(&bp);
+    open_ok(
+        text,
+        &(gc_blueprint_options){.validation = GC_VALIDATION_IGNORE, .vars = zone, .var_count = 1},
+        &bp);
+    assert_int_equal(bp.warnings.count, 0);
+    gc_blueprint_free(&bp);
+    assert_int_equal(gc_blueprint_open(write_blueprint(HEADER),
+                                       &(gc_blueprint_options){.vars = zone, .var_count = 1}, &bp,
+                                       &err),
+                     GC_EXIT_USAGE);
+    assert_non_null(strstr(err.message, "zone europe-west4-a is not in region us-east5"));
+    gc_validation_level level;
+    assert_int_equal(gc_validation_level_parse("WARNING", &level, &err), 0);
+    assert_int_equal(level, GC_VALIDATION_WARNING);
+    assert_int_equal(gc_validation_level_parse("warn", &level, &err), GC_EXIT_USAGE);
+}
+
+/* Unset variables the blueprint needs say which --vars to pass. */
+static void test_unset_vars_say_the_fix(void **state)
+{
+    (void)state;
+    expect_error("blueprint_name: t\nvars:\n  deployment_name: d\n  zone:\n  topo:\n"
+                 "deployment_groups:\n- group: g\n  modules:\n  - id: p\n"
+                 "    source: modules/compute/gke-node-pool\n    settings:\n"
+                 "      zones: [$(vars.zone)]\n",
+                 (const char *[]){"pass --vars zone=ZONE", NULL});
+    expect_error("blueprint_name: t\nvars:\n  deployment_name: d\n  topo:\n"
+                 "deployment_groups:\n- group: g\n  modules:\n  - id: p\n"
+                 "    source: modules/compute/gke-node-pool\n    settings:\n"
+                 "      machine_type: ct6e-standard-4t\n"
+                 "      placement_policy: {tpu_topology: $(vars.topo)}\n",
+                 (const char *[]){"pass --vars topo=TOPOLOGY", NULL});
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +656,12 @@ int main(void)
         cmocka_unit_test(test_modules_may_set_different_settings),
         cmocka_unit_test(test_bad_vars_flag),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_expressions),
+        cmocka_unit_test(test_expression_errors),
+        cmocka_unit_test(test_node_pool_outputs),
+        cmocka_unit_test(test_deployment_file),
+        cmocka_unit_test(test_validation_level),
+        cmocka_unit_test(test_unset_vars_say_the_fix),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -172,7 +172,7 @@ static void kueue_serving_only_v1beta1(void **state)
     /* The object that failed is reported by the error, not as applied. */
     assert_int_equal(o.report.object_count, 0);
     assert_non_null(
-        strstr(o.err.message, "applying resourceflavor.kueue.x-k8s.io/pathways-flavor"));
+        strstr(o.err.message, "applying resourceflavor.kueue.x-k8s.io/flavor-tpu-v6e-slice"));
     json_t *log = kube_test_server_log(&env->server);
     const json_t *patch = NULL, *req;
     size_t i;
@@ -183,7 +183,7 @@ static void kueue_serving_only_v1beta1(void **state)
     }
     assert_non_null(patch);
     assert_string_equal(json_string_value(json_object_get(patch, "path")),
-                        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors/pathways-flavor");
+                        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors/flavor-tpu-v6e-slice");
     assert_non_null(strstr(json_string_value(json_object_get(patch, "query")), "dryRun=All"));
     assert_non_null(
         strstr(json_string_value(json_object_get(patch, "query")), "fieldManager=gcluster"));
@@ -193,8 +193,8 @@ static void kueue_serving_only_v1beta1(void **state)
     outcome_free(&o);
 }
 
-/* A cluster with Kueue and JobSet, the head pool and one of the two TPU pools. tpu-flavor is
- * already there as deploy would write it; everything else is new, and Kueue makes the
+/* A cluster with Kueue and JobSet, the head pool and one of the two TPU pools. flavor-tpu-v6e-slice
+ * is already there as deploy would write it; everything else is new, and Kueue makes the
  * ClusterQueue Active at once. */
 static void serve_cluster_with_kueue(void)
 {
@@ -222,8 +222,8 @@ static void serve_cluster_with_kueue(void)
                         json_pack("[{s:{s:[{s:s, s:s, s:b}]}}]", "json", "resources", "name",
                                   "priorityclasses", "kind", "PriorityClass", "namespaced", 0));
     static const char *const objects[] = {
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/flavor-tpu-v6e-slice",
         "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/pathways-flavor",
-        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/tpu-flavor",
         "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue",
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues/user-queue",
         "/apis/scheduling.k8s.io/v1/priorityclasses/very-low",
@@ -239,7 +239,7 @@ static void serve_cluster_with_kueue(void)
         snprintf(key, sizeof(key), "PATCH %s", objects[i]);
         json_object_set_new(script, key, json_pack("[{s:O}]", "json", applied));
         snprintf(key, sizeof(key), "GET %s", objects[i]);
-        if (!strcmp(name, "tpu-flavor"))
+        if (!strcmp(name, "flavor-tpu-v6e-slice"))
             json_object_set_new(script, key, json_pack("[{s:O}]", "json", applied));
         else if (!strcmp(name, "cluster-queue"))
             json_object_set_new(script, key,
@@ -271,7 +271,7 @@ static void deploy_reports_each_object_and_the_queue_state(void **state)
     assert_int_equal(rep->object_count, 9);
     for (size_t i = 0; i < rep->object_count; i++) {
         const gc_deploy_object *obj = &rep->objects[i];
-        bool existing = !strcmp(obj->name, "tpu-flavor");
+        bool existing = !strcmp(obj->name, "flavor-tpu-v6e-slice");
         assert_int_equal(obj->outcome, existing ? GC_APPLY_UNCHANGED : GC_APPLY_CREATED);
         bool queue = !strcmp(obj->kind, "ClusterQueue");
         assert_int_equal(obj->queue_checked, queue);
@@ -410,8 +410,8 @@ static void text_report_is_as_before(void **state)
         "  "
         "present, 2 nodes\n",
         "Kueue configuration (kueue.x-k8s.io/v1beta2):\n"
+        "  resourceflavor.kueue.x-k8s.io/flavor-tpu-v6e-slice unchanged\n"
         "  resourceflavor.kueue.x-k8s.io/pathways-flavor created\n"
-        "  resourceflavor.kueue.x-k8s.io/tpu-flavor unchanged\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue created\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue is Active\n",
         "\nOne node pool is missing; create with:\n  gcloud container node-pools create "
@@ -483,7 +483,7 @@ static void json_report_follows_the_documented_schema(void **state)
     assert_string_equal(json_string_value(json_object_get(queue_state, "reason")), "Ready");
     assert_string_equal(json_string_value(json_object_get(lq, "namespace")), "default");
     assert_true(json_is_null(json_object_get(lq, "cluster_queue_state")));
-    assert_string_equal(json_string_value(json_object_get(json_array_get(objects, 1), "outcome")),
+    assert_string_equal(json_string_value(json_object_get(json_array_get(objects, 0), "outcome")),
                         "unchanged");
     assert_int_equal(json_array_size(json_object_get(doc, "warnings")), 0);
     json_decref(doc);

@@ -526,15 +526,16 @@ static void blueprint_label_values_are_checked_at_the_source(void **state)
     }
     char *text;
     const char *bp;
-    text = gc_xasprintf(
-        "%s        config_template_vars: {accelerator_type: tpu-v6e-slice, namespace: Team_A}\n",
-        head);
-    bp = write_file("namespace.yaml", text);
+    /* The topology becomes the TPU flavor's cloud.google.com/gke-tpu-topology node label. */
+    text = gc_xasprintf("%s        config_template_vars: {accelerator_type: tpu-v6e-slice, "
+                        "tpu_topology: \"4 x 4\"}\n",
+                        head);
+    bp = write_file("topology.yaml", text);
     free(text);
     assert_run(NULL, (const char *[]){"deploy", bp, "--plan", "--context", "x", NULL},
                GC_EXIT_USAGE,
-               "kueue.config_template_vars.namespace \"Team_A\" is not a "
-               "Kubernetes namespace name");
+               "kueue.config_template_vars.tpu_topology \"4 x 4\" is not a Kubernetes label "
+               "value");
     /* Pool names, machine types, regions and zones become node labels; cluster names become
      * GKE and kubeconfig names; any other string must at least be text. */
     static const struct {

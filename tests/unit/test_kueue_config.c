@@ -46,6 +46,7 @@ static int teardown(void **state)
     "    settings: {enable_pathways_for_tpus: true}\n"                                             \
     "  - id: k\n"                                                                                  \
     "    source: modules/management/kubectl-apply\n"                                               \
+    "    use: [c]\n"                                                                               \
     "    settings:\n"                                                                              \
     "      kueue:\n"                                                                               \
     "        install: true\n"
@@ -134,8 +135,12 @@ static void test_builtin_defaults(void **state)
     render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", NULL, 0, NULL);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.warnings.len, 0);
-    /* Apply order: flavors, queue, local queue, the five priority classes. */
+    /* Cluster Toolkit's kueue-configuration-pathways order: the TPU flavor, the head flavor, the
+     * queue, the local queue, the five priority classes. */
     assert_int_equal(json_array_size(r.objects), 9);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(r.objects, 0), "metadata"), "name")),
+                        "flavor-tpu-v6e-slice");
     static const char *const kinds[] = {"ResourceFlavor", "ResourceFlavor", "ClusterQueue",
                                         "LocalQueue",     "PriorityClass",  "PriorityClass",
                                         "PriorityClass",  "PriorityClass",  "PriorityClass"};
@@ -150,7 +155,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(json_object_size(labels), 1);
     assert_string_equal(json_string_value(json_object_get(labels, "cloud.google.com/gke-nodepool")),
                         "cpu-np");
-    json_t *tpu = find(r.objects, "ResourceFlavor", "tpu-flavor");
+    json_t *tpu = find(r.objects, "ResourceFlavor", "flavor-tpu-v6e-slice");
     labels = json_object_get(json_object_get(tpu, "spec"), "nodeLabels");
     assert_string_equal(
         json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")),
@@ -158,8 +163,13 @@ static void test_builtin_defaults(void **state)
     json_t *toleration =
         json_array_get(json_object_get(json_object_get(tpu, "spec"), "tolerations"), 0);
     assert_string_equal(json_string_value(json_object_get(toleration, "key")), "google.com/tpu");
+    assert_string_equal(json_string_value(json_object_get(toleration, "value")), "present");
+    assert_string_equal(json_string_value(json_object_get(toleration, "effect")), "NoSchedule");
+    /* No tpu_topology in config_template_vars: the flavor selects the accelerator only. */
+    assert_int_equal(json_object_size(labels), 1);
 
-    /* One group covering all three resources; the head flavor first, with no TPU quota. */
+    /* One group covering all three resources; the TPU flavor first, the head flavor with no
+     * TPU quota. */
     json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
     json_t *groups = json_object_get(json_object_get(cq, "spec"), "resourceGroups");
     assert_int_equal(json_array_size(groups), 1);
@@ -170,13 +180,13 @@ static void test_builtin_defaults(void **state)
     assert_string_equal(json_string_value(json_array_get(covered, 2)), "memory");
     json_t *flavors = json_object_get(json_array_get(groups, 0), "flavors");
     assert_string_equal(json_string_value(json_object_get(json_array_get(flavors, 0), "name")),
-                        "pathways-flavor");
+                        "flavor-tpu-v6e-slice");
     assert_quota(cq, "pathways-flavor", "google.com/tpu", "0");
     assert_quota(cq, "pathways-flavor", "cpu", "480");
-    assert_quota(cq, "pathways-flavor", "memory", "2T");    /* 2000G, as Kueue stores it */
-    assert_quota(cq, "tpu-flavor", "google.com/tpu", "32"); /* the example's config var */
-    assert_quota(cq, "tpu-flavor", "cpu", "999999");
-    assert_quota(cq, "tpu-flavor", "memory", "999999Gi");
+    assert_quota(cq, "pathways-flavor", "memory", "2T"); /* 2000G, as Kueue stores it */
+    assert_quota(cq, "flavor-tpu-v6e-slice", "google.com/tpu", "32"); /* the example's config var */
+    assert_quota(cq, "flavor-tpu-v6e-slice", "cpu", "999999");
+    assert_quota(cq, "flavor-tpu-v6e-slice", "memory", "999999T");
 
     json_t *lq = find(r.objects, "LocalQueue", "user-queue");
     assert_string_equal(
@@ -195,6 +205,9 @@ static void test_builtin_defaults(void **state)
         assert_int_equal(json_integer_value(json_object_get(pc, "value")), classes[i].value);
         assert_true(json_is_false(json_object_get(pc, "globalDefault")));
     }
+    assert_string_equal(json_string_value(json_object_get(
+                            find(r.objects, "PriorityClass", "very-low"), "description")),
+                        "Very Low");
     rendered_free(&r);
 }
 
@@ -206,8 +219,8 @@ static void test_overridden_quotas(void **state)
     rendered r;
     render(&r, EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 1, NULL);
     assert_int_equal(r.rc, 0);
-    assert_quota(find(r.objects, "ClusterQueue", "cluster-queue"), "tpu-flavor", "google.com/tpu",
-                 "8");
+    assert_quota(find(r.objects, "ClusterQueue", "cluster-queue"), "flavor-tpu-v6e-slice",
+                 "google.com/tpu", "8");
     rendered_free(&r);
 
     char path[512];
@@ -225,17 +238,21 @@ static void test_overridden_quotas(void **state)
     json_t *cq = find(r.objects, "ClusterQueue", "cluster-queue");
     assert_quota(cq, "pathways-flavor", "cpu", "96");
     assert_quota(cq, "pathways-flavor", "memory", "384Gi");
-    assert_quota(cq, "tpu-flavor", "cpu", "1500");
-    assert_quota(cq, "tpu-flavor", "memory", "4Ti");
-    assert_quota(cq, "tpu-flavor", "google.com/tpu", "999999");
+    assert_quota(cq, "flavor-tpu-v5p-slice", "cpu", "1500");
+    assert_quota(cq, "flavor-tpu-v5p-slice", "memory", "4Ti");
+    assert_quota(cq, "flavor-tpu-v5p-slice", "google.com/tpu", "999999");
     json_t *labels = json_object_get(
-        json_object_get(find(r.objects, "ResourceFlavor", "tpu-flavor"), "spec"), "nodeLabels");
+        json_object_get(find(r.objects, "ResourceFlavor", "flavor-tpu-v5p-slice"), "spec"),
+        "nodeLabels");
     assert_string_equal(
         json_string_value(json_object_get(labels, "cloud.google.com/gke-tpu-accelerator")),
         "tpu-v5p-slice");
+    /* The module's built-in configuration puts user-queue in "default" whatever the variables
+     * say (its template has no ${namespace}). */
     json_t *lq = find(r.objects, "LocalQueue", "user-queue");
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(lq, "metadata"), "namespace")), "team-a");
+        json_string_value(json_object_get(json_object_get(lq, "metadata"), "namespace")),
+        "default");
     rendered_free(&r);
 }
 
@@ -372,10 +389,13 @@ static void test_template_errors(void **state)
 {
     (void)state;
     expect_template_error("a: 1\nb: ${nope}\n",
-                          "kueue.yaml.tftpl:2:4: ${nope} is not a template variable");
-    expect_template_error("a: 1\n%{ if true }x%{ endif }\n",
-                          "kueue.yaml.tftpl:2:1: template directives");
-    expect_template_error("a: ${quota\n", "kueue.yaml.tftpl:1:4: \"${\" starts no ${name}");
+                          "kueue.yaml.tftpl:2:4: nope is not a template variable");
+    expect_template_error("a: 1\n%{ for x in [1] }x%{ endfor }\n",
+                          "kueue.yaml.tftpl:2:1: %{ for x in [1] } is not supported");
+    expect_template_error("a: 1\n%{ if tpu_quota }x%{ endif }\n",
+                          "kueue.yaml.tftpl:2:1: the condition of %{ if tpu_quota } is not true");
+    expect_template_error("a: 1\n%{ if true }x\n", "%{ if } without %{ endif }");
+    expect_template_error("a: ${quota\n", "kueue.yaml.tftpl:1:4: \"${\" has no closing }");
     expect_template_error("a: [1\n", "kueue.yaml.tftpl:");
     expect_template_error("apiVersion: v1\nkind: ConfigMap\n", "is not a Kubernetes object");
 }
@@ -390,6 +410,13 @@ static void test_template_render_escapes(void **state)
     const char *text = "${a}-${n}-${t} $${a} %%{b} $ { %x";
     assert_int_equal(gc_template_render(text, strlen(text), vars, "t", &out, &err), 0);
     assert_string_equal(out.data, "x-7-true ${a} %{b} $ { %x");
+    gc_buf_free(&out);
+    /* Terraform's directives and expressions, as the toolkit's templates use them. */
+    gc_buf_init(&out);
+    text = "l:\n  %{ if a != \"\" }k: ${a}%{ endif }\n  %{ if a == \"\" }no%{ else }yes%{ endif }"
+           "\nq: ${n * 2 + 1}\n%{~ if t ~}\n  s\n%{~ endif ~}\n!";
+    assert_int_equal(gc_template_render(text, strlen(text), vars, "t", &out, &err), 0);
+    assert_string_equal(out.data, "l:\n  k: x\n  yes\nq: 15s!");
     gc_buf_free(&out);
     json_decref(vars);
 }

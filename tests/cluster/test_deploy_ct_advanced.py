@@ -1,0 +1,92 @@
+"""`gcluster deploy` of Cluster Toolkit's own advanced v6e blueprint (v1.98.0,
+tests/fixtures/cluster-toolkit) with its deployment file, against the local control plane, then
+the seed's Pathways job on the cluster it configured.
+
+The blueprint keeps enable_pathways_for_tpus: true but sets kueue.config_path to its own
+template, whose only flavor is the TPU one and whose ClusterQueue covers google.com/tpu only:
+rendered as the toolkit renders it, a Pathways head pod (cpu and memory) has no quota, and
+deploy says so. With --vars kueue_configuration_path=null the module's built-in Pathways
+configuration applies instead (flavor-tpu-v6e-slice, pathways-flavor on cpu-np), and the job is
+admitted and runs. testenv's TPU hosts are two v6e 4x4 slices, as the blueprint asks for with
+num_slices 2; the blueprint names its pools gke-tpu-v6e-pool-N, so deploy lists those as missing
+and the job runs on testenv's slices, which the flavor selects by accelerator.
+"""
+import pytest
+
+from conftest import REPO, wait_for
+from gcluster_cli import CLUSTER, Cli, is_true, submit_pathways
+
+EXAMPLES = REPO / "tests" / "fixtures" / "cluster-toolkit" / "examples" / "gke-tpu-v6e"
+BLUEPRINT = str(EXAMPLES / "gke-tpu-v6e-advanced.yaml")
+DEPLOYMENT = str(EXAMPLES / "gke-tpu-v6e-deployment.yaml")
+# What the deployment file leaves empty.
+VARS = "project_id=gcluster-testenv,region=us-east5,zone=us-east5-b,authorized_cidr=10.0.0.0/32," \
+       "reservation=test-reservation"
+OBJECTS = [("resourceflavor", "pathways-flavor"), ("resourceflavor", "tpu-flavor"),
+           ("resourceflavor", "flavor-tpu-v6e-slice"), ("resourceflavor", "tpuv6e-flavor"),
+           ("clusterqueue", "cluster-queue")]
+
+
+def remove_kueue_config(cli):
+    for kind, name in OBJECTS:
+        cli.kubectl("delete", kind, name, "--ignore-not-found", "--wait=false")
+    wait_for(lambda: all(cli.kubectl("get", k, n, check=False).returncode != 0
+                         for k, n in OBJECTS), timeout=60, what="the Kueue objects to be deleted")
+
+
+@pytest.fixture(scope="module")
+def cli(testenv, tmp_path_factory):
+    testenv.use_profile()
+    cli = Cli(testenv.kubeconfig, tmp_path_factory.mktemp("ct-advanced"))
+    remove_kueue_config(cli)
+    yield cli
+    for job in cli.submitted:
+        cli.delete_job(job)
+    wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
+             what="the test's pods to be gone")
+    remove_kueue_config(cli)
+    testenv.use_profile(force=True)
+
+
+def deploy(cli, *args, check=0):
+    return cli.gcluster("deploy", BLUEPRINT, "-d", DEPLOYMENT, "--vars", VARS, *CLUSTER, *args,
+                        check=check)
+
+
+def test_its_own_template_leaves_the_head_without_quota(cli):
+    proc = deploy(cli)
+    assert "resourceflavor.kueue.x-k8s.io/tpuv6e-flavor created" in proc.stdout, proc.stdout
+    assert "no ResourceFlavor selects the Pathways head pool" in proc.stderr, proc.stderr
+    assert "pass --vars kueue_configuration_path=null to use the module's built-in Pathways " \
+        "configuration" in proc.stderr, proc.stderr
+    refused = submit_pathways(cli, "pw-ct-own", check=2)
+    assert "the head requests cpu, which ClusterQueue cluster-queue has no quota for" in \
+        refused.stderr, refused.stderr
+    cli.submitted.remove("pw-ct-own")
+    remove_kueue_config(cli)
+
+
+def test_builtin_pathways_configuration_runs_the_seed_job(cli):
+    proc = deploy(cli, "--vars", "kueue_configuration_path=null")
+    out = proc.stdout
+    assert "gke-tpu-v6e-pool-0" in out and "gke-tpu-v6e-pool-1" in out
+    assert "resourceflavor.kueue.x-k8s.io/flavor-tpu-v6e-slice created" in out, out
+    assert "resourceflavor.kueue.x-k8s.io/pathways-flavor created" in out, out
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue is Active" in out, out
+    cq = cli.kubectl_json("get", "clusterqueue", "cluster-queue")
+    flavors = cq["spec"]["resourceGroups"][0]["flavors"]
+    assert [f["name"] for f in flavors] == ["flavor-tpu-v6e-slice", "pathways-flavor"]
+    tpu = {r["name"]: r["nominalQuota"] for r in flavors[0]["resources"]}
+    assert tpu["google.com/tpu"] == "32"  # num_slices 2 x 4 hosts x 4 chips, from the outputs
+
+    submit_pathways(cli, "pw-ct-advanced")
+    workload = wait_for(
+        lambda: (w := cli.workload("pw-ct-advanced")) and is_true(w, "Admitted") and w,
+        what="Kueue admission")
+    assignments = {a["name"]: a["flavors"] for a in workload["status"]["admission"][
+        "podSetAssignments"]}
+    assert assignments["pathways-head"] == {"cpu": "pathways-flavor", "memory": "pathways-flavor"}
+    assert set(assignments["worker"].values()) == {"flavor-tpu-v6e-slice"}
+    wait_for(lambda: (pods := cli.pods("pw-ct-advanced")) and len(pods) == 9 and all(
+        p["status"].get("phase") == "Running" for p in pods),
+        timeout=120, what="the head and 8 worker pods to run")
