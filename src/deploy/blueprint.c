@@ -778,6 +778,46 @@ static int read_modules(bp_reader *r, json_t *groups, enum module_kind only_kind
     return 0;
 }
 
+/* Every module with its settings expanded where they can be (bp->modules, for the cloud plan).
+ * A setting that names a module output cannot be known before Terraform runs; its text is kept
+ * under "unevaluated" so the plan can still follow references it understands. */
+static void keep_modules(bp_reader *r, json_t *groups)
+{
+    json_t *modules = json_array();
+    size_t gi, mi;
+    json_t *group, *module;
+    json_array_foreach(groups, gi, group)
+    {
+        json_array_foreach(json_object_get(group, "modules"), mi, module)
+        {
+            json_t *settings = json_deep_copy(json_object_get(module, "settings"));
+            json_t *unevaluated = json_object();
+            if (!settings)
+                settings = json_object();
+            const char *key;
+            json_t *value;
+            void *tmp;
+            json_object_foreach_safe(settings, tmp, key, value)
+            {
+                json_t *text = json_incref(value);
+                if (expand_in_place(r, settings, key, 0)) {
+                    gc_error_clear(r->err);
+                    json_object_set(unevaluated, key, text);
+                    json_object_del(settings, key);
+                }
+                json_decref(text);
+            }
+            json_t *use = json_object_get(module, "use");
+            json_array_append_new(
+                modules, json_pack("{s:O, s:O, s:o, s:o, s:o}", "id", json_object_get(module, "id"),
+                                   "source", json_object_get(module, "source"), "use",
+                                   json_is_array(use) ? json_deep_copy(use) : json_array(),
+                                   "settings", settings, "unevaluated", unevaluated));
+        }
+    }
+    r->bp->modules = modules;
+}
+
 /* Top level */
 
 static int apply_overrides(bp_reader *r, const char *const *overrides, size_t count)
@@ -837,6 +877,8 @@ static int read_top_level(bp_reader *r, const char *const *overrides, size_t cou
         rc = read_modules(r, groups, MODULE_KUBECTL_APPLY);
     if (!rc)
         rc = read_modules(r, groups, MODULE_OTHER);
+    if (!rc)
+        keep_modules(r, groups);
     return rc;
 }
 
@@ -925,6 +967,7 @@ void gc_blueprint_free(gc_blueprint *bp)
     free(bp->kueue_config_path);
     json_decref(bp->vars);
     json_decref(bp->kueue_vars);
+    json_decref(bp->modules);
     memset(bp, 0, sizeof(*bp));
 }
 

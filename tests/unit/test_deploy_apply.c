@@ -159,7 +159,6 @@ static void cluster_without_kueue_or_jobset(void **state)
     assert_int_equal(find_pool(rep, "cpu-np")->nodes, 2);
     const gc_deploy_pool *tpu = find_pool(rep, "tpu-v6e-np-0");
     assert_int_equal(tpu->nodes, -1);
-    assert_false(tpu->created);
     assert_non_null(strstr(tpu->create_command, "gcloud container node-pools create tpu-v6e-np-0 "
                                                 "--project=my-project --cluster=c "
                                                 "--location=us-east5"));
@@ -332,75 +331,6 @@ static void plan_changes_nothing_and_says_what_would(void **state)
     outcome_free(&o);
 }
 
-/* A gcloud on PATH that records its arguments, says what it does on stderr, its exit code on
- * stdout, and exits with `code`. */
-static char *install_fake_gcloud(int code, char **record)
-{
-    char *dir = gc_xasprintf("%s/bin-%d", tmp, code);
-    mkdir(dir, 0755);
-    *record = gc_xasprintf("%s/calls", dir);
-    char *script = gc_xasprintf("%s/gcloud", dir);
-    kube_test_write(script,
-                    "#!/bin/sh\necho \"$@\" >> '%s'\necho \"Creating node pool $4...\" >&2\n"
-                    "echo \"exit %d\"\nexit %d\n",
-                    *record, code, code);
-    chmod(script, 0755);
-    free(script);
-    char *old_path = gc_xstrdup(getenv("PATH"));
-    char *path = gc_xasprintf("%s:%s", dir, old_path);
-    setenv("PATH", path, 1);
-    free(path);
-    free(dir);
-    return old_path;
-}
-
-static void create_node_pools_runs_gcloud_for_the_missing_ones(void **state)
-{
-    (void)state;
-    serve_cluster_with_kueue();
-    char *record;
-    char *old_path = install_fake_gcloud(0, &record);
-    outcome o;
-    gc_deploy_request r = {.create_node_pools = true, .cluster = "c", .location = "us-east5"};
-    run_deploy(&o, &r);
-    setenv("PATH", old_path, 1);
-    assert_int_equal(o.rc, 0);
-    assert_true(o.report.create_node_pools);
-    assert_true(find_pool(&o.report, "tpu-v6e-np-1")->created);
-    assert_false(find_pool(&o.report, "tpu-v6e-np-0")->created);
-    char *calls = kube_test_read(record);
-    assert_non_null(calls);
-    char *want = gc_xasprintf("%s\n", strstr(find_pool(&o.report, "tpu-v6e-np-1")->create_command,
-                                             "container node-pools create tpu-v6e-np-1"));
-    assert_string_equal(calls, want);
-    free(want);
-    assert_non_null(strstr(o.events.data, "running gcloud container node-pools create "
-                                          "tpu-v6e-np-1"));
-    /* What gcloud printed is in the report, stderr first. */
-    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
-                        "Creating node pool tpu-v6e-np-1...\nexit 0\n");
-    assert_null(find_pool(&o.report, "tpu-v6e-np-0")->output);
-    free(calls);
-    outcome_free(&o);
-
-    assert_true(kube_test_server_reset(&server));
-    serve_cluster_with_kueue();
-    free(record);
-    free(old_path);
-    old_path = install_fake_gcloud(7, &record);
-    run_deploy(&o, &r);
-    setenv("PATH", old_path, 1);
-    assert_int_equal(o.rc, GC_EXIT_RUNTIME);
-    assert_non_null(strstr(o.err.message, "gcloud failed (exit status 7) creating node pool "
-                                          "tpu-v6e-np-1"));
-    assert_false(find_pool(&o.report, "tpu-v6e-np-1")->created);
-    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
-                        "Creating node pool tpu-v6e-np-1...\nexit 7\n");
-    outcome_free(&o);
-    free(record);
-    free(old_path);
-}
-
 static void run_deploy_cli(cli_result *res, const char *const *extra)
 {
     char *kubeconfig = write_kubeconfig();
@@ -434,9 +364,9 @@ static void text_report_is_as_before(void **state)
         "  resourceflavor.kueue.x-k8s.io/tpu-flavor unchanged\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue created\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue is Active\n",
-        "\nOne node pool is missing; create with:\n  gcloud container node-pools create "
+        "\nOne node pool has no nodes; create with:\n  gcloud container node-pools create "
         "tpu-v6e-np-1 ",
-        "(or run gcluster deploy again with --create-node-pools)\n",
+        "(or run gcluster deploy again with --auto-approve)\n",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
         if (!strstr(res.out.data, lines[i]))
@@ -455,7 +385,7 @@ static void json_report_follows_the_documented_schema(void **state)
     json_t *doc = json_loads(res.out.data, 0, &error);
     if (!doc)
         fail_msg("not JSON (%s): %s", error.text, res.out.data);
-    assert_int_equal(json_object_size(doc), 14); /* nothing undocumented */
+    assert_int_equal(json_object_size(doc), 16); /* nothing undocumented */
     assert_string_equal(json_string_value(json_object_get(doc, "blueprint")),
                         "gke-tpu-v6e-pathways");
     assert_string_equal(json_string_value(json_object_get(doc, "cluster")), "gke-tpu-v6e");
@@ -463,12 +393,15 @@ static void json_report_follows_the_documented_schema(void **state)
     assert_string_equal(json_string_value(json_object_get(doc, "location")), "us-east5");
     assert_true(json_is_true(json_object_get(doc, "pathways")));
     assert_string_equal(json_string_value(json_object_get(doc, "head_pool")), "cpu-np");
-    const json_t *unhandled = json_array_get(json_object_get(doc, "unhandled_modules"), 0);
-    assert_string_equal(json_string_value(json_object_get(unhandled, "source")),
-                        "modules/network/vpc");
+    /* The vpc module is the cloud plan's now. */
+    assert_int_equal(json_array_size(json_object_get(doc, "unhandled_modules")), 0);
+    const json_t *cloud = json_object_get(doc, "cloud");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(cloud, "steps"), 0), "kind")),
+                        "network");
+    assert_true(json_is_false(json_object_get(cloud, "applied")));
     assert_int_equal(json_array_size(json_object_get(doc, "missing_prerequisites")), 0);
     assert_true(json_is_false(json_object_get(doc, "plan")));
-    assert_true(json_is_false(json_object_get(doc, "create_node_pools")));
     const json_t *pools = json_object_get(doc, "node_pools");
     assert_int_equal(json_array_size(pools), 3);
     const json_t *head = json_array_get(pools, 0), *missing = json_array_get(pools, 2);
@@ -482,9 +415,7 @@ static void json_report_follows_the_documented_schema(void **state)
     assert_true(json_is_null(json_object_get(missing, "nodes")));
     assert_non_null(strstr(json_string_value(json_object_get(missing, "create_command")),
                            "gcloud container node-pools create tpu-v6e-np-1"));
-    assert_true(json_is_false(json_object_get(missing, "created")));
-    assert_true(json_is_null(json_object_get(missing, "output"))); /* not run */
-    assert_int_equal(json_object_size(missing), 8);
+    assert_int_equal(json_object_size(missing), 6);
     assert_string_equal(json_string_value(json_object_get(doc, "kueue_api")),
                         "kueue.x-k8s.io/v1beta2");
     const json_t *objects = json_object_get(doc, "kueue_objects");
@@ -540,7 +471,6 @@ int main(void)
         cmocka_unit_test_setup(kueue_serving_only_v1beta1, reset),
         cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, reset),
         cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, reset),
-        cmocka_unit_test_setup(create_node_pools_runs_gcloud_for_the_missing_ones, reset),
         cmocka_unit_test_setup(text_report_is_as_before, reset),
         cmocka_unit_test_setup(json_report_follows_the_documented_schema, reset),
         cmocka_unit_test_setup(json_report_of_a_failed_deploy, reset),
