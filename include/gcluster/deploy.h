@@ -77,9 +77,10 @@ typedef struct gc_blueprint {
     size_t unhandled_count;
 
     /* Every module in blueprint order, for the cloud plan (gcp_plan.c): an array of
-     * {"id", "source", "use": [ids], "settings": {...}, "unevaluated": {key: text}} where
-     * settings hold the values with $(vars.NAME) expanded, and a setting that cannot be
-     * evaluated before Terraform runs (a module output) is kept as its text in "unevaluated". */
+     * {"id", "source", "use": [ids], "settings": {...}, "unevaluated": {key: text}, "raw": {...}}
+     * where settings hold the values with $(vars.NAME) expanded, a setting that cannot be
+     * evaluated before Terraform runs (a module output) is kept as its text in "unevaluated",
+     * and "raw" is the settings as written (to name the variable behind an empty value). */
     json_t *modules;
 } gc_blueprint;
 

@@ -509,10 +509,25 @@ static int read_cluster(const bp_reader *r, json_t *module, json_t *settings, co
 }
 
 /* TPU pools: the accelerator label and topology from the catalog, and one fixed size. */
+/* The NAME of a value that is exactly "$(vars.NAME)", so that an empty one can be named in the
+ * fix ("pass --vars NAME=..."). */
+static bool whole_var_reference(const json_t *raw, char *name, size_t size)
+{
+    const char *text = json_string_value(raw), *expr, *after;
+    size_t len;
+    return text && !strncmp(text, "$(", 2) && reference_span(text, &expr, &len, &after) &&
+           !*after && var_reference(expr, len, name, size);
+}
+
 static int read_tpu_shape(const bp_reader *r, json_t *settings, const char *id, gc_pool_spec *p,
                           const gc_tpu_machine *m)
 {
     json_t *policy;
+    char var[256];
+    json_t *raw_policy = json_object_get(settings, "placement_policy");
+    bool from_var =
+        whole_var_reference(json_object_get(raw_policy, "tpu_topology"), var, sizeof(var)) ||
+        whole_var_reference(json_object_get(settings, "tpu_topology"), var, sizeof(var));
     int rc = setting(r, settings, "placement_policy", &policy);
     if (rc)
         return rc;
@@ -525,6 +540,12 @@ static int read_tpu_shape(const bp_reader *r, json_t *settings, const char *id, 
         return rc;
     if (!p->topology && m->only_topology)
         p->topology = gc_xstrdup(m->only_topology);
+    if (!p->topology && from_var)
+        return fail_at(r, settings, NULL, 0,
+                       "module %s: TPU machine type %s needs a topology and vars.%s is empty; "
+                       "pass --vars %s=%s",
+                       id, m->machine_type, var, var,
+                       m->only_topology ? m->only_topology : "TOPOLOGY (e.g. 2x2x1 or 4x4)");
     if (!p->topology)
         return fail_at(r, settings, NULL, 0,
                        "module %s: TPU machine type %s needs placement_policy.tpu_topology "
@@ -558,22 +579,36 @@ static int read_zones(const bp_reader *r, json_t *settings, const char *id, gc_p
     json_t *zones = settings ? json_object_get(settings, "zones") : NULL;
     if (!zones)
         return 0;
+    json_t *raw = json_deep_copy(zones);
     int rc = expand_in_place(r, settings, "zones", 0);
     zones = json_object_get(settings, "zones");
-    if (rc)
+    if (rc) {
+        json_decref(raw);
         return rc;
+    }
     gc_buf b;
     gc_buf_init(&b);
     json_t *z;
     size_t i;
     json_array_foreach(zones, i, z)
     {
+        char var[256];
+        if (json_is_null(z) && whole_var_reference(json_array_get(raw, i), var, sizeof(var))) {
+            gc_buf_free(&b);
+            json_decref(raw);
+            return fail_at(r, settings, "zones", 0,
+                           "module %s: zones[%zu] is vars.%s, which is empty; pass --vars %s=ZONE "
+                           "(e.g. us-east5-b)",
+                           id, i, var, var);
+        }
         if (!json_is_string(z)) {
             gc_buf_free(&b);
+            json_decref(raw);
             return wrong_type(r, settings, id, "zones", zones, "a list of zone names");
         }
         gc_buf_printf(&b, "%s%s", b.len ? "," : "", json_string_value(z));
     }
+    json_decref(raw);
     if (!json_is_array(zones)) {
         gc_buf_free(&b);
         return wrong_type(r, settings, id, "zones", zones, "a list of zone names");
@@ -791,6 +826,7 @@ static void keep_modules(bp_reader *r, json_t *groups)
         json_array_foreach(json_object_get(group, "modules"), mi, module)
         {
             json_t *settings = json_deep_copy(json_object_get(module, "settings"));
+            json_t *raw = settings ? json_deep_copy(settings) : json_object();
             json_t *unevaluated = json_object();
             if (!settings)
                 settings = json_object();
@@ -809,10 +845,11 @@ static void keep_modules(bp_reader *r, json_t *groups)
             }
             json_t *use = json_object_get(module, "use");
             json_array_append_new(
-                modules, json_pack("{s:O, s:O, s:o, s:o, s:o}", "id", json_object_get(module, "id"),
-                                   "source", json_object_get(module, "source"), "use",
-                                   json_is_array(use) ? json_deep_copy(use) : json_array(),
-                                   "settings", settings, "unevaluated", unevaluated));
+                modules,
+                json_pack("{s:O, s:O, s:o, s:o, s:o, s:o}", "id", json_object_get(module, "id"),
+                          "source", json_object_get(module, "source"), "use",
+                          json_is_array(use) ? json_deep_copy(use) : json_array(), "settings",
+                          settings, "unevaluated", unevaluated, "raw", raw));
         }
     }
     r->bp->modules = modules;

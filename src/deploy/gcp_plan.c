@@ -121,6 +121,21 @@ static int missing_value(planner *p, const json_t *m, const char *key, const cha
                    module_id(m), key, key, example);
 }
 
+/* When the value the plan needs came from "$(vars.NAME)" and is empty: the fix is --vars NAME. */
+static int empty_value(planner *p, const json_t *raw, const json_t *m, const char *what,
+                       const char *example)
+{
+    const char *text = json_string_value(raw);
+    size_t len = text ? strlen(text) : 0;
+    if (len > 8 && !strncmp(text, "$(vars.", 7) && text[len - 1] == ')')
+        return gc_fail(p->err, GC_EXIT_USAGE,
+                       "module %s: %s is vars.%.*s, which is empty; pass --vars %.*s=%s",
+                       module_id(m), what, (int)(len - 8), text + 7, (int)(len - 8), text + 7,
+                       example);
+    return gc_fail(p->err, GC_EXIT_USAGE, "module %s: %s is empty; set it (e.g. %s)", module_id(m),
+                   what, example);
+}
+
 /* Labels: Cluster Toolkit adds ghpc_blueprint and ghpc_deployment to vars.labels for every
  * module, and each module its own ghpc_module and ghpc_role. */
 static char *labels_of(const planner *p, const json_t *m, const char *ghpc_module,
@@ -583,6 +598,19 @@ static const char *release_channel(const char *channel)
 
 static int plan_cluster(planner *p, const json_t *m)
 {
+    size_t ni;
+    const json_t *network;
+    json_array_foreach(setting(p, m, "master_authorized_networks"), ni, network)
+    {
+        if (!json_is_string(json_object_get(network, "cidr_block")))
+            return empty_value(
+                p,
+                json_object_get(json_array_get(json_object_get(json_object_get(m, "raw"),
+                                                               "master_authorized_networks"),
+                                               ni),
+                                "cidr_block"),
+                m, "master_authorized_networks[].cidr_block", "YOUR-IP/32");
+    }
     gc_cloud_step *s = add_step(p, GC_CLOUD_CLUSTER, p->cluster, m);
     deploy_argv c = {0};
     deploy_argv_words(&c, "gcloud", "container", "clusters", "describe", p->cluster, NULL);
@@ -982,6 +1010,21 @@ static int plan_pools(planner *p)
         const json_t *m = module_by_id(bp, pool->module_id);
         if (!pool->zones && !bp->zone && m)
             return missing_value(p, m, "zone", "us-east5-b");
+        const json_t *affinity = setting(p, m, "reservation_affinity");
+        const char *consume =
+            json_string_value(json_object_get(affinity, "consume_reservation_type"));
+        const json_t *first = json_array_get(json_object_get(affinity, "specific_reservations"), 0);
+        if (consume && !strcmp(consume, "SPECIFIC_RESERVATION") &&
+            !json_is_string(json_object_get(first, "name"))) {
+            const json_t *raw = json_object_get(
+                json_array_get(json_object_get(json_object_get(json_object_get(m, "raw"),
+                                                               "reservation_affinity"),
+                                               "specific_reservations"),
+                               0),
+                "name");
+            return empty_value(p, raw, m, "reservation_affinity.specific_reservations[0].name",
+                               "RESERVATION-NAME");
+        }
         gc_cloud_step *s = add_step(p, GC_CLOUD_NODE_POOL, pool->name, m);
         pool_step_check(p, s, pool->name);
         s->create = gc_pool_create_argv(bp, pool,

@@ -497,6 +497,31 @@ static void missing_values_say_the_fix(void **st)
     assert_has(err.message, "pass --vars zone=");
     gc_blueprint_free(&bp);
     free(file);
+
+    /* The advanced blueprints leave these vars empty for the user to fill in. */
+    static const char *const cases[][2] = {
+        {"zone=null", "zones[0] is vars.zone, which is empty; pass --vars zone=ZONE"},
+        {"tpu_topology=null", "vars.tpu_topology is empty; pass --vars tpu_topology="},
+        {"reservation=null", "is vars.reservation, which is empty; pass --vars reservation="},
+        {"authorized_cidr=null",
+         "is vars.authorized_cidr, which is empty; pass --vars authorized_cidr=YOUR-IP/32"},
+        {"project_id=null", "pass --vars project_id="},
+    };
+    char *home = gc_xasprintf("HOME=%s", tmp);
+    char *path = gc_xasprintf("PATH=%s/bin:/usr/bin:/bin", tmp);
+    const char *env[] = {home, path, NULL};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        const char *args[] = {"deploy", FIXTURE, "--plan", "--vars", cases[i][0], NULL};
+        cli_result res;
+        run_cli(&res, args, env);
+        assert_int_equal(res.exit_code, GC_EXIT_USAGE);
+        assert_has(res.err.data, cases[i][1]);
+        cli_result_free(&res);
+    }
+    char *all = kube_test_read(calls);
+    assert_null(all); /* refused before anything ran */
+    free(home);
+    free(path);
 }
 
 int main(void)
