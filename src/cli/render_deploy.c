@@ -136,6 +136,12 @@ static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_re
     }
     for (size_t i = 0; i < plan->notes.count; i++)
         fprintf(out, "  not planned: %s\n", plan->notes.items[i]);
+    size_t missing = 0;
+    for (size_t i = 0; i < cloud->count; i++)
+        missing += cloud->outcomes[i].state == GC_CLOUD_MISSING;
+    if (missing && !cloud->applied)
+        fprintf(out, "(gcluster deploy --auto-approve runs these in this order; a rerun skips "
+                     "what exists)\n");
 }
 
 void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
