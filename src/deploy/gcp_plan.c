@@ -289,6 +289,46 @@ static json_t *subnetworks_of(const planner *p, const json_t *m)
     return json_pack("[o]", subnet);
 }
 
+/* The networks a module's additional_networks names: "$(ID.instance_additional_networks)" of a
+ * vpc module is one gVNIC network per subnetwork of it (the vpc module's output), as
+ * [{"network", "subnetwork"}]. Anything else the plan cannot follow: NULL, and *unknown says
+ * whether there was something. */
+static json_t *additional_networks(const planner *p, const json_t *m, bool *unknown)
+{
+    *unknown = false;
+    const char *text = json_string_value(
+        json_object_get(json_object_get(m, "unevaluated"), "additional_networks"));
+    static const char output[] = ".instance_additional_networks)";
+    size_t len = text ? strlen(text) : 0, olen = sizeof(output) - 1;
+    if (!text) {
+        *unknown = json_array_size(setting(p, m, "additional_networks")) > 0;
+        return NULL;
+    }
+    const json_t *vpc = NULL;
+    if (len > olen + 2 && !strncmp(text, "$(", 2) && !strcmp(text + len - olen, output)) {
+        char *id = gc_xstrndup(text + 2, len - olen - 2);
+        vpc = module_by_id(p->bp, id);
+        free(id);
+    }
+    if (!vpc || !source_is(vpc, SOURCE_VPC)) {
+        *unknown = true;
+        return NULL;
+    }
+    json_t *list = json_array();
+    char *net = network_name(p, vpc);
+    json_t *subnets = subnetworks_of(p, vpc);
+    size_t i;
+    json_t *subnet;
+    json_array_foreach(subnets, i, subnet)
+    {
+        json_array_append_new(list, json_pack("{s:s, s:O}", "network", net, "subnetwork",
+                                              json_object_get(subnet, "subnet_name")));
+    }
+    json_decref(subnets);
+    free(net);
+    return list;
+}
+
 static int plan_network(planner *p, const json_t *m)
 {
     char *net = network_name(p, m);
@@ -671,8 +711,10 @@ static int plan_cluster(planner *p, const json_t *m)
              "master_authorized_networks has no value (set authorized_cidr with --vars "
              "authorized_cidr=YOUR-IP/32)");
     free(cidrs);
-    bool multi_network = json_array_size(setting(p, m, "additional_networks")) ||
-                         json_object_get(json_object_get(m, "unevaluated"), "additional_networks");
+    bool unknown_networks;
+    json_t *extra_networks = additional_networks(p, m, &unknown_networks);
+    bool multi_network = json_array_size(extra_networks) || unknown_networks;
+    json_decref(extra_networks);
     const json_t *dataplane = setting(p, m, "enable_dataplane_v2");
     if (json_is_true(dataplane) || (!dataplane && multi_network))
         deploy_argv_words(&b, "--enable-dataplane-v2", NULL);
@@ -728,10 +770,10 @@ static int plan_cluster(planner *p, const json_t *m)
         note(p, m,
              "maintenance_exclusions are not planned; add them with `gcloud container "
              "clusters update --add-maintenance-exclusion-name=...`");
-    if (multi_network)
+    if (unknown_networks)
         note(p, m,
-             "additional_networks: the Network and GKENetworkParamSet objects the module "
-             "applies are not planned");
+             "additional_networks: only $(VPC.instance_additional_networks) of a vpc "
+             "module is planned, not this value");
     if (bool_of(p, m, "configure_workload_identity_sa", false))
         note(p, m,
              "configure_workload_identity_sa: the Kubernetes service account "
@@ -991,6 +1033,19 @@ char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
     char *labels = labels_of(p, m, "gke-node-pool", "compute");
     deploy_argv_flag(&b, "labels", labels);
     free(labels);
+    bool unknown_networks;
+    json_t *extra_networks = m ? additional_networks(p, m, &unknown_networks) : NULL;
+    size_t ni;
+    const json_t *extra;
+    json_array_foreach(extra_networks, ni, extra)
+    {
+        char *attachment = gc_xasprintf("network=%s,subnetwork=%s",
+                                        json_string_value(json_object_get(extra, "network")),
+                                        json_string_value(json_object_get(extra, "subnetwork")));
+        deploy_argv_flag(&b, "additional-node-network", attachment);
+        free(attachment);
+    }
+    json_decref(extra_networks);
     const json_t *run = setting(p, m, "max_run_duration");
     if (json_is_integer(run)) {
         char *d = gc_xasprintf("%llds", (long long)json_integer_value(run));
@@ -1031,10 +1086,12 @@ static int plan_pools(planner *p)
                                         &(gc_cloud_target){.project = p->project,
                                                            .cluster = p->cluster,
                                                            .location = p->location});
-        if (m && json_object_get(json_object_get(m, "unevaluated"), "additional_networks"))
-            note(p, m, "additional_networks (%s) is not planned for pool %s",
-                 json_string_value(
-                     json_object_get(json_object_get(m, "unevaluated"), "additional_networks")),
+        bool unknown_networks = false;
+        json_decref(m ? additional_networks(p, m, &unknown_networks) : NULL);
+        if (unknown_networks)
+            note(p, m,
+                 "additional_networks of pool %s is not planned (only "
+                 "$(VPC.instance_additional_networks) of a vpc module is)",
                  pool->name);
     }
     return 0;
@@ -1146,8 +1203,40 @@ const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind)
 void gc_cluster_objects(const gc_blueprint *bp, json_t *objects)
 {
     planner p = {.bp = bp};
+    p.deployment = json_string_value(json_object_get(bp->vars, "deployment_name"));
+    if (!p.deployment)
+        p.deployment = bp->cluster;
     size_t i;
     const json_t *m;
+    /* Multi-networking: per additional gVNIC network a GKENetworkParamSet and a Network named
+     * gvnic-1, gvnic-2, ... (templates/gke-network-paramset.yaml.tftpl and
+     * network-object.yaml.tftpl of the gke-cluster module), so pods can ask for it. */
+    json_array_foreach(bp->modules, i, m)
+    {
+        if (!source_is(m, SOURCE_CLUSTER))
+            continue;
+        bool unknown;
+        json_t *networks = additional_networks(&p, m, &unknown);
+        size_t j;
+        const json_t *net;
+        json_array_foreach(networks, j, net)
+        {
+            char *name = gc_xasprintf("gvnic-%zu", j + 1);
+            json_array_append_new(
+                objects,
+                json_pack("{s:s, s:s, s:{s:s}, s:{s:O, s:O, s:s}}", "apiVersion",
+                          "networking.gke.io/v1", "kind", "GKENetworkParamSet", "metadata", "name",
+                          name, "spec", "vpc", json_object_get(net, "network"), "vpcSubnet",
+                          json_object_get(net, "subnetwork"), "deviceMode", "NetDevice"));
+            json_array_append_new(
+                objects, json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s, s:s}, s:s}}", "apiVersion",
+                                   "networking.gke.io/v1", "kind", "Network", "metadata", "name",
+                                   name, "spec", "parametersRef", "group", "networking.gke.io",
+                                   "kind", "GKENetworkParamSet", "name", name, "type", "Device"));
+            free(name);
+        }
+        json_decref(networks);
+    }
     json_array_foreach(bp->modules, i, m)
     {
         if (!source_is(m, SOURCE_CLUSTER) ||

@@ -39,14 +39,16 @@ static const char fake[] =
     "if [ -e '%s/no-account' ]; then\n"
     "  echo 'ERROR: (gcloud) You do not currently have an active account selected.' >&2; exit 1\n"
     "fi\n"
-    "verb=; name=\n"
+    "verb=; name=; router=\n"
     "for a in \"$@\"; do\n"
+    "  case \"$a\" in --router=*) router=${a#--router=}-;; esac\n"
     "  case \"$a\" in --*) continue;; esac\n"
     "  if [ -n \"$verb\" ] && [ -z \"$name\" ] && [ \"$a\" != workload-policy ]; then name=$a; fi\n"
     "  case \"$a\" in describe|create|delete|add-iam-policy-binding) [ -z \"$verb\" ] && "
     "verb=$a;; esac\n"
     "done\n"
-    "name=${name%%%%@*}\n" /* service accounts are described by email, created by name */
+    /* service accounts are described by email, created by name; NATs are per router */
+    "name=$router${name%%%%@*}\n"
     "case $verb in\n"
     "describe) [ -e \"%s/$name\" ] && { echo \"$name\"; exit 0; }\n"
     "  echo \"ERROR: (gcloud) NOT_FOUND: The resource '$name' was not found\" >&2; exit 1;;\n"
@@ -143,6 +145,12 @@ static void plan_names_everything_in_order(void **st)
         {GC_CLOUD_FIREWALL, "ev-set-internal-0"},
         {GC_CLOUD_ROUTER, "ev-set-net-0-router"},
         {GC_CLOUD_NAT, "cloud-nat-us-central1"},
+        {GC_CLOUD_NETWORK, "ev-set-net-1"},
+        {GC_CLOUD_SUBNETWORK, "ev-set-sub-1"},
+        {GC_CLOUD_FIREWALL, "ev-set-net-1-fw-allow-iap-ingress"},
+        {GC_CLOUD_FIREWALL, "ev-set-net-1-fw-allow-internal-traffic"},
+        {GC_CLOUD_ROUTER, "ev-set-net-1-router"},
+        {GC_CLOUD_NAT, "cloud-nat-us-central1"},
         {GC_CLOUD_SERVICE_ACCOUNT, "gke-np-sa@my-project.iam.gserviceaccount.com"},
         {GC_CLOUD_ROLE_BINDING,
          "gke-np-sa@my-project.iam.gserviceaccount.com roles/logging.logWriter"},
@@ -179,6 +187,7 @@ static void plan_names_everything_in_order(void **st)
                      "--enable-private-nodes --master-ipv4-cidr=172.16.0.32/28 "
                      "--enable-master-authorized-networks "
                      "--master-authorized-networks=10.1.2.3/32 ");
+    assert_has(line, " --enable-dataplane-v2 --enable-multi-networking ");
     assert_null(strstr(line, "--enable-private-endpoint")); /* the blueprint turns it off */
     assert_has(line, "--addons=HttpLoadBalancing,HorizontalPodAutoscaling,"
                      "GcePersistentDiskCsiDriver,GcpFilestoreCsiDriver,GcsFuseCsiDriver ");
@@ -217,7 +226,8 @@ static void plan_names_everything_in_order(void **st)
                      "--reservation-affinity=specific --reservation=my-reservation "
                      "--enable-autorepair --enable-autoupgrade ");
     assert_has(line, "--service-account=gke-np-sa@my-project.iam.gserviceaccount.com ");
-    assert_has(line, "ghpc_module=gke-node-pool,ghpc_role=compute");
+    assert_has(line, "ghpc_module=gke-node-pool,ghpc_role=compute "
+                     "--additional-node-network=network=ev-set-net-1,subnetwork=ev-set-sub-1");
     free(line);
     /* DWS: flex-start and queued provisioning pools autoscale from zero */
     line = create_line(&plan, GC_CLOUD_NODE_POOL, "flex-pool");
@@ -235,15 +245,27 @@ static void plan_names_everything_in_order(void **st)
     for (size_t i = 0; i < plan.notes.count; i++)
         lustre = lustre || strstr(plan.notes.items[i], "enable_managed_lustre_csi");
     assert_true(lustre);
-    /* the MTC CheckpointConfiguration the cluster module applies */
+    /* the cluster module's objects: the additional network for pods, then MTC's
+     * CheckpointConfiguration */
     json_t *objects = json_array();
     gc_cluster_objects(&bp, objects);
-    assert_int_equal(json_array_size(objects), 1);
+    assert_int_equal(json_array_size(objects), 3);
     json_t *want =
-        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "checkpointing.gke.io/v1",
-                  "kind", "CheckpointConfiguration", "metadata", "name", "default", "spec",
-                  "inMemoryVolumeSize", "50Gi", "cloudStorageBucketName", "my-checkpoints");
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "networking.gke.io/v1",
+                  "kind", "GKENetworkParamSet", "metadata", "name", "gvnic-1", "spec", "vpc",
+                  "ev-set-net-1", "vpcSubnet", "ev-set-sub-1", "deviceMode", "NetDevice");
     assert_true(json_equal(json_array_get(objects, 0), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s, s:s}, s:s}}", "apiVersion",
+                     "networking.gke.io/v1", "kind", "Network", "metadata", "name", "gvnic-1",
+                     "spec", "parametersRef", "group", "networking.gke.io", "kind",
+                     "GKENetworkParamSet", "name", "gvnic-1", "type", "Device");
+    assert_true(json_equal(json_array_get(objects, 1), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "checkpointing.gke.io/v1",
+                     "kind", "CheckpointConfiguration", "metadata", "name", "default", "spec",
+                     "inMemoryVolumeSize", "50Gi", "cloudStorageBucketName", "my-checkpoints");
+    assert_true(json_equal(json_array_get(objects, 2), want));
     json_decref(want);
     json_decref(objects);
     gc_cloud_plan_free(&plan);
