@@ -147,7 +147,7 @@ static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_re
 void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
                             const gc_cloud_report *cloud, const gc_deploy_report *r)
 {
-    if (plan && cloud)
+    if (plan && cloud && plan->count)
         render_cloud(out, plan, cloud);
     if (!r->started)
         return;

@@ -98,6 +98,8 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
     report->count = plan->count;
     for (size_t i = 0; i < plan->count; i++)
         report->outcomes[i].command = gc_argv_shell_line(plan->steps[i].create);
+    if (!plan->count)
+        return 0; /* nothing in Google Cloud: gcloud is not needed */
     char *found = gcloud ? gc_xstrdup(gcloud) : gc_process_find_program("gcloud");
     if (!found) {
         for (size_t i = 0; i < plan->count; i++) {

@@ -1119,6 +1119,13 @@ int gc_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_clo
         if (source_is(m, SOURCE_CLUSTER))
             p.cluster_module = m;
     }
+    bool any = false;
+    json_array_foreach(bp->modules, i, m)
+    {
+        any = any || gc_cloud_handles(json_string_value(json_object_get(m, "source")));
+    }
+    if (!any)
+        return 0; /* only Kubernetes objects: nothing to create in Google Cloud */
     if (!p.project)
         return gc_fail(err, GC_EXIT_USAGE,
                        "the blueprint does not say which project to deploy to; pass --vars "

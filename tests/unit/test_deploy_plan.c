@@ -546,6 +546,32 @@ static void missing_values_say_the_fix(void **st)
     free(path);
 }
 
+/* A blueprint with only Kubernetes objects (kubectl-apply) plans nothing in Google Cloud and
+ * needs no project: deploy onto an existing cluster works as before. */
+static void kubernetes_only_blueprint_plans_nothing(void **st)
+{
+    (void)st;
+    char *file = gc_xasprintf("%s/kueue-only.yaml", tmp);
+    kube_test_write(file, "blueprint_name: kueue-only\nvars: {deployment_name: x}\n"
+                          "deployment_groups:\n- group: primary\n  modules:\n"
+                          "  - id: kueue\n    source: modules/management/kubectl-apply\n"
+                          "    settings: {kueue: {install: true}}\n");
+    gc_blueprint bp;
+    gc_error err = {0};
+    if (gc_blueprint_load(file, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    gc_cloud_plan plan;
+    assert_int_equal(gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err), 0);
+    assert_int_equal(plan.count, 0);
+    gc_cloud_report report;
+    assert_int_equal(gc_cloud_run(&plan, "/nonexistent/gcloud", true, NULL, &report, &err), 0);
+    assert_int_equal(report.count, 0);
+    gc_cloud_report_free(&report);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+    free(file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +581,7 @@ int main(void)
         cmocka_unit_test_setup(gcloud_without_an_account, fresh),
         cmocka_unit_test_setup(plan_and_dry_run_change_nothing, fresh),
         cmocka_unit_test_setup(missing_values_say_the_fix, fresh),
+        cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
