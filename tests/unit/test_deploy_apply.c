@@ -215,9 +215,26 @@ static void kueue_serving_only_v1beta1(void **state)
 /* A cluster with Kueue and JobSet, the head pool and one of the two TPU pools. tpu-flavor is
  * already there as deploy would write it; everything else is new, and Kueue makes the
  * ClusterQueue Active at once. */
-static void serve_cluster_with_kueue(void)
+static void serve_cluster_with_versions(const char *kueue_tag, const char *jobset_tag)
 {
     json_t *script = json_object();
+    /* The controllers' Deployments, whose first container's image tag is the version. */
+    const char *const tags[][3] = {
+        {"kueue-system", "kueue-controller-manager", kueue_tag},
+        {"jobset-system", "jobset-controller-manager", jobset_tag},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        if (!tags[i][2])
+            continue;
+        char key[256], image[128];
+        snprintf(key, sizeof(key), "GET /apis/apps/v1/namespaces/%s/deployments/%s", tags[i][0],
+                 tags[i][1]);
+        snprintf(image, sizeof(image), "registry.k8s.io/%s:%s", tags[i][1], tags[i][2]);
+        json_object_set_new(script, key,
+                            json_pack("[{s:{s:{s:{s:{s:[{s:s, s:s}]}}}}}]", "json", "spec",
+                                      "template", "spec", "containers", "name", "manager", "image",
+                                      image));
+    }
     json_t *nodes = json_array();
     static const char *const node_pools[] = {"cpu-np",       "cpu-np",       "tpu-v6e-np-0",
                                              "tpu-v6e-np-0", "tpu-v6e-np-0", "tpu-v6e-np-0"};
@@ -272,6 +289,47 @@ static void serve_cluster_with_kueue(void)
         fail_msg("bad script: %s", text);
     free(text);
     json_decref(script);
+}
+
+static void serve_cluster_with_kueue(void)
+{
+    serve_cluster_with_versions(NULL, NULL);
+}
+
+/* The installed versions are read from the controllers' images and checked against what jobs
+ * need: Kueue 0.15.0 or later (kueue.x-k8s.io/v1beta2), JobSet 0.9.0 or later. */
+static void installed_versions_are_checked(void **state)
+{
+    (void)state;
+    serve_cluster_with_versions("v0.13.4", "v0.10.1");
+    outcome o;
+    gc_deploy_request r = {0};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_string_equal(o.report.kueue_version, "v0.13.4");
+    assert_string_equal(o.report.jobset_version, "v0.10.1");
+    assert_int_equal(o.report.warnings.count, 1);
+    assert_non_null(strstr(o.report.warnings.items[0],
+                           "Kueue v0.13.4 is installed; jobs need 0.15.0 or later (the toolkit "
+                           "installs v0.17.1): kubectl apply --server-side -f "
+                           "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.1/"
+                           "manifests.yaml"));
+    outcome_free(&o);
+
+    assert_true(kube_test_server_reset(&server));
+    serve_cluster_with_versions("v0.17.1", "v0.8.0");
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.report.warnings.count, 1);
+    assert_non_null(strstr(o.report.warnings.items[0], "JobSet v0.8.0 is installed; jobs need "
+                                                       "0.9.0 or later"));
+    outcome_free(&o);
+
+    assert_true(kube_test_server_reset(&server));
+    serve_cluster_with_versions("v0.17.1", "v0.10.1");
+    run_deploy(&o, &r);
+    assert_int_equal(o.report.warnings.count, 0);
+    outcome_free(&o);
 }
 
 static void deploy_reports_each_object_and_the_queue_state(void **state)
@@ -470,6 +528,7 @@ int main(void)
         cmocka_unit_test_setup(cluster_without_kueue_or_jobset, reset),
         cmocka_unit_test_setup(kueue_serving_only_v1beta1, reset),
         cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, reset),
+        cmocka_unit_test_setup(installed_versions_are_checked, reset),
         cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, reset),
         cmocka_unit_test_setup(text_report_is_as_before, reset),
         cmocka_unit_test_setup(json_report_follows_the_documented_schema, reset),
