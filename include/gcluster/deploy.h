@@ -134,6 +134,7 @@ typedef enum gc_cloud_step_kind {
     GC_CLOUD_WORKLOAD_POLICY,
     GC_CLOUD_NODE_POOL,
     GC_CLOUD_REMOVE_DEFAULT_POOL,
+    GC_CLOUD_CLUSTER_ADDON,
 } gc_cloud_step_kind;
 
 typedef struct gc_cloud_step {
@@ -142,7 +143,8 @@ typedef struct gc_cloud_step {
     char *module_id; /* the module that declares it */
     char **check;    /* exit 0: present (or, for GC_CLOUD_REMOVE_DEFAULT_POOL, still to remove);
                       * NULL: the create is idempotent and always runs */
-    char **create;   /* what makes the step done */
+    char *present_output; /* non-NULL: present only when `check` also printed this */
+    char **create;        /* what makes the step done */
 } gc_cloud_step;
 
 typedef struct gc_cloud_plan {

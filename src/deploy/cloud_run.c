@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Creating a cluster or a multi-host TPU pool takes GKE minutes, sometimes tens of them. */
 #define CREATE_TIMEOUT_MS (60 * 60 * 1000)
@@ -48,6 +49,16 @@ static int check(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *o
     int rc = run(gcloud, s->check, CHECK_TIMEOUT_MS, &r, err);
     if (!rc) {
         bool found = gc_process_succeeded(&r);
+        if (found && s->present_output) {
+            /* a setting of something that exists: present when it has the value */
+            const char *out = r.out.data ? r.out.data : "";
+            size_t len = strcspn(out, "\r\n");
+            bool same =
+                len == strlen(s->present_output) && !strncasecmp(out, s->present_output, len);
+            o->state = same ? GC_CLOUD_PRESENT : GC_CLOUD_MISSING;
+            gc_process_result_free(&r);
+            return 0;
+        }
         if (!found && !says_not_found(&r.err)) {
             o->state = GC_CLOUD_NOT_CHECKED;
             o->detail = first_line(&r.err);
@@ -126,7 +137,9 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
             o->detail = gc_xstrdup("not checked: gcloud could not check an earlier step");
             continue;
         }
-        bool in_cluster = s->kind == GC_CLOUD_NODE_POOL || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL;
+        bool in_cluster = s->kind == GC_CLOUD_NODE_POOL ||
+                          s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL ||
+                          s->kind == GC_CLOUD_CLUSTER_ADDON;
         if (!s->check || (cluster_missing && in_cluster && !apply)) {
             /* idempotent, or inside a cluster that does not exist yet */
             o->state = GC_CLOUD_MISSING;

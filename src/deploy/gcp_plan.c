@@ -753,19 +753,46 @@ static int plan_cluster(planner *p, const json_t *m)
     s->create = b.items;
 
     /* What gcloud cannot set at creation (Terraform sets it in the same resource). */
+    /* Add-ons `clusters create --addons` does not take but `clusters update --update-addons`
+     * does; Cluster Toolkit enables HighScaleCheckpointing the same way (a gcloud update after
+     * the cluster exists). Each is present when describe says its config is enabled. */
+    static const char *const update_addons[][3] = {
+        {"enable_managed_lustre_csi", "LustreCsiDriver", "lustreCsiDriverConfig"},
+        {"enable_multi_tier_checkpointing", "HighScaleCheckpointing",
+         "highScaleCheckpointingConfig"},
+    };
+    for (size_t i = 0; i < sizeof(update_addons) / sizeof(*update_addons); i++) {
+        if (!bool_of(p, m, update_addons[i][0], false))
+            continue;
+        s = add_step(p, GC_CLOUD_CLUSTER_ADDON, update_addons[i][1], m);
+        deploy_argv d = {0};
+        deploy_argv_words(&d, "gcloud", "container", "clusters", "describe", p->cluster, NULL);
+        deploy_argv_flag(&d, "project", p->project);
+        deploy_argv_flag(&d, "location", p->location);
+        char *format = gc_xasprintf("value(addonsConfig.%s.enabled)", update_addons[i][2]);
+        deploy_argv_flag(&d, "format", format);
+        free(format);
+        s->check = d.items;
+        s->present_output = gc_xstrdup("True");
+        deploy_argv u = {0};
+        deploy_argv_words(&u, "gcloud", "container", "clusters", "update", p->cluster, NULL);
+        deploy_argv_flag(&u, "project", p->project);
+        deploy_argv_flag(&u, "location", p->location);
+        char *addon = gc_xasprintf("%s=ENABLED", update_addons[i][1]);
+        deploy_argv_flag(&u, "update-addons", addon);
+        free(addon);
+        s->create = u.items;
+    }
     static const char *const unsupported[][2] = {
-        {"enable_managed_lustre_csi", "the Managed Lustre CSI driver add-on"},
         {"enable_slice_controller", "the slice controller add-on (TPU dynamic slicing)"},
         {"enable_ml_diagnostics", "managed ML diagnostics"},
-        {"enable_multi_tier_checkpointing", "the HighScaleCheckpointing add-on"},
     };
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(*unsupported); i++)
         if (bool_of(p, m, unsupported[i][0], false))
             note(p, m,
-                 "%s is true: enable %s with `gcloud container clusters update %s "
-                 "--location=%s --update-addons=...` from a gcloud that has it, or in the "
-                 "console; this plan does not",
-                 unsupported[i][0], unsupported[i][1], p->cluster, p->location);
+                 "%s is true: gcloud (528) has no flag for %s; enable it in the console or "
+                 "with a newer gcloud",
+                 unsupported[i][0], unsupported[i][1]);
     if (json_array_size(setting(p, m, "maintenance_exclusions")))
         note(p, m,
              "maintenance_exclusions are not planned; add them with `gcloud container "
@@ -1165,6 +1192,7 @@ void gc_cloud_plan_free(gc_cloud_plan *plan)
     for (size_t i = 0; i < plan->count; i++) {
         free(plan->steps[i].name);
         free(plan->steps[i].module_id);
+        free(plan->steps[i].present_output);
         gc_argv_free(plan->steps[i].check);
         gc_argv_free(plan->steps[i].create);
     }

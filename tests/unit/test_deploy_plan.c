@@ -39,24 +39,33 @@ static const char fake[] =
     "if [ -e '%s/no-account' ]; then\n"
     "  echo 'ERROR: (gcloud) You do not currently have an active account selected.' >&2; exit 1\n"
     "fi\n"
-    "verb=; name=; router=\n"
+    "verb=; name=; router=; setting=\n"
     "for a in \"$@\"; do\n"
     "  case \"$a\" in --router=*) router=${a#--router=}-;; esac\n"
+    /* a cluster add-on: enabled by update, read back by describe --format */
+    "  case \"$a\" in --update-addons=*) x=${a#--update-addons=}; x=${x%%%%=*}\n"
+    "    setting=$(printf %%s \"$x\" | cut -c1 | tr A-Z a-z)$(printf %%s \"$x\" | cut -c2-)Config;;"
+    " esac\n"
+    "  case \"$a\" in --format=value\\(addonsConfig.*) x=${a#--format=value(addonsConfig.}\n"
+    "    setting=${x%%%%.*};; esac\n"
     "  case \"$a\" in --*) continue;; esac\n"
     "  if [ -n \"$verb\" ] && [ -z \"$name\" ] && [ \"$a\" != workload-policy ]; then name=$a; fi\n"
-    "  case \"$a\" in describe|create|delete|add-iam-policy-binding) [ -z \"$verb\" ] && "
+    "  case \"$a\" in describe|create|delete|update|add-iam-policy-binding) [ -z \"$verb\" ] && "
     "verb=$a;; esac\n"
     "done\n"
     /* service accounts are described by email, created by name; NATs are per router */
     "name=$router${name%%%%@*}\n"
     "case $verb in\n"
-    "describe) [ -e \"%s/$name\" ] && { echo \"$name\"; exit 0; }\n"
+    "describe) if [ -n \"$setting\" ]; then [ -e \"%s/$setting\" ] && echo True || echo False;"
+    " exit 0; fi\n"
+    "  [ -e \"%s/$name\" ] && { echo \"$name\"; exit 0; }\n"
     "  echo \"ERROR: (gcloud) NOT_FOUND: The resource '$name' was not found\" >&2; exit 1;;\n"
     "create) if grep -qx \"$name\" '%s' 2>/dev/null; then echo \"ERROR: quota exceeded for $name\" "
     ">&2; exit 1; fi\n"
     "  echo \"Creating $name...\" >&2; touch \"%s/$name\"\n"
     "  case \"$*\" in *'clusters create'*) touch '%s/default-pool';; esac; exit 0;;\n"
     "delete) rm -f \"%s/$name\"; exit 0;;\n"
+    "update) touch \"%s/$setting\"; exit 0;;\n"
     "*) exit 0;;\n"
     "esac\n";
 
@@ -71,7 +80,7 @@ static int setup(void **st)
     char *bin = gc_xasprintf("%s/bin", tmp);
     mkdir(bin, 0755);
     gcloud = gc_xasprintf("%s/gcloud", bin);
-    kube_test_write(gcloud, fake, calls, state, state, fail_on, state, state, state);
+    kube_test_write(gcloud, fake, calls, state, state, state, fail_on, state, state, state, state);
     chmod(gcloud, 0755);
     free(bin);
     return 0;
@@ -160,6 +169,8 @@ static void plan_names_everything_in_order(void **st)
         {GC_CLOUD_ROLE_BINDING,
          "gke-wl-sa@my-project.iam.gserviceaccount.com roles/container.admin"},
         {GC_CLOUD_CLUSTER, "ev-set"},
+        {GC_CLOUD_CLUSTER_ADDON, "LustreCsiDriver"},
+        {GC_CLOUD_CLUSTER_ADDON, "HighScaleCheckpointing"},
         {GC_CLOUD_NODE_POOL, "system"},
         {GC_CLOUD_NODE_POOL, "cpu-np"},
         {GC_CLOUD_REMOVE_DEFAULT_POOL, "default-pool"},
@@ -240,11 +251,19 @@ static void plan_names_everything_in_order(void **st)
     assert_has(line, "--enable-queued-provisioning --reservation-affinity=none ");
     assert_has(line, "--node-labels=cloud.google.com/gke-queued=true ");
     free(line);
+    /* add-ons `clusters create` cannot take: an update once the cluster exists, as the toolkit
+     * enables MTC's */
+    line = create_line(&plan, GC_CLOUD_CLUSTER_ADDON, "HighScaleCheckpointing");
+    assert_string_equal(line,
+                        "gcloud container clusters update ev-set --project=my-project "
+                        "--location=us-central1 --update-addons=HighScaleCheckpointing=ENABLED");
+    free(line);
     /* what gcloud cannot do is said, not dropped */
-    bool lustre = false;
+    bool maintenance = false;
     for (size_t i = 0; i < plan.notes.count; i++)
-        lustre = lustre || strstr(plan.notes.items[i], "enable_managed_lustre_csi");
-    assert_true(lustre);
+        maintenance = maintenance || strstr(plan.notes.items[i], "maintenance_exclusions");
+    assert_false(maintenance); /* the fixture has none */
+    assert_true(plan.notes.count > 0);
     /* the cluster module's objects: the additional network for pods, then MTC's
      * CheckpointConfiguration */
     json_t *objects = json_array();
