@@ -213,9 +213,26 @@ def test_missing_head_pool_is_reported_and_created_only_when_asked(cli, tmp_path
         deploy(cli)  # the flavor back on cpu-np
 
 
+def test_auto_approve_on_a_ready_project_creates_nothing_and_the_job_runs(cli, tmp_path):
+    """Everything the plan names exists (the fake gcloud describes it all): --auto-approve sends
+    no create, applies the Kueue configuration, and the seed's Pathways job is admitted."""
+    env, record = fake_gcloud(tmp_path, 0)
+    proc = deploy(cli, "--auto-approve", env=env)
+    assert not record.exists(), record.read_text()
+    assert "1. network gke-tpu-v6e-net: present" in proc.stdout, proc.stdout
+    steps = [line for line in proc.stdout.splitlines() if line[:6].strip().endswith(".")]
+    assert steps and all(line.endswith(": present") for line in steps), proc.stdout
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue is Active" in proc.stdout
+    submit_pathways(cli, "pw-approved")
+    wait_for(lambda: (w := cli.workload("pw-approved")) and is_true(w, "Admitted") and w,
+             what="Kueue admission")
+
+
 def test_plan_with_create_node_pools_is_refused(cli):
     proc = deploy(cli, "--plan", "--create-node-pools", check=2)
     assert "--plan changes nothing" in proc.stderr
+    proc = deploy(cli, "--plan", "--auto-approve", check=2)
+    assert "cannot be combined with --auto-approve" in proc.stderr
 
 
 def test_template_without_head_flavor_warns(cli, tmp_path):
