@@ -84,8 +84,11 @@ static void render_missing_pools(FILE *out, const gc_deploy_report *r)
         count += r->pools[i].nodes < 0;
     if (!count)
         return;
-    fprintf(out, "\n%s node pool%s no nodes; create with:\n", count == 1 ? "One" : "Some",
-            count == 1 ? " has" : "s have");
+    /* Nodes say which pools run, not which exist: cpu-np scales from zero. */
+    fprintf(out,
+            "\n%s node pool%s no nodes (a pool that scales from zero has none until a job "
+            "needs it); if missing, create with:\n",
+            count == 1 ? "One" : "Some", count == 1 ? " has" : "s have");
     for (size_t i = 0; i < r->pool_count; i++) {
         if (r->pools[i].nodes >= 0)
             continue;

@@ -422,7 +422,8 @@ static void text_report_is_as_before(void **state)
         "  resourceflavor.kueue.x-k8s.io/tpu-flavor unchanged\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue created\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue is Active\n",
-        "\nOne node pool has no nodes; create with:\n  gcloud container node-pools create "
+        "\nOne node pool has no nodes (a pool that scales from zero has none until a job needs "
+        "it); if missing, create with:\n  gcloud container node-pools create "
         "tpu-v6e-np-1 ",
         "(or run gcluster deploy again with --auto-approve)\n",
     };
