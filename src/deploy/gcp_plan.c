@@ -1227,7 +1227,10 @@ const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind)
         "workload policy",
         "node pool",
         "bootstrap pool removal",
+        "cluster add-on",
     };
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_CLUSTER_ADDON + 1,
+                   "a name for every step kind");
     return names[kind];
 }
 

@@ -497,6 +497,8 @@ static void plan_and_dry_run_change_nothing(void **st)
                                      "be created\n      gcloud compute networks create "
                                      "ev-set-net-0 ");
             assert_has(res.out.data, "Kubernetes: the cluster was not read (no kubeconfig context");
+            assert_has(res.out.data, ". cluster add-on HighScaleCheckpointing: would be created\n"
+                                     "      gcloud container clusters update ev-set ");
             assert_has(res.out.data, "checkpointconfiguration.checkpointing.gke.io/default would "
                                      "be applied");
             assert_has(res.out.data, "Kueue, if the cluster lacks it (downloads the release at "
