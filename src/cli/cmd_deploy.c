@@ -40,7 +40,8 @@ static const cli_option deploy_options[] = {
     CLI_BOOL(0, "create-node-pools", deploy_args, create_node_pools,
              "the same as --auto-approve (its older name)"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
-               "write the Kueue objects as YAML and stop (no cluster needed)"),
+               "write the Kubernetes objects (the Kueue configuration; the cluster module's "
+               "Network and CheckpointConfiguration) as YAML and stop; nothing is contacted"),
     CLI_STRING('o', "output", deploy_args, output, "text|json|yaml",
                "the report as JSON or YAML (with --dry-run-out: the objects' format)"),
     CLI_END,
