@@ -31,7 +31,9 @@ static void render_summary(FILE *out, FILE *log, const gc_deploy_report *r)
         fprintf(out, "  %s, if the cluster lacks it (downloads the release at run time):\n    %s\n",
                 r->missing[i].name, r->missing[i].install_command);
     for (size_t i = 0; i < r->missing_count && !r->not_connected; i++)
-        fprintf(log, "gcluster: %s is not installed on this cluster; install it with\n  %s\n",
+        fprintf(log,
+                "gcluster: %s is not installed on this cluster; install it with (downloads the "
+                "release at run time)\n  %s\n",
                 r->missing[i].name, r->missing[i].install_command);
     if (r->missing_count && !r->not_connected)
         fprintf(log, "then run gcluster deploy again\n");
