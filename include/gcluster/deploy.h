@@ -126,6 +126,13 @@ typedef struct gc_blueprint {
 
     gc_module_ref *unhandled;
     size_t unhandled_count;
+
+    /* The same modules as JSON, for the cloud plan (gcp_plan.c): an array of
+     * {"id", "source", "use": [ids], "settings": {...}, "unevaluated": {key: text}, "raw": {...}}
+     * where settings hold the evaluated values, a setting that cannot be known before
+     * Terraform runs (a module output) is kept as its text in "unevaluated",
+     * and "raw" is the settings as written (to name the variable behind an empty value). */
+    json_t *module_json;
 } gc_blueprint;
 
 /* Loads `path`; `overrides` ("NAME=VALUE" strings from --vars, `count` of them) replace entries
@@ -172,17 +179,102 @@ int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err)
 int gc_template_render(const char *text, size_t len, const json_t *vars, const char *label,
                        gc_buf *out, gc_error *err);
 
-/* The gcloud argv (NULL-terminated; free with gc_argv_free) that creates `pool`. */
-char **gc_pool_create_argv(const gc_pool_spec *pool, const char *project, const char *cluster,
-                           const char *location, const char *default_zone);
 void gc_argv_free(char **argv);
 /* The argv as one line a shell reads back the same (arguments quoted where needed). */
 char *gc_argv_shell_line(char *const *argv);
 
+/* The Google Cloud half of deploy: everything the blueprint's handled modules create in a
+ * project, in the order they depend on each other (networks, service accounts, the cluster,
+ * resource policies, node pools), each as gcloud argvs built as data. A step is present when
+ * its `check` argv exits 0 (a describe); `create` runs only when it is not, so a rerun after a
+ * failure resumes where it stopped and leaves what exists alone. */
+typedef enum gc_cloud_step_kind {
+    GC_CLOUD_NETWORK,
+    GC_CLOUD_SUBNETWORK,
+    GC_CLOUD_FIREWALL,
+    GC_CLOUD_ROUTER,
+    GC_CLOUD_NAT,
+    GC_CLOUD_SERVICE_ACCOUNT,
+    GC_CLOUD_ROLE_BINDING,
+    GC_CLOUD_CLUSTER,
+    GC_CLOUD_WORKLOAD_POLICY,
+    GC_CLOUD_NODE_POOL,
+    GC_CLOUD_REMOVE_DEFAULT_POOL,
+    GC_CLOUD_CLUSTER_ADDON,
+} gc_cloud_step_kind;
+
+typedef struct gc_cloud_step {
+    gc_cloud_step_kind kind;
+    char *name;      /* the resource's name */
+    char *module_id; /* the module that declares it */
+    char **check;    /* exit 0: present (or, for GC_CLOUD_REMOVE_DEFAULT_POOL, still to remove);
+                      * NULL: the create is idempotent and always runs */
+    char *present_output; /* non-NULL: present only when `check` also printed this */
+    char **create;        /* what makes the step done */
+} gc_cloud_step;
+
+typedef struct gc_cloud_plan {
+    gc_cloud_step *steps;
+    size_t count;
+    /* What the handled modules set that the plan cannot do with gcloud, one line each. */
+    gc_strings notes;
+} gc_cloud_plan;
+
+/* Where the cloud plan points: NULL fields take the blueprint's. */
+typedef struct gc_cloud_target {
+    const char *project;
+    const char *cluster;
+    const char *location;
+    const char *head_pool; /* NULL: cpu-np */
+} gc_cloud_target;
+
+/* The gcloud argv (free with gc_argv_free) that creates one gke-node-pool pool of `bp` with the
+ * module's settings. */
+char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
+                           const gc_cloud_target *t);
+
+/* The plan for `bp`. GC_EXIT_USAGE with the fix (`pass --vars zone=...`) when a value the
+ * steps need is missing. */
+int gc_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
+                        gc_error *err);
+void gc_cloud_plan_free(gc_cloud_plan *plan);
+/* Whether the cloud plan acts on modules with this source (vpc, service-account,
+ * resource-policy, gke-cluster, gke-node-pool). */
+bool gc_cloud_handles(const char *source);
+const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind);
+
+typedef enum gc_cloud_state {
+    GC_CLOUD_NOT_CHECKED, /* gcloud could not tell (see `detail`) */
+    GC_CLOUD_PRESENT,
+    GC_CLOUD_MISSING,
+    GC_CLOUD_CREATED,
+    GC_CLOUD_FAILED,
+} gc_cloud_state;
+
+typedef struct gc_cloud_outcome {
+    gc_cloud_state state;
+    char *command; /* the create argv as one shell line */
+    char *detail;  /* why not checked, or what gcloud printed when it ran */
+} gc_cloud_outcome;
+
+typedef struct gc_cloud_report {
+    bool checked;               /* gcloud was found and the checks ran */
+    bool applied;               /* missing steps were created (not --plan) */
+    gc_cloud_outcome *outcomes; /* one per plan step */
+    size_t count;
+} gc_cloud_report;
+
+/* Checks each step of `plan` in order (read-only describes) and, with `apply`, creates the
+ * missing ones, stopping at the first failure (its error says which step and how to resume).
+ * `gcloud` is the program to run (NULL: gcloud on $PATH; not found: nothing is checked, and
+ * with `apply` that is an error). Progress goes to `ev`. */
+int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, const gc_events *ev,
+                 gc_cloud_report *report, gc_error *err);
+void gc_cloud_report_free(gc_cloud_report *report);
+
 typedef struct gc_deploy_request {
     const char *head_pool; /* --pathways-head-np, or NULL for cpu-np */
     bool plan;             /* --plan: change nothing */
-    bool create_node_pools;
     /* Where the gcloud commands point; NULL takes the blueprint's. */
     const char *project;
     const char *cluster;
@@ -202,14 +294,13 @@ typedef struct gc_deploy_pool {
     char *size;           /* "tpu-v6e-slice 4x4, 4 hosts", "3 nodes", "autoscaling 0-100" */
     long nodes;           /* the nodes the cluster has in it; -1 when the pool is missing */
     char *create_command; /* missing: the gcloud command that creates it, as one shell line */
-    bool created;         /* missing, and that command ran and succeeded (--create-node-pools) */
-    char *output;         /* what the command printed when it ran (stderr, then stdout) */
 } gc_deploy_pool;
 
 typedef enum gc_apply_outcome {
     GC_APPLY_CREATED,
     GC_APPLY_CONFIGURED,
     GC_APPLY_UNCHANGED,
+    GC_APPLY_NOT_CHECKED, /* --plan without the cluster: it would be applied */
 } gc_apply_outcome;
 
 /* One object of the Kueue configuration, applied (with plan: dry-run applied). */
@@ -244,21 +335,34 @@ typedef struct gc_deploy_report {
     bool pools_listed; /* the cluster's node pools were read: `pools` is complete */
     gc_deploy_pool *pools;
     size_t pool_count;
-    bool plan;                 /* --plan: nothing was changed */
-    bool create_node_pools;    /* the missing pools' commands were run */
-    char *kueue_api;           /* "kueue.x-k8s.io/v1beta2" once applying began, else NULL */
+    bool plan;            /* --plan: nothing was changed */
+    char *not_connected;  /* --plan without a kubeconfig context: why the cluster was not read */
+    char *kueue_version;  /* the installed Kueue controller's image tag, or NULL */
+    char *jobset_version; /* the installed JobSet controller's image tag, or NULL */
+    char *kueue_api;      /* "kueue.x-k8s.io/v1beta2" once applying began, else NULL */
     gc_deploy_object *objects; /* in apply order, as far as applying got */
     size_t object_count;
     gc_strings warnings; /* also reported on the events as they came */
 } gc_deploy_report;
 
-/* The command against a cluster: the prerequisites, the node pools, the Kueue objects by
- * server-side apply (with plan: what would happen, and nothing is changed), then the missing
- * pools (created with create_node_pools). `report` says what was found and done, also after a
+/* The Kubernetes objects the blueprint's cluster module applies besides Kueue's: with
+ * enable_multi_tier_checkpointing and mtc_target_bucket, the CheckpointConfiguration "default"
+ * (checkpointing.gke.io/v1) that multi-tier checkpointing reads. Appended to `objects`. */
+void gc_cluster_objects(const gc_blueprint *bp, json_t *objects);
+
+/* The command against a cluster: the prerequisites (Kueue, JobSet and their versions), the node
+ * pools, the Kueue objects and gc_cluster_objects by server-side apply (with plan: what would
+ * happen, and nothing is changed). `report` says what was found and done, also after a
  * failure; free it with gc_deploy_report_free in every case. Warnings and notices (the gcloud
  * commands as they run) go to `ev`. */
 int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
               const gc_events *ev, gc_deploy_report *report, gc_error *err);
 void gc_deploy_report_free(gc_deploy_report *report);
+
+/* --plan when the cluster cannot be read without changing anything (no kubeconfig context, or
+ * no cluster yet): the summary and the objects that would be applied, `why` kept in the report.
+ * Nothing is sent anywhere. */
+int gc_deploy_offline(const gc_blueprint *bp, const gc_deploy_request *r, const char *why,
+                      gc_deploy_report *report, gc_error *err);
 
 #endif

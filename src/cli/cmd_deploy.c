@@ -23,6 +23,7 @@ typedef struct deploy_args {
     const char *dry_run_out;
     const char *output;
     bool plan;
+    bool auto_approve;
     bool create_node_pools;
 } deploy_args;
 
@@ -32,7 +33,11 @@ static const cli_values validation_level_values = {.names = validation_levels};
 
 static const cli_option deploy_options[] = {
     CLI_BOOL(0, "plan", deploy_args, plan,
-             "print the node-pool plan and the objects that would change; change nothing"),
+             "print every step (network, cluster, node pools, Kueue objects) and what would "
+             "change; change nothing, not even the kubeconfig"),
+    CLI_BOOL(0, "auto-approve", deploy_args, auto_approve,
+             "create the missing Google Cloud resources with gcloud, in order, then apply the "
+             "Kubernetes objects"),
     CLI_STRING(0, "pathways-head-np", deploy_args, head_pool, "NAME",
                "name of the Pathways head node pool (default cpu-np), in the plan and the "
                "Kueue flavor"),
@@ -46,9 +51,10 @@ static const cli_option deploy_options[] = {
                "what a failed blueprint validator does: ERROR (exit 2, default), WARNING, "
                "IGNORE"),
     CLI_BOOL(0, "create-node-pools", deploy_args, create_node_pools,
-             "run the gcloud commands that create the missing node pools"),
+             "the same as --auto-approve (its older name)"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
-               "write the Kueue objects as YAML and stop (no cluster needed)"),
+               "write the Kubernetes objects (the Kueue configuration; the cluster module's "
+               "Network and CheckpointConfiguration) as YAML and stop; nothing is contacted"),
     CLI_VALUES('o', "output", deploy_args, output, NULL, &cli_text_formats,
                "the report as JSON or YAML (with --dry-run-out: the objects' format)"),
     CLI_END,
@@ -103,6 +109,8 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     gc_buf_init(&warnings);
     gc_buf_init(&text);
     int rc = gc_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
+    if (!rc)
+        gc_cluster_objects(bp, objects);
     for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
         gc_warn(cli_events(), "%s", line);
@@ -131,7 +139,21 @@ typedef struct live_deploy {
     const deploy_args *a;
     const gc_blueprint *bp;
     cli_format format;
+    const gc_cloud_plan *plan;
+    const gc_cloud_report *cloud;
 } live_deploy;
+
+static void render(const live_deploy *d, const gc_deploy_report *report, int *rc, gc_error *err)
+{
+    if (d->format == CLI_FORMAT_TEXT) {
+        cli_render_deploy_text(stdout, stderr, d->plan, d->cloud, report);
+        return;
+    }
+    gc_error print_err = {0};
+    if (cli_print_document(cli_deploy_json(d->plan, d->cloud, report), d->format, &print_err) &&
+        !*rc)
+        *rc = gc_fail(err, print_err.code, "%s", print_err.message);
+}
 
 /* The report is written also after a failure: what was found and done until then is true. */
 static int deploy_with(gc_kube *kube, void *ctx, gc_error *err)
@@ -139,26 +161,18 @@ static int deploy_with(gc_kube *kube, void *ctx, gc_error *err)
     const live_deploy *d = ctx;
     gc_deploy_request r = {.head_pool = d->a->head_pool,
                            .plan = d->a->plan,
-                           .create_node_pools = d->a->create_node_pools,
                            .project = d->a->g.project,
                            .cluster = d->a->g.cluster,
                            .location = d->a->g.location};
     gc_deploy_report report;
     int rc = gc_deploy(kube, d->bp, &r, cli_events(), &report, err);
-    if (d->format == CLI_FORMAT_TEXT) {
-        cli_render_deploy_text(stdout, stderr, &report);
-    } else if (report.started) {
-        gc_error print_err = {0};
-        if (cli_print_document(cli_deploy_json(&report), d->format, &print_err) && !rc)
-            rc = gc_fail(err, print_err.code, "%s", print_err.message);
-    }
+    render(d, &report, &rc, err);
     gc_deploy_report_free(&report);
     return rc;
 }
 
 /* Without --cluster or --context, the cluster is the one the blueprint deploys. */
-static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_format format,
-                             gc_error *err)
+static cli_globals target_globals(const deploy_args *a, const gc_blueprint *bp)
 {
     cli_globals g = a->g;
     if (!g.cluster && !g.context) {
@@ -166,7 +180,75 @@ static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_f
         g.location = g.location ? g.location : bp->region;
         g.project = g.project ? g.project : bp->project;
     }
-    return cli_with_kube(&g, deploy_with, &(live_deploy){.a = a, .bp = bp, .format = format}, err);
+    cli_apply_stored_defaults(&g);
+    return g;
+}
+
+/* --plan writes nothing, and `gcloud container clusters get-credentials` writes the kubeconfig:
+ * so the plan opens the cluster only when the kubeconfig already has its context, and otherwise
+ * says what it would apply without asking the cluster. */
+static bool has_context(const cli_globals *g, char *why, size_t size)
+{
+    gc_kube_options opts = {.kubeconfig = g->kubeconfig,
+                            .context = g->context,
+                            .cluster = g->cluster,
+                            .location = g->location,
+                            .project = g->project,
+                            .ns = g->ns,
+                            .allow_gcloud = false};
+    gc_kube *kube;
+    gc_error err = {0};
+    if (gc_kube_open(&opts, &kube, &err)) {
+        snprintf(why, size, "%s", err.message);
+        return false;
+    }
+    gc_kube_close(kube);
+    return true;
+}
+
+static int plan_without_cluster(const live_deploy *d, const char *why, gc_error *err)
+{
+    gc_deploy_request r = {.head_pool = d->a->head_pool,
+                           .plan = true,
+                           .project = d->a->g.project,
+                           .cluster = d->a->g.cluster,
+                           .location = d->a->g.location};
+    gc_deploy_report report;
+    int rc = gc_deploy_offline(d->bp, &r, why, &report, err);
+    render(d, &report, &rc, err);
+    gc_deploy_report_free(&report);
+    return rc;
+}
+
+static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_format format,
+                             gc_error *err)
+{
+    cli_globals g = target_globals(a, bp);
+    gc_cloud_plan plan;
+    int rc = gc_cloud_plan_build(bp,
+                                 &(gc_cloud_target){.project = a->g.project,
+                                                    .cluster = a->g.cluster,
+                                                    .location = a->g.location,
+                                                    .head_pool = a->head_pool},
+                                 &plan, err);
+    if (rc)
+        return rc;
+    gc_cloud_report cloud;
+    bool approve = (a->auto_approve || a->create_node_pools) && !a->plan;
+    rc = gc_cloud_run(&plan, NULL, approve, cli_events(), &cloud, err);
+    live_deploy d = {.a = a, .bp = bp, .format = format, .plan = &plan, .cloud = &cloud};
+    char why[GC_ERROR_MAX];
+    if (rc) {
+        gc_deploy_report report = {0};
+        render(&d, &report, &rc, err);
+    } else if (a->plan && !has_context(&g, why, sizeof(why))) {
+        rc = plan_without_cluster(&d, why, err);
+    } else {
+        rc = cli_with_kube(&g, deploy_with, &d, err);
+    }
+    gc_cloud_report_free(&cloud);
+    gc_cloud_plan_free(&plan);
+    return rc;
 }
 
 static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
@@ -182,9 +264,10 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
                        "--pathways-head-np %s: a node pool name is 1-40 lower-case letters, "
                        "digits and hyphens, starting with a letter",
                        a->head_pool);
-    if (a->plan && a->create_node_pools)
+    if (a->plan && (a->create_node_pools || a->auto_approve))
         return gc_fail(err, GC_EXIT_USAGE,
-                       "--plan changes nothing, so it cannot be combined with --create-node-pools");
+                       "--plan changes nothing, so it cannot be combined with %s",
+                       a->auto_approve ? "--auto-approve" : "--create-node-pools");
     cli_format format;
     int rc = cli_format_parse(a->output, false, &format, err);
     if (rc)
@@ -216,18 +299,20 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
 const cli_command cmd_deploy = {
     .name = "deploy",
     .summary = "make a cluster Pathways-ready from a Cluster Toolkit blueprint",
-    .usage = "deploy BLUEPRINT [--plan] [--pathways-head-np NAME] [-d FILE] [--vars NAME=VALUE] "
-             "[-l LEVEL] [--create-node-pools]",
+    .usage = "deploy BLUEPRINT [--plan | --auto-approve] [--pathways-head-np NAME] [-d FILE] "
+             "[--vars NAME=VALUE] [-l LEVEL]",
     .description =
-        "Reads the blueprint (vars, gke-cluster, gke-node-pool and kubectl-apply modules),\n"
-        "reports the node pools the cluster lacks with the gcloud commands that create them\n"
-        "(the Pathways head pool cpu-np: n4-standard-64, autoscaling 0-100), and applies the\n"
-        "Kueue configuration by server-side apply, as Cluster Toolkit's kubectl-apply module\n"
-        "renders it: the blueprint's kueue.config_path template, else with Pathways the\n"
-        "flavors flavor-<accelerator> and pathways-flavor, the ClusterQueue cluster-queue with\n"
-        "one [google.com/tpu, cpu, memory] group, LocalQueue user-queue and five\n"
-        "PriorityClasses. Quotas come from kueue.config_template_vars: tpu_quota,\n"
-        "tpu_flavor_cpu_quota, tpu_flavor_memory_quota (999999T), pathways_cpu_quota (480),\n"
+        "Reads the blueprint (evaluated as Cluster Toolkit does: vars, expressions, module\n"
+        "outputs, deployment files) and plans, in order, what its vpc, service-account,\n"
+        "gke-cluster, resource-policy and gke-node-pool modules create (each a gcloud command,\n"
+        "checked first with a describe; --auto-approve creates the missing ones, and a rerun\n"
+        "resumes), then, on the cluster, checks Kueue and JobSet and their versions and applies\n"
+        "the Kueue configuration by server-side apply, as the kubectl-apply module renders it:\n"
+        "the blueprint's kueue.config_path template, else with Pathways the flavors\n"
+        "flavor-<accelerator> and pathways-flavor, the ClusterQueue cluster-queue with one\n"
+        "[google.com/tpu, cpu, memory] group, LocalQueue user-queue and five PriorityClasses.\n"
+        "Quotas come from kueue.config_template_vars: tpu_quota, tpu_flavor_cpu_quota,\n"
+        "tpu_flavor_memory_quota (999999T), pathways_cpu_quota (480),\n"
         "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"
         "--context says otherwise. Running it again changes nothing.",
     .options = deploy_options,

@@ -75,8 +75,11 @@ json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why);
 
 /* `deploy`: the blueprint, the node pools, the Kueue objects (text: missing Kueue or JobSet on
  * `log`, the rest on `out`). */
-void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_report *r);
-json_t *cli_deploy_json(const gc_deploy_report *r);
+/* The cloud plan and its report may be NULL (deploy's Kubernetes half alone). */
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
+                            const gc_cloud_report *cloud, const gc_deploy_report *r);
+json_t *cli_deploy_json(const gc_cloud_plan *plan, const gc_cloud_report *cloud,
+                        const gc_deploy_report *r);
 
 /* `job wait`: one line per job ("NAME: STATUS - DETAIL"), or an array of one object per job. */
 void cli_render_wait_text(FILE *out, const gc_wait_result *r);

@@ -12,7 +12,7 @@ static const char *or_unknown(const char *s)
 
 static const char *outcome_name(gc_apply_outcome outcome)
 {
-    static const char *const names[] = {"created", "configured", "unchanged"};
+    static const char *const names[] = {"created", "configured", "unchanged", "not checked"};
     return names[outcome];
 }
 
@@ -27,10 +27,15 @@ static void render_summary(FILE *out, FILE *log, const gc_deploy_report *r)
         fprintf(out, "  not handled by gcluster deploy: module %s (%s)\n",
                 or_unknown(r->unhandled[i].id), or_unknown(r->unhandled[i].source));
     fflush(out);
-    for (size_t i = 0; i < r->missing_count; i++)
-        fprintf(log, "gcluster: %s is not installed on this cluster; install it with\n  %s\n",
+    for (size_t i = 0; i < r->missing_count && r->not_connected; i++)
+        fprintf(out, "  %s, if the cluster lacks it (downloads the release at run time):\n    %s\n",
                 r->missing[i].name, r->missing[i].install_command);
-    if (r->missing_count)
+    for (size_t i = 0; i < r->missing_count && !r->not_connected; i++)
+        fprintf(log,
+                "gcluster: %s is not installed on this cluster; install it with (downloads the "
+                "release at run time)\n  %s\n",
+                r->missing[i].name, r->missing[i].install_command);
+    if (r->missing_count && !r->not_connected)
         fprintf(log, "then run gcluster deploy again\n");
     fflush(log);
 }
@@ -54,7 +59,11 @@ static void render_objects(FILE *out, const gc_deploy_report *r)
     for (size_t i = 0; i < r->object_count; i++) {
         const gc_deploy_object *o = &r->objects[i];
         bool would = r->plan && o->outcome != GC_APPLY_UNCHANGED;
-        fprintf(out, "  %s %s%s\n", o->label, would ? "would be " : "", outcome_name(o->outcome));
+        if (o->outcome == GC_APPLY_NOT_CHECKED)
+            fprintf(out, "  %s would be applied\n", o->label);
+        else
+            fprintf(out, "  %s %s%s\n", o->label, would ? "would be " : "",
+                    outcome_name(o->outcome));
         if (o->queue_checked && o->queue_active)
             fprintf(out, "  %s is Active\n", o->label);
     }
@@ -77,23 +86,82 @@ static void render_missing_pools(FILE *out, const gc_deploy_report *r)
         count += r->pools[i].nodes < 0;
     if (!count)
         return;
-    fprintf(out, "\n%s node pool%s missing; %s:\n", count == 1 ? "One" : "Some",
-            count == 1 ? " is" : "s are", r->create_node_pools ? "creating" : "create with");
+    /* Nodes say which pools run, not which exist: cpu-np scales from zero. */
+    fprintf(out,
+            "\n%s node pool%s no nodes (a pool that scales from zero has none until a job "
+            "needs it); if missing, create with:\n",
+            count == 1 ? "One" : "Some", count == 1 ? " has" : "s have");
     for (size_t i = 0; i < r->pool_count; i++) {
         if (r->pools[i].nodes >= 0)
             continue;
         fprintf(out, "  %s\n", r->pools[i].create_command);
-        render_output(out, r->pools[i].output);
     }
-    if (!r->create_node_pools)
-        fprintf(out, "(or run gcluster deploy again with --create-node-pools)\n");
+    fprintf(out, "(or run gcluster deploy again with --auto-approve)\n");
 }
 
-void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_report *r)
+static const char *state_name(gc_cloud_state state, bool applied)
 {
+    switch (state) {
+    case GC_CLOUD_PRESENT:
+        return "present";
+    case GC_CLOUD_MISSING:
+        return applied ? "missing" : "would be created";
+    case GC_CLOUD_CREATED:
+        return "created";
+    case GC_CLOUD_FAILED:
+        return "failed";
+    case GC_CLOUD_NOT_CHECKED:
+        break;
+    }
+    return "not checked";
+}
+
+static const char *state_key(gc_cloud_state state)
+{
+    static const char *const names[] = {"not_checked", "present", "missing", "created", "failed"};
+    return names[state];
+}
+
+/* The Google Cloud steps in order, each with its state and, unless present, its command. */
+static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_report *cloud)
+{
+    fprintf(out, "Google Cloud (in order%s):\n",
+            cloud->checked ? "" : "; not checked, gcloud is not on PATH");
+    for (size_t i = 0; i < plan->count && i < cloud->count; i++) {
+        const gc_cloud_step *s = &plan->steps[i];
+        const gc_cloud_outcome *o = &cloud->outcomes[i];
+        fprintf(out, "  %2zu. %s %s: %s\n", i + 1, gc_cloud_step_kind_name(s->kind), s->name,
+                state_name(o->state, cloud->applied));
+        if (o->state != GC_CLOUD_PRESENT)
+            fprintf(out, "      %s\n", o->command);
+        if (o->state == GC_CLOUD_NOT_CHECKED && o->detail && i == 0)
+            fprintf(out, "      (%s)\n", o->detail);
+        if (o->state == GC_CLOUD_CREATED || o->state == GC_CLOUD_FAILED)
+            render_output(out, o->detail);
+    }
+    for (size_t i = 0; i < plan->notes.count; i++)
+        fprintf(out, "  not planned: %s\n", plan->notes.items[i]);
+    size_t missing = 0;
+    for (size_t i = 0; i < cloud->count; i++)
+        missing += cloud->outcomes[i].state == GC_CLOUD_MISSING;
+    if (missing && !cloud->applied)
+        fprintf(out, "(gcluster deploy --auto-approve runs these in this order; a rerun skips "
+                     "what exists)\n");
+}
+
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
+                            const gc_cloud_report *cloud, const gc_deploy_report *r)
+{
+    if (plan && cloud && plan->count)
+        render_cloud(out, plan, cloud);
     if (!r->started)
         return;
     render_summary(out, log, r);
+    if (r->not_connected)
+        fprintf(out, "Kubernetes: the cluster was not read (%s)\n", r->not_connected);
+    if (r->kueue_version || r->jobset_version)
+        fprintf(out, "Installed: Kueue %s, JobSet %s\n", or_unknown(r->kueue_version),
+                or_unknown(r->jobset_version));
     if (r->pools_listed)
         render_pools(out, r);
     if (r->kueue_api)
@@ -128,13 +196,11 @@ static json_t *pools_json(const gc_deploy_report *r)
     json_t *pools = json_array();
     for (size_t i = 0; i < r->pool_count; i++) {
         const gc_deploy_pool *p = &r->pools[i];
-        json_array_append_new(pools,
-                              json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:b, s:o}", "name", p->name,
-                                        "machine_type", p->machine_type, "size", p->size, "present",
-                                        p->nodes >= 0, "nodes",
-                                        p->nodes >= 0 ? json_integer(p->nodes) : json_null(),
-                                        "create_command", cli_json_text(p->create_command),
-                                        "created", p->created, "output", cli_json_text(p->output)));
+        json_array_append_new(pools, json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "name", p->name,
+                                               "machine_type", p->machine_type, "size", p->size,
+                                               "present", p->nodes >= 0, "nodes",
+                                               p->nodes >= 0 ? json_integer(p->nodes) : json_null(),
+                                               "create_command", cli_json_text(p->create_command)));
     }
     return pools;
 }
@@ -163,14 +229,38 @@ static json_t *objects_json(const gc_deploy_report *r)
     return objects;
 }
 
-json_t *cli_deploy_json(const gc_deploy_report *r)
+static json_t *cloud_json(const gc_cloud_plan *plan, const gc_cloud_report *cloud)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o}",
-                     "blueprint", cli_json_text(r->blueprint), "cluster", cli_json_text(r->cluster),
-                     "project", cli_json_text(r->project), "location", cli_json_text(r->location),
-                     "pathways", r->pathways, "head_pool", cli_json_text(r->head_pool),
-                     "unhandled_modules", unhandled_json(r), "missing_prerequisites",
-                     missing_json(r), "plan", r->plan, "create_node_pools", r->create_node_pools,
-                     "node_pools", pools_json(r), "kueue_api", cli_json_text(r->kueue_api),
-                     "kueue_objects", objects_json(r), "warnings", cli_json_strings(&r->warnings));
+    if (!plan || !cloud)
+        return json_null();
+    json_t *steps = json_array();
+    for (size_t i = 0; i < plan->count && i < cloud->count; i++) {
+        const gc_cloud_step *s = &plan->steps[i];
+        const gc_cloud_outcome *o = &cloud->outcomes[i];
+        json_array_append_new(steps,
+                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "kind",
+                                        gc_cloud_step_kind_name(s->kind), "name", s->name, "module",
+                                        s->module_id, "state", state_key(o->state), "command",
+                                        o->command, "output", cli_json_text(o->detail)));
+    }
+    return json_pack("{s:b, s:b, s:o, s:o}", "checked", cloud->checked, "applied", cloud->applied,
+                     "steps", steps, "not_planned", cli_json_strings(&plan->notes));
+}
+
+json_t *cli_deploy_json(const gc_cloud_plan *plan, const gc_cloud_report *cloud,
+                        const gc_deploy_report *r)
+{
+    json_t *doc = json_pack(
+        "{s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+        "blueprint", cli_json_text(r->blueprint), "cluster", cli_json_text(r->cluster), "project",
+        cli_json_text(r->project), "location", cli_json_text(r->location), "pathways", r->pathways,
+        "head_pool", cli_json_text(r->head_pool), "unhandled_modules", unhandled_json(r),
+        "missing_prerequisites", missing_json(r), "plan", r->plan, "not_connected",
+        cli_json_text(r->not_connected), "installed",
+        json_pack("{s:o, s:o}", "kueue", cli_json_text(r->kueue_version), "jobset",
+                  cli_json_text(r->jobset_version)),
+        "node_pools", pools_json(r), "kueue_api", cli_json_text(r->kueue_api), "kueue_objects",
+        objects_json(r), "warnings", cli_json_strings(&r->warnings), "cloud",
+        cloud_json(plan, cloud));
+    return doc;
 }

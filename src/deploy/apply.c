@@ -24,11 +24,8 @@
 #define KUEUE_INSTALL_URL    "https://github.com/kubernetes-sigs/kueue/releases/download"
 #define JOBSET_INSTALL_URL   "https://github.com/kubernetes-sigs/jobset/releases/download"
 #define KUEUE_DEFAULT        "v0.17.1"
-#define JOBSET_DEFAULT       "v0.11.1"
+#define JOBSET_DEFAULT       "v0.10.1"
 #define ACTIVE_WAIT_ATTEMPTS 40 /* x 250 ms: Kueue marks a new ClusterQueue Active in ~1 s */
-/* Creating a multi-host TPU pool takes GKE minutes, sometimes tens of them. */
-#define NODE_POOL_CREATE_TIMEOUT_MS (60 * 60 * 1000)
-#define GCLOUD_OUTPUT_MAX           (1u << 20)
 
 /* Node pools */
 
@@ -56,7 +53,8 @@ static void describe_size(const gc_pool_spec *p, char *out, size_t size)
 }
 
 typedef struct target {
-    const char *project, *cluster, *location, *zone;
+    const gc_blueprint *bp;
+    const char *project, *cluster, *location;
 } target;
 
 /* One run of the command: where its outcome goes. */
@@ -105,65 +103,15 @@ static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, co
         p->nodes = nodes ? (long)json_integer_value(nodes) : -1;
         if (nodes)
             continue;
-        char **argv = gc_pool_create_argv(&pools[i], t->project, t->cluster, t->location, t->zone);
+        char **argv = gc_pool_create_argv(t->bp, &pools[i],
+                                          &(gc_cloud_target){.project = t->project,
+                                                             .cluster = t->cluster,
+                                                             .location = t->location});
         p->create_command = gc_argv_shell_line(argv);
         gc_argv_free(argv);
     }
     report->pools_listed = true;
     json_decref(counts);
-    return 0;
-}
-
-/* Runs one `gcloud container node-pools create` (argv[4] names the pool). What gcloud printed
- * (its progress on stderr, then its stdout) is appended to `output` for the caller to show. */
-static int run_gcloud(char **argv, gc_buf *output, gc_error *err)
-{
-    gc_process p = {.argv = argv,
-                    .timeout_ms = NODE_POOL_CREATE_TIMEOUT_MS,
-                    .max_stdout = GCLOUD_OUTPUT_MAX,
-                    .max_stderr = GCLOUD_OUTPUT_MAX};
-    gc_process_result r;
-    int rc = gc_process_run(&p, &r, err);
-    gc_buf_append(output, r.err.data, r.err.len);
-    gc_buf_append(output, r.out.data, r.out.len);
-    char how[256];
-    gc_process_describe(&r, &p, how, sizeof(how));
-    if (!rc && r.exec_errno) {
-        rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "gcloud %s; install the Google Cloud CLI or run the command above yourself",
-                     how);
-    } else if (!rc && !gc_process_succeeded(&r)) {
-        if (!r.signal && !r.too_much_output)
-            snprintf(how, sizeof(how), "exit status %d", r.exit_status);
-        rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "gcloud failed (%s) creating node pool %s; its output is above. Fix the "
-                     "cause and run gcluster deploy again (existing pools are skipped)",
-                     how, argv[4]);
-    }
-    gc_process_result_free(&r);
-    return rc;
-}
-
-/* --create-node-pools: the missing pools' gcloud commands, one after the other. */
-static int create_missing_pools(deploy_run *d, const gc_pool_spec *pools, const target *t,
-                                gc_error *err)
-{
-    gc_deploy_report *report = d->report;
-    for (size_t i = 0; i < report->pool_count; i++) {
-        gc_deploy_pool *p = &report->pools[i];
-        if (p->nodes >= 0)
-            continue;
-        gc_notice(d->ev, "running %s", p->create_command);
-        char **argv = gc_pool_create_argv(&pools[i], t->project, t->cluster, t->location, t->zone);
-        gc_buf output;
-        gc_buf_init(&output);
-        int rc = run_gcloud(argv, &output, err);
-        p->output = gc_buf_detach(&output);
-        gc_argv_free(argv);
-        if (rc)
-            return rc;
-        p->created = true;
-    }
     return 0;
 }
 
@@ -423,8 +371,10 @@ static void summarize(const gc_blueprint *bp, const target *t, const char *head_
     report->unhandled =
         gc_xcalloc(bp->unhandled_count ? bp->unhandled_count : 1, sizeof(*report->unhandled));
     for (size_t i = 0; i < bp->unhandled_count; i++)
-        report->unhandled[report->unhandled_count++] = (gc_module_ref){
-            .id = dup_or_null(bp->unhandled[i].id), .source = dup_or_null(bp->unhandled[i].source)};
+        if (!gc_cloud_handles(bp->unhandled[i].source))
+            report->unhandled[report->unhandled_count++] =
+                (gc_module_ref){.id = dup_or_null(bp->unhandled[i].id),
+                                .source = dup_or_null(bp->unhandled[i].source)};
 }
 
 static void add_missing(gc_deploy_report *report, const char *name, const char *url,
@@ -434,9 +384,70 @@ static void add_missing(gc_deploy_report *report, const char *name, const char *
         gc_xrealloc(report->missing, (report->missing_count + 1) * sizeof(*report->missing));
     report->missing[report->missing_count++] = (gc_deploy_missing){
         .name = gc_xstrdup(name),
-        .install_command =
-            gc_xasprintf("kubectl apply --server-side -f %s/%s/manifests.yaml", url, version),
+        .install_command = gc_xasprintf("kubectl apply --server-side -f %s/%s%s/manifests.yaml",
+                                        url, version[0] == 'v' ? "" : "v", version),
     };
+}
+
+/* The image tag of a controller Deployment's first container ("v0.17.1"), as Google's gcluster
+ * reads the installed Kueue version; NULL when it is not there or has no tag. */
+static char *controller_version(gc_kube *kube, const char *ns, const char *name)
+{
+    char *path = gc_kube_path("apps", "v1", ns, "deployments", name);
+    json_t *deployment = NULL;
+    gc_error ignored = {0};
+    int rc = gc_kube_get(kube, path, NULL, &deployment, &ignored);
+    free(path);
+    if (rc)
+        return NULL;
+    json_t *containers = json_object_get(
+        json_object_get(json_object_get(json_object_get(deployment, "spec"), "template"), "spec"),
+        "containers");
+    const char *image = json_string_value(json_object_get(json_array_get(containers, 0), "image"));
+    const char *colon = image ? strrchr(image, ':') : NULL;
+    char *version = colon && !strchr(colon, '/') ? gc_xstrdup(colon + 1) : NULL;
+    json_decref(deployment);
+    return version;
+}
+
+/* vX.Y.Z as a number to compare; -1 when it is not a version. */
+static long version_number(const char *v)
+{
+    unsigned major, minor, patch;
+    if (!v || sscanf(v[0] == 'v' ? v + 1 : v, "%u.%u.%u", &major, &minor, &patch) != 3)
+        return -1;
+    return (long)major * 1000000 + minor * 1000 + patch;
+}
+
+/* Jobs need the Kueue API v1beta2 (Kueue 0.15.0 and later, the oldest release Cluster Toolkit
+ * supports) and JobSet 0.9.0 or later (the oldest the toolkit supports). */
+static void check_versions(deploy_run *d, const char *kueue_api, bool jobset_served)
+{
+    gc_deploy_report *report = d->report;
+    if (kueue_api[0])
+        report->kueue_version =
+            controller_version(d->kube, "kueue-system", "kueue-controller-manager");
+    if (jobset_served)
+        report->jobset_version =
+            controller_version(d->kube, "jobset-system", "jobset-controller-manager");
+    long kueue = version_number(report->kueue_version);
+    long jobset = version_number(report->jobset_version);
+    if (kueue >= 0 && kueue < 15000) {
+        char *text = gc_xasprintf(
+            "Kueue %s is installed; jobs need 0.15.0 or later (the toolkit installs %s): "
+            "kubectl apply --server-side -f %s/%s/manifests.yaml",
+            report->kueue_version, KUEUE_DEFAULT, KUEUE_INSTALL_URL, KUEUE_DEFAULT);
+        warn(d, text);
+        free(text);
+    }
+    if (jobset >= 0 && jobset < 9000) {
+        char *text = gc_xasprintf(
+            "JobSet %s is installed; jobs need 0.9.0 or later (the toolkit installs %s): "
+            "kubectl apply --server-side -f %s/%s/manifests.yaml",
+            report->jobset_version, JOBSET_DEFAULT, JOBSET_INSTALL_URL, JOBSET_DEFAULT);
+        warn(d, text);
+        free(text);
+    }
 }
 
 /* Kueue (and JobSet) must already run on the cluster; say how to install what is missing. */
@@ -455,6 +466,7 @@ static int check_prerequisites(deploy_run *d, const gc_blueprint *bp, char kueue
                     bp->kueue_version ? bp->kueue_version : KUEUE_DEFAULT);
     if (bp->jobset_install && !jobset_api[0])
         add_missing(d->report, "JobSet", JOBSET_INSTALL_URL, JOBSET_DEFAULT);
+    check_versions(d, kueue_api, bp->jobset_install && jobset_api[0]);
     return 0;
 }
 
@@ -478,19 +490,20 @@ int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
     memset(report, 0, sizeof(*report));
     deploy_run d = {.kube = kube, .ev = ev, .report = report};
     const char *head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
-    target t = {.project = r->project ? r->project : bp->project,
+    target t = {.bp = bp,
+                .project = r->project ? r->project : bp->project,
                 .cluster = r->cluster ? r->cluster : bp->cluster,
-                .location = r->location ? r->location : bp->region,
-                .zone = bp->zone};
+                .location = r->location ? r->location : bp->region};
     summarize(bp, &t, head_pool, report);
     report->plan = r->plan;
-    report->create_node_pools = r->create_node_pools && !r->plan;
 
     char kueue_api[16] = "";
     int rc = check_prerequisites(&d, bp, kueue_api, err);
     json_t *objects = NULL;
     if (!rc)
         rc = kueue_objects(&d, bp, head_pool, kueue_api[0] ? kueue_api : "v1beta2", &objects, err);
+    if (!rc)
+        gc_cluster_objects(bp, objects);
     size_t pool_count;
     gc_pool_spec *pools = gc_blueprint_all_pools(bp, head_pool, &pool_count);
     if (!rc)
@@ -499,8 +512,6 @@ int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
         report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", kueue_api);
         rc = apply_objects(&d, objects, r->plan, err);
     }
-    if (!rc && report->create_node_pools)
-        rc = create_missing_pools(&d, pools, &t, err);
     if (!rc && report->missing_count)
         rc = gc_fail(err, GC_EXIT_RUNTIME,
                      "the cluster lacks Kueue or JobSet (install commands above); the Kueue "
@@ -508,6 +519,54 @@ int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
     free(pools);
     json_decref(objects);
     return rc;
+}
+
+int gc_deploy_offline(const gc_blueprint *bp, const gc_deploy_request *r, const char *why,
+                      gc_deploy_report *report, gc_error *err)
+{
+    memset(report, 0, sizeof(*report));
+    const char *head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
+    target t = {.bp = bp,
+                .project = r->project ? r->project : bp->project,
+                .cluster = r->cluster ? r->cluster : bp->cluster,
+                .location = r->location ? r->location : bp->region};
+    summarize(bp, &t, head_pool, report);
+    report->plan = true;
+    report->not_connected = gc_xstrdup(why);
+    deploy_run d = {.report = report};
+    json_t *objects = NULL;
+    int rc = kueue_objects(&d, bp, head_pool, "v1beta2", &objects, err);
+    if (rc)
+        return rc;
+    gc_cluster_objects(bp, objects);
+    /* Whether they are installed is not known; what installing takes is. */
+    if (bp->kueue_install)
+        add_missing(report, "Kueue", KUEUE_INSTALL_URL,
+                    bp->kueue_version ? bp->kueue_version : KUEUE_DEFAULT);
+    if (bp->jobset_install)
+        add_missing(report, "JobSet", JOBSET_INSTALL_URL, JOBSET_DEFAULT);
+    report->kueue_api = gc_xstrdup("kueue.x-k8s.io/v1beta2");
+    report->objects = gc_xcalloc(json_array_size(objects) + 1, sizeof(*report->objects));
+    size_t i;
+    json_t *obj;
+    json_array_foreach(objects, i, obj)
+    {
+        object_ref ref = {0};
+        const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const char *slash = strchr(api, '/');
+        size_t n = 0;
+        for (const char *k = kind; *k && n < 63; k++)
+            ref.label[n++] = (char)tolower((unsigned char)*k);
+        snprintf(ref.label + n, sizeof(ref.label) - n, "%s%.*s/%s", slash ? "." : "",
+                 slash ? (int)(slash - api) : 0, api,
+                 json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
+        gc_deploy_object *out = &report->objects[report->object_count++];
+        describe_object(obj, &ref, out);
+        out->outcome = GC_APPLY_NOT_CHECKED;
+    }
+    json_decref(objects);
+    return 0;
 }
 
 void gc_deploy_report_free(gc_deploy_report *report)
@@ -533,10 +592,12 @@ void gc_deploy_report_free(gc_deploy_report *report)
         free(p->machine_type);
         free(p->size);
         free(p->create_command);
-        free(p->output);
     }
     free(report->pools);
     free(report->kueue_api);
+    free(report->kueue_version);
+    free(report->not_connected);
+    free(report->jobset_version);
     for (size_t i = 0; i < report->object_count; i++)
         object_free(&report->objects[i]);
     free(report->objects);

@@ -365,16 +365,20 @@ static bool module_true(bp_reader *r, const gc_bp_module *m, const char *key)
 
 /* The TPU topology of a gke-node-pool: tpu_topology, placement_policy.tpu_topology, or the
  * accelerator_topology of a workload policy it uses (the toolkit reads them in that order). */
+/* gke-node-pool takes the topology in placement_policy.tpu_topology; it has no tpu_topology
+ * input, so a blueprint variable of that name is not wired to it (only a setting written on
+ * the module itself, as older blueprints do, counts). */
 static char *pool_topology(bp_reader *r, const gc_bp_module *m)
 {
-    char *t = module_string(r, m, "tpu_topology");
-    if (t)
-        return t;
+    char *t = NULL;
     json_t *policy;
     if (!module_setting(r, m, "placement_policy", &policy) && json_is_object(policy) &&
         json_is_string(json_object_get(policy, "tpu_topology")))
         t = gc_xstrdup(json_string_value(json_object_get(policy, "tpu_topology")));
     json_decref(policy);
+    const json_t *own = json_object_get(m->settings, "tpu_topology");
+    if (!t && json_is_string(own) && !gc_blueprint_unknown(own))
+        t = gc_xstrdup(json_string_value(own));
     for (size_t i = 0; !t && i < m->use_count; i++) {
         const gc_bp_module *used = find_module(r->bp, m->use[i]);
         const json_t *wp = used ? json_object_get(used->settings, "workload_policy") : NULL;
@@ -844,12 +848,14 @@ static int read_tpu_shape(bp_reader *r, const scope *s, gc_pool_spec *p, const g
     scope policy = {0};
     bool has_policy;
     int rc = sub_scope(r, s, "placement_policy", &policy, &has_policy);
-    if (!rc)
-        rc = get_string(r, s, "tpu_topology", &p->topology);
-    if (!rc && !p->topology && has_policy) {
+    if (!rc && has_policy) {
         policy.prefix = "placement_policy.";
         rc = get_string(r, &policy, "tpu_topology", &p->topology);
     }
+    /* gke-node-pool has no tpu_topology input: only a setting written on the module counts,
+     * never a blueprint variable of that name. */
+    if (!rc && !p->topology && json_object_get(s->raw, "tpu_topology"))
+        rc = get_string(r, s, "tpu_topology", &p->topology);
     if (rc)
         return rc;
     if (!p->topology)
@@ -1242,6 +1248,37 @@ static int apply_deployment_file(bp_reader *r, const char *path)
     return 0;
 }
 
+/* Every module as JSON for the cloud plan (bp->module_json): the evaluated settings whose values
+ * are known, the text of those that wait for a module output (the plan follows the references it
+ * understands, such as a network module's name), the settings as written (to name the variable
+ * behind an empty value) and `use`. */
+static void keep_module_json(bp_reader *r)
+{
+    gc_blueprint *bp = r->bp;
+    json_t *all = json_array();
+    for (size_t i = 0; i < bp->module_count; i++) {
+        const gc_bp_module *m = &bp->modules[i];
+        const json_t *raw = json_object_get(json_object_get(r->modules, m->id), "settings");
+        json_t *settings = json_object(), *unevaluated = json_object(), *use = json_array();
+        const char *key;
+        json_t *value;
+        json_object_foreach(m->settings, key, value)
+        {
+            if (gc_blueprint_unknown(value))
+                json_object_set(unevaluated, key, json_object_get(raw, key));
+            else
+                json_object_set_new(settings, key, json_deep_copy(value));
+        }
+        for (size_t u = 0; u < m->use_count; u++)
+            json_array_append_new(use, json_string(m->use[u]));
+        json_array_append_new(
+            all, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "id", m->id, "source", m->source,
+                           "use", use, "settings", settings, "unevaluated", unevaluated, "raw",
+                           json_is_object(raw) ? json_deep_copy(raw) : json_object()));
+    }
+    bp->module_json = all;
+}
+
 static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
 {
     json_t *root = gc_yaml_root(&r->doc);
@@ -1277,6 +1314,8 @@ static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
         rc = check_modules(r, groups);
     if (!rc)
         rc = evaluate_modules(r);
+    if (!rc)
+        keep_module_json(r);
     if (!rc)
         rc = read_modules(r, GC_BP_MODULE_CLUSTER);
     if (!rc)
@@ -1466,6 +1505,7 @@ void gc_blueprint_free(gc_blueprint *bp)
     free(bp->kueue_config_path);
     free(bp->kueue_config_var);
     json_decref(bp->vars);
+    json_decref(bp->module_json);
     json_decref(bp->kueue_vars);
     gc_strings_free(&bp->warnings);
     memset(bp, 0, sizeof(*bp));

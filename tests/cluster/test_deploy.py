@@ -75,7 +75,10 @@ def test_plan_shows_pools_and_objects_and_changes_nothing(cli):
     proc = deploy(cli, "--plan")
     out = proc.stdout
     assert "Pathways enabled (head pool cpu-np)" in out
-    assert "not handled by gcluster deploy: module gke-tpu-v6e-net (modules/network/vpc)" in out
+    # The vpc module is planned (gcloud has no account here, so nothing is checked).
+    assert "1. network gke-tpu-v6e-net: not checked" in out
+    assert "gcloud compute networks create gke-tpu-v6e-net --project=my-project" in out
+    assert "not handled by gcluster deploy" not in out
     lines = {line.split()[0]: line for line in out.splitlines()[1:] if line.startswith("  ")}
     assert "n4-standard-64" in lines["cpu-np"] and "autoscaling 0-100" in lines["cpu-np"]
     assert "present, 3 nodes" in lines["cpu-np"]
@@ -147,54 +150,89 @@ def test_tpu_quota_below_one_slice_is_refused(cli):
         deploy(cli)  # the example's quota again
 
 
-def fake_gcloud(tmp_path, exit_code):
-    """A gcloud on PATH that records its argv (one JSON list per line) and exits."""
+def fake_gcloud(tmp_path, exit_code, missing=("default-pool",)):
+    """A gcloud on PATH for a project where everything but `missing` exists: describe answers
+    from that (NOT_FOUND, exit 1, as gcloud does), other calls record their argv (one JSON list
+    per line) and exit with `exit_code`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     record = tmp_path / "gcloud-calls"
     script = bin_dir / "gcloud"
     script.write_text("#!/usr/bin/env python3\nimport json, sys\n"
-                      f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+                      "args = sys.argv[1:]\n"
+                      "if 'describe' in args:\n"
+                      "    name = args[args.index('describe') + 1]\n"
+                      f"    if name in {list(missing)!r}:\n"
+                      "        sys.stderr.write(f'ERROR: NOT_FOUND: {name} was not found\\n')\n"
+                      "        sys.exit(1)\n"
+                      "    sys.exit(0)\n"
+                      f"open({str(record)!r}, 'a').write(json.dumps(args) + '\\n')\n"
                       f"sys.exit({exit_code})\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, record
 
 
+# The Pathways head pool as Cluster Toolkit's gke-cluster module creates cpu-np, renamed.
 EXPECTED_HEAD_POOL_ARGV = [
     "container", "node-pools", "create", "head-np", "--project=my-project", "--cluster=local",
-    "--location=us-east5", "--node-locations=us-east5-b", "--machine-type=n4-standard-64",
-    "--num-nodes=0", "--enable-autoscaling", "--total-min-nodes=0", "--total-max-nodes=100",
+    "--location=us-east5", "--machine-type=n4-standard-64", "--num-nodes=0",
+    "--enable-autoscaling", "--total-min-nodes=0", "--total-max-nodes=100",
+    "--enable-autorepair", "--enable-autoupgrade", "--image-type=COS_CONTAINERD",
+    "--enable-gvnic", "--shielded-secure-boot", "--shielded-integrity-monitoring",
+    "--workload-metadata=GKE_METADATA", "--metadata=disable-legacy-endpoints=true",
     "--scopes=https://www.googleapis.com/auth/cloud-platform",
+    "--labels=ghpc_blueprint=gke-tpu-v6e-pathways,ghpc_deployment=gke-tpu-v6e,"
+    "ghpc_module=gke-cluster,ghpc_role=scheduler",
 ]
 
 
 def test_missing_head_pool_is_reported_and_created_only_when_asked(cli, tmp_path):
-    env, record = fake_gcloud(tmp_path, 0)
+    env, record = fake_gcloud(tmp_path, 0, missing=("default-pool", "head-np"))
     try:
         proc = deploy(cli, "--pathways-head-np", "head-np", env=env)
-        assert "head-np" in proc.stdout and "missing" in proc.stdout
+        assert "node pool head-np: would be created" in proc.stdout, proc.stdout
         assert "gcloud " + " ".join(EXPECTED_HEAD_POOL_ARGV) in proc.stdout
-        assert "--create-node-pools" in proc.stdout
-        assert not record.exists(), "gcloud ran without --create-node-pools"
+        assert "node pool tpu-v6e-np-0: present" in proc.stdout
+        assert "--auto-approve" in proc.stdout
+        assert not record.exists(), "gcloud changed something without --auto-approve"
         flavor = cli.kubectl_json("get", "resourceflavor", "pathways-flavor")
         assert flavor["spec"]["nodeLabels"] == {"cloud.google.com/gke-nodepool": "head-np"}
 
-        deploy(cli, "--pathways-head-np", "head-np", "--create-node-pools", env=env)
-        calls = [json.loads(line) for line in record.read_text().splitlines()]
-        assert calls == [EXPECTED_HEAD_POOL_ARGV]
+        for flag in ("--auto-approve", "--create-node-pools"):
+            record.unlink(missing_ok=True)
+            deploy(cli, "--pathways-head-np", "head-np", flag, env=env)
+            calls = [json.loads(line) for line in record.read_text().splitlines()]
+            assert calls == [EXPECTED_HEAD_POOL_ARGV], calls
 
         (tmp_path / "failing").mkdir()
-        failing_env, _ = fake_gcloud(tmp_path / "failing", 7)
-        proc = deploy(cli, "--pathways-head-np", "head-np", "--create-node-pools",
+        failing_env, _ = fake_gcloud(tmp_path / "failing", 7, missing=("default-pool", "head-np"))
+        proc = deploy(cli, "--pathways-head-np", "head-np", "--auto-approve",
                       env=failing_env, check=1)
-        assert "gcloud failed (exit status 7) creating node pool head-np" in proc.stderr
+        assert "gcloud exited with status 7 creating node pool head-np" in proc.stderr, proc.stderr
     finally:
         deploy(cli)  # the flavor back on cpu-np
+
+
+def test_auto_approve_on_a_ready_project_creates_nothing_and_the_job_runs(cli, tmp_path):
+    """Everything the plan names exists (the fake gcloud describes it all): --auto-approve sends
+    no create, applies the Kueue configuration, and the seed's Pathways job is admitted."""
+    env, record = fake_gcloud(tmp_path, 0)
+    proc = deploy(cli, "--auto-approve", env=env)
+    assert not record.exists(), record.read_text()
+    assert "1. network gke-tpu-v6e-net: present" in proc.stdout, proc.stdout
+    steps = [line for line in proc.stdout.splitlines() if line[:6].strip().endswith(".")]
+    assert steps and all(line.endswith(": present") for line in steps), proc.stdout
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue is Active" in proc.stdout
+    submit_pathways(cli, "pw-approved")
+    wait_for(lambda: (w := cli.workload("pw-approved")) and is_true(w, "Admitted") and w,
+             what="Kueue admission")
 
 
 def test_plan_with_create_node_pools_is_refused(cli):
     proc = deploy(cli, "--plan", "--create-node-pools", check=2)
     assert "--plan changes nothing" in proc.stderr
+    proc = deploy(cli, "--plan", "--auto-approve", check=2)
+    assert "cannot be combined with --auto-approve" in proc.stderr
 
 
 def test_template_without_head_flavor_warns(cli, tmp_path):

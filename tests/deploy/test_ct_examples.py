@@ -144,7 +144,12 @@ MODULE_DEFAULTS = {"pathways_cpu_quota": 480, "pathways_memory_quota": "2000G",
                    "tpu_quota": "999999", "tpu_topology": ""}
 NAMESPACED_WITHOUT_NAMESPACE_GO_TO = "kueue-system"  # the module's Helm release namespace
 CLUSTER_SCOPED = {"ResourceFlavor", "ClusterQueue", "Topology", "AdmissionCheck",
-                  "ProvisioningRequestConfig", "PriorityClass", "WorkloadPriorityClass"}
+                  "ProvisioningRequestConfig", "PriorityClass", "WorkloadPriorityClass",
+                  "GKENetworkParamSet", "Network", "CheckpointConfiguration"}
+# What the gke-cluster module applies beside the Kueue configuration: per additional gVNIC network
+# a GKENetworkParamSet and a Network of the same name (multi-networking), and for multi-tier
+# checkpointing the CheckpointConfiguration.
+CLUSTER_MODULE_KINDS = {"GKENetworkParamSet", "Network", "CheckpointConfiguration"}
 
 
 def templatefile(text, variables):
@@ -271,8 +276,17 @@ def test_the_corpus_is_complete():
 @pytest.mark.parametrize("bp", BLUEPRINTS)
 def test_dry_run_objects_equal_the_toolkits(bp):
     objects = dry_run(bp, *required_vars(bp))
+    kueue = [o for o in objects if o["kind"] not in CLUSTER_MODULE_KINDS]
     expected = toolkit_objects(*EXPECTED[bp]) if bp in EXPECTED else []
-    assert by_identity(objects) == by_identity(expected)
+    assert by_identity(kueue) == by_identity(expected)
+    # The cluster module's networking objects come in pairs: a Network per GKENetworkParamSet,
+    # pointing at it.
+    params = {o["metadata"]["name"] for o in objects if o["kind"] == "GKENetworkParamSet"}
+    networks = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Network"}
+    assert set(networks) == params
+    for name, network in networks.items():
+        assert network["spec"]["parametersRef"] == {
+            "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}
 
 
 DEPLOYMENT_FILES = sorted(
@@ -297,7 +311,9 @@ def test_deployment_file_supplies_the_vars(deployment):
 PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
            "LocalQueue": "localqueues", "AdmissionCheck": "admissionchecks",
            "Topology": "topologies", "ProvisioningRequestConfig": "provisioningrequestconfigs",
-           "PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses"}
+           "PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses",
+           "GKENetworkParamSet": "gkenetworkparamsets", "Network": "networks",
+           "CheckpointConfiguration": "checkpointconfigurations"}
 
 
 @pytest.fixture(scope="module")
@@ -535,5 +551,6 @@ data: {text: "${x}"}
 ])
 def test_advanced_blueprints_without_their_template_get_the_builtin_pathways(bp, variables):
     objects = dry_run(bp, *required_vars(bp), "--vars", "kueue_configuration_path=null")
+    kueue = [o for o in objects if o["kind"] not in CLUSTER_MODULE_KINDS]
     expected = toolkit_objects(BUILTIN + "kueue-configuration-pathways.yaml.tftpl", variables)
-    assert by_identity(objects) == by_identity(expected)
+    assert by_identity(kueue) == by_identity(expected)

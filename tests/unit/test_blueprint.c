@@ -188,36 +188,6 @@ static void test_all_pools_puts_head_first(void **state)
     gc_blueprint_free(&bp);
 }
 
-static void test_gcloud_commands(void **state)
-{
-    (void)state;
-    gc_blueprint bp;
-    load_ok(EXAMPLES "gke-tpu-v6e-pathways.yaml", NULL, 0, &bp);
-    size_t count;
-    gc_pool_spec *pools = gc_blueprint_all_pools(&bp, NULL, &count);
-    char **argv = gc_pool_create_argv(&pools[0], "proj", "gke-tpu-v6e", "us-east5", "us-east5-b");
-    char *line = gc_argv_shell_line(argv);
-    assert_string_equal(line,
-                        "gcloud container node-pools create cpu-np --project=proj "
-                        "--cluster=gke-tpu-v6e --location=us-east5 --node-locations=us-east5-b "
-                        "--machine-type=n4-standard-64 --num-nodes=0 --enable-autoscaling "
-                        "--total-min-nodes=0 --total-max-nodes=100 "
-                        "--scopes=https://www.googleapis.com/auth/cloud-platform");
-    free(line);
-    gc_argv_free(argv);
-    argv = gc_pool_create_argv(&pools[2], "proj", "gke-tpu-v6e", "us-east5", "us-east5-b");
-    line = gc_argv_shell_line(argv);
-    assert_string_equal(line, "gcloud container node-pools create tpu-v6e-np-1 --project=proj "
-                              "--cluster=gke-tpu-v6e --location=us-east5 "
-                              "--node-locations=us-east5-b --machine-type=ct6e-standard-4t "
-                              "--tpu-topology=4x4 --placement-type=COMPACT --num-nodes=4 "
-                              "--scopes=https://www.googleapis.com/auth/cloud-platform");
-    free(line);
-    gc_argv_free(argv);
-    free(pools);
-    gc_blueprint_free(&bp);
-}
-
 static void test_shell_line_quotes(void **state)
 {
     (void)state;
@@ -643,7 +613,6 @@ int main(void)
         cmocka_unit_test(test_vars_override_keeps_types),
         cmocka_unit_test(test_embedded_reference_and_escape),
         cmocka_unit_test(test_all_pools_puts_head_first),
-        cmocka_unit_test(test_gcloud_commands),
         cmocka_unit_test(test_shell_line_quotes),
         cmocka_unit_test(test_malformed_yaml_is_located),
         cmocka_unit_test(test_unknown_variable_is_located),

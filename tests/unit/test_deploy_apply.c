@@ -139,7 +139,6 @@ static void cluster_without_kueue_or_jobset(void **state)
     assert_int_equal(find_pool(rep, "cpu-np")->nodes, 2);
     const gc_deploy_pool *tpu = find_pool(rep, "tpu-v6e-np-0");
     assert_int_equal(tpu->nodes, -1);
-    assert_false(tpu->created);
     assert_non_null(strstr(tpu->create_command, "gcloud container node-pools create tpu-v6e-np-0 "
                                                 "--project=my-project --cluster=c "
                                                 "--location=us-east5"));
@@ -196,9 +195,26 @@ static void kueue_serving_only_v1beta1(void **state)
 /* A cluster with Kueue and JobSet, the head pool and one of the two TPU pools. flavor-tpu-v6e-slice
  * is already there as deploy would write it; everything else is new, and Kueue makes the
  * ClusterQueue Active at once. */
-static void serve_cluster_with_kueue(void)
+static void serve_cluster_with_versions(const char *kueue_tag, const char *jobset_tag)
 {
     json_t *script = json_object();
+    /* The controllers' Deployments, whose first container's image tag is the version. */
+    const char *const tags[][3] = {
+        {"kueue-system", "kueue-controller-manager", kueue_tag},
+        {"jobset-system", "jobset-controller-manager", jobset_tag},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        if (!tags[i][2])
+            continue;
+        char key[256], image[128];
+        snprintf(key, sizeof(key), "GET /apis/apps/v1/namespaces/%s/deployments/%s", tags[i][0],
+                 tags[i][1]);
+        snprintf(image, sizeof(image), "registry.k8s.io/%s:%s", tags[i][1], tags[i][2]);
+        json_object_set_new(script, key,
+                            json_pack("[{s:{s:{s:{s:{s:[{s:s, s:s}]}}}}}]", "json", "spec",
+                                      "template", "spec", "containers", "name", "manager", "image",
+                                      image));
+    }
     json_t *nodes = json_array();
     static const char *const node_pools[] = {"cpu-np",       "cpu-np",       "tpu-v6e-np-0",
                                              "tpu-v6e-np-0", "tpu-v6e-np-0", "tpu-v6e-np-0"};
@@ -253,6 +269,47 @@ static void serve_cluster_with_kueue(void)
         fail_msg("bad script: %s", text);
     free(text);
     json_decref(script);
+}
+
+static void serve_cluster_with_kueue(void)
+{
+    serve_cluster_with_versions(NULL, NULL);
+}
+
+/* The installed versions are read from the controllers' images and checked against what jobs
+ * need: Kueue 0.15.0 or later (kueue.x-k8s.io/v1beta2), JobSet 0.9.0 or later. */
+static void installed_versions_are_checked(void **state)
+{
+    (void)state;
+    serve_cluster_with_versions("v0.13.4", "v0.10.1");
+    outcome o;
+    gc_deploy_request r = {0};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_string_equal(o.report.kueue_version, "v0.13.4");
+    assert_string_equal(o.report.jobset_version, "v0.10.1");
+    assert_int_equal(o.report.warnings.count, 1);
+    assert_non_null(strstr(o.report.warnings.items[0],
+                           "Kueue v0.13.4 is installed; jobs need 0.15.0 or later (the toolkit "
+                           "installs v0.17.1): kubectl apply --server-side -f "
+                           "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.1/"
+                           "manifests.yaml"));
+    outcome_free(&o);
+
+    assert_true(kube_test_server_reset(&env->server));
+    serve_cluster_with_versions("v0.17.1", "v0.8.0");
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.report.warnings.count, 1);
+    assert_non_null(strstr(o.report.warnings.items[0], "JobSet v0.8.0 is installed; jobs need "
+                                                       "0.9.0 or later"));
+    outcome_free(&o);
+
+    assert_true(kube_test_server_reset(&env->server));
+    serve_cluster_with_versions("v0.17.1", "v0.10.1");
+    run_deploy(&o, &r);
+    assert_int_equal(o.report.warnings.count, 0);
+    outcome_free(&o);
 }
 
 static void deploy_reports_each_object_and_the_queue_state(void **state)
@@ -312,75 +369,6 @@ static void plan_changes_nothing_and_says_what_would(void **state)
     outcome_free(&o);
 }
 
-/* A gcloud on PATH that records its arguments, says what it does on stderr, its exit code on
- * stdout, and exits with `code`. */
-static char *install_fake_gcloud(int code, char **record)
-{
-    char *dir = gc_xasprintf("%s/bin-%d", env->tmp, code);
-    mkdir(dir, 0755);
-    *record = gc_xasprintf("%s/calls", dir);
-    char *script = gc_xasprintf("%s/gcloud", dir);
-    kube_test_write(script,
-                    "#!/bin/sh\necho \"$@\" >> '%s'\necho \"Creating node pool $4...\" >&2\n"
-                    "echo \"exit %d\"\nexit %d\n",
-                    *record, code, code);
-    chmod(script, 0755);
-    free(script);
-    char *old_path = gc_xstrdup(getenv("PATH"));
-    char *path = gc_xasprintf("%s:%s", dir, old_path);
-    setenv("PATH", path, 1);
-    free(path);
-    free(dir);
-    return old_path;
-}
-
-static void create_node_pools_runs_gcloud_for_the_missing_ones(void **state)
-{
-    (void)state;
-    serve_cluster_with_kueue();
-    char *record;
-    char *old_path = install_fake_gcloud(0, &record);
-    outcome o;
-    gc_deploy_request r = {.create_node_pools = true, .cluster = "c", .location = "us-east5"};
-    run_deploy(&o, &r);
-    setenv("PATH", old_path, 1);
-    assert_int_equal(o.rc, 0);
-    assert_true(o.report.create_node_pools);
-    assert_true(find_pool(&o.report, "tpu-v6e-np-1")->created);
-    assert_false(find_pool(&o.report, "tpu-v6e-np-0")->created);
-    char *calls = kube_test_read(record);
-    assert_non_null(calls);
-    char *want = gc_xasprintf("%s\n", strstr(find_pool(&o.report, "tpu-v6e-np-1")->create_command,
-                                             "container node-pools create tpu-v6e-np-1"));
-    assert_string_equal(calls, want);
-    free(want);
-    assert_non_null(strstr(o.events.data, "running gcloud container node-pools create "
-                                          "tpu-v6e-np-1"));
-    /* What gcloud printed is in the report, stderr first. */
-    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
-                        "Creating node pool tpu-v6e-np-1...\nexit 0\n");
-    assert_null(find_pool(&o.report, "tpu-v6e-np-0")->output);
-    free(calls);
-    outcome_free(&o);
-
-    assert_true(kube_test_server_reset(&env->server));
-    serve_cluster_with_kueue();
-    free(record);
-    free(old_path);
-    old_path = install_fake_gcloud(7, &record);
-    run_deploy(&o, &r);
-    setenv("PATH", old_path, 1);
-    assert_int_equal(o.rc, GC_EXIT_RUNTIME);
-    assert_non_null(strstr(o.err.message, "gcloud failed (exit status 7) creating node pool "
-                                          "tpu-v6e-np-1"));
-    assert_false(find_pool(&o.report, "tpu-v6e-np-1")->created);
-    assert_string_equal(find_pool(&o.report, "tpu-v6e-np-1")->output,
-                        "Creating node pool tpu-v6e-np-1...\nexit 7\n");
-    outcome_free(&o);
-    free(record);
-    free(old_path);
-}
-
 static void run_deploy_cli(cli_result *res, const char *const *extra)
 {
     char *kubeconfig = write_kubeconfig();
@@ -414,9 +402,10 @@ static void text_report_is_as_before(void **state)
         "  resourceflavor.kueue.x-k8s.io/pathways-flavor created\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue created\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue is Active\n",
-        "\nOne node pool is missing; create with:\n  gcloud container node-pools create "
+        "\nOne node pool has no nodes (a pool that scales from zero has none until a job needs "
+        "it); if missing, create with:\n  gcloud container node-pools create "
         "tpu-v6e-np-1 ",
-        "(or run gcluster deploy again with --create-node-pools)\n",
+        "(or run gcluster deploy again with --auto-approve)\n",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
         if (!strstr(res.out.data, lines[i]))
@@ -435,7 +424,7 @@ static void json_report_follows_the_documented_schema(void **state)
     json_t *doc = json_loads(res.out.data, 0, &error);
     if (!doc)
         fail_msg("not JSON (%s): %s", error.text, res.out.data);
-    assert_int_equal(json_object_size(doc), 14); /* nothing undocumented */
+    assert_int_equal(json_object_size(doc), 16); /* nothing undocumented */
     assert_string_equal(json_string_value(json_object_get(doc, "blueprint")),
                         "gke-tpu-v6e-pathways");
     assert_string_equal(json_string_value(json_object_get(doc, "cluster")), "gke-tpu-v6e");
@@ -443,12 +432,15 @@ static void json_report_follows_the_documented_schema(void **state)
     assert_string_equal(json_string_value(json_object_get(doc, "location")), "us-east5");
     assert_true(json_is_true(json_object_get(doc, "pathways")));
     assert_string_equal(json_string_value(json_object_get(doc, "head_pool")), "cpu-np");
-    const json_t *unhandled = json_array_get(json_object_get(doc, "unhandled_modules"), 0);
-    assert_string_equal(json_string_value(json_object_get(unhandled, "source")),
-                        "modules/network/vpc");
+    /* The vpc module is the cloud plan's now. */
+    assert_int_equal(json_array_size(json_object_get(doc, "unhandled_modules")), 0);
+    const json_t *cloud = json_object_get(doc, "cloud");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(cloud, "steps"), 0), "kind")),
+                        "network");
+    assert_true(json_is_false(json_object_get(cloud, "applied")));
     assert_int_equal(json_array_size(json_object_get(doc, "missing_prerequisites")), 0);
     assert_true(json_is_false(json_object_get(doc, "plan")));
-    assert_true(json_is_false(json_object_get(doc, "create_node_pools")));
     const json_t *pools = json_object_get(doc, "node_pools");
     assert_int_equal(json_array_size(pools), 3);
     const json_t *head = json_array_get(pools, 0), *missing = json_array_get(pools, 2);
@@ -462,9 +454,7 @@ static void json_report_follows_the_documented_schema(void **state)
     assert_true(json_is_null(json_object_get(missing, "nodes")));
     assert_non_null(strstr(json_string_value(json_object_get(missing, "create_command")),
                            "gcloud container node-pools create tpu-v6e-np-1"));
-    assert_true(json_is_false(json_object_get(missing, "created")));
-    assert_true(json_is_null(json_object_get(missing, "output"))); /* not run */
-    assert_int_equal(json_object_size(missing), 8);
+    assert_int_equal(json_object_size(missing), 6);
     assert_string_equal(json_string_value(json_object_get(doc, "kueue_api")),
                         "kueue.x-k8s.io/v1beta2");
     const json_t *objects = json_object_get(doc, "kueue_objects");
@@ -519,9 +509,8 @@ int main(void)
         cmocka_unit_test_setup(cluster_without_kueue_or_jobset, kube_test_env_reset),
         cmocka_unit_test_setup(kueue_serving_only_v1beta1, kube_test_env_reset),
         cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, kube_test_env_reset),
+        cmocka_unit_test_setup(installed_versions_are_checked, kube_test_env_reset),
         cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, kube_test_env_reset),
-        cmocka_unit_test_setup(create_node_pools_runs_gcloud_for_the_missing_ones,
-                               kube_test_env_reset),
         cmocka_unit_test_setup(text_report_is_as_before, kube_test_env_reset),
         cmocka_unit_test_setup(json_report_follows_the_documented_schema, kube_test_env_reset),
         cmocka_unit_test_setup(json_report_of_a_failed_deploy, kube_test_env_reset),

@@ -1,0 +1,128 @@
+/*
+ * Every gcloud line a deploy plan holds against the real gcloud argument parser, offline: with
+ * an empty CLOUDSDK_CONFIG a line that parses stops at "You do not currently have an active
+ * account" (or "no credentialed account"); a usage error (exit 2, "unrecognized arguments",
+ * "argument ... invalid") means the plan would fail in a user's project. gcloud must be
+ * installed: the test fails, never skips, without it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gcluster/deploy.h"
+#include "gcluster/process.h"
+#include "kube_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const blueprints[] = {
+    GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml",
+    GCLUSTER_SOURCE_DIR "/examples/gke-tpu-7x-pathways.yaml",
+    GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/every-setting.yaml",
+};
+
+/* Runs one argv through gcloud; fails the test unless it got past parsing. */
+static void assert_parses(const char *gcloud, char **argv, const char *config)
+{
+    char *env[] = {gc_xasprintf("CLOUDSDK_CONFIG=%s", config),
+                   gc_xstrdup("CLOUDSDK_CORE_DISABLE_PROMPTS=1")};
+    gc_process p = {
+        .program = gcloud, .argv = argv, .env_add = env, .env_add_count = 2, .timeout_ms = 120000};
+    gc_process_result r;
+    gc_error err = {0};
+    if (gc_process_run(&p, &r, &err))
+        fail_msg("running gcloud: %s", err.message);
+    char *line = gc_argv_shell_line(argv);
+    const char *text = r.err.data ? r.err.data : "";
+    bool usage = r.exit_status == 2 || strstr(text, "unrecognized arguments") ||
+                 strstr(text, "Invalid choice") ||
+                 (strstr(text, "argument") && strstr(text, "invalid"));
+    bool parsed = strstr(text, "You do not currently have an active account") ||
+                  strstr(text, "no credentialed account");
+    if (usage || !parsed)
+        fail_msg("gcloud did not get past parsing (exit %d):\n  %s\n%s", r.exit_status, line, text);
+    free(line);
+    gc_process_result_free(&r);
+    free(env[0]);
+    free(env[1]);
+}
+
+static void every_plan_line_parses(void **state)
+{
+    (void)state;
+    char *gcloud = gc_process_find_program("gcloud");
+    if (!gcloud)
+        fail_msg("gcloud is not on PATH; this tier needs the Google Cloud CLI");
+    char *config = kube_test_tmpdir();
+    json_t *seen = json_object();
+    size_t lines = 0;
+    for (size_t b = 0; b < sizeof(blueprints) / sizeof(*blueprints); b++) {
+        gc_blueprint bp;
+        gc_error err = {0};
+        if (gc_blueprint_load(blueprints[b], NULL, 0, &bp, &err))
+            fail_msg("%s", err.message);
+        gc_cloud_plan plan;
+        if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+            fail_msg("%s", err.message);
+        assert_true(plan.count > 5);
+        for (size_t i = 0; i < plan.count; i++) {
+            char **argvs[] = {plan.steps[i].check, plan.steps[i].create};
+            for (size_t k = 0; k < 2; k++) {
+                if (!argvs[k])
+                    continue;
+                /* Lines that differ only in names parse alike; run each shape once. */
+                char *line = gc_argv_shell_line(argvs[k]);
+                if (!json_object_get(seen, line)) {
+                    json_object_set_new(seen, line, json_true());
+                    assert_parses(gcloud, argvs[k], config);
+                    lines++;
+                }
+                free(line);
+            }
+        }
+        gc_cloud_plan_free(&plan);
+        gc_blueprint_free(&bp);
+    }
+    assert_true(lines > 30);
+    json_decref(seen);
+    kube_test_rmtree(config); /* frees it */
+    free(gcloud);
+}
+
+/* The checker itself: a line with a flag gcloud lacks is caught. */
+static void a_wrong_flag_is_caught(void **state)
+{
+    (void)state;
+    char *gcloud = gc_process_find_program("gcloud");
+    if (!gcloud)
+        fail_msg("gcloud is not on PATH; this tier needs the Google Cloud CLI");
+    char *config = kube_test_tmpdir();
+    char *argv[] = {"gcloud", "container",   "node-pools",     "create",
+                    "p",      "--cluster=c", "--no-such-flag", NULL};
+    char *env[] = {gc_xasprintf("CLOUDSDK_CONFIG=%s", config)};
+    gc_process p = {
+        .program = gcloud, .argv = argv, .env_add = env, .env_add_count = 1, .timeout_ms = 120000};
+    gc_process_result r;
+    gc_error err = {0};
+    assert_int_equal(gc_process_run(&p, &r, &err), 0);
+    assert_int_equal(r.exit_status, 2);
+    assert_non_null(strstr(r.err.data, "unrecognized arguments"));
+    gc_process_result_free(&r);
+    free(env[0]);
+    kube_test_rmtree(config); /* frees it */
+    free(gcloud);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_wrong_flag_is_caught),
+        cmocka_unit_test(every_plan_line_parses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
