@@ -20,10 +20,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const blueprints[] = {
-    GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml",
-    GCLUSTER_SOURCE_DIR "/examples/gke-tpu-7x-pathways.yaml",
-    GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/every-setting.yaml",
+#define CT_EXAMPLES GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples"
+/* Ours, the fixture with every setting, and Cluster Toolkit's two advanced blueprints (the
+ * Pathways guide's) with the variables they leave for the user. */
+static const struct {
+    const char *path;
+    const char *vars[8];
+} blueprints[] = {
+    {GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", {NULL}},
+    {GCLUSTER_SOURCE_DIR "/examples/gke-tpu-7x-pathways.yaml", {NULL}},
+    {GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/every-setting.yaml", {NULL}},
+    {CT_EXAMPLES "/gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
+     {"project_id=my-project", "region=us-east5", "zone=us-east5-b", "num_slices=2",
+      "tpu_topology=4x4", "authorized_cidr=10.0.0.0/32", "reservation=my-reservation", NULL}},
+    {CT_EXAMPLES "/gke-tpu-7x/gke-tpu-7x-advanced.yaml",
+     {"project_id=my-project", "region=us-central1", "zone=us-central1-c", "num_slices=2",
+      "tpu_topology=2x2x2", "authorized_cidr=10.0.0.0/32", "reservation=my-reservation", NULL}},
 };
 
 /* Runs one argv through gcloud; fails the test unless it got past parsing. */
@@ -64,7 +76,11 @@ static void every_plan_line_parses(void **state)
     for (size_t b = 0; b < sizeof(blueprints) / sizeof(*blueprints); b++) {
         gc_blueprint bp;
         gc_error err = {0};
-        if (gc_blueprint_load(blueprints[b], NULL, 0, &bp, &err))
+        size_t var_count = 0;
+        while (blueprints[b].vars[var_count])
+            var_count++;
+        gc_blueprint_options o = {.vars = blueprints[b].vars, .var_count = var_count};
+        if (gc_blueprint_open(blueprints[b].path, &o, &bp, &err))
             fail_msg("%s", err.message);
         gc_cloud_plan plan;
         if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
