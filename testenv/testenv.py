@@ -15,6 +15,7 @@ import argparse
 import base64
 import fcntl
 import hashlib
+import ipaddress
 import json
 import math
 import os
@@ -52,6 +53,18 @@ NUMBERED_CONTAINER, NUMBERED_LOG = "numbered-log", "numbered.log"
 # sends one pod's ports elsewhere.
 ECHO_SERVER = "echo-server"
 PROXY_PORT = 29000
+# Node addresses. kwok gives a hostNetwork pod (every Pathways pod) its node's InternalIP as pod
+# IP, and the API server rejects an EndpointSlice endpoint in 127.0.0.0/8, so an InternalIP of
+# 127.0.0.1 kept the endpointslice controller failing (FailedToUpdateEndpointSlices) on every
+# Pathways job's Service. InternalIPs come from 198.18.0.0/15 instead (RFC 2544's benchmarking
+# block: never routed, and nothing here connects to it, it only fills pod and endpoint
+# statuses); kwok's own fallback node IP is its first address, the nodes' are in 198.19.0.0/16.
+# The API server still reaches kwok's kubelet endpoint (logs, port-forward) on 127.0.0.1: each
+# node also lists ExternalIP 127.0.0.1 and the API server prefers that address type; kwok
+# takes a node's InternalIP before its ExternalIP for pod IPs.
+KWOK_FALLBACK_IP = "198.18.0.1"
+NODE_IP_NETWORK = ipaddress.ip_network("198.19.0.0/16")
+KUBELET_ADDRESS_TYPE, KUBELET_ADDRESS = "ExternalIP", "127.0.0.1"
 
 
 class Failure(Exception):
@@ -481,6 +494,7 @@ def node_objects(yaml, pools_file, k8s_version):
     region, default_zone = doc["region"], doc["zone"]
     nodes = []
     seen = set()
+    node_ips = NODE_IP_NETWORK.hosts()
     for pool in doc["nodePools"]:
         name, machine, count = pool["name"], pool["machineType"], int(pool["nodes"])
         if name in seen:
@@ -526,6 +540,10 @@ def node_objects(yaml, pools_file, k8s_version):
         labels.update({k: str(v) for k, v in (pool.get("labels") or {}).items()})
         for i in range(count):
             host = f"gke-{CLUSTER}-{name}-{i:04d}"
+            internal_ip = next(node_ips, None)
+            if internal_ip is None:
+                raise Failure(f"{pools_file}: more nodes than {NODE_IP_NETWORK} has addresses "
+                              f"for ({NODE_IP_NETWORK.num_addresses - 2}); use fewer nodes")
             nodes.append({
                 "apiVersion": "v1",
                 "kind": "Node",
@@ -539,8 +557,10 @@ def node_objects(yaml, pools_file, k8s_version):
                 "status": {
                     "capacity": capacity,
                     "allocatable": capacity,
-                    # The API server reaches kwok's kubelet endpoint (logs) through InternalIP.
-                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                    # InternalIP for pod IPs (never connected to), ExternalIP for the API
+                    # server's way to kwok (see NODE_IP_NETWORK).
+                    "addresses": [{"type": "InternalIP", "address": str(internal_ip)},
+                                  {"type": KUBELET_ADDRESS_TYPE, "address": KUBELET_ADDRESS},
                                   {"type": "Hostname", "address": host}],
                     "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
                                  "osImage": "Container-Optimized OS from Google",
@@ -989,7 +1009,7 @@ class ControlPlane:
             "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true",
             f"--kubelet-client-certificate={certs / 'admin.crt'}",
             f"--kubelet-client-key={certs / 'admin.key'}",
-            "--kubelet-preferred-address-types=InternalIP", "--profiling=false",
+            f"--kubelet-preferred-address-types={KUBELET_ADDRESS_TYPE}", "--profiling=false",
             # Nothing in the cluster dials the `kubernetes` Service, and loopback endpoints are
             # rejected, so the API server does not publish its own address.
             "--endpoint-reconciler-type=none",
@@ -1056,7 +1076,7 @@ class ControlPlane:
             f"--config={config / 'kwok-portforward.yaml'}", "--enable-crds=PortForward",
             "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
             f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}",
-            "--node-ip=127.0.0.1", "--cidr=10.64.0.0/16",
+            f"--node-ip={KWOK_FALLBACK_IP}", "--cidr=10.64.0.0/16",
             f"--node-lease-duration-seconds={lease_seconds}",
             f"--tls-cert-file={certs / 'kwok.crt'}",
             f"--tls-private-key-file={certs / 'kwok.key'}"])

@@ -143,6 +143,19 @@ def test_pathways_flow(cli):
     assert wl["status"]["admission"]["clusterQueue"] == "cluster-queue"
     assert_pods_placed(cli, job, "tpu-v6e-slice", "4x4", slices=2, hosts=4)
     wait_for(lambda: cli.list_json()[job]["status"] == "Running 9/9", what="list shows 9/9")
+    # JobSet's headless Service (the pods' DNS names) gets an endpoint for each of the 9 pods.
+    # All are hostNetwork pods, which kwok gives their node's InternalIP; the API server refuses
+    # endpoints in 127.0.0.0/8, so with loopback node addresses the endpointslice controller
+    # failed on every update and inspect listed its FailedToUpdateEndpointSlices warnings.
+    def endpoints():
+        slices = cli.kubectl_json("get", "endpointslices",
+                                  "-l", f"kubernetes.io/service-name={job}")["items"]
+        found = [e for s in slices for e in s.get("endpoints") or []]
+        return found if len(found) == 9 else None
+
+    found = wait_for(endpoints, what=f"9 endpoints in the EndpointSlices of Service {job}")
+    addresses = sorted(a for e in found for a in e["addresses"])
+    assert len(set(addresses)) == 9 and not [a for a in addresses if a.startswith("127.")], found
 
     inspect = cli.gcluster("job", "inspect", "--name", job, *CLUSTER, "--manifest", check=0).stdout
     manifest = yaml.safe_load(inspect)
@@ -174,6 +187,9 @@ def test_pathways_flow(cli):
                 if w["reason"] in ("FailedCreate", "FailedScheduling")], report["warnings"]
     assert isinstance(report["resolved_warnings"], int)
     assert "FailedCreate" not in inspect and "FailedScheduling" not in inspect, inspect
+    # Nor anything else: a healthy job lists no warning at all (its Service's endpoints too).
+    assert report["warnings"] == [], report["warnings"]
+    assert not re.search(r"Recent warnings:$", inspect, re.M), inspect  # the list's heading
     shown = yaml.safe_load(cli.gcluster("job", "inspect", job, *CLUSTER, "--format", "yaml",
                                         "--manifest",
                                         check=0).stdout)
