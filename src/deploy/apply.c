@@ -419,6 +419,17 @@ static long version_number(const char *v)
     return (long)major * 1000000 + minor * 1000 + patch;
 }
 
+/* An installed controller older than what jobs need: the warning with the toolkit's release. */
+static void warn_too_old(deploy_run *d, const char *name, const char *installed, const char *needed,
+                         const char *release, const char *url)
+{
+    char *text = gc_xasprintf("%s %s is installed; jobs need %s or later (the toolkit installs "
+                              "%s): kubectl apply --server-side -f %s/%s/manifests.yaml",
+                              name, installed, needed, release, url, release);
+    warn(d, text);
+    free(text);
+}
+
 /* Jobs need the Kueue API v1beta2 (Kueue 0.15.0 and later, the oldest release Cluster Toolkit
  * supports) and JobSet 0.9.0 or later (the oldest the toolkit supports). */
 static void check_versions(deploy_run *d, const char *kueue_api, bool jobset_served)
@@ -432,22 +443,11 @@ static void check_versions(deploy_run *d, const char *kueue_api, bool jobset_ser
             controller_version(d->kube, "jobset-system", "jobset-controller-manager");
     long kueue = version_number(report->kueue_version);
     long jobset = version_number(report->jobset_version);
-    if (kueue >= 0 && kueue < 15000) {
-        char *text = gc_xasprintf(
-            "Kueue %s is installed; jobs need 0.15.0 or later (the toolkit installs %s): "
-            "kubectl apply --server-side -f %s/%s/manifests.yaml",
-            report->kueue_version, KUEUE_DEFAULT, KUEUE_INSTALL_URL, KUEUE_DEFAULT);
-        warn(d, text);
-        free(text);
-    }
-    if (jobset >= 0 && jobset < 9000) {
-        char *text = gc_xasprintf(
-            "JobSet %s is installed; jobs need 0.9.0 or later (the toolkit installs %s): "
-            "kubectl apply --server-side -f %s/%s/manifests.yaml",
-            report->jobset_version, JOBSET_DEFAULT, JOBSET_INSTALL_URL, JOBSET_DEFAULT);
-        warn(d, text);
-        free(text);
-    }
+    if (kueue >= 0 && kueue < 15000)
+        warn_too_old(d, "Kueue", report->kueue_version, "0.15.0", KUEUE_DEFAULT, KUEUE_INSTALL_URL);
+    if (jobset >= 0 && jobset < 9000)
+        warn_too_old(d, "JobSet", report->jobset_version, "0.9.0", JOBSET_DEFAULT,
+                     JOBSET_INSTALL_URL);
 }
 
 /* Kueue (and JobSet) must already run on the cluster; say how to install what is missing. */

@@ -136,6 +136,23 @@ static int empty_value(planner *p, const json_t *raw, const json_t *m, const cha
                    what, example);
 }
 
+/* An object's string members as gcloud's KEY=VALUE,... list ("" when there are none). */
+static char *key_value_list(const json_t *object)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)object, key, value)
+    {
+        if (json_is_string(value))
+            gc_buf_printf(&b, "%s%s=%s", b.len ? "," : "", key, json_string_value(value));
+    }
+    if (!b.data)
+        return gc_xstrdup("");
+    return gc_buf_detach(&b);
+}
+
 /* Labels: Cluster Toolkit adds ghpc_blueprint and ghpc_deployment to vars.labels for every
  * module, and each module its own ghpc_module and ghpc_role. */
 static char *labels_of(const planner *p, const json_t *m, const char *ghpc_module,
@@ -149,17 +166,9 @@ static char *labels_of(const planner *p, const json_t *m, const char *ghpc_modul
     json_object_set_new(labels, "ghpc_deployment", json_string(p->deployment));
     json_object_set_new(labels, "ghpc_module", json_string(ghpc_module));
     json_object_set_new(labels, "ghpc_role", json_string(ghpc_role));
-    gc_buf b;
-    gc_buf_init(&b);
-    const char *key;
-    json_t *value;
-    json_object_foreach(labels, key, value)
-    {
-        if (json_is_string(value))
-            gc_buf_printf(&b, "%s%s=%s", b.len ? "," : "", key, json_string_value(value));
-    }
+    char *list = key_value_list(labels);
     json_decref(labels);
-    return gc_buf_detach(&b);
+    return list;
 }
 
 /* Steps */
@@ -1042,17 +1051,9 @@ char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
         json_object_update(k8s, (json_t *)user);
     if (queued)
         json_object_set_new(k8s, "cloud.google.com/gke-queued", json_string("true"));
-    gc_buf nl;
-    gc_buf_init(&nl);
-    const char *key;
-    json_t *value;
-    json_object_foreach(k8s, key, value)
-    {
-        if (json_is_string(value))
-            gc_buf_printf(&nl, "%s%s=%s", nl.len ? "," : "", key, json_string_value(value));
-    }
-    deploy_argv_flag(&b, "node-labels", nl.len ? nl.data : NULL);
-    gc_buf_free(&nl);
+    char *node_labels = key_value_list(k8s);
+    deploy_argv_flag(&b, "node-labels", *node_labels ? node_labels : NULL);
+    free(node_labels);
     json_decref(k8s);
     pl.deployment = json_string_value(json_object_get(bp->vars, "deployment_name"));
     if (!pl.deployment)
