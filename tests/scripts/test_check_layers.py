@@ -229,6 +229,19 @@ class CheckLayers(unittest.TestCase):
         self.write("src/kube/tunnel/spdy.c", "int tunnel_frame(void)\n{\n    return 0;\n}\n")
         self.assert_fails("src/kube/tunnel/spdy.c:1", "prefixes", "folder prefix kube_")
 
+    def test_an_include_circle_between_two_files(self):
+        # diagnose.c calls into its part, and the part calls back into diagnose.c.
+        self.write("src/kube/diagnose.h", "int kube_diagnose(void);\n")
+        self.write("src/kube/diagnose.c",
+                   '#include "kube/diagnose.h"\n#include "kube/diagnose_part.h"\n'
+                   "int kube_diagnose(void)\n{\n    return kube_part();\n}\n")
+        self.write("src/kube/diagnose_part.h", "int kube_part(void);\n")
+        self.write("src/kube/diagnose_part.c",
+                   '#include "kube/diagnose.h"\n#include "kube/diagnose_part.h"\n'
+                   "int kube_part(void)\n{\n    return kube_diagnose();\n}\n")
+        self.assert_fails("src/kube/diagnose.c:0", "circles",
+                          "kube/diagnose.c -> kube/diagnose_part.c -> kube/diagnose.c")
+
     def test_the_real_tree_passes(self):
         # What `make format-check` runs: the repository keeps its own rules.
         r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, timeout=120)
