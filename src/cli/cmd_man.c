@@ -52,11 +52,12 @@ static void page_name(const char *path, char *out, size_t size)
             *c = '-';
 }
 
-static void write_option(gc_buf *b, const cli_option *o)
+static void write_option(gc_buf *b, const cli_option *o, const cli_option *command_options)
 {
     gc_buf_puts(b, ".TP\n");
-    if (o->short_name)
-        gc_buf_printf(b, "\\fB\\-%c\\fR, ", o->short_name);
+    char short_name = cli_shown_short(o, command_options);
+    if (short_name)
+        gc_buf_printf(b, "\\fB\\-%c\\fR, ", short_name);
     gc_buf_puts(b, "\\fB\\-\\-");
     roff_text(b, o->long_name);
     gc_buf_puts(b, "\\fR");
@@ -71,7 +72,8 @@ static void write_option(gc_buf *b, const cli_option *o)
     gc_buf_putc(b, '\n');
 }
 
-static void write_options(gc_buf *b, const cli_option *options, const char *first_heading)
+static void write_options(gc_buf *b, const cli_option *options, const char *first_heading,
+                          const cli_option *command_options)
 {
     const char *heading = first_heading;
     for (const cli_option *o = options; o && o->kind != CLI_OPT_END; o++) {
@@ -83,7 +85,7 @@ static void write_options(gc_buf *b, const cli_option *options, const char *firs
             roff_line(b, ".SS ", heading);
             heading = NULL;
         }
-        write_option(b, o);
+        write_option(b, o, command_options);
     }
 }
 
@@ -160,8 +162,8 @@ static void write_page(gc_buf *b, const cli_command *cmd, const char *path)
         cli_for_each_command(cmd, path, write_command_entry, b);
     }
     gc_buf_puts(b, ".SH OPTIONS\n");
-    write_options(b, cmd->options, NULL);
-    write_options(b, cli_global_options, NULL);
+    write_options(b, cmd->options, NULL, NULL);
+    write_options(b, cli_global_options, NULL, cmd->options);
     if (cmd->footer) {
         gc_buf_puts(b, ".SH NOTES\n.nf\n");
         roff_text(b, cmd->footer());

@@ -98,9 +98,9 @@ void cli_print_help(FILE *out, const cli_command *cmd, const char *path)
     if (cmd->options && cmd->options[0].kind != CLI_OPT_END) {
         if (cmd->options[0].kind != CLI_OPT_GROUP)
             fprintf(out, "\nFlags:\n");
-        cli_print_options(out, cmd->options);
+        cli_print_options(out, cmd->options, NULL);
     }
-    cli_print_options(out, cli_global_options);
+    cli_print_options(out, cli_global_options, cmd->options);
     if (cmd->footer)
         fprintf(out, "\n%s", cmd->footer());
     if (cmd->subcommands)

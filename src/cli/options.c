@@ -280,7 +280,15 @@ int cli_parse(const cli_option *options, void *args, int argc, char **argv, cli_
     return 0;
 }
 
-void cli_print_options(FILE *out, const cli_option *options)
+char cli_shown_short(const cli_option *o, const cli_option *command_options)
+{
+    if (!o->short_name || !command_options)
+        return o->short_name;
+    const cli_option *own = find_short(command_options, o->short_name);
+    return own && own != o ? 0 : o->short_name;
+}
+
+void cli_print_options(FILE *out, const cli_option *options, const cli_option *command_options)
 {
     for (const cli_option *o = options; o->kind != CLI_OPT_END; o++) {
         if (o->kind == CLI_OPT_GROUP) {
@@ -289,8 +297,9 @@ void cli_print_options(FILE *out, const cli_option *options)
         }
         char arg[256];
         char left[400];
-        snprintf(left, sizeof(left), "  %c%c%s--%s%s%s", o->short_name ? '-' : ' ',
-                 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->long_name,
+        char short_name = cli_shown_short(o, command_options);
+        snprintf(left, sizeof(left), "  %c%c%s--%s%s%s", short_name ? '-' : ' ',
+                 short_name ? short_name : ' ', short_name ? ", " : "  ", o->long_name,
                  cli_option_takes_value(o) ? " " : "", cli_option_arg(o, arg, sizeof(arg)));
         if (strlen(left) > 34)
             fprintf(out, "%s\n%36s%s\n", left, "", o->help);

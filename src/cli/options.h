@@ -182,6 +182,11 @@ const cli_option *cli_find_option(const cli_option *options, const char *name, s
 bool cli_option_takes_value(const cli_option *o);
 
 /* Writes the options of a table as help text: "  -n, --name NAME   one line". */
-void cli_print_options(FILE *out, const cli_option *options);
+/* Prints `options` as --help does; a global option whose letter `command_options` takes for its
+ * own flag is shown by its long name only (deploy's -l is Google's --validation-level). */
+void cli_print_options(FILE *out, const cli_option *options, const cli_option *command_options);
+/* The short name `o` is shown and parsed with in a command whose own table is `command_options`:
+ * 0 when `o` is not in that table and the table gives its letter to another flag. */
+char cli_shown_short(const cli_option *o, const cli_option *command_options);
 
 #endif

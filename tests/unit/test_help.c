@@ -144,6 +144,38 @@ static void submit_help_lists_every_flag_of_googles_gcluster(void **state)
     cli_result_free(&r);
 }
 
+/* deploy gives -l to Google's --validation-level: its help and man page show the global
+ * --location by its long name only, and -l parses as the level. */
+static void a_commands_own_letter_hides_the_globals(void **state)
+{
+    (void)state;
+    cli_result r;
+    const char *args[] = {"deploy", "--help", NULL};
+    run(&r, args, 0);
+    assert_non_null(strstr(r.out.data, "-l, --validation-level LEVEL"));
+    assert_null(strstr(r.out.data, "-l, --location"));
+    assert_non_null(strstr(r.out.data, "    --location LOCATION"));
+    cli_result_free(&r);
+    /* The man page the build wrote from the same tables. */
+    FILE *f = fopen(GCLUSTER_BINARY_DIR "/man/gcluster-deploy.1", "r");
+    assert_non_null(f);
+    char page[65536];
+    size_t n = fread(page, 1, sizeof(page) - 1, f);
+    page[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(page, "\\fB\\-l\\fR, \\fB\\-\\-validation\\-level\\fR"));
+    assert_null(strstr(page, "\\fB\\-l\\fR, \\fB\\-\\-location\\fR"));
+    assert_non_null(strstr(page, "\n\\fB\\-\\-location\\fR"));
+    const char *list[] = {"job", "list", "--help", NULL};
+    run(&r, list, 0);
+    assert_non_null(strstr(r.out.data, "-l, --location"));
+    cli_result_free(&r);
+    const char *bad[] = {"deploy", "x.yaml", "-l", "us-east5", NULL};
+    run(&r, bad, 2);
+    assert_non_null(strstr(r.err.data, "validation-level"));
+    cli_result_free(&r);
+}
+
 static void unknown_commands_suggest_the_nearest(void **state)
 {
     (void)state;
@@ -160,6 +192,7 @@ int main(void)
         cmocka_unit_test(root_help_lists_every_command),
         cmocka_unit_test(job_help_lists_its_commands_and_the_global_flags),
         cmocka_unit_test(submit_help_lists_every_flag_of_googles_gcluster),
+        cmocka_unit_test(a_commands_own_letter_hides_the_globals),
         cmocka_unit_test(unknown_commands_suggest_the_nearest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
