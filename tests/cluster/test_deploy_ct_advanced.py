@@ -11,6 +11,8 @@ admitted and runs. testenv's TPU hosts are two v6e 4x4 slices, as the blueprint 
 num_slices 2; the blueprint names its pools gke-tpu-v6e-pool-N, so deploy lists those as missing
 and the job runs on testenv's slices, which the flavor selects by accelerator.
 """
+from pathlib import Path
+
 import pytest
 
 from conftest import REPO, wait_for
@@ -22,6 +24,8 @@ DEPLOYMENT = str(EXAMPLES / "gke-tpu-v6e-deployment.yaml")
 # What the deployment file leaves empty.
 VARS = "project_id=gcluster-testenv,region=us-east5,zone=us-east5-b,authorized_cidr=10.0.0.0/32," \
        "reservation=test-reservation"
+# GKE's multi-networking kinds, which the blueprint's additional network (gvnic-1) needs.
+NETWORK_CRDS = Path(__file__).resolve().parent / "manifests" / "gke-multi-network-stand-in.yaml"
 OBJECTS = [("resourceflavor", "pathways-flavor"), ("resourceflavor", "tpu-flavor"),
            ("resourceflavor", "flavor-tpu-v6e-slice"), ("resourceflavor", "tpuv6e-flavor"),
            ("clusterqueue", "cluster-queue")]
@@ -39,12 +43,16 @@ def cli(testenv, tmp_path_factory):
     testenv.use_profile()
     cli = Cli(testenv.kubeconfig, tmp_path_factory.mktemp("ct-advanced"))
     remove_kueue_config(cli)
+    testenv.kubectl("apply", "-f", str(NETWORK_CRDS))
+    testenv.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/networks.networking.gke.io", "crd/gkenetworkparamsets.networking.gke.io")
     yield cli
     for job in cli.submitted:
         cli.delete_job(job)
     wait_for(lambda: all(not cli.pods(job) for job in cli.submitted), timeout=120,
              what="the test's pods to be gone")
     remove_kueue_config(cli)
+    testenv.kubectl("delete", "-f", str(NETWORK_CRDS), "--ignore-not-found", check=False)
     testenv.use_profile(force=True)
 
 
@@ -55,6 +63,11 @@ def deploy(cli, *args, check=0):
 
 def test_its_own_template_leaves_the_head_without_quota(cli):
     proc = deploy(cli)
+    # The cluster module's multi-networking objects for the second VPC, applied beside Kueue's.
+    network = cli.kubectl_json("get", "networks.networking.gke.io", "gvnic-1")
+    assert network["spec"]["parametersRef"]["kind"] == "GKENetworkParamSet", network
+    params = cli.kubectl_json("get", "gkenetworkparamsets.networking.gke.io", "gvnic-1")
+    assert params["spec"]["vpc"] == "gke-tpu-v6e-net-1", params
     assert "resourceflavor.kueue.x-k8s.io/tpuv6e-flavor created" in proc.stdout, proc.stdout
     assert "no ResourceFlavor selects the Pathways head pool" in proc.stderr, proc.stderr
     assert "pass --vars kueue_configuration_path=null to use the module's built-in Pathways " \
