@@ -138,6 +138,7 @@ typedef struct gc_workload {
     /* Pathways */
     bool pathways;
     bool headless;
+    bool sps; /* --pathways-deploy-sps: headless, and the head runs the resource manager alone */
     char *gcs_location;
     char *head_pool;
     bool head_pool_defaulted;
@@ -163,6 +164,56 @@ int gc_workload_jobset(const gc_workload *w, json_t **jobset, gc_error *err);
 /* The two shapes, unchecked: NULL when a part could not be built. */
 json_t *gc_pathways_jobset(const gc_workload *w);
 json_t *gc_plain_jobset(const gc_workload *w);
+
+/*
+ * Shared Pathways Service (SPS): one long-lived JobSet (the resource manager in the head pod, the
+ * TPU workers per slice, no proxy and no user container: gc_workload with sps set) that many
+ * JAX clients share, each through a proxy Job of its own that reaches the resource manager at
+ * <service>-pathways-head-0-0.<service>:29001 and asks it for some of the service's slices.
+ */
+#define GC_LABEL_SPS_SERVICE   "gcluster.google.com/sps-service" /* on a proxy Job: its service */
+#define GC_LABEL_SPS_USER      "gcluster.google.com/sps-user"    /* who runs the client */
+#define GC_ANNOTATION_SPS_SIZE "gcluster.google.com/sps-slices"  /* slices the client asked for */
+/* The scheduling gate a proxy pod waits behind while the service's slices are all held; the
+ * client removes it when its turn comes. */
+#define GC_SPS_WAIT_GATE "gcluster.google.com/sps-tpus"
+#define GC_SPS_PROXY_APP "pathways-proxy"
+
+typedef struct gc_sps_proxy {
+    const char *name;          /* the Job's name (gc_sps_proxy_name) */
+    const char *service;       /* the service JobSet's name */
+    const char *user;          /* DNS-safe user name (gc_sps_user_name) */
+    const char *image;         /* proxy_server image, the same release as the service's server */
+    const char *gcs_location;  /* the service's --pathways-gcs-location */
+    const char *instance_type; /* "tpuv6e:4x4": the shape of each slice asked for */
+    int slices;                /* how many of the service's slices */
+    const char *head_pool;     /* node pool of the proxy pod (the service's head pool) */
+    long deadline_seconds;     /* activeDeadlineSeconds: the client extends it while it lives */
+    bool waiting;              /* created behind GC_SPS_WAIT_GATE */
+    const gc_env_var *env;     /* the proxy's variables (--pathways-proxy-env) */
+    size_t env_count;
+    const gc_strings *args; /* extra proxy arguments (--pathways-proxy-args), or NULL */
+} gc_sps_proxy;
+
+/* The client's proxy Job (caller owns it); NULL when a value is not valid UTF-8. */
+json_t *gc_sps_proxy_job(const gc_sps_proxy *p);
+
+/* "<service>-pathways-head-0-0.<service>:29001", the resource manager's address (caller frees). */
+char *gc_sps_resource_manager_address(const char *service);
+
+/* A DNS-label-safe form of a user name ($USER): lowercase letters, digits and '-', every other
+ * byte ('_', '.', '@') a '-', at most `size` - 1 bytes and 20 at most, "user" when nothing is
+ * left. */
+void gc_sps_user_name(const char *user, char *out, size_t size);
+
+/* The proxy_server image of a service whose server image is `server_image`: the same repository
+ * with "server" in its last path element replaced by "proxy_server", the same tag or digest
+ * (caller frees). */
+char *gc_sps_proxy_image_for(const char *server_image);
+
+/* The release of an image reference: its tag, or its "@digest", or "latest" with neither.
+ * Writes at most size - 1 bytes. */
+void gc_sps_image_release(const char *image, char *out, size_t size);
 
 /* The head pod's coordinator address, as JobSet labels every pod with it:
  * "<name>-pathways-head-0-0.<name>". It must fit a 63-character label value. */

@@ -71,6 +71,8 @@ static const char *pathways_mode(const gc_workload *w)
 {
     if (!w->pathways)
         return "no";
+    if (w->sps)
+        return "sps";
     return w->headless ? "headless" : "yes";
 }
 

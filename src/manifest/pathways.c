@@ -145,7 +145,10 @@ static json_t *head_pod_spec(const gc_workload *w)
                              "dnsPolicy", "ClusterFirstWithHostNet", "restartPolicy", "Never",
                              "terminationGracePeriodSeconds", (json_int_t)w->grace_seconds);
     spec = manifest_set_identity(spec, w);
-    if (w->headless) {
+    if (w->sps) {
+        /* A shared service has no proxy of its own: each client brings one (sps.c). */
+        spec = manifest_jset(spec, "containers", json_pack("[o]", resource_manager_container(w)));
+    } else if (w->headless) {
         spec =
             manifest_jset(spec, "containers",
                           json_pack("[o, o]", proxy_container(w), resource_manager_container(w)));
