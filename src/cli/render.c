@@ -69,6 +69,13 @@ void cli_put_line(FILE *out, const char *text, size_t len)
 
 void cli_line(FILE *out, const char *fmt, ...)
 {
+    /* The format is the program's own text: a newline that leads it is layout (a blank line
+     * before a heading), never outside text, so it is written as it is. Everything formatted
+     * after it is escaped. */
+    while (*fmt == '\n') {
+        fputc('\n', out);
+        fmt++;
+    }
     gc_buf text;
     gc_buf_init(&text);
     va_list ap;

@@ -33,7 +33,8 @@ int cli_print_document(json_t *doc, cli_format format, gc_error *err);
 
 /* Writes one line of text that may hold server strings (names, reasons, Kueue and event
  * messages): anything a terminal could act on (escape sequences, bells, carriage returns, newlines)
- * is shown as \xNN, so a server cannot draw on the user's screen or forge lines. Then a newline. */
+ * is shown as \xNN, so a server cannot draw on the user's screen or forge lines. Then a newline.
+ * Newlines at the start of `fmt` (program text, not outside text) are blank lines before it. */
 void cli_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same for `len` bytes already formatted. */
 void cli_put_line(FILE *out, const char *text, size_t len);
