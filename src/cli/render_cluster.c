@@ -77,8 +77,7 @@ void cli_render_cluster_usage(FILE *out, const gc_cluster_report *r)
              "FLAVOR:RESOURCE USED/QUOTA");
     for (size_t i = 0; i < r->cluster_queue_count; i++) {
         const gc_cluster_queue *q = &r->cluster_queues[i];
-        cli_line(out, "  %-24s %-9lld %-9lld %lld", q->name, q->admitted, q->reserving,
-                 q->pending);
+        cli_line(out, "  %-24s %-9lld %-9lld %lld", q->name, q->admitted, q->reserving, q->pending);
         for (size_t j = 0; j < q->quota_count; j++) {
             const gc_cluster_quota *t = &q->quotas[j];
             cli_line(out, "  %-24s %-9s %-9s %-9s %s:%s %s/%s%s%s%s", "", "", "", "", t->flavor,
