@@ -22,9 +22,6 @@
 /* tables.c */
 const gc_tpu_family *catalog_family_by_name(const char *name, size_t len); /* name or alias */
 const gc_tpu_family *catalog_family_by_label(const char *label);
-/* The host type assumed offline for `shape`: the family's 1-chip host for a 1-chip slice, else
- * its 4-chip host. */
-const gc_tpu_machine *catalog_default_host(const gc_tpu_family *family, const char *shape);
 const gc_gpu_machine *catalog_gpu_by_name(const char *name); /* shorthand or machine type */
 bool catalog_gpu_label_known(const char *label);
 /* "n2" → its machine classes, NULL-terminated; NULL for an unknown family. */
@@ -32,6 +29,9 @@ const char *const *catalog_cpu_classes(const char *family, size_t len, bool *loc
 void catalog_list_cpu_families(gc_buf *b);
 
 /* topology.c */
+/* The host type assumed offline for `shape`: the family's 1-chip host for a 1-chip slice, else
+ * its 4-chip host. */
+const gc_tpu_machine *catalog_default_host(const gc_tpu_family *family, const char *shape);
 bool catalog_host_serves(const gc_tpu_machine *machine, const char *shape);
 bool catalog_family_serves(const gc_tpu_family *family, const char *shape);
 /* Writes "4x4" / "2x2x1" for dims of the given rank. */
@@ -62,7 +62,6 @@ int catalog_resolve_cpu(const char *typed, const char *name, gc_compute *out, bo
 /* suggest.c: the usage error for a compute type nothing recognised, with the choices nearest
  * to it. */
 int catalog_unknown_compute_type(const char *typed, const char *name, gc_error *err);
-
 /* Whether `s` is one or more decimal digits (the size of a shorthand such as v6e-16). */
 bool catalog_all_digits(const char *s);
 

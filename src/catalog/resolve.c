@@ -31,16 +31,6 @@ typedef struct tpu_request {
     char source[GC_NAME_MAX + 64];     /* where `shape` came from, for messages */
 } tpu_request;
 
-bool catalog_all_digits(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (!isdigit((unsigned char)*s))
-            return false;
-    return true;
-}
-
 /* "v6e-16": N in the family's unit → chips and the shape that many chips make. */
 static int parse_size(tpu_request *req, const char *digits, gc_error *err)
 {

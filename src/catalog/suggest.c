@@ -17,6 +17,16 @@
 
 #define NEAR_MAX 6
 
+bool catalog_all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
 /* Names people give TPU generations that are not the ones Cloud TPU uses in shorthands. */
 static const struct misname {
     const char *typed;

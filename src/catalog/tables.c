@@ -206,19 +206,6 @@ const gc_tpu_family *catalog_family_by_label(const char *label)
     return NULL;
 }
 
-const gc_tpu_machine *catalog_default_host(const gc_tpu_family *family, const char *shape)
-{
-    int want = gc_topology_chips(shape) == 1 ? 1 : 4;
-    for (size_t i = 0; i < COUNT(tpu_machines); i++)
-        if (tpu_machines[i].family == family && tpu_machines[i].chips_per_vm == want)
-            return &tpu_machines[i];
-    /* A family without a 1-chip host (v4, v5p): its 4-chip host explains why 1x1x1 fails. */
-    for (size_t i = 0; i < COUNT(tpu_machines); i++)
-        if (tpu_machines[i].family == family && tpu_machines[i].chips_per_vm == 4)
-            return &tpu_machines[i];
-    return NULL;
-}
-
 const gc_gpu_machine *catalog_gpu_by_name(const char *name)
 {
     for (size_t i = 0; i < COUNT(gpu_machines); i++)

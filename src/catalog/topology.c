@@ -142,6 +142,23 @@ bool catalog_family_serves(const gc_tpu_family *family, const char *shape)
     return false;
 }
 
+/* The host type a shape of the family gets when none was named: the 1-chip host for a 1x1 slice,
+ * the 4-chip one otherwise. Here, with the shapes, so the tables never call back into them. */
+const gc_tpu_machine *catalog_default_host(const gc_tpu_family *family, const char *shape)
+{
+    size_t count;
+    const gc_tpu_machine *machines = gc_catalog_tpu_machines(&count);
+    int want = gc_topology_chips(shape) == 1 ? 1 : 4;
+    for (size_t i = 0; i < count; i++)
+        if (machines[i].family == family && machines[i].chips_per_vm == want)
+            return &machines[i];
+    /* A family without a 1-chip host (v4, v5p): its 4-chip host explains why 1x1x1 fails. */
+    for (size_t i = 0; i < count; i++)
+        if (machines[i].family == family && machines[i].chips_per_vm == 4)
+            return &machines[i];
+    return NULL;
+}
+
 /* The family's host type that serves `shape`, other than `besides`, or NULL. */
 static const gc_tpu_machine *other_host_serving(const gc_tpu_machine *besides, const char *shape)
 {

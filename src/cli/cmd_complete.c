@@ -11,6 +11,8 @@
  */
 #include "cli/cli.h"
 
+#include "gcluster/text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,10 +104,20 @@ typedef struct offer {
     const typed *t;      /* job names already typed are not offered again */
 } offer;
 
+/* Candidates go to the shell as they are (an escaped name would not be the name), so a value
+ * holding a byte a terminal acts on (a job name read from the cluster) is not offered at all. */
+static bool printable(const char *s)
+{
+    for (size_t i = 0, len = strlen(s), n; i < len; i += n)
+        if (!(n = gc_text_printable_char(s + i, len - i)))
+            return false;
+    return true;
+}
+
 static void offer_value(void *ctx, const char *value)
 {
     const offer *o = ctx;
-    if (!starts_with(value, o->current))
+    if (!starts_with(value, o->current) || !printable(value))
         return;
     for (size_t i = 0; o->t && i < o->t->operand_count; i++)
         if (!strcmp(o->t->operands[i], value))

@@ -89,7 +89,7 @@ static int deliver(const inspect_args *a, const gc_buf *text, gc_error *err)
     if (a->output)
         rc = cli_write_output(a->output, text->data, text->len, err);
     if (!rc && a->output && strcmp(a->output, "-") != 0)
-        fprintf(stderr, "Wrote the inspect report to %s.\n", a->output);
+        cli_line(stderr, "Wrote the inspect report to %s.", a->output);
     if (!rc && (!a->output || a->show))
         rc = cli_write_output("-", text->data, text->len, err);
     return rc;

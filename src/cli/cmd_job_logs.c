@@ -2,6 +2,7 @@
  * gcluster job logs NAME [--role R] [--slice N] [--host N] [--container C] [--all] [-f] ...
  */
 #include "cli/cli.h"
+#include "cli/render.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,7 +62,7 @@ static int write_line(void *ctx, const gc_log_line *line)
 {
     terminal_sink *t = ctx;
     if (t->prefix)
-        fprintf(stdout, "[%s/%s] ", line->pod, line->container);
+        cli_text(stdout, "[%s/%s] ", line->pod, line->container);
     fwrite(line->text, 1, line->len, stdout);
     fputc('\n', stdout);
     if (!ferror(stdout))

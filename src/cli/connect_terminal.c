@@ -4,6 +4,7 @@
  * variables on stdout.
  */
 #include "cli/cli.h"
+#include "cli/render.h"
 
 #include "gcluster/connect.h"
 
@@ -86,7 +87,7 @@ static void print_ready(void *ctx, const gc_connect_ready *ready)
 {
     const bool *exports = ctx;
     for (const char *const *e = ready->env; *e; e++)
-        printf("%s%s\n", *exports ? "export " : "", *e);
+        cli_line(stdout, "%s%s", *exports ? "export " : "", *e);
     close_stdout();
 }
 

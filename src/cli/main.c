@@ -7,13 +7,25 @@
 #include "cli/render.h"
 
 #include "gcluster/http.h"
+#include "gcluster/text.h"
 
 #include <stdio.h>
+#include <string.h>
 
-/* The library's last words before it aborts (out of memory, a broken libcrypto). */
+/* The library's last words before it aborts (out of memory, a broken libcrypto), escaped as
+ * cli_line escapes but without allocating: memory may be what ran out. */
 static void say_fatal(const char *message)
 {
-    fprintf(stderr, "gcluster: fatal: %s\n", message);
+    fputs("gcluster: fatal: ", stderr);
+    for (size_t i = 0, len = strlen(message); i < len;) {
+        size_t n = gc_text_printable_char(message + i, len - i);
+        if (n)
+            fwrite(message + i, 1, n, stderr);
+        else
+            fprintf(stderr, "\\x%02x", (unsigned char)message[i]);
+        i += n ? n : 1;
+    }
+    fputc('\n', stderr);
     fflush(stderr);
 }
 

@@ -67,23 +67,41 @@ void cli_put_line(FILE *out, const char *text, size_t len)
     gc_buf_free(&safe);
 }
 
-void cli_line(FILE *out, const char *fmt, ...)
+/* The format is the program's own text: a newline that leads it is layout (a blank line before
+ * a heading), never outside text, so it is written as it is. Everything formatted after it is
+ * escaped. */
+static void put_escaped(FILE *out, const char *fmt, va_list ap, bool newline)
 {
-    /* The format is the program's own text: a newline that leads it is layout (a blank line
-     * before a heading), never outside text, so it is written as it is. Everything formatted
-     * after it is escaped. */
     while (*fmt == '\n') {
         fputc('\n', out);
         fmt++;
     }
-    gc_buf text;
+    gc_buf text, safe;
     gc_buf_init(&text);
+    gc_buf_init(&safe);
+    gc_buf_vprintf(&text, fmt, ap);
+    gc_text_escape(&safe, text.data, text.len, SIZE_MAX);
+    if (newline)
+        gc_buf_putc(&safe, '\n');
+    fwrite(safe.data, 1, safe.len, out);
+    gc_buf_free(&safe);
+    gc_buf_free(&text);
+}
+
+void cli_line(FILE *out, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    gc_buf_vprintf(&text, fmt, ap);
+    put_escaped(out, fmt, ap, true);
     va_end(ap);
-    cli_put_line(out, text.data, text.len);
-    gc_buf_free(&text);
+}
+
+void cli_text(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    put_escaped(out, fmt, ap, false);
+    va_end(ap);
 }
 
 json_t *cli_json_text(const char *s)

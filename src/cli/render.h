@@ -38,6 +38,8 @@ int cli_print_document(json_t *doc, cli_format format, gc_error *err);
 void cli_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same for `len` bytes already formatted. */
 void cli_put_line(FILE *out, const char *text, size_t len);
+/* cli_line without the newline: a part of a line that the caller ends. */
+void cli_text(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A JSON string (bytes that are not UTF-8 become '?'), or null for NULL. */
 json_t *cli_json_text(const char *s);

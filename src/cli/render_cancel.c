@@ -6,12 +6,12 @@
 void cli_render_cancel_text(FILE *out, const gc_cancel_result *r)
 {
     if (r->gone)
-        fprintf(out, "Cancelled job %s: its JobSet, Jobs and pods are gone.\n", r->name);
+        cli_line(out, "Cancelled job %s: its JobSet, Jobs and pods are gone.", r->name);
     else
-        fprintf(out,
-                "Cancelled job %s: its Jobs and pods are being deleted (add --wait to wait for "
-                "them).\n",
-                r->name);
+        cli_line(out,
+                 "Cancelled job %s: its Jobs and pods are being deleted (add --wait to wait for "
+                 "them).",
+                 r->name);
 }
 
 json_t *cli_cancel_json(const gc_cancel_result *r)

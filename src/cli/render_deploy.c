@@ -18,23 +18,27 @@ static const char *outcome_name(gc_apply_outcome outcome)
 
 static void render_summary(FILE *out, FILE *log, const gc_deploy_report *r)
 {
-    fprintf(out, "Blueprint %s: cluster %s (project %s, location %s)", or_unknown(r->blueprint),
-            or_unknown(r->cluster), or_unknown(r->project), or_unknown(r->location));
+    cli_text(out, "Blueprint %s: cluster %s (project %s, location %s)", or_unknown(r->blueprint),
+             or_unknown(r->cluster), or_unknown(r->project), or_unknown(r->location));
     if (r->pathways)
-        fprintf(out, ", Pathways enabled (head pool %s)", r->head_pool);
+        cli_text(out, ", Pathways enabled (head pool %s)", r->head_pool);
     fprintf(out, "\n");
     for (size_t i = 0; i < r->unhandled_count; i++)
-        fprintf(out, "  not handled by gcluster deploy: module %s (%s)\n",
-                or_unknown(r->unhandled[i].id), or_unknown(r->unhandled[i].source));
+        cli_line(out, "  not handled by gcluster deploy: module %s (%s)",
+                 or_unknown(r->unhandled[i].id), or_unknown(r->unhandled[i].source));
     fflush(out);
-    for (size_t i = 0; i < r->missing_count && r->not_connected; i++)
-        fprintf(out, "  %s, if the cluster lacks it (downloads the release at run time):\n    %s\n",
-                r->missing[i].name, r->missing[i].install_command);
-    for (size_t i = 0; i < r->missing_count && !r->not_connected; i++)
-        fprintf(log,
-                "gcluster: %s is not installed on this cluster; install it with (downloads the "
-                "release at run time)\n  %s\n",
-                r->missing[i].name, r->missing[i].install_command);
+    for (size_t i = 0; i < r->missing_count && r->not_connected; i++) {
+        cli_line(out, "  %s, if the cluster lacks it (downloads the release at run time):",
+                 r->missing[i].name);
+        cli_line(out, "    %s", r->missing[i].install_command);
+    }
+    for (size_t i = 0; i < r->missing_count && !r->not_connected; i++) {
+        cli_line(log,
+                 "gcluster: %s is not installed on this cluster; install it with (downloads the "
+                 "release at run time)",
+                 r->missing[i].name);
+        cli_line(log, "  %s", r->missing[i].install_command);
+    }
     if (r->missing_count && !r->not_connected)
         fprintf(log, "then run gcluster deploy again\n");
     fflush(log);
@@ -49,32 +53,33 @@ static void render_pools(FILE *out, const gc_deploy_report *r)
         if (p->nodes >= 0)
             snprintf(state, sizeof(state), "present, %ld node%s", p->nodes,
                      p->nodes == 1 ? "" : "s");
-        fprintf(out, "  %-20s %-20s %-34s %s\n", p->name, p->machine_type, p->size, state);
+        cli_line(out, "  %-20s %-20s %-34s %s", p->name, p->machine_type, p->size, state);
     }
 }
 
 static void render_objects(FILE *out, const gc_deploy_report *r)
 {
-    fprintf(out, "Kueue configuration (%s)%s:\n", r->kueue_api, r->plan ? ", plan only" : "");
+    cli_line(out, "Kueue configuration (%s)%s:", r->kueue_api, r->plan ? ", plan only" : "");
     for (size_t i = 0; i < r->object_count; i++) {
         const gc_deploy_object *o = &r->objects[i];
         bool would = r->plan && o->outcome != GC_APPLY_UNCHANGED;
         if (o->outcome == GC_APPLY_NOT_CHECKED)
-            fprintf(out, "  %s would be applied\n", o->label);
+            cli_line(out, "  %s would be applied", o->label);
         else
-            fprintf(out, "  %s %s%s\n", o->label, would ? "would be " : "",
-                    outcome_name(o->outcome));
+            cli_line(out, "  %s %s%s", o->label, would ? "would be " : "",
+                     outcome_name(o->outcome));
         if (o->queue_checked && o->queue_active)
-            fprintf(out, "  %s is Active\n", o->label);
+            cli_line(out, "  %s is Active", o->label);
     }
 }
 
-/* What a command printed, indented under it. */
+/* What a command printed, indented under it, escaped: gcloud's text is outside text, and an
+ * escape sequence in it must not reach the terminal. */
 static void render_output(FILE *out, const char *output)
 {
     for (const char *line = output; line && *line;) {
         size_t len = strcspn(line, "\n");
-        fprintf(out, "    %.*s\n", (int)len, line);
+        cli_line(out, "    %.*s", (int)len, line);
         line += len + (line[len] == '\n');
     }
 }
@@ -94,7 +99,7 @@ static void render_missing_pools(FILE *out, const gc_deploy_report *r)
     for (size_t i = 0; i < r->pool_count; i++) {
         if (r->pools[i].nodes >= 0)
             continue;
-        fprintf(out, "  %s\n", r->pools[i].create_command);
+        cli_line(out, "  %s", r->pools[i].create_command);
     }
     fprintf(out, "(or run gcluster deploy again with --auto-approve)\n");
 }
@@ -130,17 +135,17 @@ static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_re
     for (size_t i = 0; i < plan->count && i < cloud->count; i++) {
         const gc_cloud_step *s = &plan->steps[i];
         const gc_cloud_outcome *o = &cloud->outcomes[i];
-        fprintf(out, "  %2zu. %s %s: %s\n", i + 1, gc_cloud_step_kind_name(s->kind), s->name,
-                state_name(o->state, cloud->applied));
+        cli_line(out, "  %2zu. %s %s: %s", i + 1, gc_cloud_step_kind_name(s->kind), s->name,
+                 state_name(o->state, cloud->applied));
         if (o->state != GC_CLOUD_PRESENT)
-            fprintf(out, "      %s\n", o->command);
+            cli_line(out, "      %s", o->command);
         if (o->state == GC_CLOUD_NOT_CHECKED && o->detail && i == 0)
-            fprintf(out, "      (%s)\n", o->detail);
+            cli_line(out, "      (%s)", o->detail);
         if (o->state == GC_CLOUD_CREATED || o->state == GC_CLOUD_FAILED)
             render_output(out, o->detail);
     }
     for (size_t i = 0; i < plan->notes.count; i++)
-        fprintf(out, "  not planned: %s\n", plan->notes.items[i]);
+        cli_line(out, "  not planned: %s", plan->notes.items[i]);
     size_t missing = 0;
     for (size_t i = 0; i < cloud->count; i++)
         missing += cloud->outcomes[i].state == GC_CLOUD_MISSING;
@@ -158,10 +163,10 @@ void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
         return;
     render_summary(out, log, r);
     if (r->not_connected)
-        fprintf(out, "Kubernetes: the cluster was not read (%s)\n", r->not_connected);
+        cli_line(out, "Kubernetes: the cluster was not read (%s)", r->not_connected);
     if (r->kueue_version || r->jobset_version)
-        fprintf(out, "Installed: Kueue %s, JobSet %s\n", or_unknown(r->kueue_version),
-                or_unknown(r->jobset_version));
+        cli_line(out, "Installed: Kueue %s, JobSet %s", or_unknown(r->kueue_version),
+                 or_unknown(r->jobset_version));
     if (r->pools_listed)
         render_pools(out, r);
     if (r->kueue_api)

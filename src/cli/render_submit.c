@@ -15,8 +15,8 @@ static const char *kind_of(const gc_submit_result *r)
 void cli_render_submit_text(FILE *out, const gc_submit_result *r)
 {
     if (r->dry_run) {
-        fprintf(out, "The cluster accepted %s %s (server dry run: nothing was created).\n",
-                kind_of(r), r->name);
+        cli_line(out, "The cluster accepted %s %s (server dry run: nothing was created).",
+                 kind_of(r), r->name);
         return;
     }
     cli_line(out, "Created %s %s in namespace %s, queued on %s (%s x%d).", kind_of(r), r->name,
@@ -28,16 +28,16 @@ void cli_render_submit_text(FILE *out, const gc_submit_result *r)
             column = strlen(r->next[i].command);
     for (size_t i = 0; i < r->next_count; i++) {
         if (r->next[i].note)
-            fprintf(out, "  %-*s  # %s\n", (int)column, r->next[i].command, r->next[i].note);
+            cli_line(out, "  %-*s  # %s", (int)column, r->next[i].command, r->next[i].note);
         else
-            fprintf(out, "  %s\n", r->next[i].command);
+            cli_line(out, "  %s", r->next[i].command);
     }
 }
 
 void cli_render_submit_final_text(FILE *out, const gc_submit_result *r, const gc_diagnosis *why)
 {
     if (r->awaited && r->final.phase == GC_JOB_SUCCEEDED)
-        fprintf(out, "Job %s succeeded.\n", r->name);
+        cli_line(out, "Job %s succeeded.", r->name);
     if (why)
         cli_render_why_text(out, why, false);
 }

@@ -3,6 +3,7 @@
  * loaded at run time, which the package does not pin to one build).
  */
 #include "cli/commands.h"
+#include "cli/render.h"
 
 #include "gcluster/http.h"
 #include "gcluster_commit.h" /* generated at build time by scripts/commit-header.cmake */
@@ -15,7 +16,7 @@ void cli_print_version(FILE *out)
     char library[512];
     gc_error err = {0};
     if (gc_http_library(library, sizeof(library), &err) == 0)
-        fprintf(out, "libcurl: %s\n", library);
+        cli_line(out, "libcurl: %s", library);
     else
-        fprintf(out, "libcurl: cannot be loaded: %s\n", err.message);
+        cli_line(out, "libcurl: cannot be loaded: %s", err.message);
 }

@@ -18,22 +18,6 @@
 #define MAX_QUERY       16
 #define CREATE_ATTEMPTS 3
 
-int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
-{
-    int rc = kube_status_error(k, x->req, x->http.status, &x->http.body, err);
-    if (x->http.status == 401) {
-        const kube_user *u = k->sel.user;
-        size_t len = strlen(err->message);
-        snprintf(err->message + len, sizeof(err->message) - len,
-                 "; the API server rejected the credentials of %s%s%s%s; %s", u ? "user \"" : "",
-                 u ? u->id.name : "anonymous requests", u ? "\" from " : "", u ? u->id.where : "",
-                 u && u->exec ? "for GKE, run `gcloud auth login` and `gcloud container clusters "
-                                "get-credentials` again"
-                              : "refresh the credentials in the kubeconfig");
-    }
-    return rc;
-}
-
 int kube_decode_body(const kube_exchange *x, json_t **out, gc_error *err)
 {
     if (!out)

@@ -320,6 +320,24 @@ long kube_retry_delay(gc_kube *k, const kube_exchange *x, int attempt)
     return backoff(k, attempt);
 }
 
+/* Where an HTTP error status becomes a message: beside the transport's errors, so the request
+ * runner that retries both never calls back into the verbs. */
+int kube_http_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
+{
+    int rc = kube_status_error(k, x->req, x->http.status, &x->http.body, err);
+    if (x->http.status == 401) {
+        const kube_user *u = k->sel.user;
+        size_t len = strlen(err->message);
+        snprintf(err->message + len, sizeof(err->message) - len,
+                 "; the API server rejected the credentials of %s%s%s%s; %s", u ? "user \"" : "",
+                 u ? u->id.name : "anonymous requests", u ? "\" from " : "", u ? u->id.where : "",
+                 u && u->exec ? "for GKE, run `gcloud auth login` and `gcloud container clusters "
+                                "get-credentials` again"
+                              : "refresh the credentials in the kubeconfig");
+    }
+    return rc;
+}
+
 int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err)
 {
     const kube_cluster *c = k->sel.cluster;

@@ -67,31 +67,6 @@ void gc_workload_free(gc_workload *w)
     w->node_term_count = w->mount_count = w->env_count = w->restart_exit_code_count = 0;
 }
 
-static const char *pathways_mode(const gc_workload *w)
-{
-    if (!w->pathways)
-        return "no";
-    if (w->sps)
-        return "sps";
-    return w->headless ? "headless" : "yes";
-}
-
-json_t *manifest_jobset_object(const gc_workload *w, json_t *spec)
-{
-    char slices[16];
-    snprintf(slices, sizeof(slices), "%d", w->num_slices);
-    json_t *annotations = json_pack("{s:s, s:s}", GC_ANNOTATION_COMPUTE, w->compute.display,
-                                    GC_ANNOTATION_SLICES, slices);
-    if (w->compute.topology[0])
-        annotations =
-            manifest_jset(annotations, GC_ANNOTATION_TOPOLOGY, json_string(w->compute.topology));
-    annotations = manifest_jset(annotations, GC_ANNOTATION_PATHWAYS, json_string(pathways_mode(w)));
-    return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}, s:o}, s:o}", "apiVersion",
-                     "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name", w->name,
-                     "labels", GC_LABEL_WORKLOAD, w->name, GC_LABEL_QUEUE, w->queue, "annotations",
-                     annotations, "spec", spec);
-}
-
 static json_t *verbose_env(const gc_workload *w, json_t *env)
 {
     if (!w->verbose)

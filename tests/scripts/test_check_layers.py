@@ -3,7 +3,9 @@
 fails on a violation planted in it, naming the file, the line and the rule.
 
 The tree's HACKING.md is the repository's own, so the test also proves that the script reads
-the real tables. Run by CTest (label unit): python3 tests/scripts/test_check_layers.py
+the real tables. The call rules read object files: each run compiles the tree's .c files with
+the C compiler into build/CMakeFiles/ as CMake lays them out, and the real tree is checked
+against the build in GCLUSTER_BUILD_DIR (default: build/). Run by CTest (label unit): python3 tests/scripts/test_check_layers.py
 """
 
 import os
@@ -138,13 +140,31 @@ class CheckLayers(unittest.TestCase):
         with open(full, "w") as f:
             f.write(text)
 
-    def run_check(self):
-        r = subprocess.run([sys.executable, SCRIPT, "--root", self.root], capture_output=True,
-                           text=True, timeout=60)
+    def build(self):
+        """Compiles every .c file of the tree whose object is missing or older, as CMake would."""
+        objects = os.path.join(self.root, "build", "CMakeFiles", "gcluster_core.dir")
+        for dirpath, _, names in os.walk(os.path.join(self.root, "src")):
+            for name in names:
+                if not name.endswith(".c"):
+                    continue
+                source = os.path.join(dirpath, name)
+                obj = os.path.join(objects, os.path.relpath(source, self.root) + ".o")
+                if os.path.exists(obj) and os.path.getmtime(obj) >= os.path.getmtime(source):
+                    continue
+                os.makedirs(os.path.dirname(obj), exist_ok=True)
+                subprocess.run(["cc", "-std=gnu17", "-w", "-c", "-I", "include", "-I", "src",
+                                "-o", obj, source], cwd=self.root, check=True, timeout=60)
+
+    def run_check(self, build=True):
+        if build:
+            self.build()
+        r = subprocess.run([sys.executable, SCRIPT, "--root", self.root, "--build",
+                            os.path.join(self.root, "build")], capture_output=True, text=True,
+                           timeout=60)
         return r.returncode, r.stdout, r.stderr
 
-    def assert_fails(self, where, rule, words):
-        rc, out, err = self.run_check()
+    def assert_fails(self, where, rule, words, build=True):
+        rc, out, err = self.run_check(build)
         self.assertEqual(rc, 1, f"a planted violation passed:\n{out}{err}")
         self.assertIn(f"{where}: {rule}: ", out)
         self.assertIn(words, out)
@@ -189,8 +209,9 @@ class CheckLayers(unittest.TestCase):
         self.assert_fails("src/sys/log.c:5", "printing", "stdout outside src/cli/")
 
     def test_libcurl_in_a_folder_that_does_not_talk_http(self):
-        self.write("src/catalog/net.c", "void catalog_net(void)\n{\n    curl_easy_init();\n}\n")
-        self.assert_fails("src/catalog/net.c:3", "libcurl", "libcurl is called only in")
+        self.write("src/catalog/net.c", "#include <curl/curl.h>\n\nvoid catalog_net(void)\n{\n"
+                   "    curl_easy_init();\n}\n")
+        self.assert_fails("src/catalog/net.c:5", "libcurl", "libcurl is called only in")
 
     def test_request_setup_outside_the_request_layer(self):
         self.write("src/kube/logs.c", textwrap.dedent("""\
@@ -229,22 +250,95 @@ class CheckLayers(unittest.TestCase):
         self.write("src/kube/tunnel/spdy.c", "int tunnel_frame(void)\n{\n    return 0;\n}\n")
         self.assert_fails("src/kube/tunnel/spdy.c:1", "prefixes", "folder prefix kube_")
 
-    def test_an_include_circle_between_two_files(self):
+    def plant_circle(self, header_of_part):
         # diagnose.c calls into its part, and the part calls back into diagnose.c.
         self.write("src/kube/diagnose.h", "int kube_diagnose(void);\n")
         self.write("src/kube/diagnose.c",
-                   '#include "kube/diagnose.h"\n#include "kube/diagnose_part.h"\n'
+                   f'#include "kube/diagnose.h"\n#include "kube/{header_of_part}"\n'
                    "int kube_diagnose(void)\n{\n    return kube_part();\n}\n")
-        self.write("src/kube/diagnose_part.h", "int kube_part(void);\n")
+        self.write(f"src/kube/{header_of_part}", "int kube_part(void);\n")
         self.write("src/kube/diagnose_part.c",
-                   '#include "kube/diagnose.h"\n#include "kube/diagnose_part.h"\n'
+                   f'#include "kube/diagnose.h"\n#include "kube/{header_of_part}"\n'
                    "int kube_part(void)\n{\n    return kube_diagnose();\n}\n")
-        self.assert_fails("src/kube/diagnose.c:0", "circles",
-                          "kube/diagnose.c -> kube/diagnose_part.c -> kube/diagnose.c")
+
+    def test_a_circle_of_calls_between_two_files(self):
+        self.plant_circle("diagnose_part.h")
+        self.assert_fails("src/kube/diagnose.c:0", "calls",
+                          "a circle of calls between files: kube/diagnose.c calls kube_part in "
+                          "kube/diagnose_part.c; kube/diagnose_part.c calls kube_diagnose in "
+                          "kube/diagnose.c. Move the shared piece to one home")
+
+    def test_a_circle_through_a_shared_header(self):
+        # The part's function is declared in a header the folder shares, not one beside it: the
+        # objects still show the circle.
+        self.plant_circle("parts.h")
+        self.assert_fails("src/kube/diagnose.c:0", "calls", "kube/diagnose_part.c calls "
+                          "kube_diagnose in kube/diagnose.c")
+
+    def test_a_circle_of_three_names_every_file(self):
+        for me, nxt in (("a", "b"), ("b", "c"), ("c", "a")):
+            self.write(f"src/catalog/{me}.c", f"int catalog_{nxt}(void);\nint catalog_{me}(void)\n"
+                       f"{{\n    return catalog_{nxt}();\n}}\n")
+        self.assert_fails("src/catalog/a.c:0", "calls", "catalog/a.c calls catalog_b in catalog/b.c; "
+                          "catalog/b.c calls catalog_c in catalog/c.c; catalog/c.c calls catalog_a "
+                          "in catalog/a.c (the circle holds catalog/a.c, catalog/b.c, catalog/c.c)")
+
+    def test_a_table_that_lists_a_function_is_not_a_call(self):
+        # A command table names each command's function; the command reads the table back. Only
+        # calls make a circle, so this passes (as cli/dispatch.c's commands[] does).
+        self.write("src/catalog/table.c", "int catalog_entry(void);\n"
+                   "int (*const catalog_table[])(void) = {catalog_entry};\n")
+        self.write("src/catalog/entry.c", "extern int (*const catalog_table[])(void);\n"
+                   "int catalog_entry(void)\n{\n    return catalog_table[0] != 0;\n}\n")
+        rc, out, err = self.run_check()
+        self.assertEqual(rc, 0, out + err)
+
+    def test_a_file_without_an_object_fails(self):
+        # Never passes by reading nothing: a source the build did not compile is named.
+        self.run_check()
+        self.write("src/catalog/late.c", "int catalog_late(void)\n{\n    return 0;\n}\n")
+        self.assert_fails("src/catalog/late.c:0", "calls", "no object file under build/",
+                          build=False)
+
+    def test_a_stale_object_fails(self):
+        self.run_check()
+        path = os.path.join(self.root, "src/catalog/find.c")
+        later = os.path.getmtime(path) + 10
+        os.utime(path, (later, later))
+        self.assert_fails("src/catalog/find.c:0", "calls", "older than the source", build=False)
+
+    def test_raw_outside_text_in_cli(self):
+        self.write("src/cli/render_job.c", textwrap.dedent("""\
+            #include <stdio.h>
+
+            void cli_render_job(FILE *out, const char *name, int ready)
+            {
+                fprintf(out, "Job %s: %d ready%s\\n", "x", ready, ready ? "" : " (none)");
+                fprintf(out, "Job %-20s is %s\\n",
+                        name, ready ? "ready" : "waiting");
+            }
+            """))
+        self.assert_fails("src/cli/render_job.c:6", "raw text",
+                          "fprintf prints name with %-20s as it is: text from outside")
+        rc, out, _ = self.run_check()
+        self.assertEqual(out.count("raw text"), 1, out)
+
+    def test_raw_outside_text_through_a_precision(self):
+        self.write("src/cli/render_log.c", "#include <stdio.h>\n\nvoid cli_log(const char *s, int n)"
+                   "\n{\n    printf(\"  %.*s\\n\", n, s);\n}\n")
+        self.assert_fails("src/cli/render_log.c:5", "raw text", "printf prints s with %.*s")
+
+    def test_the_escaping_renderer_may(self):
+        self.write("src/cli/render.c", "#include <stdio.h>\n\nvoid cli_put(FILE *f, const char *s)"
+                   "\n{\n    fprintf(f, \"%s\", s);\n}\n")
+        rc, out, err = self.run_check()
+        self.assertEqual(rc, 0, out + err)
 
     def test_the_real_tree_passes(self):
         # What `make format-check` runs: the repository keeps its own rules.
-        r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, timeout=120)
+        build = os.environ.get("GCLUSTER_BUILD_DIR", os.path.join(REPO, "build"))
+        r = subprocess.run([sys.executable, SCRIPT, "--build", build], capture_output=True,
+                           text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
