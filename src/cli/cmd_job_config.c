@@ -9,18 +9,62 @@
 
 typedef struct config_args {
     cli_globals g;
+    const char *gke_namespace;
+    bool skip_prereqs;
 } config_args;
 
-static const cli_option config_options[] = {CLI_JOB_GLOBALS, CLI_END};
+/* Google's gcluster gives every job command its job flags, so they parse here too; but the stored
+ * defaults are a file of this machine, not a cluster or a job, so each is refused by name rather
+ * than accepted and ignored. */
+static const cli_option config_options[] = {
+    CLI_GROUP("Google's gcluster job flags (refused here: they select a cluster or a job)"),
+    CLI_STRING(0, "gke-namespace", config_args, gke_namespace, "NAMESPACE",
+               "refused: job config reads and writes only the stored defaults"),
+    CLI_BOOL(0, "skip-prereqs", config_args, skip_prereqs,
+             "refused: job config reads and writes only the stored defaults"),
+    CLI_END,
+};
+
+/* The first cluster or job flag given, or NULL. */
+static const char *cluster_or_job_flag(const config_args *a)
+{
+    const struct {
+        bool given;
+        const char *name;
+    } flags[] = {
+        {a->g.cluster != NULL, "--cluster"},           {a->g.location != NULL, "--location"},
+        {a->g.project != NULL, "--project"},           {a->g.context != NULL, "--context"},
+        {a->g.kubeconfig != NULL, "--kubeconfig"},     {a->g.ns != NULL, "--namespace"},
+        {a->gke_namespace != NULL, "--gke-namespace"}, {a->skip_prereqs, "--skip-prereqs"},
+    };
+    for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
+        if (flags[i].given)
+            return flags[i].name;
+    return NULL;
+}
+
+static int refuse_flags(const config_args *a, const char *command, gc_error *err)
+{
+    const char *flag = cluster_or_job_flag(a);
+    if (!flag)
+        return 0;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "%s does not take %s: it reads and writes the stored defaults of this machine, "
+                   "not a cluster or a job (to store a default: gcluster job config set KEY "
+                   "VALUE, KEY project, cluster or location)",
+                   command, flag);
+}
 
 static int config_set_run(void *args, const cli_parsed *parsed, gc_error *err)
 {
-    (void)args;
+    int rc = refuse_flags(args, "job config set", err);
+    if (rc)
+        return rc;
     if (parsed->positional_count != 2)
         return gc_fail(err, GC_EXIT_USAGE,
                        "usage: gcluster job config set KEY VALUE (KEY: project, cluster or "
                        "location)");
-    int rc = gc_context_set(parsed->positional[0], parsed->positional[1], err);
+    rc = gc_context_set(parsed->positional[0], parsed->positional[1], err);
     if (!rc) {
         char *path = gc_context_path();
         cli_line(stdout, "Set %s to \"%s\" in %s.", parsed->positional[0], parsed->positional[1],
@@ -32,11 +76,13 @@ static int config_set_run(void *args, const cli_parsed *parsed, gc_error *err)
 
 static int config_list_run(void *args, const cli_parsed *parsed, gc_error *err)
 {
-    (void)args;
+    int rc = refuse_flags(args, "job config list", err);
+    if (rc)
+        return rc;
     if (parsed->positional_count)
         return gc_fail(err, GC_EXIT_USAGE, "job config list takes no arguments");
     gc_stored_context ctx;
-    int rc = gc_context_load(&ctx, err);
+    rc = gc_context_load(&ctx, err);
     if (rc)
         return rc;
     cli_line(stdout, "project:  %s", ctx.project ? ctx.project : "");
