@@ -43,4 +43,13 @@ unsigned char *gc_base64_decode(const char *text, size_t len, size_t *out_len);
  * never left behind in freed memory: the file may hold a key. */
 int gc_file_read(const char *path, size_t max, gc_buf *out, gc_error *err);
 
+/* Writes `len` bytes to `path` whole: into a new file beside it, created with
+ * O_CREAT|O_EXCL|O_NOFOLLOW under a random name (so a link planted in a shared directory is never
+ * followed), then renamed over `path`; a reader never sees half of it, and a failure leaves the
+ * old file as it was. `path` a symbolic link: the file it points to is replaced. `path` a
+ * device, pipe or socket: written in place. A directory, or a directory that is missing or not
+ * writable: GC_EXIT_USAGE; a failed write: GC_EXIT_RUNTIME; the message names the path and
+ * errno tells why (EISDIR for a directory). */
+int gc_file_write(const char *path, const void *data, size_t len, gc_error *err);
+
 #endif

@@ -43,11 +43,14 @@ int cli_connect(gc_kube *kube, gc_connect_request *r, bool exports, gc_error *er
 /* -o is a file path where Google's gcluster makes it one (submit's --dry-run-out, inspect's
  * bundle), but the output format on our other commands: a bare format name there (json, yaml,
  * yml, text, table, wide) is refused with exit 2, naming `format_flag`; "./json" still writes a
- * file of that name. */
+ * file of that name. An empty path and a directory are refused too, naming `flag`; `format_flag`
+ * NULL: the flag takes only a path (no format names to mistake). */
 int cli_check_output_path(const char *flag, const char *path, const char *format_flag,
                           gc_error *err);
 
-/* Writes `data` to `path` atomically (a temporary file renamed into place); "-" is stdout. */
-int cli_write_output(const char *path, const char *data, size_t len, gc_error *err);
+/* Writes `data` to `path` whole (gc_file_write: a new file under a random name renamed into
+ * place); "-" is stdout. A failure names `flag` (the flag the path came with). */
+int cli_write_output(const char *flag, const char *path, const char *data, size_t len,
+                     gc_error *err);
 
 #endif

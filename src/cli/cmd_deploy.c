@@ -129,7 +129,7 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     }
     json_decref(objects);
     if (!rc)
-        rc = cli_write_output(path, text.data, text.len, err);
+        rc = cli_write_output("--dry-run-out", path, text.data, text.len, err);
     gc_buf_free(&warnings);
     gc_buf_free(&text);
     return rc;
@@ -270,6 +270,8 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
                        a->auto_approve ? "--auto-approve" : "--create-node-pools");
     cli_format format;
     int rc = cli_format_parse(a->output, false, &format, err);
+    if (!rc)
+        rc = cli_check_output_path("--dry-run-out", a->dry_run_out, NULL, err);
     if (rc)
         return rc;
     char *storage[CLI_LIST_MAX] = {NULL};

@@ -87,11 +87,11 @@ static int deliver(const inspect_args *a, const gc_buf *text, gc_error *err)
 {
     int rc = 0;
     if (a->output)
-        rc = cli_write_output(a->output, text->data, text->len, err);
+        rc = cli_write_output("-o", a->output, text->data, text->len, err);
     if (!rc && a->output && strcmp(a->output, "-") != 0)
         cli_line(stderr, "Wrote the inspect report to %s.", a->output);
     if (!rc && (!a->output || a->show))
-        rc = cli_write_output("-", text->data, text->len, err);
+        rc = cli_write_output("-o", "-", text->data, text->len, err);
     return rc;
 }
 

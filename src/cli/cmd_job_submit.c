@@ -200,7 +200,7 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
         rc = gc_submit_render_offline(plan, &text, err);
     }
     if (!rc)
-        rc = cli_write_output(plan->output_path, text.data, text.len, err);
+        rc = cli_write_output("--dry-run-out", plan->output_path, text.data, text.len, err);
     const gc_workload *w = &plan->workload;
     if (!rc && strcmp(plan->output_path, "-") != 0)
         cli_line(stderr, "Wrote the %sJobSet \"%s\" to %s.",
@@ -297,7 +297,7 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     cli_format format;
     int rc = parse_output(a->output, &format, err);
     if (!rc)
-        rc = cli_check_output_path("-o", a->r.dry_run_out, "--output", err);
+        rc = cli_check_output_path("--dry-run-out", a->r.dry_run_out, "--output", err);
     if (rc)
         return rc;
     gc_submit_request *r = &a->r;

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/sys.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -184,12 +185,7 @@ static int write_pages(const char *dir, const cli_command *cmd, const char *path
     char name[160];
     page_name(path, name, sizeof(name));
     char *file = gc_xasprintf("%s/%s.1", dir, name);
-    FILE *f = fopen(file, "w");
-    int rc = 0;
-    if (!f || fwrite(page.data, 1, page.len, f) != page.len)
-        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", file, strerror(errno));
-    if (f && fclose(f) != 0 && !rc)
-        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", file, strerror(errno));
+    int rc = gc_file_write(file, page.data, page.len, err);
     free(file);
     gc_buf_free(&page);
     for (const cli_command *const *c = cmd->subcommands; !rc && c && *c; c++) {

@@ -5,6 +5,7 @@
 #include "cli/render.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/sys.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -40,38 +41,19 @@ static int write_all(FILE *f, const char *data, size_t len)
     return fwrite(data, 1, len, f) == len && fflush(f) == 0 ? 0 : -1;
 }
 
-/* Writes to a temporary file beside `path` and renames it into place, so a reader never sees
- * half a manifest and a failed write leaves the old file as it was. */
-static int write_atomically(const char *path, const char *data, size_t len, gc_error *err)
+/* A path that can only name a directory ("", "dir/", an existing directory): refused with the
+ * flag the user gave it with, before anything is sent. */
+static int refuse_directory(const char *flag, const char *path, gc_error *err)
 {
-    char *tmp = gc_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int rc = gc_fail(err, GC_EXIT_USAGE, "cannot write %s: %s (does the directory exist?)",
-                         path, strerror(errno));
-        free(tmp);
-        return rc;
-    }
-    int rc = 0;
-    if (write_all(f, data, len) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
-        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return rc;
-}
-
-/* A device, a pipe or a socket (/dev/null, /dev/stdout, a FIFO) is written in place: renaming a
- * file over it would replace the device node itself. */
-static int write_in_place(const char *path, const char *data, size_t len, gc_error *err)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return gc_fail(err, GC_EXIT_USAGE, "cannot write %s: %s", path, strerror(errno));
-    int failed = write_all(f, data, len);
-    if (fclose(f) != 0)
-        failed = -1;
-    return failed ? gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", path, strerror(errno)) : 0;
+    size_t n = strlen(path);
+    if (n == 0)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s \"\" is empty: give a file path, or - for the terminal", flag);
+    struct stat st;
+    if (path[n - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "%s \"%s\" is a directory; give the path of a file in it", flag, path);
+    return 0;
 }
 
 int cli_check_output_path(const char *flag, const char *path, const char *format_flag,
@@ -79,34 +61,27 @@ int cli_check_output_path(const char *flag, const char *path, const char *format
 {
     static const char *const formats[][2] = {{"json", "json"}, {"yaml", "yaml"},  {"yml", "yaml"},
                                              {"text", "text"}, {"table", "text"}, {"wide", "text"}};
-    for (size_t i = 0; path && i < sizeof(formats) / sizeof(*formats); i++)
+    if (!path || !strcmp(path, "-"))
+        return 0;
+    for (size_t i = 0; format_flag && i < sizeof(formats) / sizeof(*formats); i++)
         if (!strcmp(path, formats[i][0]))
             return gc_fail(err, GC_EXIT_USAGE,
                            "%s %s would write a file named \"%s\": %s takes a file path here, "
                            "as in Google's gcluster; for %s output use %s %s (for a file of that "
                            "name, give ./%s)",
                            flag, path, path, flag, formats[i][1], format_flag, formats[i][1], path);
-    return 0;
+    return refuse_directory(flag, path, err);
 }
 
-int cli_write_output(const char *path, const char *data, size_t len, gc_error *err)
+int cli_write_output(const char *flag, const char *path, const char *data, size_t len,
+                     gc_error *err)
 {
     if (!strcmp(path, "-"))
         return write_all(stdout, data, len) == 0
                    ? 0
                    : gc_fail(err, GC_EXIT_RUNTIME, "cannot write to stdout: %s", strerror(errno));
-    struct stat st;
-    size_t n = strlen(path);
-    bool exists = stat(path, &st) == 0;
-    if (n == 0 || path[n - 1] == '/' || (exists && S_ISDIR(st.st_mode)))
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "--dry-run-out \"%s\" is a directory; give a file path such as %s%sjob.yaml",
-                       path, path, n && path[n - 1] == '/' ? "" : "/");
-    if (exists && !S_ISREG(st.st_mode))
-        return write_in_place(path, data, len, err);
-    /* A symbolic link keeps pointing where it did: the file it names is replaced. */
-    char *target = exists ? realpath(path, NULL) : NULL;
-    int rc = write_atomically(target ? target : path, data, len, err);
-    free(target);
+    int rc = refuse_directory(flag, path, err);
+    if (!rc && (rc = gc_file_write(path, data, len, err)) != 0)
+        gc_error_prefix(err, "%s: ", flag);
     return rc;
 }
