@@ -5,6 +5,7 @@
  * read in one batch; Kueue's older API version (v1beta1, Kueue up to v0.14) costs one more.
  */
 #include "gcluster/buf.h"
+#include "gcluster/checked.h"
 #include "gcluster/cluster.h"
 #include "gcluster/json_scan.h"
 
@@ -94,7 +95,7 @@ static long long chips(const json_t *node)
     const json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
     const char *tpu = str(alloc, "google.com/tpu"), *gpu = str(alloc, "nvidia.com/gpu");
     double v = gc_quantity_value(tpu ? tpu : gpu ? gpu : "0");
-    return v > 0 ? (long long)v : 0;
+    return v > 0 ? gc_saturating_from_double(v) : 0;
 }
 
 static void add_node(gc_cluster_report *r, const json_t *node)
@@ -118,7 +119,7 @@ static void add_node(gc_cluster_report *r, const json_t *node)
         p->ready++;
         r->ready++;
     }
-    p->chips += chips(node);
+    p->chips = gc_saturating_add(p->chips, chips(node));
 }
 
 static int by_pool_name(const void *a, const void *b)
