@@ -29,10 +29,6 @@ int gc_emit_yaml_documents(const json_t *const *docs, size_t count, gc_buf *out,
 /* Appends `doc` as JSON: indented by two spaces for people, or compact for the API. */
 void gc_emit_json(const json_t *doc, bool pretty, gc_buf *out);
 
-/* Whether a plain (unquoted) YAML scalar with this text would be read back as anything other
- * than a string (a boolean, null, a number, a timestamp) by a YAML 1.1 or 1.2 parser. */
-bool gc_yaml_plain_is_ambiguous(const char *text, size_t len);
-
 /* Where a value came from in its YAML source (1-based). */
 typedef struct gc_yaml_mark {
     const json_t *container; /* the object or array holding the value; NULL for a root */

@@ -145,11 +145,9 @@ const char *gc_http_header(const gc_http_transfer *t, const char *name);
 /* "OK", "Not Found", ... for a status; "" for one without a usual phrase. */
 const char *gc_http_reason_phrase(long status);
 
-/* The forms traces show, for anything else that must show a URL or a body (caller frees):
- * the URL without a password or credential-like query values; the body with every credential
- * replaced by "<redacted>", control characters as '?', cut to `max` bytes. */
+/* The form traces show, for anything else that must show a URL (caller frees): the URL without
+ * a password or credential-like query values. */
 char *gc_http_redact_url(const char *url);
-char *gc_http_redact_body(const char *body, size_t len, size_t max);
 /* Hides credentials in free text (a server's error message, a trace line): PEM private keys,
  * the value after "Bearer " and "Basic ", and every occurrence of each of `secrets`
  * (NULL-terminated, may be NULL; those shorter than 4 bytes are ignored). */

@@ -161,10 +161,6 @@ void gc_workload_free(gc_workload *w);
  * container (by two flags, or by a flag and by gcluster itself), naming both. */
 int gc_workload_jobset(const gc_workload *w, json_t **jobset, gc_error *err);
 
-/* The two shapes, unchecked: NULL when a part could not be built. */
-json_t *gc_pathways_jobset(const gc_workload *w);
-json_t *gc_plain_jobset(const gc_workload *w);
-
 /*
  * Shared Pathways Service (SPS): one long-lived JobSet (the resource manager in the head pod, the
  * TPU workers per slice, no proxy and no user container: gc_workload with sps set) that many

@@ -8,6 +8,8 @@
  */
 #include "gcluster/emit.h"
 
+#include "emit/internal.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <yaml.h>
@@ -41,7 +43,7 @@ static int emit_plain(yaml_emitter_t *emitter, const char *text, gc_error *err)
 
 static int emit_string(yaml_emitter_t *emitter, const char *text, size_t len, gc_error *err)
 {
-    bool ambiguous = gc_yaml_plain_is_ambiguous(text, len);
+    bool ambiguous = emit_yaml_plain_is_ambiguous(text, len);
     yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
     if (memchr(text, '\n', len))
         style = YAML_LITERAL_SCALAR_STYLE;

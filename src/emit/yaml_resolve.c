@@ -9,6 +9,8 @@
  */
 #include "gcluster/emit.h"
 
+#include "emit/internal.h"
+
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -49,7 +51,7 @@ static bool looks_numeric(const char *text, size_t len)
     return has_digit;
 }
 
-bool gc_yaml_plain_is_ambiguous(const char *text, size_t len)
+bool emit_yaml_plain_is_ambiguous(const char *text, size_t len)
 {
     if (len == 0)
         return true;

@@ -200,7 +200,8 @@ static json_t *main_replicated_job(const gc_workload *w)
                      template);
 }
 
-json_t *gc_plain_jobset(const gc_workload *w)
+/* The ordinary JobSet, unchecked: NULL when a part could not be built. */
+static json_t *plain_jobset(const gc_workload *w)
 {
     json_t *spec = json_pack("{s:I, s:{s:i, s:[{s:s, s:[s]}]}, s:[o]}", "ttlSecondsAfterFinished",
                              (json_int_t)w->ttl_seconds, "failurePolicy", "maxRestarts",
@@ -304,7 +305,7 @@ int gc_workload_jobset(const gc_workload *w, json_t **jobset, gc_error *err)
     int rc = check_user_env(w, err);
     if (rc)
         return rc;
-    json_t *built = w->pathways ? gc_pathways_jobset(w) : gc_plain_jobset(w);
+    json_t *built = w->pathways ? manifest_pathways_jobset(w) : plain_jobset(w);
     if (!built)
         return gc_fail(err, GC_EXIT_USAGE,
                        "the JobSet %s cannot be built: one of its values is missing or is not "

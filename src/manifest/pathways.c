@@ -345,7 +345,7 @@ static json_t *failure_policy(const gc_workload *w)
                      "PodFailurePolicy");
 }
 
-json_t *gc_pathways_jobset(const gc_workload *w)
+json_t *manifest_pathways_jobset(const gc_workload *w)
 {
     json_t *spec = json_pack("{s:I, s:{s:b, s:b}, s:{s:s}, s:{s:s}}", "ttlSecondsAfterFinished",
                              (json_int_t)w->ttl_seconds, "network", "enableDNSHostnames", 1,

@@ -43,6 +43,8 @@
 /* The JobSet around `spec` (stolen): apiVersion, kind, name, labels and the annotations that
  * record what was asked for, so `job list` and `job inspect` can show it. */
 json_t *manifest_jobset_object(const gc_workload *w, json_t *spec);
+/* pathways.c: the Pathways JobSet, unchecked: NULL when a part could not be built. */
+json_t *manifest_pathways_jobset(const gc_workload *w);
 
 /* Sets object[key] = value (stealing the reference) and returns object; NULL (with both freed)
  * when either is NULL or the key is refused. */

@@ -286,7 +286,7 @@ void gc_http_redact_text(gc_buf *b, const char *const *secrets)
         replace_all(b, *s);
 }
 
-char *gc_http_redact_body(const char *body, size_t len, size_t max)
+char *sys_http_redact_body(const char *body, size_t len, size_t max)
 {
     gc_buf out;
     gc_buf_init(&out);
@@ -382,7 +382,7 @@ void sys_http_trace_request(const gc_http_transfer *t)
     if (body && body->read) {
         trace_to(t->req.trace, "> (body, %lld bytes, not shown)", body->size);
     } else if (body && body->len) {
-        char *shown = gc_http_redact_body(body->data, body->len, TRACE_BODY_MAX);
+        char *shown = sys_http_redact_body(body->data, body->len, TRACE_BODY_MAX);
         trace_to(t->req.trace, "> (body, %zu bytes) %s", body->len, shown);
         free(shown);
     }
@@ -434,7 +434,7 @@ void sys_http_trace_response_body(const gc_http_transfer *t)
 {
     if (verbosity(t) < 2 || !t->body.len)
         return;
-    char *shown = gc_http_redact_body(t->body.data, t->body.len, TRACE_BODY_MAX);
+    char *shown = sys_http_redact_body(t->body.data, t->body.len, TRACE_BODY_MAX);
     trace_to(t->req.trace, "< (body, %zu bytes) %s", t->body.len, shown);
     free(shown);
 }

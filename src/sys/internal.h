@@ -29,5 +29,8 @@ void sys_http_trace_header(const gc_http_transfer *t, const char *line, size_t l
 /* The one line per request; marks the transfer traced. */
 void sys_http_trace_result(gc_http_transfer *t, CURLcode result);
 void sys_http_trace_response_body(const gc_http_transfer *t);
+/* A body as traces show it (caller frees): every credential replaced by "<redacted>", control
+ * characters as '?', cut to `max` bytes. */
+char *sys_http_redact_body(const char *body, size_t len, size_t max);
 
 #endif

@@ -14,6 +14,7 @@
 #include "gcluster/sys.h"
 #include "kube_test.h"
 #include "run_cli.h"
+#include "sys/internal.h"
 #include "test_events.h"
 
 #include <dlfcn.h>
@@ -358,12 +359,12 @@ static void bodies_are_redacted(void **state)
          "{\"kind\":\"Status\",\"message\":\"bad header Authorization: Bearer <redacted>\"}"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        char *shown = gc_http_redact_body(cases[i][0], strlen(cases[i][0]), 4096);
+        char *shown = sys_http_redact_body(cases[i][0], strlen(cases[i][0]), 4096);
         if (strcmp(shown, cases[i][1]))
             fail_msg("%s shown as %s, not %s", cases[i][0], shown, cases[i][1]);
         free(shown);
     }
-    char *cut = gc_http_redact_body("abcdefghij", 10, 4);
+    char *cut = sys_http_redact_body("abcdefghij", 10, 4);
     assert_string_equal(cut, "abcd... (10 bytes)");
     free(cut);
 }
