@@ -53,4 +53,20 @@ int cli_check_output_path(const char *flag, const char *path, const char *format
 int cli_write_output(const char *flag, const char *path, const char *data, size_t len,
                      gc_error *err);
 
+/* Stored defaults for --cluster, --location and --project (~/.gcluster/context.json, the file
+ * and keys Google's gcluster uses). */
+typedef struct cli_stored_context {
+    char *project;
+    char *cluster;
+    char *location;
+} cli_stored_context;
+
+/* The path of the context file ($HOME/.gcluster/context.json). Caller frees. */
+char *cli_context_path(void);
+/* Loads the stored defaults; a missing file gives empty values. */
+int cli_context_load(cli_stored_context *ctx, gc_error *err);
+/* Sets one key (project, cluster or location; case-insensitive) and saves the file. */
+int cli_context_set(const char *key, const char *value, gc_error *err);
+void cli_context_free(cli_stored_context *ctx);
+
 #endif

@@ -64,9 +64,9 @@ static int config_set_run(void *args, const cli_parsed *parsed, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "usage: gcluster job config set KEY VALUE (KEY: project, cluster or "
                        "location)");
-    rc = gc_context_set(parsed->positional[0], parsed->positional[1], err);
+    rc = cli_context_set(parsed->positional[0], parsed->positional[1], err);
     if (!rc) {
-        char *path = gc_context_path();
+        char *path = cli_context_path();
         cli_line(stdout, "Set %s to \"%s\" in %s.", parsed->positional[0], parsed->positional[1],
                  path);
         free(path);
@@ -81,14 +81,14 @@ static int config_list_run(void *args, const cli_parsed *parsed, gc_error *err)
         return rc;
     if (parsed->positional_count)
         return gc_fail(err, GC_EXIT_USAGE, "job config list takes no arguments");
-    gc_stored_context ctx;
-    rc = gc_context_load(&ctx, err);
+    cli_stored_context ctx;
+    rc = cli_context_load(&ctx, err);
     if (rc)
         return rc;
     cli_line(stdout, "project:  %s", ctx.project ? ctx.project : "");
     cli_line(stdout, "cluster:  %s", ctx.cluster ? ctx.cluster : "");
     cli_line(stdout, "location: %s", ctx.location ? ctx.location : "");
-    gc_context_free(&ctx);
+    cli_context_free(&ctx);
     return 0;
 }
 

@@ -12,6 +12,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/cluster.h"
+#include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 
 #include <errno.h>

@@ -9,6 +9,7 @@
 #include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
+#include "gcluster/submit.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -20,9 +20,9 @@ void cli_apply_stored_defaults(cli_globals *g)
     /* An explicit --context names the cluster completely; stored GKE names must not mix in. */
     if (g->context)
         return;
-    gc_stored_context ctx;
+    cli_stored_context ctx;
     gc_error err = {0};
-    if (gc_context_load(&ctx, &err) != 0) {
+    if (cli_context_load(&ctx, &err) != 0) {
         cli_line(stderr, "gcluster: warning: ignoring stored defaults: %s", err.message);
         return;
     }
@@ -33,7 +33,7 @@ void cli_apply_stored_defaults(cli_globals *g)
         g->location = ctx.location, ctx.location = NULL;
     if (!g->project && ctx.project)
         g->project = ctx.project, ctx.project = NULL;
-    gc_context_free(&ctx);
+    cli_context_free(&ctx);
 }
 
 static int write_all(FILE *f, const char *data, size_t len)

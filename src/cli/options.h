@@ -10,6 +10,7 @@
 #define GCLUSTER_CLI_OPTIONS_H
 
 #include "gcluster/error.h"
+#include "gcluster/submit.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,8 +7,10 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/deploy.h"
+#include "gcluster/diagnose.h"
 #include "gcluster/error.h"
 #include "gcluster/job.h"
+#include "gcluster/submit.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -7,6 +7,7 @@
 #include "cli/render.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 
 #include <errno.h>

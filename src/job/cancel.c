@@ -6,8 +6,6 @@
  */
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
-#include "job/lookup.h"
-#include "job/object.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -38,7 +36,7 @@ static int on_event(enum gc_kube_event_type type, json_t *object, void *ctx, gc_
 {
     (void)err;
     gone_state *s = ctx;
-    const char *name = job_field(object, NULL, "name");
+    const char *name = gc_kube_field(object, NULL, "name");
     if (type == GC_KUBE_ADDED && name) {
         json_object_set_new(s->present, name, json_true());
     } else if (type == GC_KUBE_DELETED && name && json_object_get(s->present, name)) {
@@ -71,7 +69,7 @@ static int wait_until_gone(gc_kube *kube, const char *name, long timeout, const 
     char field[300];
     snprintf(field, sizeof(field), "metadata.name=%s", name);
     gc_kube_list_options jobsets = {.field_selector = field, .accept = GC_KUBE_ACCEPT_METADATA};
-    char *path = job_jobset_path(kube, NULL);
+    char *path = gc_job_jobset_path(kube, NULL);
     gone_state jobset_state = {.name = name, .what = "JobSet", .ev = ev, .present = json_object()};
     if (!rc)
         rc = job_list_watch(kube, path, &jobsets, timeout, on_event, &jobset_state, err);
@@ -114,16 +112,16 @@ int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev
     int rc = check_request(r, &timeout, err);
     if (rc)
         return rc;
-    char *path = job_jobset_path(kube, r->name);
+    char *path = gc_job_jobset_path(kube, r->name);
     json_t *deleted = NULL;
     rc = gc_kube_delete(kube, path, "Foreground", &deleted, err);
     free(path);
     if (rc && err->http_status == 404)
-        rc = job_not_found(kube, r->name, err);
+        rc = gc_job_not_found(kube, r->name, err);
     if (!rc) {
         out->name = gc_xstrdup(r->name);
         out->ns = gc_xstrdup(gc_kube_namespace(kube));
-        out->uid = job_strdup_or_null(job_field(deleted, NULL, "uid"));
+        out->uid = gc_job_strdup_or_null(gc_kube_field(deleted, NULL, "uid"));
     }
     json_decref(deleted);
     if (!rc && r->wait)

@@ -14,8 +14,6 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
-#include "job/lookup.h"
-#include "job/object.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -77,10 +75,10 @@ int gc_job_logs_check(const gc_logs_request *r, gc_error *err)
 static void choose_role(const json_t *jobset, const gc_logs_request *r, const char **rjob,
                         const char **container)
 {
-    bool pathways = job_replicated_job(jobset, GC_PATHWAYS_HEAD) != NULL;
+    bool pathways = gc_job_replicated_job(jobset, GC_PATHWAYS_HEAD) != NULL;
     bool worker = r->role && !strcmp(r->role, "worker");
     if (!pathways) {
-        const json_t *main = job_replicated_job(jobset, GC_MAIN_JOB);
+        const json_t *main = gc_job_replicated_job(jobset, GC_MAIN_JOB);
         *rjob = main ? GC_MAIN_JOB : NULL;
         *container = NULL; /* the first container */
         return;
@@ -90,14 +88,14 @@ static void choose_role(const json_t *jobset, const gc_logs_request *r, const ch
         *container = "pathways-worker";
     } else {
         *rjob = GC_PATHWAYS_HEAD;
-        *container = job_pathways_mode(jobset) == GC_PATHWAYS_HEADLESS ? "pathways-proxy"
-                                                                       : "workload-container";
+        *container = gc_job_pathways_mode(jobset) == GC_PATHWAYS_HEADLESS ? "pathways-proxy"
+                                                                          : "workload-container";
     }
 }
 
 static const char *label(const json_t *pod, const char *key)
 {
-    return job_field(pod, "labels", key);
+    return gc_kube_field(pod, "labels", key);
 }
 
 static bool pod_selected(const json_t *pod, const gc_logs_request *r)
@@ -121,7 +119,7 @@ static void add_target(logs_state *s, const char *pod, const char *container)
 
 static void add_containers(logs_state *s, const json_t *pod, const char *wanted)
 {
-    const char *pod_name = job_field(pod, NULL, "name");
+    const char *pod_name = gc_kube_field(pod, NULL, "name");
     const json_t *spec = json_object_get(pod, "spec");
     static const char *const lists[] = {"initContainers", "containers"};
     bool first_regular = true;
@@ -196,7 +194,7 @@ static int find_job_and_pods(logs_state *s, json_t **jobset, json_t *pods, gc_er
     char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(s->kube), "pods", NULL);
     gc_kube_list_options opts = {.label_selector = s->selector, .fields = s->pod_fields};
     gc_kube_read read = {.path = path, .opts = &opts, .on_item = collect_pod, .ctx = pods};
-    int rc = job_find_jobset_with(s->kube, s->r->name, jobset, &read, 1, err);
+    int rc = gc_job_find_jobset_with(s->kube, s->r->name, jobset, &read, 1, err);
     free(path);
     return rc;
 }
@@ -209,7 +207,7 @@ static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *
     const char *pod_rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
     bool role_ok = (s->r->all && !s->r->role) || s->r->main_only ||
                    (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
-    return role_ok && pod_selected(pod, s->r) && !job_field(pod, NULL, "deletionTimestamp");
+    return role_ok && pod_selected(pod, s->r) && !gc_kube_field(pod, NULL, "deletionTimestamp");
 }
 
 /* A --slice or --host outside the replicated job's shape names a pod that can never exist:
@@ -218,7 +216,7 @@ static int check_indexes(const logs_state *s, const json_t *jobset, gc_error *er
 {
     const char *rjob, *container;
     choose_role(jobset, s->r, &rjob, &container);
-    const json_t *spec = rjob ? job_replicated_job(jobset, rjob) : NULL;
+    const json_t *spec = rjob ? gc_job_replicated_job(jobset, rjob) : NULL;
     if (!spec || (s->r->all && !s->r->role) || s->r->main_only)
         return 0;
     json_int_t slices = json_integer_value(json_object_get(spec, "replicas"));
@@ -341,7 +339,7 @@ static bool all_finished(const json_t *pods, const logs_state *s)
         {
             const char *phase =
                 json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-            const char *name = job_field(pod, NULL, "name");
+            const char *name = gc_kube_field(pod, NULL, "name");
             if (name && !strcmp(name, s->targets[t].pod))
                 done = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
         }

@@ -2,8 +2,8 @@
  * Finding one job by name, and reading what a JobSet says about itself (for jobs made by this
  * tool, by Google's gcluster, or by hand).
  */
-#include "job/lookup.h"
-#include "job/object.h"
+#include "gcluster/job.h"
+#include "gcluster/kube.h"
 
 #include "gcluster/buf.h"
 #include "gcluster/manifest.h"
@@ -33,7 +33,7 @@ int gc_job_name_check(const char *name, gc_error *err)
                    name ? name : "");
 }
 
-char *job_jobset_path(gc_kube *kube, const char *name)
+char *gc_job_jobset_path(gc_kube *kube, const char *name)
 {
     return gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", name);
 }
@@ -61,7 +61,7 @@ static void other_namespaces(gc_kube *kube, const char *name, gc_buf *namespaces
     free(path);
 }
 
-int job_not_found(gc_kube *kube, const char *name, gc_error *err)
+int gc_job_not_found(gc_kube *kube, const char *name, gc_error *err)
 {
     gc_buf elsewhere;
     gc_buf_init(&elsewhere);
@@ -82,13 +82,14 @@ int job_not_found(gc_kube *kube, const char *name, gc_error *err)
     return rc;
 }
 
-int job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
-                         size_t count, gc_error *err)
+int gc_job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
+                            size_t count, gc_error *err)
 {
     gc_kube_read reads[5];
     if (count > 4)
-        return gc_fail(err, GC_EXIT_RUNTIME, "job_find_jobset_with: %zu reads, at most 4", count);
-    char *path = job_jobset_path(kube, name);
+        return gc_fail(err, GC_EXIT_RUNTIME, "gc_job_find_jobset_with: %zu reads, at most 4",
+                       count);
+    char *path = gc_job_jobset_path(kube, name);
     reads[0] = (gc_kube_read){.path = path, .object = jobset};
     memcpy(reads + 1, others, count * sizeof(*others));
     gc_kube_read_all(kube, reads, count + 1);
@@ -101,11 +102,11 @@ int job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_ku
             *err = reads[i].err;
     }
     if (reads[0].rc && err->http_status == 404)
-        return job_not_found(kube, name, err);
+        return gc_job_not_found(kube, name, err);
     return rc;
 }
 
-const json_t *job_replicated_job(const json_t *jobset, const char *name)
+const json_t *gc_job_replicated_job(const json_t *jobset, const char *name)
 {
     size_t i;
     const json_t *rjob;
@@ -123,14 +124,14 @@ const char *gc_pathways_mode_name(gc_pathways_mode mode)
     return mode == GC_PATHWAYS_FULL ? "yes" : mode == GC_PATHWAYS_HEADLESS ? "headless" : "no";
 }
 
-gc_pathways_mode job_pathways_mode(const json_t *jobset)
+gc_pathways_mode gc_job_pathways_mode(const json_t *jobset)
 {
-    const char *mode = job_field(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
+    const char *mode = gc_kube_field(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
     if (mode)
         return !strcmp(mode, "headless") ? GC_PATHWAYS_HEADLESS
                : !strcmp(mode, "yes")    ? GC_PATHWAYS_FULL
                                          : GC_PATHWAYS_NONE;
-    if (!job_replicated_job(jobset, GC_PATHWAYS_HEAD))
+    if (!gc_job_replicated_job(jobset, GC_PATHWAYS_HEAD))
         return GC_PATHWAYS_NONE;
     /* Made elsewhere: only a job with a user program ends when the head does (headless ones
      * get JobSet's default policy, "all jobs", which servers that never exit never reach). */
@@ -164,10 +165,10 @@ static const json_t *worker_node_selector(const json_t *jobset)
     return NULL;
 }
 
-bool job_compute(const json_t *jobset, char *out, size_t size)
+bool gc_job_compute(const json_t *jobset, char *out, size_t size)
 {
-    const char *compute = job_field(jobset, "annotations", GC_ANNOTATION_COMPUTE);
-    const char *slices = job_field(jobset, "annotations", GC_ANNOTATION_SLICES);
+    const char *compute = gc_kube_field(jobset, "annotations", GC_ANNOTATION_COMPUTE);
+    const char *slices = gc_kube_field(jobset, "annotations", GC_ANNOTATION_SLICES);
     if (compute) {
         snprintf(out, size, "%s x%s", compute, slices ? slices : "1");
         return true;
@@ -182,16 +183,16 @@ bool job_compute(const json_t *jobset, char *out, size_t size)
             json_string_value(json_object_get(selector, "cloud.google.com/gke-accelerator"));
     if (!accelerator)
         return false;
-    const json_t *worker = job_replicated_job(jobset, GC_PATHWAYS_WORKER);
+    const json_t *worker = gc_job_replicated_job(jobset, GC_PATHWAYS_WORKER);
     if (!worker)
-        worker = job_replicated_job(jobset, GC_MAIN_JOB);
+        worker = gc_job_replicated_job(jobset, GC_MAIN_JOB);
     json_int_t replicas = json_integer_value(json_object_get(worker, "replicas"));
     snprintf(out, size, "%s%s%s x%lld", accelerator, topology ? " " : "", topology ? topology : "",
              (long long)(replicas ? replicas : 1));
     return true;
 }
 
-char *job_strdup_or_null(const char *s)
+char *gc_job_strdup_or_null(const char *s)
 {
     return s && *s ? gc_xstrdup(s) : NULL;
 }

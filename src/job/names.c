@@ -4,8 +4,6 @@
  */
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
-#include "job/lookup.h"
-#include "job/object.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +18,7 @@ static int on_item(json_t *item, void *ctx, gc_error *err)
 {
     (void)err;
     names_state *s = ctx;
-    const char *name = job_field(item, NULL, "name");
+    const char *name = gc_kube_field(item, NULL, "name");
     if (name && !strncmp(name, s->prefix, strlen(s->prefix)))
         s->on_name(s->ctx, name);
     return 0;
@@ -30,7 +28,7 @@ int gc_job_names(gc_kube *kube, const char *prefix, void (*on_name)(void *ctx, c
                  void *ctx, gc_error *err)
 {
     names_state s = {.prefix = prefix ? prefix : "", .on_name = on_name, .ctx = ctx};
-    char *path = job_jobset_path(kube, NULL);
+    char *path = gc_job_jobset_path(kube, NULL);
     gc_kube_list_options opts = {.accept = GC_KUBE_ACCEPT_METADATA};
     int rc = gc_kube_list(kube, path, &opts, on_item, &s, NULL, err);
     free(path);

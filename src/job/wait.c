@@ -15,8 +15,6 @@
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "gcluster/sys.h"
-#include "job/lookup.h"
-#include "job/object.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -157,7 +155,7 @@ static int on_jobset(enum gc_kube_event_type type, json_t *jobset, void *ctx, gc
         return s->missing ? GC_KUBE_STOP : 0;
     }
     size_t i;
-    gc_wait_job *job = find_job(s, job_field(jobset, NULL, "name"), &i);
+    gc_wait_job *job = find_job(s, gc_kube_field(jobset, NULL, "name"), &i);
     if (!job || settled(job))
         return 0;
     s->seen[i] = true;
@@ -201,7 +199,7 @@ static int watch(wait_state *s, bool by_label, long timeout_ms, gc_error *err)
     gc_buf text;
     gc_buf_init(&text);
     selector(s->out, by_label, &opts, &text);
-    char *path = job_jobset_path(s->kube, NULL);
+    char *path = gc_job_jobset_path(s->kube, NULL);
     /* What is left of the time, in whole seconds (at least 1: the time ran out is decided by
      * the caller); 0 looks once; JOB_NO_TIMEOUT waits. */
     long seconds = timeout_ms > 0 ? (timeout_ms + 999) / 1000 : timeout_ms;
@@ -219,11 +217,11 @@ static int look_for_missing(wait_state *s, bool *unlabelled, gc_error *err)
     for (size_t i = 0; i < s->out->count; i++) {
         if (s->seen[i])
             continue;
-        char *path = job_jobset_path(s->kube, s->out->jobs[i].name);
+        char *path = gc_job_jobset_path(s->kube, s->out->jobs[i].name);
         int rc = gc_kube_get(s->kube, path, NULL, NULL, err);
         free(path);
         if (rc && err->http_status == 404)
-            return job_not_found(s->kube, s->out->jobs[i].name, err);
+            return gc_job_not_found(s->kube, s->out->jobs[i].name, err);
         if (rc)
             return rc;
         *unlabelled = true;

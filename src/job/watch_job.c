@@ -192,8 +192,8 @@ const char *job_timeout_words(long timeout, char *buf, size_t size)
     return buf;
 }
 
-int job_watch_to_end(gc_kube *kube, const char *name, long timeout_seconds, const gc_events *ev,
-                     gc_job_status *final, gc_error *err)
+int gc_job_watch_to_end(gc_kube *kube, const char *name, long timeout_seconds, const gc_events *ev,
+                        gc_job_status *final, gc_error *err)
 {
     watch_state s = {.kube = kube, .name = name, .ev = ev};
     char *path =

@@ -13,6 +13,7 @@
 
 #include "gcluster/deploy.h"
 #include "gcluster/manifest.h"
+#include "gcluster/submit.h"
 #include "job_test.h"
 #include "kube_test.h"
 #include "run_cli.h"

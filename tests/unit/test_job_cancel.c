@@ -192,7 +192,7 @@ static void test_watch_to_success(void **state)
                       jt_pod("pw", "worker", 0, 0, "Pending", NULL)));
     gc_job_status final;
     gc_error err;
-    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err), 0);
+    assert_int_equal(gc_job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err), 0);
     assert_int_equal(final.phase, GC_JOB_SUCCEEDED);
     assert_string_equal(jt_recorded(), "progress: pw: Queued - Pending: waiting for quota\n"
                                        "progress: pw: Running 1/5\n"
@@ -213,7 +213,7 @@ static void test_watch_to_failure(void **state)
     jt_list(JT_PODS, "PodList", json_pack("[o]", head));
     gc_job_status final;
     gc_error err;
-    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err),
+    assert_int_equal(gc_job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err),
                      GC_EXIT_JOB_FAILED);
     assert_int_equal(final.phase, GC_JOB_FAILED);
     assert_string_equal(err.message, "job pw failed: pod pw-pathways-head-0-0-x0: container "
@@ -226,7 +226,7 @@ static void test_watch_of_a_deleted_job(void **state)
     script_watch(NULL, json_array());
     gc_job_status final;
     gc_error err;
-    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err),
+    assert_int_equal(gc_job_watch_to_end(jt_kube(), "pw", 30, jt_events(), &final, &err),
                      GC_EXIT_RUNTIME);
     assert_string_equal(err.message, "job pw was deleted before it finished");
     assert_string_equal(final.text, "");
@@ -240,7 +240,7 @@ static void test_watch_times_out(void **state)
             json_pack("[o]", jt_pod("pw", "pathways-head", 0, 0, "Running", "cpu-1")));
     gc_job_status final;
     gc_error err;
-    assert_int_equal(job_watch_to_end(jt_kube(), "pw", 1, jt_events(), &final, &err),
+    assert_int_equal(gc_job_watch_to_end(jt_kube(), "pw", 1, jt_events(), &final, &err),
                      GC_EXIT_RUNTIME);
     assert_string_equal(err.message,
                         "timed out after 1s waiting for job pw (Running 1/5); it keeps running: "

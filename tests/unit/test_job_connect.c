@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
+#include "connect/connect_status.h"
 #include "gcluster/connect.h"
 #include "gcluster/job.h"
-#include "job/connect.h"
 #include "job_test.h"
 #include "run_cli.h"
 
@@ -60,9 +60,9 @@ static json_t *running_head(const char *name, const char *uid, bool proxy_ready,
     return pod;
 }
 
-static void judge(json_t *jobset, json_t *pods, json_t *workloads, job_connect_view *v)
+static void judge(json_t *jobset, json_t *pods, json_t *workloads, connect_view *v)
 {
-    job_connect_judge("pw", jobset, pods, workloads, v);
+    connect_judge("pw", jobset, pods, workloads, v);
     json_decref(jobset);
     json_decref(pods);
     json_decref(workloads);
@@ -73,7 +73,7 @@ static void test_judge_queued_says_why(void **state)
     (void)state;
     json_t *js = jt_jobset("pw", 1);
     json_object_set_new(json_object_get(js, "spec"), "suspend", json_true());
-    job_connect_view v;
+    connect_view v;
     judge(js, list_of(NULL),
           list_of(jt_workload("pw", false, "Pending", "couldn't assign flavors to pod set worker")),
           &v);
@@ -89,7 +89,7 @@ static void test_judge_waits_for_scheduling(void **state)
     json_object_set_new(json_object_get(pod, "status"), "conditions",
                         jt_json("[{'type': 'PodScheduled', 'status': 'False', 'message': "
                                 "'0/3 nodes are available: 3 Insufficient cpu.'}]"));
-    job_connect_view v;
+    connect_view v;
     judge(jt_jobset("pw", 1), list_of(pod), NULL, &v);
     assert_int_equal(v.state, JOB_CONNECT_WAIT);
     assert_string_equal(v.text, "waiting for head pod " HEAD
@@ -106,7 +106,7 @@ static void test_judge_waits_for_the_proxy(void **state)
                         jt_json("{'waiting': {'reason': 'CrashLoopBackOff', 'message': "
                                 "'back-off 10s'}}"));
     json_object_set_new(proxy, "lastState", jt_json("{'terminated': {'exitCode': 1}}"));
-    job_connect_view v;
+    connect_view v;
     judge(jt_jobset("pw", 1), list_of(pod), NULL, &v);
     assert_int_equal(v.state, JOB_CONNECT_WAIT);
     assert_string_equal(v.text, "head pod " HEAD " is running; waiting for its IFRT proxy to be "
@@ -116,7 +116,7 @@ static void test_judge_waits_for_the_proxy(void **state)
 static void test_judge_ready(void **state)
 {
     (void)state;
-    job_connect_view v;
+    connect_view v;
     judge(jt_jobset("pw", 1), list_of(running_head(HEAD, "u1", true, "2026-01-01T00:00:00Z")), NULL,
           &v);
     assert_int_equal(v.state, JOB_CONNECT_READY);
@@ -145,9 +145,9 @@ static json_t *head_with_env(const char *list, const char *env, bool env_from)
     return pod;
 }
 
-static job_proxy_credentials judged_credentials(json_t *pod)
+static connect_proxy_credentials judged_credentials(json_t *pod)
 {
-    job_connect_view v;
+    connect_view v;
     judge(jt_jobset("pw", 1), list_of(pod), NULL, &v);
     assert_int_equal(v.state, JOB_CONNECT_READY);
     return v.credentials;
@@ -214,7 +214,7 @@ static void test_judge_picks_the_replacement(void **state)
     json_array_append_new(
         json_object_get(pods, "items"),
         running_head("pw-pathways-head-0-0-new", "u-new", true, "2026-01-01T00:05:01Z"));
-    job_connect_view v;
+    connect_view v;
     judge(jt_jobset("pw", 1), pods, NULL, &v);
     assert_int_equal(v.state, JOB_CONNECT_READY);
     assert_string_equal(v.pod, "pw-pathways-head-0-0-new");
@@ -230,8 +230,8 @@ static void test_judge_picks_the_replacement(void **state)
 static void test_judge_over(void **state)
 {
     (void)state;
-    job_connect_view v;
-    job_connect_judge("pw", NULL, NULL, NULL, &v);
+    connect_view v;
+    connect_judge("pw", NULL, NULL, NULL, &v);
     assert_int_equal(v.state, JOB_CONNECT_ENDED);
     assert_string_equal(v.text, "job pw no longer exists: it was cancelled (deleted)");
 

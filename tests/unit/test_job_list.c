@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "gcluster/diagnose.h"
 #include "gcluster/job.h"
 #include "job_test.h"
 

@@ -1,6 +1,6 @@
 /*
- * The one Kueue admission model (src/job/kueue_model.c), and the two callers that must agree
- * with it: submit's refusal (job_queue_fit, as if the queue were empty) and `job why`'s
+ * The one Kueue admission model (src/kueue/model.c), and the two callers that must agree
+ * with it: submit's refusal (submit_queue_fit, as if the queue were empty) and `job why`'s
  * diagnosis (gc_diagnose, with the queue's reserved quota).
  *
  * Every case starts from tests/fixtures/diagnose/quota_short.json (captured from the local
@@ -21,9 +21,9 @@
 #include <cmocka.h>
 
 #include "gcluster/diagnose.h"
-#include "job/kueue_model.h"
-#include "job/object.h"
-#include "job/submit_checks.h"
+#include "gcluster/kube.h"
+#include "gcluster/kueue.h"
+#include "submit/submit_checks.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -391,16 +391,16 @@ static void run_case(const kcase *c)
     /* The model, on the pod sets of the JobSet (submit's view) and of the Workload (why's). */
     kueue_pod_set *sets;
     kueue_answer a;
-    size_t n = job_kueue_pod_sets_of_jobset(f.jobset, &sets);
-    job_kueue_admit(f.cq, f.flavors, sets, n, KUEUE_EVER, &a);
+    size_t n = gc_kueue_pod_sets_of_jobset(f.jobset, &sets);
+    gc_kueue_admit(f.cq, f.flavors, sets, n, KUEUE_EVER, &a);
     check_answer(c, sets, &a, "JobSet");
-    job_kueue_answer_free(&a);
-    job_kueue_pod_sets_free(sets, n);
-    n = job_kueue_pod_sets_of_workload(f.workload, &sets);
-    job_kueue_admit(f.cq, f.flavors, sets, n, KUEUE_NOW, &a);
+    gc_kueue_answer_free(&a);
+    gc_kueue_pod_sets_free(sets, n);
+    n = gc_kueue_pod_sets_of_workload(f.workload, &sets);
+    gc_kueue_admit(f.cq, f.flavors, sets, n, KUEUE_NOW, &a);
     check_answer(c, sets, &a, "Workload");
-    job_kueue_answer_free(&a);
-    job_kueue_pod_sets_free(sets, n);
+    gc_kueue_answer_free(&a);
+    gc_kueue_pod_sets_free(sets, n);
 
     /* Submit's refusal. */
     cluster_facts facts;
@@ -411,8 +411,8 @@ static void run_case(const kcase *c)
     gc_workload w = {0};
     w.pathways = true;
     gc_error err = {0};
-    int rc = job_queue_fit(&facts, f.jobset, &w, &err);
-    job_cluster_facts_free(&facts);
+    int rc = submit_queue_fit(&facts, f.jobset, &w, &err);
+    submit_cluster_facts_free(&facts);
 
     /* Why's diagnosis. */
     const json_t *r = f.root;
@@ -470,9 +470,9 @@ static void test_kueue_totals_equal_the_template_sum(void **state)
     assert_non_null(root);
     const json_t *workload = json_object_get(root, "workload");
     kueue_pod_set *kueue, *ours;
-    size_t n = job_kueue_pod_sets_of_workload(workload, &kueue);
+    size_t n = gc_kueue_pod_sets_of_workload(workload, &kueue);
     json_object_del(json_object_get((json_t *)workload, "status"), "resourceRequests");
-    size_t m = job_kueue_pod_sets_of_jobset(json_object_get(root, "jobset"), &ours);
+    size_t m = gc_kueue_pod_sets_of_jobset(json_object_get(root, "jobset"), &ours);
     assert_int_equal(n, 2);
     assert_int_equal(m, 2);
     for (size_t i = 0; i < n; i++) {
@@ -490,8 +490,8 @@ static void test_kueue_totals_equal_the_template_sum(void **state)
         assert_int_equal(json_object_size(kueue[i].requests), json_object_size(ours[i].requests));
     }
     assert_true(fabs(json_real_value(json_object_get(kueue[0].requests, "memory")) - 132 * GI) < 1);
-    job_kueue_pod_sets_free(kueue, n);
-    job_kueue_pod_sets_free(ours, m);
+    gc_kueue_pod_sets_free(kueue, n);
+    gc_kueue_pod_sets_free(ours, m);
     json_decref(root);
 }
 
@@ -507,16 +507,16 @@ static void test_reserved_quota_counts_now_not_ever(void **state)
     const json_t *flavors = json_object_get(root, "flavors");
     kueue_pod_set *sets;
     kueue_answer a;
-    size_t n = job_kueue_pod_sets_of_workload(json_object_get(root, "workload"), &sets);
-    assert_int_equal(job_kueue_admit(cq, flavors, sets, n, KUEUE_NOW, &a), KUEUE_NO_QUOTA);
+    size_t n = gc_kueue_pod_sets_of_workload(json_object_get(root, "workload"), &sets);
+    assert_int_equal(gc_kueue_admit(cq, flavors, sets, n, KUEUE_NOW, &a), KUEUE_NO_QUOTA);
     assert_string_equal(a.resource, "google.com/tpu");
     assert_string_equal(a.flavor, "tpu-flavor");
     assert_true(fabs(a.used - 32) < 1e-6);
     assert_true(fabs(a.limit - 32) < 1e-6);
-    job_kueue_answer_free(&a);
-    assert_int_equal(job_kueue_admit(cq, flavors, sets, n, KUEUE_EVER, &a), KUEUE_ADMITTED);
-    job_kueue_answer_free(&a);
-    job_kueue_pod_sets_free(sets, n);
+    gc_kueue_answer_free(&a);
+    assert_int_equal(gc_kueue_admit(cq, flavors, sets, n, KUEUE_EVER, &a), KUEUE_ADMITTED);
+    gc_kueue_answer_free(&a);
+    gc_kueue_pod_sets_free(sets, n);
     json_decref(root);
 }
 
@@ -539,13 +539,13 @@ static void test_toleration_rules(void **state)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         json_t *t = parse(rows[i].tolerations);
-        bool tolerated = job_untolerated_taint(taints, t, NULL) == NULL;
+        bool tolerated = gc_kube_untolerated_taint(taints, t, NULL) == NULL;
         if (tolerated != rows[i].tolerated)
             fail_msg("%s: tolerated %d", rows[i].tolerations, tolerated);
         json_decref(t);
     }
     json_t *prefer = parse("[{\"key\": \"k\", \"effect\": \"PreferNoSchedule\"}]");
-    assert_null(job_untolerated_taint(prefer, NULL, NULL));
+    assert_null(gc_kube_untolerated_taint(prefer, NULL, NULL));
     json_decref(prefer);
     json_decref(taints);
 }

@@ -5,6 +5,7 @@
  */
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
+#include "gcluster/submit.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

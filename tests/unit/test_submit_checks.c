@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "job/submit_checks.h"
+#include "submit/submit_checks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +52,7 @@ static void child_jobs_of_a_plain_jobset(void **state)
 {
     (void)state;
     json_t *jobset = plain_jobset();
-    json_t *jobs = job_child_jobs(jobset, "team");
+    json_t *jobs = submit_child_jobs(jobset, "team");
     assert_int_equal(json_array_size(jobs), 2);
     const json_t *main_job = json_array_get(jobs, 0), *aux = json_array_get(jobs, 1);
     assert_string_equal(
@@ -102,15 +102,15 @@ static void pod_requests_count_as_kueue_counts_them(void **state)
     cluster_facts f;
     gc_error err = {0};
     queue_facts(&f, "18");
-    assert_int_equal(job_queue_fit(&f, jobset, &w, &err), 0);
-    job_cluster_facts_free(&f);
+    assert_int_equal(submit_queue_fit(&f, jobset, &w, &err), 0);
+    submit_cluster_facts_free(&f);
     queue_facts(&f, "17");
-    assert_int_equal(job_queue_fit(&f, jobset, &w, &err), GC_EXIT_USAGE);
+    assert_int_equal(submit_queue_fit(&f, jobset, &w, &err), GC_EXIT_USAGE);
     assert_string_equal(err.message,
                         "main needs 18 cpu (2 pods x 9), and ClusterQueue cq has at most 17 in f, "
                         "so Kueue would never admit this job; raise that quota (gcluster deploy "
                         "BLUEPRINT sets it)");
-    job_cluster_facts_free(&f);
+    submit_cluster_facts_free(&f);
     json_decref(jobset);
 }
 
@@ -146,7 +146,7 @@ static void rejected_fields_name_their_flags(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         gc_buf out;
         gc_buf_init(&out);
-        job_rejected_flags(cases[i].message, job, &w, &out);
+        submit_rejected_flags(cases[i].message, job, &w, &out);
         assert_string_equal(out.len ? out.data : "", cases[i].flags);
         gc_buf_free(&out);
     }

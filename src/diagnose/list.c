@@ -1,0 +1,242 @@
+/*
+ * `job list`: one paged list of JobSets, each reduced to a short row as it arrives (only the
+ * fields a row needs are decoded), so memory holds rows, not objects. The status and the
+ * diagnosis' short reason come from the JobSet alone (its conditions and the ready counts of
+ * its Jobs); queue_reasons also lists Kueue Workloads to say why a queued job waits, and only
+ * queued rows keep their (trimmed) JobSet until then. Nothing is read per job.
+ */
+#include "gcluster/buf.h"
+#include "gcluster/diagnose.h"
+#include "gcluster/job.h"
+#include "gcluster/kube.h"
+#include "gcluster/manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Large pages: items are read one at a time, so the page size costs no client memory, and the
+ * first page of a list is served from the API server's watch cache, while continuation pages
+ * whose snapshot the cache no longer holds are read from etcd and decoded again: measured on
+ * testenv (10,000 JobSets), ~0.5 ms per JobSet from the cache against ~2-3 ms from etcd. Pages
+ * still bound one request's work for much larger lists (the server times a list out after 60 s). */
+#define PAGE_SIZE 10000
+
+/* What a row is made of (gc_json_load_fields shape): about 1/20 of a JobSet's bytes. The rest,
+ * managedFields and pod templates above all, is skipped unparsed. */
+static const char ROW_FIELDS[] =
+    "{\"metadata\": {\"name\": true, \"namespace\": true, \"uid\": true,"
+    "              \"creationTimestamp\": true, \"deletionTimestamp\": true,"
+    "              \"labels\": true, \"annotations\": true},"
+    " \"spec\": {\"suspend\": true, \"successPolicy\": true,"
+    "          \"replicatedJobs\": [{\"name\": true, \"replicas\": true,"
+    "                              \"template\": {\"spec\": {\"parallelism\": true,"
+    "                                 \"template\": {\"spec\": {\"nodeSelector\": true}}}}}]},"
+    " \"status\": true}";
+
+typedef struct list_state {
+    const gc_list_request *r;
+    gc_job_row *rows;
+    json_t **queued; /* per row: a queued row's JobSet, for its diagnosis; else NULL */
+    size_t count;
+    size_t cap;
+} list_state;
+
+/* The JobSet alone cannot say why a job waits: a queued row's detail comes from its Workload
+ * (when asked for), and an admitted row has none, as pods are not read. */
+static void fill_row(gc_job_row *row, const json_t *jobset)
+{
+    gc_job_facts facts;
+    gc_job_facts_from_jobset(jobset, &facts);
+    gc_job_facts_add_ready_jobs(&facts, jobset);
+    gc_job_status st;
+    gc_job_status_derive(&facts, &st);
+
+    char compute[96];
+    *row = (gc_job_row){
+        .ns = gc_job_strdup_or_null(gc_kube_field(jobset, NULL, "namespace")),
+        .name = gc_job_strdup_or_null(gc_kube_field(jobset, NULL, "name")),
+        .uid = gc_job_strdup_or_null(gc_kube_field(jobset, NULL, "uid")),
+        .phase = st.phase,
+        .status = gc_xstrdup(st.text),
+        .detail = st.phase == GC_JOB_QUEUED || st.phase == GC_JOB_ADMITTED
+                      ? NULL
+                      : gc_job_strdup_or_null(st.detail),
+        .compute = gc_job_compute(jobset, compute, sizeof(compute)) ? gc_xstrdup(compute) : NULL,
+        .pathways = gc_job_pathways_mode(jobset),
+        .queue = gc_job_strdup_or_null(gc_kube_field(jobset, "labels", GC_LABEL_QUEUE)),
+        .created = gc_job_strdup_or_null(gc_kube_field(jobset, NULL, "creationTimestamp")),
+        .completed = gc_job_strdup_or_null(facts.completed_at),
+    };
+}
+
+/* The diagnosis' reason from what the list read: the JobSet (pods are not read: its ready
+ * Jobs count), and a queued job's Workload (NULL: none). */
+static char *reason_of(const json_t *jobset, const json_t *workload)
+{
+    gc_diagnose_input in = {.jobset = jobset, .workload = workload};
+    gc_diagnosis d;
+    gc_diagnose(&in, &d);
+    return gc_xstrdup(d.reason);
+}
+
+static void free_row(gc_job_row *row)
+{
+    char *fields[] = {row->ns,     row->name,    row->uid,   row->status,  row->detail,
+                      row->reason, row->compute, row->queue, row->created, row->completed};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+        free(fields[i]);
+}
+
+/* A list that broke on the wire starts over: the rows so far are dropped, nothing was shown. */
+static void forget_rows(void *ctx)
+{
+    list_state *s = ctx;
+    for (size_t i = 0; i < s->count; i++) {
+        free_row(&s->rows[i]);
+        json_decref(s->queued[i]);
+    }
+    s->count = 0;
+}
+
+static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
+{
+    list_state *s = ctx;
+    if (s->count == GC_JOB_LIST_MAX_ROWS)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "more than %d jobs match: job list stops there to bound its memory; "
+                       "narrow the list with --name-contains, --status, or one namespace "
+                       "instead of -A",
+                       GC_JOB_LIST_MAX_ROWS);
+    const char *n = json_string_value(json_object_get(json_object_get(jobset, "metadata"), "name"));
+    if (s->r->name_contains && (!n || !strstr(n, s->r->name_contains)))
+        return 0;
+    gc_job_row row;
+    fill_row(&row, jobset);
+    bool valid;
+    if (s->r->status && !gc_job_phase_matches(s->r->status, row.phase, &valid)) {
+        free_row(&row);
+        return 0;
+    }
+    if (s->count == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->rows = gc_xrealloc(s->rows, s->cap * sizeof(*s->rows));
+        s->queued = gc_xrealloc(s->queued, s->cap * sizeof(*s->queued));
+    }
+    /* Reasons only when asked for (the plain table has no column for them); a queued job's is
+     * its Workload's to tell, so it waits for the Workloads. */
+    bool queued = row.phase == GC_JOB_QUEUED;
+    if (s->r->queue_reasons && !queued)
+        row.reason = reason_of(jobset, NULL);
+    s->queued[s->count] = queued && s->r->queue_reasons ? json_incref(jobset) : NULL;
+    s->rows[s->count++] = row;
+    return 0;
+}
+
+/* A row's reason is set again when its Workload is seen again: nothing to undo. */
+static void nothing_to_forget(void *ctx)
+{
+    (void)ctx;
+}
+
+/* Why queued jobs wait, from their Kueue Workloads. */
+static int on_workload(json_t *workload, void *ctx, gc_error *err)
+{
+    (void)err;
+    list_state *s = ctx;
+    const char *uid = gc_kube_field(workload, "labels", "kueue.x-k8s.io/job-uid");
+    for (size_t i = 0; uid && i < s->count; i++) {
+        gc_job_row *row = &s->rows[i];
+        if (row->phase != GC_JOB_QUEUED || !row->uid || strcmp(row->uid, uid) != 0)
+            continue;
+        gc_job_facts facts = {.suspended = true, .queued_by_kueue = true};
+        gc_job_facts_add_workload(&facts, workload);
+        gc_job_status st;
+        gc_job_status_derive(&facts, &st);
+        free(row->detail);
+        row->detail = gc_xstrdup(st.detail[0] ? st.detail : "waiting for Kueue");
+        free(row->reason);
+        row->reason = reason_of(s->queued[i], workload);
+    }
+    return 0;
+}
+
+static int add_queue_reasons(gc_kube *kube, list_state *s, gc_error *err)
+{
+    bool any_queued = false;
+    for (size_t i = 0; i < s->count; i++)
+        any_queued |= s->rows[i].phase == GC_JOB_QUEUED;
+    if (!any_queued)
+        return 0;
+    char *path =
+        gc_kube_path("kueue.x-k8s.io", "v1beta2",
+                     s->r->all_namespaces ? NULL : gc_kube_namespace(kube), "workloads", NULL);
+    gc_kube_list_options opts = {.page_size = PAGE_SIZE, .on_restart = nothing_to_forget};
+    int rc = gc_kube_list(kube, path, &opts, on_workload, s, NULL, err);
+    free(path);
+    if (rc && err->http_status == 404) { /* no Kueue: no Workloads */
+        gc_error_clear(err);
+        rc = 0;
+    }
+    for (size_t i = 0; !rc && i < s->count; i++) {
+        if (s->rows[i].phase != GC_JOB_QUEUED || s->rows[i].detail)
+            continue;
+        s->rows[i].detail = gc_xstrdup("no Kueue Workload yet");
+        s->rows[i].reason = reason_of(s->queued[i], NULL);
+    }
+    return rc;
+}
+
+int gc_job_list_check(const gc_list_request *r, gc_error *err)
+{
+    bool valid = true;
+    if (r->status)
+        gc_job_phase_matches(r->status, GC_JOB_QUEUED, &valid);
+    if (!valid)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--status %s is not a status; use one of Queued, Admitted, Running, "
+                       "Restarting, Succeeded, Failed, Suspended, Terminating or Pending",
+                       r->status);
+    return 0;
+}
+
+int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out, gc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = gc_job_list_check(r, err);
+    if (rc)
+        return rc;
+    list_state s = {.r = r};
+    char *path = gc_kube_path("jobset.x-k8s.io", "v1alpha2",
+                              r->all_namespaces ? NULL : gc_kube_namespace(kube), "jobsets", NULL);
+    json_t *fields = json_loads(ROW_FIELDS, 0, NULL);
+    gc_kube_list_options opts = {.label_selector = GC_LABEL_WORKLOAD,
+                                 .page_size = PAGE_SIZE,
+                                 .fields = fields,
+                                 .on_restart = forget_rows};
+    rc = gc_kube_list(kube, path, &opts, on_jobset, &s, NULL, err);
+    json_decref(fields);
+    free(path);
+    if (rc && err->http_status == 404)
+        rc = gc_fail(err, GC_EXIT_RUNTIME,
+                     "the cluster does not serve JobSets (jobset.x-k8s.io/v1alpha2): install "
+                     "JobSet (gcluster deploy does)");
+    if (!rc && r->queue_reasons)
+        rc = add_queue_reasons(kube, &s, err);
+    for (size_t i = 0; i < s.count; i++)
+        json_decref(s.queued[i]);
+    free(s.queued);
+    out->rows = s.rows;
+    out->count = s.count;
+    if (rc)
+        gc_job_list_result_free(out);
+    return rc;
+}
+
+void gc_job_list_result_free(gc_job_list_result *result)
+{
+    for (size_t i = 0; i < result->count; i++)
+        free_row(&result->rows[i]);
+    free(result->rows);
+    memset(result, 0, sizeof(*result));
+}

@@ -1,0 +1,557 @@
+/*
+ * What a submit needs to know about the cluster, in one round trip: the LocalQueues of the
+ * namespace, the ClusterQueues, the ResourceFlavors, the nodes the job needs (by label selector,
+ * metadata only, limited to what the job needs: never the whole cluster) and, with --priority,
+ * the PriorityClass, all requested at once. An older Kueue (v1beta1) costs one more round trip
+ * (its LocalQueues, ClusterQueues and ResourceFlavors, together); a user who may not list
+ * ClusterQueues or PriorityClasses costs a request for the one that matters; a flavor pinning
+ * pods to a node pool not read yet costs a read of one of its nodes.
+ */
+#include "submit/cluster_facts.h"
+
+#include "gcluster/buf.h"
+#include "gcluster/kube.h"
+#include "gcluster/submit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NODE_POOL_LABEL   "cloud.google.com/gke-nodepool"
+#define ACCELERATOR_LABEL "cloud.google.com/gke-tpu-accelerator"
+#define TOPOLOGY_LABEL    "cloud.google.com/gke-tpu-topology"
+
+static const char *label(const json_t *object, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(object, "metadata"), "labels"), key));
+}
+
+static const char *name_of(const json_t *object)
+{
+    return json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
+}
+
+static int collect_item(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    json_array_append(ctx, item);
+    return 0;
+}
+
+/* Takes the outcome of a LocalQueue list at `version`: a 404 means that version is not served
+ * (returns 0 with f->kueue_version still NULL, so the caller tries the next one). */
+static int take_local_queues(const char *version, int rc, json_t *items, cluster_facts *f,
+                             gc_error *err)
+{
+    if (!rc) {
+        f->kueue_version = version;
+        f->local_queues = json_incref(items);
+        return 0;
+    }
+    if (err->http_status != 404)
+        return rc;
+    gc_error_clear(err);
+    return 0;
+}
+
+/* The Kueue lists of one API version; the answers not kept in cluster_facts. */
+typedef struct kueue_lists {
+    json_t *local_queues;
+    json_t *cluster_queues; /* all of them: a handful, and the chosen queue's is among them */
+    json_t *flavors;
+} kueue_lists;
+
+enum { LOCAL_QUEUES, CLUSTER_QUEUES, FLAVORS, KUEUE_READS };
+
+static void kueue_lists_init(kueue_lists *lists)
+{
+    lists->local_queues = json_array();
+    lists->cluster_queues = json_array();
+    lists->flavors = json_array();
+}
+
+static void kueue_lists_free(kueue_lists *lists)
+{
+    json_decref(lists->local_queues);
+    json_decref(lists->cluster_queues);
+    json_decref(lists->flavors);
+}
+
+/* The three lists of `version` as reads of one batch, at reads[0..KUEUE_READS). */
+static void add_kueue_reads(gc_kube_read *reads, char **paths, const char *version, const char *ns,
+                            kueue_lists *lists)
+{
+    paths[LOCAL_QUEUES] = gc_kube_path("kueue.x-k8s.io", version, ns, "localqueues", NULL);
+    paths[CLUSTER_QUEUES] = gc_kube_path("kueue.x-k8s.io", version, NULL, "clusterqueues", NULL);
+    paths[FLAVORS] = gc_kube_path("kueue.x-k8s.io", version, NULL, "resourceflavors", NULL);
+    json_t *into[KUEUE_READS] = {lists->local_queues, lists->cluster_queues, lists->flavors};
+    for (int i = 0; i < KUEUE_READS; i++)
+        reads[i] = (gc_kube_read){.path = paths[i], .on_item = collect_item, .ctx = into[i]};
+}
+
+/* The ResourceFlavors, when they could be listed (else NULL: the flavor checks are skipped). */
+static void take_flavors(const gc_kube_read *read, const kueue_lists *lists, cluster_facts *f)
+{
+    if (!read->rc && f->kueue_version)
+        f->flavors = json_incref(lists->flavors);
+}
+
+/* Lists Kueue's objects with the older API version, after the current one was not found. */
+static int list_kueue_v1beta1(gc_kube *kube, const char *ns, cluster_facts *f, kueue_lists *lists,
+                              gc_kube_read *reads, gc_error *err)
+{
+    char *paths[KUEUE_READS];
+    kueue_lists_free(lists);
+    kueue_lists_init(lists);
+    add_kueue_reads(reads, paths, "v1beta1", ns, lists);
+    gc_kube_read_all(kube, reads, KUEUE_READS);
+    int rc = take_local_queues("v1beta1", reads[LOCAL_QUEUES].rc, lists->local_queues, f,
+                               &reads[LOCAL_QUEUES].err);
+    if (rc)
+        *err = reads[LOCAL_QUEUES].err;
+    take_flavors(&reads[FLAVORS], lists, f);
+    for (int i = 0; i < KUEUE_READS; i++)
+        free(paths[i]);
+    return rc; /* f->kueue_version NULL: Kueue is not installed */
+}
+
+static const json_t *find_local_queue(const cluster_facts *f, const char *name)
+{
+    size_t i;
+    json_t *q;
+    json_array_foreach(f->local_queues, i, q)
+    {
+        const char *n = name_of(q);
+        if (n && !strcmp(n, name))
+            return q;
+    }
+    return NULL;
+}
+
+static char *queue_names(const cluster_facts *f)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    size_t i;
+    json_t *q;
+    json_array_foreach(f->local_queues, i, q)
+        gc_buf_printf(&b, "%s%s", i ? ", " : "", name_of(q) ? name_of(q) : "?");
+    return gc_buf_detach(&b);
+}
+
+/* --queue must exist; else the only LocalQueue of the namespace; else user-queue; else an
+ * error that lists them. */
+static int choose_queue(const char *requested, const char *ns, cluster_facts *f, gc_error *err)
+{
+    size_t count = json_array_size(f->local_queues);
+    const char *chosen = NULL;
+    if (requested && find_local_queue(f, requested))
+        chosen = requested;
+    else if (!requested && count == 1)
+        chosen = name_of(json_array_get(f->local_queues, 0));
+    else if (!requested && find_local_queue(f, "user-queue"))
+        chosen = "user-queue";
+    if (chosen) {
+        snprintf(f->queue, sizeof(f->queue), "%s", chosen);
+        const json_t *q = f->local_queue = find_local_queue(f, chosen);
+        const char *cq =
+            json_string_value(json_object_get(json_object_get(q, "spec"), "clusterQueue"));
+        snprintf(f->cluster_queue, sizeof(f->cluster_queue), "%s", cq ? cq : "");
+        return 0;
+    }
+    char *names = queue_names(f);
+    int rc;
+    if (requested)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "--queue %s: no such LocalQueue in namespace %s (it has: %s); create it with "
+                     "gcluster deploy, or pick one of those",
+                     requested, ns, count ? names : "none");
+    else if (count == 0)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "namespace %s has no Kueue LocalQueue to submit to: run gcluster deploy "
+                     "BLUEPRINT to create one (user-queue), or pass --queue",
+                     ns);
+    else
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "namespace %s has several LocalQueues (%s) and none is named user-queue: "
+                     "choose one with --queue",
+                     ns, names);
+    free(names);
+    return rc;
+}
+
+static int get_cluster_queue(gc_kube *kube, cluster_facts *f, gc_error *err)
+{
+    if (!f->cluster_queue[0])
+        return 0;
+    char *path =
+        gc_kube_path("kueue.x-k8s.io", f->kueue_version, NULL, "clusterqueues", f->cluster_queue);
+    int rc = gc_kube_get(kube, path, NULL, &f->cluster_queue_object, err);
+    free(path);
+    if (rc && (err->http_status == 404 || err->http_status == 403)) {
+        f->cluster_queue_forbidden = err->http_status == 403;
+        gc_error_clear(err);
+        return 0; /* missing: refused by the checks; forbidden: they say what was not checked */
+    }
+    return rc;
+}
+
+static node_shape *find_shape(cluster_facts *f, const char *machine, const char *accelerator,
+                              const char *topology, const char *pool)
+{
+    for (size_t i = 0; i < f->shape_count; i++) {
+        node_shape *s = &f->shapes[i];
+        if (!strcmp(s->machine_type, machine) && !strcmp(s->accelerator, accelerator) &&
+            !strcmp(s->topology, topology) && !strcmp(s->node_pool, pool))
+            return s;
+    }
+    return NULL;
+}
+
+static void add_node(json_t *node, cluster_facts *f)
+{
+    const char *pool = label(node, NODE_POOL_LABEL);
+    const char *machine = label(node, "node.kubernetes.io/instance-type");
+    const char *accelerator = label(node, ACCELERATOR_LABEL);
+    const char *topology = label(node, TOPOLOGY_LABEL);
+    if (!accelerator)
+        accelerator = label(node, "cloud.google.com/gke-accelerator");
+    pool = pool ? pool : "";
+    machine = machine ? machine : "";
+    accelerator = accelerator ? accelerator : "";
+    topology = topology ? topology : "";
+    node_shape *s = find_shape(f, machine, accelerator, topology, pool);
+    if (s) {
+        s->count++;
+        return;
+    }
+    f->shapes = gc_xrealloc(f->shapes, (f->shape_count + 1) * sizeof(*f->shapes));
+    s = &f->shapes[f->shape_count++];
+    snprintf(s->machine_type, sizeof(s->machine_type), "%s", machine);
+    snprintf(s->accelerator, sizeof(s->accelerator), "%s", accelerator);
+    snprintf(s->topology, sizeof(s->topology), "%s", topology);
+    snprintf(s->node_pool, sizeof(s->node_pool), "%s", pool);
+    s->count = 1;
+}
+
+/* One targeted read of nodes: a label selector names the shape or the pool, only metadata comes
+ * back (the labels are all that is used), and it ends once it has seen what it needs, so its
+ * cost follows the job, not the cluster. */
+typedef struct node_read {
+    char selector[256];
+    gc_kube_list_options opts;
+    cluster_facts *f;
+    int hosts_wanted; /* end after this many nodes ... (0: read them all) */
+    int pools_wanted; /* ... spread over at least this many pools */
+    int hosts;
+    gc_strings pools;
+} node_read;
+
+static void node_read_init(node_read *r, cluster_facts *f, int hosts_wanted, int pools_wanted)
+{
+    memset(r, 0, sizeof(*r));
+    r->f = f;
+    r->hosts_wanted = hosts_wanted;
+    r->pools_wanted = pools_wanted;
+    /* A page as large as what is wanted: the usual answer is a single page. */
+    r->opts = (gc_kube_list_options){
+        .label_selector = r->selector,
+        .page_size = hosts_wanted > 0 && hosts_wanted < 500 ? hosts_wanted : 500,
+        .accept = GC_KUBE_ACCEPT_METADATA};
+}
+
+static bool has_string(const gc_strings *list, const char *s)
+{
+    for (size_t i = 0; i < list->count; i++)
+        if (!strcmp(list->items[i], s))
+            return true;
+    return false;
+}
+
+static int on_node(json_t *node, void *ctx, gc_error *err)
+{
+    (void)err;
+    node_read *r = ctx;
+    add_node(node, r->f);
+    const char *pool = label(node, NODE_POOL_LABEL);
+    if (pool && !has_string(&r->pools, pool))
+        gc_strings_push(&r->pools, pool);
+    r->hosts++;
+    if (r->hosts_wanted > 0 && r->hosts >= r->hosts_wanted &&
+        r->pools.count >= (size_t)r->pools_wanted)
+        return GC_KUBE_STOP;
+    return 0;
+}
+
+static gc_kube_read node_read_batch_entry(node_read *r, const char *nodes_path)
+{
+    return (gc_kube_read){.path = nodes_path, .opts = &r->opts, .on_item = on_node, .ctx = r};
+}
+
+/* A node pool read by name: one node tells its shape (a pool's nodes are all alike), none that it
+ * has no nodes now. */
+static void pool_read_init(node_read *r, cluster_facts *f, const char *pool)
+{
+    node_read_init(r, f, 1, 1);
+    snprintf(r->selector, sizeof(r->selector), NODE_POOL_LABEL "=%s", pool);
+    gc_strings_push(&f->pools_read, pool);
+}
+
+/* The accelerator label of a compute type only the nodes can finish (a bare family such as
+ * tpu7x, or a TPU machine type), or NULL when the catalog does not tell it. */
+static const char *pending_accelerator(const char *type)
+{
+    const gc_tpu_machine *m = gc_catalog_tpu_machine(type);
+    if (m)
+        return m->family->gke_accelerator;
+    size_t n;
+    const gc_tpu_family *families = gc_catalog_tpu_families(&n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcasecmp(type, families[i].name) ||
+            (families[i].alias && !strcasecmp(type, families[i].alias)))
+            return families[i].gke_accelerator;
+    return NULL;
+}
+
+/* The workers' nodes: of their accelerator and topology, as many as the job needs hosts (and
+ * pools, one per slice); of their accelerator, all of them, when the slice shape is for the
+ * nodes to tell. Only TPU jobs are checked against the nodes. Returns whether a read is needed. */
+static bool worker_read_init(node_read *r, cluster_facts *f, const gc_submit_plan *plan)
+{
+    const gc_workload *w = &plan->workload;
+    if (plan->compute.pending) {
+        const char *accelerator = pending_accelerator(plan->compute.type);
+        node_read_init(r, f, 0, 0);
+        if (accelerator)
+            snprintf(r->selector, sizeof(r->selector), ACCELERATOR_LABEL "=%s", accelerator);
+        else
+            snprintf(r->selector, sizeof(r->selector), ACCELERATOR_LABEL);
+        return true;
+    }
+    if (w->compute.kind != GC_ACCEL_TPU)
+        return false;
+    /* A dynamic slice is formed from any of the accelerator's blocks, whatever their pool's
+     * topology label says, and several slices may share one pool. */
+    if (w->dynamic_slicing) {
+        node_read_init(r, f, w->compute.vms_per_slice * w->num_slices, 1);
+        snprintf(r->selector, sizeof(r->selector), ACCELERATOR_LABEL "=%s", w->compute.accelerator);
+        return true;
+    }
+    node_read_init(r, f, w->compute.vms_per_slice * w->num_slices, w->num_slices);
+    snprintf(r->selector, sizeof(r->selector), ACCELERATOR_LABEL "=%s," TOPOLOGY_LABEL "=%s",
+             w->compute.accelerator, w->compute.topology);
+    return true;
+}
+
+/* The nodes of a submit: the workers' and the head pool's (the one given, or the two it may be
+ * defaulted to). At most three reads. */
+typedef struct node_reads {
+    node_read reads[3];
+    size_t count;
+} node_reads;
+
+static void node_reads_init(node_reads *n, cluster_facts *f, const gc_submit_plan *plan)
+{
+    const gc_workload *w = &plan->workload;
+    n->count = 0;
+    if (worker_read_init(&n->reads[n->count], f, plan))
+        n->count++;
+    if (!w->pathways)
+        return;
+    if (!w->head_pool_defaulted) {
+        pool_read_init(&n->reads[n->count++], f, w->head_pool);
+        return;
+    }
+    pool_read_init(&n->reads[n->count++], f, "cpu-np");
+    pool_read_init(&n->reads[n->count++], f, "pathways-np");
+}
+
+static void node_reads_free(node_reads *n)
+{
+    for (size_t i = 0; i < n->count; i++)
+        gc_strings_free(&n->reads[i].pools);
+}
+
+static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts *f, gc_error *err)
+{
+    char *path = gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", priority);
+    json_t *pc = NULL;
+    int rc = gc_kube_get(kube, path, NULL, &pc, err);
+    free(path);
+    json_decref(pc);
+    f->priority_found = rc == 0;
+    if (rc && err->http_status == 404) {
+        gc_error_clear(err);
+        return 0;
+    }
+    return rc;
+}
+
+/* The first round trip: Kueue's lists at the current API version, the nodes and, with
+ * --priority, the PriorityClass. */
+typedef struct first_round {
+    kueue_lists kueue;
+    node_reads nodes;
+    json_t *priority_classes;
+    char *priority_selector;
+    gc_kube_list_options priority_options;
+    gc_kube_read reads[KUEUE_READS + 4]; /* Kueue's, the nodes', then the PriorityClass */
+    char *paths[KUEUE_READS + 2];        /* Kueue's, nodes, priority classes */
+    size_t priority;                     /* the PriorityClass's index in reads; 0: not asked for */
+    size_t count;
+} first_round;
+
+enum { NODES_PATH = KUEUE_READS, PRIORITY_PATH };
+
+/* Everything that does not depend on another answer goes out at once. */
+static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, const char *ns,
+                             cluster_facts *f, first_round *round)
+{
+    const char *priority = plan->workload.priority;
+    memset(round, 0, sizeof(*round));
+    kueue_lists_init(&round->kueue);
+    round->priority_classes = json_array();
+    add_kueue_reads(round->reads, round->paths, "v1beta2", ns, &round->kueue);
+    round->paths[NODES_PATH] = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
+    node_reads_init(&round->nodes, f, plan);
+    round->count = KUEUE_READS;
+    for (size_t i = 0; i < round->nodes.count; i++)
+        round->reads[round->count++] =
+            node_read_batch_entry(&round->nodes.reads[i], round->paths[NODES_PATH]);
+    if (priority) {
+        round->priority_selector = gc_xasprintf("metadata.name=%s", priority);
+        round->priority_options.field_selector = round->priority_selector;
+        round->paths[PRIORITY_PATH] =
+            gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL);
+        round->priority = round->count++;
+        round->reads[round->priority] = (gc_kube_read){.path = round->paths[PRIORITY_PATH],
+                                                       .opts = &round->priority_options,
+                                                       .on_item = collect_item,
+                                                       .ctx = round->priority_classes};
+    }
+    gc_kube_read_all(kube, round->reads, round->count);
+}
+
+static void first_round_free(first_round *round)
+{
+    kueue_lists_free(&round->kueue);
+    node_reads_free(&round->nodes);
+    json_decref(round->priority_classes);
+    free(round->priority_selector);
+    for (size_t i = 0; i < KUEUE_READS + 2; i++)
+        free(round->paths[i]);
+}
+
+/* LocalQueues and nodes must be known; an older Kueue (v1beta1) is asked again, its lists then
+ * taking the place of the first round's. */
+static int take_first_round(gc_kube *kube, const char *ns, first_round *round, cluster_facts *f,
+                            gc_error *err)
+{
+    gc_kube_read *queues = &round->reads[LOCAL_QUEUES];
+    int rc = take_local_queues("v1beta2", queues->rc, round->kueue.local_queues, f, &queues->err);
+    if (rc)
+        *err = queues->err;
+    for (size_t i = 0; !rc && i < round->nodes.count; i++)
+        if ((rc = round->reads[KUEUE_READS + i].rc))
+            *err = round->reads[KUEUE_READS + i].err;
+    if (rc)
+        return rc;
+    if (!f->kueue_version)
+        return list_kueue_v1beta1(kube, ns, f, &round->kueue, round->reads, err);
+    take_flavors(&round->reads[FLAVORS], &round->kueue, f);
+    return 0;
+}
+
+/* The chosen queue's ClusterQueue from the list; asked for by name when that list could not be
+ * had (no permission to list them). */
+static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_facts *f,
+                              gc_error *err)
+{
+    if (round->reads[CLUSTER_QUEUES].rc)
+        return get_cluster_queue(kube, f, err);
+    size_t i;
+    json_t *q;
+    json_array_foreach(round->kueue.cluster_queues, i, q)
+    {
+        const char *n = name_of(q);
+        if (n && !strcmp(n, f->cluster_queue) && !f->cluster_queue_object)
+            f->cluster_queue_object = json_incref(q);
+    }
+    return 0; /* not there: refused by the checks */
+}
+
+static int find_priority_class(gc_kube *kube, const char *priority, const first_round *round,
+                               cluster_facts *f, gc_error *err)
+{
+    if (round->reads[round->priority].rc)
+        return get_priority_class(kube, priority, f, err);
+    f->priority_found = json_array_size(round->priority_classes) > 0;
+    return 0;
+}
+
+int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, cluster_facts *f,
+                                gc_error *err)
+{
+    const gc_workload *w = &plan->workload;
+    memset(f, 0, sizeof(*f));
+    f->kube = kube;
+    const char *ns = gc_kube_namespace(kube);
+    first_round round;
+    send_first_round(kube, plan, ns, f, &round);
+    int rc = take_first_round(kube, ns, &round, f, err);
+    if (!rc && f->kueue_version)
+        rc = choose_queue(w->queue_defaulted ? NULL : w->queue, ns, f, err);
+    if (!rc && f->kueue_version)
+        rc = find_cluster_queue(kube, &round, f, err);
+    if (!rc && w->priority)
+        rc = find_priority_class(kube, w->priority, &round, f, err);
+    first_round_free(&round);
+    return rc;
+}
+
+void submit_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out,
+                                 gc_cluster_shapes *shapes)
+{
+    for (size_t i = 0; i < f->shape_count; i++) {
+        out[i].machine_type = f->shapes[i].machine_type;
+        out[i].accelerator = f->shapes[i].accelerator;
+        out[i].topology = f->shapes[i].topology[0] ? f->shapes[i].topology : NULL;
+        out[i].node_pool = f->shapes[i].node_pool;
+        out[i].count = f->shapes[i].count;
+    }
+    shapes->shapes = out;
+    shapes->count = f->shape_count;
+}
+
+/* A pool neither read by name nor met among the workers' nodes is read now (one node): the
+ * flavors of some ClusterQueues pin pods to pools the first round did not ask about. A pool that
+ * cannot be read counts as having no nodes, which the checks take as "may be scaling". */
+int submit_cluster_facts_pool_nodes(cluster_facts *f, const char *pool)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->shape_count; i++)
+        if (!strcmp(f->shapes[i].node_pool, pool))
+            n += f->shapes[i].count;
+    if (n || !f->kube || has_string(&f->pools_read, pool))
+        return n;
+    node_read r;
+    pool_read_init(&r, f, pool);
+    char *path = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
+    gc_error err = {0};
+    gc_kube_list(f->kube, path, &r.opts, on_node, &r, NULL, &err);
+    free(path);
+    gc_strings_free(&r.pools);
+    return r.hosts;
+}
+
+void submit_cluster_facts_free(cluster_facts *f)
+{
+    json_decref(f->local_queues);
+    json_decref(f->cluster_queue_object);
+    json_decref(f->flavors);
+    free(f->shapes);
+    gc_strings_free(&f->pools_read);
+    memset(f, 0, sizeof(*f));
+}

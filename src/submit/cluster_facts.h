@@ -1,0 +1,57 @@
+/*
+ * The cluster facts a connected `job submit` checks its plan against and refines it by: the
+ * LocalQueue to use and its ClusterQueue, the nodes' shapes and pools, the PriorityClass.
+ * Internal to submit/.
+ */
+#ifndef GCLUSTER_SUBMIT_CLUSTER_FACTS_H
+#define GCLUSTER_SUBMIT_CLUSTER_FACTS_H
+
+#include "gcluster/catalog.h"
+#include "gcluster/job.h"
+#include "gcluster/kube.h"
+#include "gcluster/manifest.h"
+#include "gcluster/submit.h"
+
+#include <jansson.h>
+
+/* Nodes with identical placement labels, counted. */
+typedef struct node_shape {
+    char machine_type[64];
+    char accelerator[64];
+    char topology[32];
+    char node_pool[64];
+    int count;
+} node_shape;
+
+typedef struct cluster_facts {
+    const char *kueue_version;    /* "v1beta2", "v1beta1", or NULL when Kueue is not installed */
+    json_t *local_queues;         /* the namespace's LocalQueues */
+    char queue[254];              /* the LocalQueue chosen */
+    const json_t *local_queue;    /* and its object (in local_queues) */
+    char cluster_queue[254];      /* and its ClusterQueue */
+    json_t *cluster_queue_object; /* NULL if it does not exist (or may not be read) */
+    bool cluster_queue_forbidden; /* the user may not read it: nothing about it is known */
+    json_t *flavors;              /* the ResourceFlavors; NULL when they could not be listed */
+    node_shape *shapes; /* the nodes read: the workers' shape, the head pool, pinned pools */
+    size_t shape_count;
+    gc_strings pools_read; /* pools asked for by name, also those that had no nodes */
+    gc_kube *kube;         /* to ask for a pool later (submit_cluster_facts_pool_nodes) */
+    bool priority_found;
+} cluster_facts;
+
+/* One round trip (two with a Kueue older than v1beta2) for everything about the plan's workload:
+ * its queue (w->queue unless defaulted, else the one the namespace offers), the queue's
+ * ClusterQueue and the ResourceFlavors, its PriorityClass, and the nodes it needs, read by label
+ * selector: of the workers' TPU shape up to the hosts and pools the job needs (all of the
+ * accelerator when the plan's slice shape is pending), and one of the head pool (of cpu-np and
+ * of pathways-np when it is defaulted). The cost follows the job, not the cluster's size. */
+int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, cluster_facts *f,
+                                gc_error *err);
+/* The node shapes as the catalog wants them (`out` must hold f->shape_count entries). */
+void submit_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out,
+                                 gc_cluster_shapes *shapes);
+/* The nodes of `pool` seen (0: none now); a pool not read yet is read (one node). */
+int submit_cluster_facts_pool_nodes(cluster_facts *f, const char *pool);
+void submit_cluster_facts_free(cluster_facts *f);
+
+#endif

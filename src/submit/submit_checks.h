@@ -1,0 +1,50 @@
+/*
+ * The checks a connected `job submit` makes of its JobSet before creating it (internal to submit/):
+ * whether the ClusterQueue can ever admit it (queue_fit.c) and the Jobs its controller will
+ * create, for a server-side dry run (child_jobs.c).
+ */
+#ifndef GCLUSTER_SUBMIT_SUBMIT_CHECKS_H
+#define GCLUSTER_SUBMIT_SUBMIT_CHECKS_H
+
+#include "gcluster/buf.h"
+#include "gcluster/submit.h"
+#include "submit/cluster_facts.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Whether the ClusterQueue keeps cpu and memory out of the resource group that covers
+ * google.com/tpu (as xpk and earlier Cluster Toolkit releases configure it). When it does, `why`
+ * receives the reason for TPU pods to request google.com/tpu alone: the ClusterQueue keeps cpu
+ * and memory apart, in flavors that would pin the pods to their nodes (named with their node
+ * labels). */
+bool submit_queue_splits_tpu(const cluster_facts *f, gc_buf *why);
+
+/* Whether Kueue could ever admit `jobset` from the ClusterQueue of `f`: the Kueue model
+ * (kueue_model.h) with the queue empty (each pod set a flavor per resource group it requests,
+ * whose node labels and taints suit its pods, with quota for all its pods: nominal, plus what the
+ * cohort may lend); then that the flavors' node labels together still name nodes the cluster
+ * has. 0 when it can, or when the ClusterQueue or its flavors could not be read (a node pool a
+ * flavor pins pods to is read when `f` has not seen it); GC_EXIT_USAGE with a one-line error
+ * naming the pod set, the flavors (or the taint) and the fix when it never can. */
+int submit_queue_fit(cluster_facts *f, const json_t *jobset, const gc_workload *w, gc_error *err);
+
+/* The first Job of each replicated job of `jobset` (index 0: the others differ only in the
+ * numbers of their index labels), as the JobSet controller will create it in namespace `ns`. */
+json_t *submit_child_jobs(const json_t *jobset, const char *ns);
+
+/* The flags that set the fields a Job rejection's `message` names (the API server's
+ * "spec.template.spec.volumes[1].hostPath.path: ..." causes), looked up in the rejected `job`
+ * and the user's variables of `w`: "--mount", "--env-file team.env:3", ...; empty when the
+ * fields are gcluster's own. */
+void submit_rejected_flags(const char *message, const json_t *job, const gc_workload *w,
+                           gc_buf *out);
+
+/* What the cluster must have for the features the plan's workload asks for beyond JobSet and
+ * Kueue (multi-tier checkpointing; TPU7x dynamic slicing), read in one batch only for a job that
+ * uses one (none with plan->skip_prereqs). GC_EXIT_USAGE with the fix when something is missing;
+ * what could not be read is appended to `warnings`. */
+int submit_check_cluster_needs(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
+                               gc_strings *warnings, gc_error *err);
+
+#endif
