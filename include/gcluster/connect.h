@@ -46,6 +46,9 @@ typedef struct gc_connect_request {
      * command is told (SIGINT reaches it from the terminal; other signals are passed on) and
      * connect ends with it. -1: none. */
     int stop_fd;
+    /* A Shared Pathways Service client's proxy Job (gc_sps_run): connect forwards to its pod
+     * instead of a JobSet's head pod, and the Job's end ends connect. NULL: `name` is a JobSet. */
+    const char *proxy_job;
 } gc_connect_request;
 
 /* Where a JAX client finds the proxy once the tunnel works. */
@@ -62,6 +65,10 @@ typedef struct gc_connect_hooks {
     /* Once, when the first tunnel carries connections (before the command starts). */
     void (*ready)(void *ctx, const gc_connect_ready *ready);
     void *ctx;
+    /* At every check on the job (every few seconds), with tick_ctx: a client's chores, such as
+     * keeping its SPS proxy's deadline ahead. NULL: none. */
+    void (*tick)(void *tick_ctx);
+    void *tick_ctx;
 } gc_connect_hooks;
 
 typedef struct gc_connect_result {
@@ -80,5 +87,40 @@ int gc_job_connect_check(const gc_connect_request *r, gc_error *err);
  * --wait, or the local address cannot be used; GC_EXIT_USAGE for a bad request. */
 int gc_job_connect(gc_kube *kube, const gc_connect_request *r, const gc_connect_hooks *hooks,
                    const gc_events *ev, gc_connect_result *result, gc_error *err);
+
+/*
+ * `job submit --pathways-run-sps-workload`: one client of a Shared Pathways Service (see
+ * gcluster/sps.h and src/connect/sps_run.c). Its own proxy Job is created for it, waits its turn
+ * for the service's slices, is reached through job connect's tunnel, and is deleted when the
+ * client ends; a client killed outright leaves it for GC_SPS_LEASE_SECONDS at most.
+ */
+typedef struct gc_sps_run_request {
+    const char *service; /* --pathways-service: the service's name, or its resource
+                            manager's address (NAME-pathways-head-0-0.NAME:29001) */
+    /* The slice shape asked for ("tpuv6e:4x4", resolved by the caller from --compute-type and
+     * --topology, which `shape_flags` spells as given for messages): it must be the service's.
+     * NULL: the service's shape. */
+    const char *instance_type;
+    const char *shape_flags;
+    long slices;                  /* --num-slices: how many of the service's slices (default 1) */
+    const char *proxy_image;      /* --pathways-proxy-server-image: of the server's release; NULL:
+                                     the service's own */
+    const char *user;             /* who asks ($USER): names the proxy Job */
+    const char *const *proxy_env; /* --pathways-proxy-env KEY=VALUE */
+    size_t proxy_env_count;
+    const char *proxy_args; /* --pathways-proxy-args, split on whitespace */
+    /* Where to listen, how long to wait, the command (NULL: keep the tunnel open until
+     * stopped), the stop descriptor; name and proxy_job are filled in. */
+    gc_connect_request connect;
+} gc_sps_run_request;
+
+/* Every check that needs no cluster. GC_EXIT_USAGE. */
+int gc_sps_run_check(const gc_sps_run_request *r, gc_error *err);
+
+/* Runs the client to its end. GC_EXIT_USAGE, before anything is created, when the service does
+ * not exist or is not one, the slices asked for are of another shape or more than it has, or the
+ * proxy image is of another release than its server; otherwise as gc_job_connect. */
+int gc_sps_run(gc_kube *kube, const gc_sps_run_request *r, const gc_connect_hooks *hooks,
+               const gc_events *ev, gc_connect_result *result, gc_error *err);
 
 #endif

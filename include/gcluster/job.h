@@ -96,9 +96,10 @@ typedef enum gc_pathways_mode {
     GC_PATHWAYS_NONE,     /* an ordinary JobSet */
     GC_PATHWAYS_FULL,     /* the user's program runs in the head pod */
     GC_PATHWAYS_HEADLESS, /* only the Pathways servers, for a client outside the cluster */
+    GC_PATHWAYS_SPS,      /* a Shared Pathways Service: servers for many clients (gcluster/sps.h) */
 } gc_pathways_mode;
 
-/* "no", "yes" or "headless". */
+/* "no", "yes", "headless" or "sps". */
 const char *gc_pathways_mode_name(gc_pathways_mode mode);
 
 /* Calls `on_name` with the name of every job (JobSet) in the client's namespace that starts with

@@ -80,6 +80,10 @@ typedef struct gc_submit_request {
     const char *pathways_server_image;
     const char *pathways_worker_image;
     bool pathways_headless;
+    /* --pathways-deploy-sps: a Shared Pathways Service (headless, its head the resource manager
+     * alone; gcluster/sps.h) */
+    bool pathways_deploy_sps;
+    bool restarts_set; /* --restarts given (an SPS service defaults to 30, as pathways-utils) */
     const char *pathways_gcs_location;
     long pathways_elastic_slices;
     bool pathways_elastic_slices_set;

@@ -39,6 +39,9 @@ const gc_events *cli_events(void);
  * (as `export` lines with `exports`) unless r->command runs with them. Returns connect's
  * answer, or the command's exit status. */
 int cli_connect(gc_kube *kube, gc_connect_request *r, bool exports, gc_error *err);
+/* `job submit --pathways-run-sps-workload`: gc_sps_run with the terminal's Ctrl-C and, without
+ * a command, the JAX variables on stdout. Returns the command's status when it ran. */
+int cli_sps_run(gc_kube *kube, gc_sps_run_request *r, gc_error *err);
 
 /* -o is a file path where Google's gcluster makes it one (submit's --dry-run-out, inspect's
  * bundle), but the output format on our other commands: a bare format name there (json, yaml,

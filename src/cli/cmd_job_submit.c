@@ -6,12 +6,15 @@
 #include "cli/cli.h"
 #include "cli/render.h"
 
+#include "gcluster/catalog.h"
+#include "gcluster/connect.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
 #include "gcluster/submit.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct submit_args {
@@ -28,6 +31,10 @@ typedef struct submit_args {
     const char *output;
     bool connect;
     gc_connect_request connect_request;
+    bool run_sps; /* --pathways-run-sps-workload */
+    const char *sps_service;
+    long local_port;
+    bool local_port_set;
 } submit_args;
 
 #define R(field) r.field
@@ -101,8 +108,9 @@ static const cli_option submit_options[] = {
                "reservation for --gke-nap-provisioning=reservation"),
 
     CLI_GROUP("Lifecycle"),
-    CLI_INT(0, "restarts", submit_args, R(restarts), "N",
-            "times the whole JobSet may be recreated after a failure (default 1)"),
+    CLI_INT_SEEN(0, "restarts", submit_args, R(restarts), R(restarts_set), "N",
+                 "times the whole JobSet may be recreated after a failure (default 1; 30 with "
+                 "--pathways-deploy-sps)"),
     CLI_LIST(0, "restart-on-exit-codes", submit_args, exit_codes, "C1,C2",
              "exit codes that restart the JobSet; any other failure fails it at once"),
     CLI_STRING(0, "gke-ttl-after-finished", submit_args, R(ttl_after_finished), "DURATION",
@@ -130,6 +138,18 @@ static const cli_option submit_options[] = {
              "only the Pathways servers, for a JAX client outside the cluster"),
     CLI_BOOL(0, "connect", submit_args, connect,
              "headless: then connect to its IFRT proxy as `job connect` does (-- CMD runs CMD)"),
+    CLI_BOOL(0, "pathways-deploy-sps", submit_args, R(pathways_deploy_sps),
+             "a Shared Pathways Service: resource manager and TPU workers, no proxy, for many "
+             "clients"),
+    CLI_BOOL(0, "pathways-run-sps-workload", submit_args, run_sps,
+             "run --command (or -- CMD) here against a Shared Pathways Service, through a proxy "
+             "of its own"),
+    CLI_STRING(0, "pathways-service", submit_args, sps_service, "NAME",
+               "the service for --pathways-run-sps-workload (or its address "
+               "NAME-pathways-head-0-0.NAME:29001; default: --name)"),
+    CLI_INT_SEEN(0, "local-port", submit_args, local_port, local_port_set, "PORT",
+                 "with --connect or --pathways-run-sps-workload: where the proxy is reached "
+                 "(default 29000; 0: any free port)"),
     CLI_STRING(0, "pathways-head-np", submit_args, R(pathways_head_np), "POOL",
                "node pool of the head pod (default: cpu-np, else pathways-np)"),
     CLI_STRING(0, "pathways-proxy-server-image", submit_args, R(pathways_proxy_image), "IMAGE",
@@ -205,8 +225,10 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
     const gc_workload *w = &plan->workload;
     if (!rc && strcmp(plan->output_path, "-") != 0)
         cli_line(stderr, "Wrote the %sJobSet \"%s\" to %s.",
-                 w->pathways ? (w->headless ? "headless Pathways " : "Pathways ") : "", w->name,
-                 plan->output_path);
+                 w->sps        ? "Shared Pathways Service "
+                 : w->pathways ? (w->headless ? "headless Pathways " : "Pathways ")
+                               : "",
+                 w->name, plan->output_path);
     gc_buf_free(&text);
     return rc;
 }
@@ -277,7 +299,7 @@ static int prepare_connect(submit_args *a, const cli_parsed *parsed, cli_format 
                        "--dry-run-out, --dry-run, --await-job-completion, --timeout or --output");
     gc_connect_request *c = &a->connect_request;
     c->name = a->r.name;
-    c->local_port = GC_CONNECT_PROXY_PORT;
+    c->local_port = a->local_port_set ? a->local_port : GC_CONNECT_PROXY_PORT;
     c->stop_fd = -1;
     if (parsed->dashdash) {
         for (size_t i = parsed->dashdash_at; i < parsed->positional_count; i++)
@@ -285,6 +307,69 @@ static int prepare_connect(submit_args *a, const cli_parsed *parsed, cli_format 
         c->command = command;
     }
     return gc_job_connect_check(c, err);
+}
+
+static int sps_with(gc_kube *kube, void *ctx, gc_error *err)
+{
+    return cli_sps_run(kube, ctx, err);
+}
+
+/* --pathways-run-sps-workload: no JobSet of its own, a client of the service (gc_sps_run). Its
+ * flags are checked before anything is sent. */
+static int run_sps_workload(submit_args *a, const cli_parsed *parsed, gc_error *err)
+{
+    gc_submit_request *r = &a->r;
+    if (r->pathways_deploy_sps || a->connect || r->dry_run_out || r->dry_run ||
+        r->await_completion || r->timeout)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--pathways-run-sps-workload runs your program here against a running "
+                       "service: it does not go with --pathways-deploy-sps, --connect, "
+                       "--dry-run-out, --dry-run, --await-job-completion or --timeout");
+    if (r->command && parsed->dashdash)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "give the program once: --command CMD or -- CMD ARGS..., not both");
+    gc_compute compute;
+    char shape[160] = "";
+    gc_sps_run_request q = {
+        .service = a->sps_service ? a->sps_service : r->name,
+        .slices = r->num_slices,
+        .proxy_image = r->pathways_proxy_image,
+        .user = getenv("USER"),
+        .proxy_env = a->proxy_env.items,
+        .proxy_env_count = a->proxy_env.count,
+        .proxy_args = r->pathways_proxy_args,
+        .connect = {.local_port = a->local_port_set ? a->local_port : GC_CONNECT_PROXY_PORT,
+                    .stop_fd = -1,
+                    .name = "sps"},
+    };
+    if (r->compute_type) {
+        int rc = gc_catalog_resolve(r->compute_type, r->topology, NULL, &compute, err);
+        if (rc)
+            return rc;
+        if (compute.kind != GC_ACCEL_TPU)
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--compute-type %s: a Shared Pathways Service serves TPU slices",
+                           r->compute_type);
+        snprintf(shape, sizeof(shape), "--compute-type %s%s%s", r->compute_type,
+                 r->topology ? " --topology " : "", r->topology ? r->topology : "");
+        q.instance_type = compute.pathways_instance_type;
+        q.shape_flags = shape;
+    }
+    char *command[CLI_POSITIONAL_MAX + 4] = {0};
+    if (r->command) {
+        command[0] = "/bin/sh";
+        command[1] = "-c";
+        command[2] = (char *)r->command;
+        q.connect.command = command;
+    } else if (parsed->dashdash && parsed->positional_count > parsed->dashdash_at) {
+        for (size_t i = parsed->dashdash_at; i < parsed->positional_count; i++)
+            command[i - parsed->dashdash_at] = (char *)parsed->positional[i];
+        q.connect.command = command;
+    }
+    int rc = gc_sps_run_check(&q, err);
+    if (!rc)
+        rc = cli_with_kube(&a->g, sps_with, &q, err);
+    return rc;
 }
 
 static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
@@ -317,6 +402,8 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     r->project = a->g.project;
     r->location = a->g.location;
     r->skip_prereqs = a->g.skip_prereqs;
+    if (a->run_sps)
+        return run_sps_workload(a, parsed, err);
 
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;

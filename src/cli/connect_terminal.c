@@ -105,3 +105,19 @@ int cli_connect(gc_kube *kube, gc_connect_request *r, bool exports, gc_error *er
     r->stop_fd = -1;
     return !rc && result.command_ran ? result.command_status : rc;
 }
+
+int cli_sps_run(gc_kube *kube, gc_sps_run_request *r, gc_error *err)
+{
+    stop_signals stop;
+    int rc = catch_stop_signals(&stop, err);
+    if (rc)
+        return rc;
+    r->connect.stop_fd = stop.fd;
+    bool exports = false;
+    gc_connect_hooks hooks = {.ready = r->connect.command ? NULL : print_ready, .ctx = &exports};
+    gc_connect_result result;
+    rc = gc_sps_run(kube, r, &hooks, cli_events(), &result, err);
+    release_stop_signals(&stop);
+    r->connect.stop_fd = -1;
+    return !rc && result.command_ran ? result.command_status : rc;
+}

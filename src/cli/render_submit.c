@@ -7,9 +7,10 @@
 
 static const char *kind_of(const gc_submit_result *r)
 {
-    return r->pathways == GC_PATHWAYS_HEADLESS ? "headless Pathways job"
-           : r->pathways == GC_PATHWAYS_FULL   ? "Pathways job"
-                                               : "job";
+    return r->pathways == GC_PATHWAYS_SPS        ? "Shared Pathways Service"
+           : r->pathways == GC_PATHWAYS_HEADLESS ? "headless Pathways job"
+           : r->pathways == GC_PATHWAYS_FULL     ? "Pathways job"
+                                                 : "job";
 }
 
 void cli_render_submit_text(FILE *out, const gc_submit_result *r)

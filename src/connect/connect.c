@@ -119,6 +119,12 @@ typedef struct connect_run {
     bool stop_closed;
 } connect_run;
 
+/* What connect forwards to: a JobSet's head pod, or an SPS client's proxy pod. */
+static const char *what(const connect_run *c)
+{
+    return c->r->proxy_job ? "proxy pod" : "head pod";
+}
+
 /* --- checking the request --------------------------------------------------------------- */
 
 static int parse_wait(const gc_connect_request *r, long long *ms, gc_error *err)
@@ -456,19 +462,19 @@ static void credentials_advice(connect_run *c, const char **env, size_t *count)
         env[(*count)++] = GC_CONNECT_INSECURE_ENV "=true";
     } else if (c->credentials == JOB_PROXY_ALTS) {
         gc_notice(c->ev,
-                  "the IFRT proxy of head pod %s uses ALTS credentials (its pathways-proxy "
+                  "the IFRT proxy of %s %s uses ALTS credentials (its pathways-proxy "
                   "container does not set " GC_CONNECT_INSECURE_ENV "=true), which only Google "
                   "Cloud machines have; elsewhere jaxlib fails with \"Invalid credentials\": "
                   "submit the job with --pathways-proxy-env " GC_CONNECT_INSECURE_ENV "=true, "
                   "and job connect sets the variable for the client too",
-                  c->pod);
+                  what(c), c->pod);
     } else {
         gc_notice(c->ev,
-                  "the IFRT proxy of head pod %s takes " GC_CONNECT_INSECURE_ENV " from a "
+                  "the IFRT proxy of %s %s takes " GC_CONNECT_INSECURE_ENV " from a "
                   "ConfigMap or Secret, so job connect cannot tell which gRPC credentials it "
                   "uses: if it is \"true\" there, set " GC_CONNECT_INSECURE_ENV "=true for the "
                   "client too",
-                  c->pod);
+                  what(c), c->pod);
     }
 }
 
@@ -478,8 +484,8 @@ static int announce(connect_run *c, gc_error *err)
     c->announced = true;
     snprintf(c->forwarded, sizeof(c->forwarded), "%s", c->pod);
     gc_event(c->ev, GC_EVENT_PROGRESS_END, "%s", "");
-    gc_notice(c->ev, "forwarding %s to port %d of head pod %s (job %s) through the API server%s",
-              c->listen, GC_CONNECT_PROXY_PORT, c->pod, c->r->name,
+    gc_notice(c->ev, "forwarding %s to port %d of %s %s (job %s) through the API server%s",
+              c->listen, GC_CONNECT_PROXY_PORT, what(c), c->pod, c->r->name,
               c->r->command ? "" : "; Ctrl-C ends it");
     const char *env[4] = {"JAX_PLATFORMS=proxy", c->backend};
     size_t count = 2;
@@ -517,9 +523,9 @@ static int open_tunnel(connect_run *c, gc_error *err)
         if (!c->announced)
             return announce(c, err);
         if (strcmp(c->pod, c->forwarded) != 0)
-            gc_notice(c->ev, "new connections go to head pod %s", c->pod);
+            gc_notice(c->ev, "new connections go to %s %s", what(c), c->pod);
         else if (c->healing)
-            gc_notice(c->ev, "reconnected: new connections go to head pod %s again", c->pod);
+            gc_notice(c->ev, "reconnected: new connections go to %s %s again", what(c), c->pod);
         snprintf(c->forwarded, sizeof(c->forwarded), "%s", c->pod);
         c->healing = false;
         return 0;
@@ -534,7 +540,7 @@ static int open_tunnel(connect_run *c, gc_error *err)
     long delay = REOPEN_DELAY_MS << (c->reopen_failures < 5 ? c->reopen_failures : 5);
     c->reopen_at_ms = gc_clock_ms() + (delay < REOPEN_DELAY_MAX ? delay : REOPEN_DELAY_MAX);
     if (c->reopen_failures++ == 0)
-        gc_warn(c->ev, "cannot open a tunnel to head pod %s: %s; retrying", c->pod, e.message);
+        gc_warn(c->ev, "cannot open a tunnel to %s %s: %s; retrying", what(c), c->pod, e.message);
     c->healing = true;
     return 0;
 }
@@ -544,9 +550,9 @@ static void tunnel_broke(connect_run *c, const char *why, size_t open)
 {
     drop_tunnel(c);
     gc_warn(c->ev,
-            "the tunnel to head pod %s broke (%s); %zu open connection%s closed; "
+            "the tunnel to %s %s broke (%s); %zu open connection%s closed; "
             "reconnecting",
-            c->pod, why, open, plural(open));
+            what(c), c->pod, why, open, plural(open));
     c->healing = true;
     c->reopen_at_ms = gc_clock_ms();
     c->wait_deadline_ms = gc_clock_ms() + c->wait_ms;
@@ -565,6 +571,8 @@ static void check_failed(connect_run *c, const char *why)
 
 static void start_check(connect_run *c)
 {
+    if (c->hooks && c->hooks->tick)
+        c->hooks->tick(c->hooks->tick_ctx);
     memset(c->reads, 0, sizeof(c->reads));
     memset(c->objects, 0, sizeof(c->objects));
     c->reads[READ_JOBSET] =
@@ -609,13 +617,13 @@ static void lose_target(connect_run *c, const char *successor)
     report_failures(c, true);
     size_t open = drop_tunnel(c);
     if (successor)
-        gc_warn(c->ev, "head pod %s was replaced by %s; %zu open connection%s closed", c->pod,
+        gc_warn(c->ev, "%s %s was replaced by %s; %zu open connection%s closed", what(c), c->pod,
                 successor, open, plural(open));
     else
         gc_warn(c->ev,
-                "head pod %s is gone (job %s: %s); %zu open connection%s closed; waiting "
+                "%s %s is gone (job %s: %s); %zu open connection%s closed; waiting "
                 "for its replacement",
-                c->pod, c->r->name, c->view.text, open, plural(open));
+                what(c), c->pod, c->r->name, c->view.text, open, plural(open));
     c->have_target = false;
     c->healing = false;
     c->wait_deadline_ms = gc_clock_ms() + c->wait_ms;
@@ -666,6 +674,8 @@ static int finish_check(connect_run *c, gc_error *err)
     int rc = 0;
     if (failed) {
         check_failed(c, failed->err.message);
+    } else if (gone && !c->seen_job && c->r->proxy_job) {
+        rc = gc_fail(err, GC_EXIT_RUNTIME, "proxy job %s does not exist", c->r->proxy_job);
     } else if (gone && !c->seen_job) {
         rc = gc_job_not_found(c->kube, c->r->name, err);
     } else {
@@ -675,8 +685,11 @@ static int finish_check(connect_run *c, gc_error *err)
         const json_t *jobset = gone ? NULL : c->objects[READ_JOBSET];
         const char *uid = gc_kube_field(jobset, NULL, "uid");
         snprintf(c->jobset_uid, sizeof(c->jobset_uid), "%s", uid ? uid : "");
-        connect_judge(c->r->name, jobset, c->objects[READ_PODS],
-                      wl && !wl->rc ? c->objects[READ_WORKLOADS] : NULL, &c->view);
+        if (c->r->proxy_job)
+            connect_judge_proxy(c->r->proxy_job, jobset, c->objects[READ_PODS], &c->view);
+        else
+            connect_judge(c->r->name, jobset, c->objects[READ_PODS],
+                          wl && !wl->rc ? c->objects[READ_WORKLOADS] : NULL, &c->view);
         rc = apply_view(c, err);
     }
     release_check(c);
@@ -842,9 +855,9 @@ static int waited_too_long(const connect_run *c, gc_error *err)
     const char *wait = c->r->wait ? c->r->wait : GC_CONNECT_DEFAULT_WAIT;
     if (c->have_target)
         return gc_fail(err, GC_EXIT_RUNTIME,
-                       "cannot reach head pod %s of job %s through the API server within --wait "
+                       "cannot reach %s %s of job %s through the API server within --wait "
                        "%s: %s",
-                       c->pod, c->r->name, wait, c->open_error);
+                       what(c), c->pod, c->r->name, wait, c->open_error);
     return gc_fail(err, GC_EXIT_RUNTIME,
                    "job %s has no head pod to forward to after --wait %s (%s); see `gcluster job "
                    "inspect %s`, or wait longer with --wait",
@@ -908,11 +921,19 @@ static void setup_checks(connect_run *c)
 {
     gc_kube *kube = c->kube;
     c->checks = gc_kube_background_new(kube);
-    c->jobset_path = gc_job_jobset_path(kube, c->r->name);
     c->pods_path = gc_kube_path(NULL, "v1", gc_kube_namespace(kube), "pods", NULL);
-    snprintf(c->pods_selector, sizeof(c->pods_selector),
-             "jobset.sigs.k8s.io/jobset-name=%s,jobset.sigs.k8s.io/replicatedjob-name=%s",
-             c->r->name, GC_PATHWAYS_HEAD);
+    if (c->r->proxy_job) {
+        /* An SPS client's proxy: a Job (read in the JobSet's place) and the pod it made. */
+        c->jobset_path =
+            gc_kube_path("batch", "v1", gc_kube_namespace(kube), "jobs", c->r->proxy_job);
+        snprintf(c->pods_selector, sizeof(c->pods_selector), "batch.kubernetes.io/job-name=%s",
+                 c->r->proxy_job);
+    } else {
+        c->jobset_path = gc_job_jobset_path(kube, c->r->name);
+        snprintf(c->pods_selector, sizeof(c->pods_selector),
+                 "jobset.sigs.k8s.io/jobset-name=%s,jobset.sigs.k8s.io/replicatedjob-name=%s",
+                 c->r->name, GC_PATHWAYS_HEAD);
+    }
     c->pods_opts.label_selector = c->pods_selector;
     c->workloads_opts.label_selector = c->workloads_selector;
     c->workloads_version = "v1beta2";

@@ -142,7 +142,7 @@ connect_proxy_credentials connect_proxy_credentials_of(const json_t *pod)
     return json_array_size(json_object_get(proxy, "envFrom")) ? JOB_PROXY_UNKNOWN : JOB_PROXY_ALTS;
 }
 
-static void judge_pod(const json_t *pod, connect_view *v)
+static void judge_pod(const json_t *pod, const char *what, connect_view *v)
 {
     const json_t *metadata = json_object_get(pod, "metadata");
     const char *name = str(metadata, "name");
@@ -153,13 +153,13 @@ static void judge_pod(const json_t *pod, connect_view *v)
     if (strcmp(phase, "Running") != 0) {
         const json_t *scheduled = status_condition(pod, "PodScheduled");
         if (!strcmp(str(scheduled, "status"), "False")) {
-            say(v, JOB_CONNECT_WAIT, "waiting for head pod %s to be scheduled: %s", name,
+            say(v, JOB_CONNECT_WAIT, "waiting for %s %s to be scheduled: %s", what, name,
                 str(scheduled, "message"));
             return;
         }
         const json_t *cs = container_status(pod, PROXY_CONTAINER);
         describe_waiting(cs, why, sizeof(why));
-        say(v, JOB_CONNECT_WAIT, "head pod %s is starting (%s)", name,
+        say(v, JOB_CONNECT_WAIT, "%s %s is starting (%s)", what, name,
             cs         ? why
             : phase[0] ? phase
                        : "Pending");
@@ -170,11 +170,11 @@ static void judge_pod(const json_t *pod, connect_view *v)
                        : !strcmp(str(status_condition(pod, "Ready"), "status"), "True");
     if (ready) {
         v->credentials = connect_proxy_credentials_of(pod);
-        say(v, JOB_CONNECT_READY, "head pod %s is running, its IFRT proxy ready", name);
+        say(v, JOB_CONNECT_READY, "%s %s is running, its IFRT proxy ready", what, name);
         return;
     }
     describe_waiting(proxy, why, sizeof(why));
-    say(v, JOB_CONNECT_WAIT, "head pod %s is running; waiting for its IFRT proxy to be ready (%s)",
+    say(v, JOB_CONNECT_WAIT, "%s %s is running; waiting for its IFRT proxy to be ready (%s)", what,
         name, why);
 }
 
@@ -224,9 +224,36 @@ void connect_judge(const char *name, const json_t *jobset, const json_t *head_po
     }
     const json_t *pod = head_pod(head_pods);
     if (pod)
-        judge_pod(pod, v);
+        judge_pod(pod, "head pod", v);
     else if (st.phase == GC_JOB_RESTARTING)
         say(v, JOB_CONNECT_WAIT, "restarting (%s); waiting for the new head pod", st.detail);
     else
         say(v, JOB_CONNECT_WAIT, "admitted; waiting for the head pod to be created");
+}
+
+void connect_judge_proxy(const char *job, const json_t *proxy_job, const json_t *pods,
+                         connect_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (!proxy_job || gc_kube_field(proxy_job, NULL, "deletionTimestamp")) {
+        say(v, JOB_CONNECT_ENDED, "proxy job %s was deleted", job);
+        return;
+    }
+    const json_t *failed = gc_kube_condition(proxy_job, "Failed");
+    if (gc_kube_same(str(failed, "status"), "True")) {
+        /* DeadlineExceeded: its client stopped moving the deadline (or could not reach the API
+         * server for that long). */
+        say(v, JOB_CONNECT_ENDED, "proxy job %s failed: %s%s%s", job, str(failed, "reason"),
+            str(failed, "message")[0] ? ": " : "", str(failed, "message"));
+        return;
+    }
+    if (gc_kube_condition_true(proxy_job, "Complete")) {
+        say(v, JOB_CONNECT_ENDED, "proxy job %s ended (its proxy exited)", job);
+        return;
+    }
+    const json_t *pod = head_pod(pods);
+    if (pod)
+        judge_pod(pod, "proxy pod", v);
+    else
+        say(v, JOB_CONNECT_WAIT, "waiting for proxy job %s's pod to be created", job);
 }

@@ -40,6 +40,10 @@ typedef struct connect_view {
 void connect_judge(const char *name, const json_t *jobset, const json_t *head_pods,
                    const json_t *workloads, connect_view *view);
 
+/* Judges an SPS client's proxy Job `job` (NULL: there is none) and its pods the same way. */
+void connect_judge_proxy(const char *job, const json_t *proxy_job, const json_t *pods,
+                         connect_view *view);
+
 /* The credentials the IFRT proxy of `pod` (a head pod) serves with. */
 connect_proxy_credentials connect_proxy_credentials_of(const json_t *pod);
 

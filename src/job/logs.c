@@ -88,8 +88,11 @@ static void choose_role(const json_t *jobset, const gc_logs_request *r, const ch
         *container = "pathways-worker";
     } else {
         *rjob = GC_PATHWAYS_HEAD;
-        *container = gc_job_pathways_mode(jobset) == GC_PATHWAYS_HEADLESS ? "pathways-proxy"
-                                                                          : "workload-container";
+        gc_pathways_mode mode = gc_job_pathways_mode(jobset);
+        /* A shared service's head runs the resource manager alone. */
+        *container = mode == GC_PATHWAYS_HEADLESS ? "pathways-proxy"
+                     : mode == GC_PATHWAYS_SPS    ? "pathways-rm"
+                                                  : "workload-container";
     }
 }
 

@@ -121,7 +121,10 @@ const json_t *gc_job_replicated_job(const json_t *jobset, const char *name)
 
 const char *gc_pathways_mode_name(gc_pathways_mode mode)
 {
-    return mode == GC_PATHWAYS_FULL ? "yes" : mode == GC_PATHWAYS_HEADLESS ? "headless" : "no";
+    return mode == GC_PATHWAYS_FULL       ? "yes"
+           : mode == GC_PATHWAYS_HEADLESS ? "headless"
+           : mode == GC_PATHWAYS_SPS      ? "sps"
+                                          : "no";
 }
 
 gc_pathways_mode gc_job_pathways_mode(const json_t *jobset)
@@ -129,6 +132,7 @@ gc_pathways_mode gc_job_pathways_mode(const json_t *jobset)
     const char *mode = gc_kube_field(jobset, "annotations", GC_ANNOTATION_PATHWAYS);
     if (mode)
         return !strcmp(mode, "headless") ? GC_PATHWAYS_HEADLESS
+               : !strcmp(mode, "sps")    ? GC_PATHWAYS_SPS
                : !strcmp(mode, "yes")    ? GC_PATHWAYS_FULL
                                          : GC_PATHWAYS_NONE;
     if (!gc_job_replicated_job(jobset, GC_PATHWAYS_HEAD))

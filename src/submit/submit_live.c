@@ -415,6 +415,15 @@ static void add_next(gc_submit_result *r, const char *note, const char *fmt, ...
 static void add_next_steps(gc_submit_result *r, const gc_workload *w)
 {
     add_next(r, NULL, "gcluster job inspect %s", w->name);
+    if (w->sps) {
+        add_next(r, "the resource manager", "gcluster job logs %s -f", w->name);
+        add_next(r, "a client with its own proxy",
+                 "gcluster job submit --pathways-run-sps-workload --pathways-service %s "
+                 "--command CMD",
+                 w->name);
+        add_next(r, "when every client is done", "gcluster job cancel %s", w->name);
+        return;
+    }
     if (!w->headless) {
         add_next(r, NULL, "gcluster job logs %s -f", w->name);
         return;
@@ -436,6 +445,7 @@ static void fill_result(gc_kube *kube, const gc_submit_plan *plan, gc_submit_res
     r->compute = gc_xstrdup(w->compute.display);
     r->num_slices = w->num_slices;
     r->pathways = !w->pathways  ? GC_PATHWAYS_NONE
+                  : w->sps      ? GC_PATHWAYS_SPS
                   : w->headless ? GC_PATHWAYS_HEADLESS
                                 : GC_PATHWAYS_FULL;
     r->head_pool = w->pathways ? gc_xstrdup(w->head_pool) : NULL;

@@ -10,6 +10,7 @@
 #include "gcluster/image.h"
 #include "gcluster/submit.h"
 #include "submit/parse.h"
+#include "submit/submit_sps.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -735,6 +736,13 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
 {
     memset(p, 0, sizeof(*p));
     gc_workload *w = &p->workload;
+    gc_submit_request service;
+    if (r->pathways_deploy_sps) {
+        int rc = submit_sps_request(r, &service, err);
+        if (rc)
+            return rc;
+        r = &service;
+    }
     int rc = check_name(r, err);
     if (!rc)
         rc = check_counts(r, err);
@@ -770,6 +778,8 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
         w->name = gc_xstrdup(r->name);
     if (!rc)
         fill_pathways(r, w);
+    if (!rc && r->pathways_deploy_sps)
+        submit_sps_workload(r, w);
     if (!rc)
         rc = fill_workload_source(r, p, err);
     if (!rc && !p->compute.pending)
