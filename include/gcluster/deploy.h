@@ -67,6 +67,7 @@ typedef struct gc_bp_module {
     char *group; /* its deployment group's name */
     gc_bp_module_kind kind;
     json_t *settings; /* an object, possibly empty */
+    json_t *raw;      /* the settings as written (to name the variable behind an empty value) */
     char **use;       /* the module ids in `use:` */
     size_t use_count;
 } gc_bp_module;
@@ -127,12 +128,6 @@ typedef struct gc_blueprint {
     gc_module_ref *unhandled;
     size_t unhandled_count;
 
-    /* The same modules as JSON, for the cloud plan (gcp_plan.c): an array of
-     * {"id", "source", "use": [ids], "settings": {...}, "unevaluated": {key: text}, "raw": {...}}
-     * where settings hold the evaluated values, a setting that cannot be known before
-     * Terraform runs (a module output) is kept as its text in "unevaluated",
-     * and "raw" is the settings as written (to name the variable behind an empty value). */
-    json_t *module_json;
 } gc_blueprint;
 
 /* Loads `path`; `overrides` ("NAME=VALUE" strings from --vars, `count` of them) replace entries

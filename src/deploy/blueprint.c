@@ -22,6 +22,7 @@
 #include "gcluster/catalog.h"
 #include "gcluster/emit.h"
 #include "gcluster/text.h"
+#include "network_outputs.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -481,11 +482,23 @@ static json_t *node_pool_output(bp_reader *r, const gc_bp_module *m, const char 
     return out;
 }
 
+/* A variable for the network modules' outputs: its value, or NULL. */
+static json_t *output_var(void *ctx, const char *name)
+{
+    bp_reader *r = ctx;
+    json_t *v = NULL;
+    if (json_object_get(r->raw_vars, name) && var_value(r, name, &v))
+        return NULL;
+    return v;
+}
+
 static int module_output(bp_reader *r, const char *id, const char *name, json_t **out)
 {
     gc_bp_module *m = find_module(r->bp, id);
     *out =
         m && m->kind == GC_BP_MODULE_NODE_POOL && m->settings ? node_pool_output(r, m, name) : NULL;
+    if (!*out)
+        *out = deploy_network_output(m, name, output_var, r);
     if (!*out) {
         char *what = gc_xasprintf("%s.%s", id, name);
         *out = deploy_unknown(what);
@@ -804,6 +817,7 @@ static int evaluate_modules(bp_reader *r)
             json_object_set_new(settings, key, v);
         }
         m->settings = settings;
+        m->raw = json_is_object(raw) ? json_incref(raw) : json_object();
     }
     return 0;
 }
@@ -1248,37 +1262,6 @@ static int apply_deployment_file(bp_reader *r, const char *path)
     return 0;
 }
 
-/* Every module as JSON for the cloud plan (bp->module_json): the evaluated settings whose values
- * are known, the text of those that wait for a module output (the plan follows the references it
- * understands, such as a network module's name), the settings as written (to name the variable
- * behind an empty value) and `use`. */
-static void keep_module_json(bp_reader *r)
-{
-    gc_blueprint *bp = r->bp;
-    json_t *all = json_array();
-    for (size_t i = 0; i < bp->module_count; i++) {
-        const gc_bp_module *m = &bp->modules[i];
-        const json_t *raw = json_object_get(json_object_get(r->modules, m->id), "settings");
-        json_t *settings = json_object(), *unevaluated = json_object(), *use = json_array();
-        const char *key;
-        json_t *value;
-        json_object_foreach(m->settings, key, value)
-        {
-            if (gc_blueprint_unknown(value))
-                json_object_set(unevaluated, key, json_object_get(raw, key));
-            else
-                json_object_set_new(settings, key, json_deep_copy(value));
-        }
-        for (size_t u = 0; u < m->use_count; u++)
-            json_array_append_new(use, json_string(m->use[u]));
-        json_array_append_new(
-            all, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "id", m->id, "source", m->source,
-                           "use", use, "settings", settings, "unevaluated", unevaluated, "raw",
-                           json_is_object(raw) ? json_deep_copy(raw) : json_object()));
-    }
-    bp->module_json = all;
-}
-
 static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
 {
     json_t *root = gc_yaml_root(&r->doc);
@@ -1314,8 +1297,6 @@ static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
         rc = check_modules(r, groups);
     if (!rc)
         rc = evaluate_modules(r);
-    if (!rc)
-        keep_module_json(r);
     if (!rc)
         rc = read_modules(r, GC_BP_MODULE_CLUSTER);
     if (!rc)
@@ -1489,6 +1470,7 @@ void gc_blueprint_free(gc_blueprint *bp)
             free(m->use[j]);
         free(m->use);
         json_decref(m->settings);
+        json_decref(m->raw);
     }
     free(bp->modules);
     free(bp->pools);
@@ -1505,7 +1487,6 @@ void gc_blueprint_free(gc_blueprint *bp)
     free(bp->kueue_config_path);
     free(bp->kueue_config_var);
     json_decref(bp->vars);
-    json_decref(bp->module_json);
     json_decref(bp->kueue_vars);
     gc_strings_free(&bp->warnings);
     memset(bp, 0, sizeof(*bp));

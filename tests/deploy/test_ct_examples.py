@@ -273,20 +273,117 @@ def test_the_corpus_is_complete():
         assert bp in BLUEPRINTS, bp
 
 
+# The additional networks each blueprint's gke-cluster module gets, as (network, subnetwork,
+# nic_type), written out by hand from the network modules' own outputs with the test's
+# deployment names: a vpc module's instance_additional_networks is its network and first
+# subnetwork with nic_type GVNIC; multivpc's additional_networks is network_count networks
+# "<prefix>-<i>" with subnetworks "<prefix>-<i>-subnet" and network_interface_defaults.nic_type
+# (GVNIC); gpu-rdma-vpc's subnetwork_interfaces_gke is one MRDMA interface per subnetwork
+# "<name_prefix>-<i>" of subnetworks_template (count 8). With them, the cluster module's
+# k8s_network_names when the blueprint sets it.
+def vpc(net, sub):
+    return [(net, sub, "GVNIC")]
+
+
+def multivpc(prefix, count, nic="GVNIC"):
+    return [(f"{prefix}-{i}", f"{prefix}-{i}-subnet", nic) for i in range(count)]
+
+
+def rdma_vpc(net, prefix, count=8):
+    return [(net, f"{prefix}-{i}", "MRDMA") for i in range(count)]
+
+
+VPC_NAMES = {"gvnic_prefix": "vpc", "gvnic_start_index": 1}
+FLEX = "examples/gke-consumption-options/dws-flex-start/"
+QUEUED = "examples/gke-consumption-options/dws-flex-start-queued-provisioning/"
+NETWORKS = {
+    "examples/gke-a3-highgpu-inference-gateway.yaml": (multivpc("ct-test-gpunet", 4), VPC_NAMES),
+    "examples/gke-a3-highgpu/gke-a3-highgpu.yaml": (multivpc("gke-a3-high-gpunet", 4), VPC_NAMES),
+    "examples/gke-a3-megagpu/gke-a3-megagpu.yaml": (multivpc("gke-a3-mega-gpunet", 8), VPC_NAMES),
+    "examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml": (
+        vpc("ct-test-net-1", "ct-test-sub-1") + rdma_vpc("ct-test-rdma-net", "ct-test-rdma-sub"),
+        None),
+    "examples/gke-a4/gke-a4.yaml": (
+        vpc("gke-a4-net-1", "gke-a4-sub-1") + rdma_vpc("gke-a4-rdma-net", "gke-a4-rdma-sub"), None),
+    "examples/gke-h4d/gke-h4d.yaml": (multivpc("gke-h4d-rdma-net", 1, "IRDMA"), None),
+    "examples/gke-consumption-options/dws-flex-start-compact-placement/gke-h4d/gke-h4d.yaml": (
+        multivpc("ct-test-rdma-net", 1, "IRDMA"), None),
+    FLEX + "gke-a3-ultragpu.yaml": (
+        vpc("gke-a3u-dws-fs-net-1", "gke-a3u-dws-fs-sub-1")
+        + rdma_vpc("gke-a3u-dws-fs-rdma-net", "gke-a3u-dws-fs-rdma-sub"), None),
+    FLEX + "gke-tpu-7x/gke-tpu-7x.yaml": (
+        vpc("gke-tpu-7x-flex-net-1", "gke-tpu-7x-flex-sub-1"), None),
+    FLEX + "gke-tpu-v6e/gke-tpu-v6e.yaml": (
+        vpc("gke-tpu-v6e-flex-net-1", "gke-tpu-v6e-flex-sub-1"), None),
+    QUEUED + "gke-a3-ultragpu.yaml": (
+        vpc("gke-a3u-dws-fs-qp-net-1", "gke-a3u-dws-fs-qp-sub-1")
+        + rdma_vpc("gke-a3u-dws-fs-qp-rdma-net", "gke-a3u-dws-fs-qp-rdma-sub"), None),
+    QUEUED + "gke-tpu-7x/gke-tpu-7x.yaml": (vpc("gke-tpu-7x-qp-net-1", "gke-tpu-7x-qp-sub-1"), None),
+    QUEUED + "gke-tpu-v6e/gke-tpu-v6e.yaml": (
+        vpc("gke-tpu-v6e-qp-net-1", "gke-tpu-v6e-qp-sub-1"), None),
+    "examples/gke-g4-confidential/gke-g4-confidential.yaml": (
+        vpc("gke-g4-cvm-net-1", "gke-g4-cvm-sub-1"), None),
+    "examples/gke-g4/gke-g4.yaml": (vpc("gke-g4-net-1", "gke-g4-sub-1"), None),
+    "examples/gke-tpu-7x/gke-tpu-7x-advanced.yaml": (
+        vpc("gke-tpu-7x-net-1", "gke-tpu-7x-sub-1"), None),
+    "examples/gke-tpu-v6e/gke-tpu-v6e-advanced.yaml": (
+        vpc("gke-tpu-v6e-net-1", "gke-tpu-v6e-sub-1"), None),
+    "examples/gke-tpu-v6e/gke-tpu-v6e.yaml": (vpc("gke-tpu-v6e-net-1", "gke-tpu-v6e-sub-1"), None),
+}
+CLUSTER_TEMPLATES = "modules/scheduler/gke-cluster/templates/"
+# k8s_network_names: unset, the variable's default; set, its unset attributes take their
+# optional() defaults.
+NAMES_DEFAULT = {"gvnic_prefix": "gvnic-", "gvnic_start_index": 1, "gvnic_postfix": "",
+                 "rdma_prefix": "rdma-", "rdma_start_index": 0, "rdma_postfix": ""}
+NAMES_OPTIONAL = {"gvnic_prefix": "", "gvnic_start_index": 1, "gvnic_postfix": "",
+                  "rdma_prefix": "", "rdma_start_index": 0, "rdma_postfix": ""}
+
+
+def toolkit_network_objects(networks, k8s_network_names):
+    """The gke-cluster module's main.tf: gVNIC networks (nic_type containing GVNIC) then RDMA
+    ones, each named prefix + (index + start) + postfix, rendered through its two templates."""
+    names = dict(NAMES_OPTIONAL, **k8s_network_names) if k8s_network_names else NAMES_DEFAULT
+    objects = []
+    for kind in ("gvnic", "rdma"):
+        chosen = [n for n in networks if kind.upper() in n[2].upper()]
+        for idx, (network, subnetwork, nic) in enumerate(chosen):
+            name = (f"{names[kind + '_prefix']}{idx + names[kind + '_start_index']}"
+                    f"{names[kind + '_postfix']}")
+            device = "RDMA" if "RDMA" in nic.upper() else "NetDevice"
+            variables = {"name": name, "network_name": network, "subnetwork_name": subnetwork,
+                         "device_mode": device}
+            for template in ("gke-network-paramset.yaml.tftpl", "network-object.yaml.tftpl"):
+                text = templatefile((CT / CLUSTER_TEMPLATES / template).read_text(), variables)
+                objects += [d for d in yaml.safe_load_all(text) if d]
+    return objects
+
+
+def test_every_blueprint_with_additional_networks_has_an_expectation():
+    """Each blueprint whose cluster module gets additional networks (its own setting, or a
+    multivpc module through use) is in NETWORKS; no other is."""
+    have = set()
+    for bp in BLUEPRINTS:
+        doc = yaml.safe_load((CT / bp).read_text())
+        modules = [m for g in doc["deployment_groups"] for m in g["modules"]]
+        sources = {m["id"]: m["source"] for m in modules}
+        for m in modules:
+            if m["source"].endswith("scheduler/gke-cluster") and (
+                    "additional_networks" in (m.get("settings") or {}) or any(
+                        sources[u].endswith("network/multivpc") for u in m.get("use", []))):
+                have.add(bp)
+    assert have == set(NETWORKS)
+
+
 @pytest.mark.parametrize("bp", BLUEPRINTS)
 def test_dry_run_objects_equal_the_toolkits(bp):
     objects = dry_run(bp, *required_vars(bp))
     kueue = [o for o in objects if o["kind"] not in CLUSTER_MODULE_KINDS]
     expected = toolkit_objects(*EXPECTED[bp]) if bp in EXPECTED else []
     assert by_identity(kueue) == by_identity(expected)
-    # The cluster module's networking objects come in pairs: a Network per GKENetworkParamSet,
-    # pointing at it.
-    params = {o["metadata"]["name"] for o in objects if o["kind"] == "GKENetworkParamSet"}
-    networks = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Network"}
-    assert set(networks) == params
-    for name, network in networks.items():
-        assert network["spec"]["parametersRef"] == {
-            "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}
+    # The cluster module's networking objects, field by field.
+    networking = [o for o in objects if o["kind"] in ("GKENetworkParamSet", "Network")]
+    expected = toolkit_network_objects(*NETWORKS[bp]) if bp in NETWORKS else []
+    assert by_identity(networking) == by_identity(expected)
 
 
 DEPLOYMENT_FILES = sorted(

@@ -160,14 +160,14 @@ static void plan_names_everything_in_order(void **st)
         {GC_CLOUD_FIREWALL, "ev-set-net-1-fw-allow-internal-traffic"},
         {GC_CLOUD_ROUTER, "ev-set-net-1-router"},
         {GC_CLOUD_NAT, "cloud-nat-us-central1"},
-        {GC_CLOUD_SERVICE_ACCOUNT, "gke-np-sa@my-project.iam.gserviceaccount.com"},
+        {GC_CLOUD_SERVICE_ACCOUNT, "ev-set-gke-np-sa@my-project.iam.gserviceaccount.com"},
         {GC_CLOUD_ROLE_BINDING,
-         "gke-np-sa@my-project.iam.gserviceaccount.com roles/logging.logWriter"},
+         "ev-set-gke-np-sa@my-project.iam.gserviceaccount.com roles/logging.logWriter"},
         {GC_CLOUD_ROLE_BINDING,
-         "gke-np-sa@my-project.iam.gserviceaccount.com roles/storage.objectViewer"},
-        {GC_CLOUD_SERVICE_ACCOUNT, "gke-wl-sa@my-project.iam.gserviceaccount.com"},
+         "ev-set-gke-np-sa@my-project.iam.gserviceaccount.com roles/storage.objectViewer"},
+        {GC_CLOUD_SERVICE_ACCOUNT, "ev-set-gke-wl-sa@my-project.iam.gserviceaccount.com"},
         {GC_CLOUD_ROLE_BINDING,
-         "gke-wl-sa@my-project.iam.gserviceaccount.com roles/container.admin"},
+         "ev-set-gke-wl-sa@my-project.iam.gserviceaccount.com roles/container.admin"},
         {GC_CLOUD_CLUSTER, "ev-set"},
         {GC_CLOUD_CLUSTER_ADDON, "LustreCsiDriver"},
         {GC_CLOUD_CLUSTER_ADDON, "HighScaleCheckpointing"},
@@ -213,7 +213,7 @@ static void plan_names_everything_in_order(void **st)
         "--image-type=COS_CONTAINERD --enable-gvnic --shielded-secure-boot "
         "--shielded-integrity-monitoring --workload-metadata=GKE_METADATA "
         "--metadata=disable-legacy-endpoints=true "
-        "--service-account=gke-wl-sa@my-project.iam.gserviceaccount.com "
+        "--service-account=ev-set-gke-wl-sa@my-project.iam.gserviceaccount.com "
         "--scopes=https://www.googleapis.com/auth/cloud-platform "
         "--labels=ghpc_blueprint=every-setting,ghpc_deployment=ev-set,ghpc_module=gke-cluster,"
         "ghpc_role=scheduler");
@@ -236,7 +236,7 @@ static void plan_names_everything_in_order(void **st)
                      "--placement-policy=tpu7x-workload-policy --num-nodes=2 "
                      "--reservation-affinity=specific --reservation=my-reservation "
                      "--enable-autorepair --enable-autoupgrade ");
-    assert_has(line, "--service-account=gke-np-sa@my-project.iam.gserviceaccount.com ");
+    assert_has(line, "--service-account=ev-set-gke-np-sa@my-project.iam.gserviceaccount.com ");
     assert_has(line, "ghpc_module=gke-node-pool,ghpc_role=compute "
                      "--additional-node-network=network=ev-set-net-1,subnetwork=ev-set-sub-1");
     free(line);

@@ -1,0 +1,106 @@
+/*
+ * What the files of the Google Cloud plan share (gcp_*.c): the planner over the evaluated
+ * blueprint (gc_bp_module), the settings as the toolkit wires them, and the one builder every
+ * gcloud argv of the plan comes from.
+ */
+#ifndef GCLUSTER_DEPLOY_GCP_H
+#define GCLUSTER_DEPLOY_GCP_H
+
+#include "deploy/internal.h"
+
+#include <stdbool.h>
+
+#define SOURCE_VPC             "modules/network/vpc"
+#define SOURCE_MULTIVPC        "modules/network/multivpc"
+#define SOURCE_RDMA_VPC        "modules/network/gpu-rdma-vpc"
+#define SOURCE_SERVICE_ACCOUNT "modules/project/service-account"
+#define SOURCE_CLUSTER         "modules/scheduler/gke-cluster"
+#define SOURCE_RESOURCE_POLICY "modules/compute/resource-policy"
+#define SOURCE_NODE_POOL       "modules/compute/gke-node-pool"
+#define SOURCE_BUCKET          "modules/file-system/cloud-storage-bucket"
+
+#define SCOPE_CLOUD_PLATFORM "https://www.googleapis.com/auth/cloud-platform"
+
+typedef struct planner {
+    const gc_blueprint *bp;
+    gc_cloud_plan *plan;
+    const char *project, *cluster, *location, *region, *head_pool;
+    const gc_bp_module *cluster_module;
+    const char *deployment;
+    gc_error *err;
+} planner;
+
+/* Fills the fields every planner has from `bp` and `t` (NULL: the blueprint's own). */
+void deploy_gcp_planner_init(planner *p, const gc_blueprint *bp, const gc_cloud_target *t);
+
+/* Modules and their settings */
+bool deploy_gcp_source_is(const gc_bp_module *m, const char *path);
+/* The first module `m` uses whose source is `path`. */
+const gc_bp_module *deploy_gcp_used(const gc_blueprint *bp, const gc_bp_module *m,
+                                    const char *path);
+/* A module's setting; absent, the variable of the same name (as the toolkit wires variables
+ * into every module that declares them). NULL when neither has a value or it is not known
+ * before Terraform runs. */
+const json_t *deploy_gcp_setting(const planner *p, const gc_bp_module *m, const char *key);
+const char *deploy_gcp_string(const planner *p, const gc_bp_module *m, const char *key,
+                              const char *dflt);
+bool deploy_gcp_bool(const planner *p, const gc_bp_module *m, const char *key, bool dflt);
+long deploy_gcp_long(const planner *p, const gc_bp_module *m, const char *key, long dflt);
+/* Whether the module sets `key` to a value only Terraform knows. */
+bool deploy_gcp_unknown(const gc_bp_module *m, const char *key);
+
+/* Errors that say the fix */
+int deploy_gcp_missing(planner *p, const gc_bp_module *m, const char *key, const char *example);
+/* An empty value: when the setting as written was "$(vars.NAME)", the fix is --vars NAME. */
+int deploy_gcp_empty(planner *p, const json_t *raw, const gc_bp_module *m, const char *what,
+                     const char *example);
+
+/* Lists as gcloud takes them */
+char *deploy_gcp_key_values(const json_t *object);
+char *deploy_gcp_labels(const planner *p, const gc_bp_module *m, const char *ghpc_module,
+                        const char *ghpc_role);
+char *deploy_gcp_join(const json_t *list, const char *field);
+
+/* Steps */
+gc_cloud_step *deploy_gcp_step(planner *p, gc_cloud_step_kind kind, const char *name,
+                               const gc_bp_module *m);
+void deploy_gcp_note(planner *p, const gc_bp_module *m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The one builder: `gcloud <the kind's group words> VERB [the kind's create word] NAME
+ * --project=P <the kind's scope flags>`. Each step adds only its own flags after this. */
+typedef struct gcp_ref {
+    gc_cloud_step_kind kind;
+    const char *name;   /* as the verb takes it (an account's email, a pool's name) */
+    const char *region; /* regional kinds */
+    const char *router; /* NAT */
+} gcp_ref;
+
+deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *verb);
+/* The describe that exits 0 when the resource exists. */
+char **deploy_gcp_describe(const planner *p, const gcp_ref *r);
+
+/* gcp_network.c */
+char *deploy_gcp_network_name(const planner *p, const gc_bp_module *m);
+char *deploy_gcp_subnetwork_name(const planner *p, const gc_bp_module *m);
+int deploy_gcp_plan_network(planner *p, const gc_bp_module *m);
+/* The additional networks a gke-cluster or gke-node-pool module gets: its setting, else the
+ * additional_networks output of a network module it uses (multivpc), as the toolkit wires an
+ * output to the input of the same name. NULL when there are none; *unknown then names a value
+ * that cannot be known before Terraform runs, if there is one. */
+json_t *deploy_gcp_additional_networks(const planner *p, const gc_bp_module *m,
+                                       const char **unknown);
+
+/* gcp_cluster.c */
+int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m);
+int deploy_gcp_plan_workload_policy(planner *p, const gc_bp_module *m);
+
+/* gcp_pool.c */
+char *deploy_gcp_account_email(const planner *p, const gc_bp_module *sa);
+char *deploy_gcp_node_service_account(const planner *p, const gc_bp_module *m);
+void deploy_gcp_node_basics(deploy_argv *b, const char *image_type, bool secure_boot,
+                            const char *service_account, const char *scopes);
+char *deploy_gcp_taints(const json_t *taints);
+int deploy_gcp_plan_pools(planner *p);
+
+#endif
