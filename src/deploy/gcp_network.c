@@ -353,7 +353,11 @@ static char *secondary_ranges(const json_t *secondary, const char *subnet)
                           json_string_value(json_object_get(range, "ip_cidr_range")) ?: "");
         }
     }
-    return r.data ? gc_buf_detach(&r) : NULL;
+    if (!r.len) {
+        gc_buf_free(&r);
+        return NULL;
+    }
+    return gc_buf_detach(&r);
 }
 
 static void router_and_nat(planner *p, const gc_bp_module *m, const char *net, const char *region,
