@@ -10,6 +10,11 @@
 #include "gcluster/deploy.h"
 
 #include <jansson.h>
+#include <stdbool.h>
+
+/* Whether a module source ("modules/x/y", "github.com/...//modules/x/y?ref=v1") is module
+ * `path` ("modules/network/vpc"). */
+bool deploy_source_is(const char *source, const char *path);
 
 /* A blueprint variable's value (a new reference), or NULL when it has none. */
 typedef json_t *(*deploy_var_fn)(void *ctx, const char *name);
