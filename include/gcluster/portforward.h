@@ -24,9 +24,11 @@
 #include "gcluster/error.h"
 #include "gcluster/kube.h"
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 typedef struct gc_kube_tunnel gc_kube_tunnel;
 
@@ -106,5 +108,45 @@ int gc_kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err);
 void gc_kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn);
 /* Connections open (taken and not yet CLOSED or reset). */
 size_t gc_kube_tunnel_count(const gc_kube_tunnel *t);
+
+/* --- the forwarder: a local listener whose connections a tunnel carries -------------------- */
+
+/* What `kubectl port-forward` does with a tunnel, for a caller that runs its own poll loop and
+ * decides itself where the tunnel goes and when a new one is needed: it accepts local TCP
+ * connections, forwards each through the tunnel as its own connection, byte for byte in both
+ * directions with half-close, and bounds the bytes both ways (a local client is read only while
+ * the tunnel's send queue is short; the tunnel is held while a local client falls behind). */
+typedef struct gc_kube_forwarder gc_kube_forwarder;
+
+/* Listens on `addr` (bound before anything else is waited for, so a port in use fails at once).
+ * 0, or the errno of what failed (EADDRINUSE: the port is taken). */
+int gc_kube_forwarder_listen(const struct sockaddr *addr, socklen_t len, gc_kube_forwarder **out);
+/* The listener's address as bound (a port 0 is the port the system chose). */
+void gc_kube_forwarder_bound(const gc_kube_forwarder *f, struct sockaddr_storage *bound);
+
+/* Opens a tunnel (gc_kube_tunnel_open with `o`, whose on_event and ctx are the forwarder's own)
+ * for the connections accepted from now on; there is none before, and none after a drop. */
+int gc_kube_forwarder_open(gc_kube_forwarder *f, gc_kube *kube, const gc_tunnel_options *o,
+                           gc_error *err);
+bool gc_kube_forwarder_has_tunnel(const gc_kube_forwarder *f);
+/* Ends the tunnel; its connections are closed once the bytes for them are delivered. Returns how
+ * many were open. */
+size_t gc_kube_forwarder_drop(gc_kube_forwarder *f);
+
+/* Appends the forwarder's descriptors to the caller's poll set (*fds grows, *cap with it): the
+ * listener while a tunnel takes connections, the local connections, the tunnel's socket. */
+void gc_kube_forwarder_poll(gc_kube_forwarder *f, struct pollfd **fds, size_t *count, size_t *cap);
+/* The longest wait before gc_kube_forwarder_serve must run again; -1: nothing is due. */
+int gc_kube_forwarder_timeout_ms(const gc_kube_forwarder *f);
+/* After poll over that set: moves the bytes, accepts new connections. Returns GC_EXIT_RUNTIME
+ * when the tunnel broke or the server is going away (err says which; *open is how many
+ * connections it carried), after dropping it; 0 otherwise. */
+int gc_kube_forwarder_serve(gc_kube_forwarder *f, const struct pollfd *fds, size_t *open,
+                            gc_error *err);
+/* Connections the pod side refused or broke since the last call (not those a broken tunnel
+ * took with it), and the last one's reason in `last`. */
+unsigned gc_kube_forwarder_failures(gc_kube_forwarder *f, char *last, size_t size);
+/* Closes the connections, the tunnel and the listener. */
+void gc_kube_forwarder_free(gc_kube_forwarder *f);
 
 #endif

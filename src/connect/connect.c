@@ -3,12 +3,9 @@
  * the command's exit descriptor, the local listener, the tunnel's socket, every local client and,
  * through gc_kube_background_poll, the reads that check on the job every few seconds, so
  * forwarding never waits for the API. Only opening a tunnel blocks (TCP, TLS and one round
- * trip), and only when there is no tunnel to forward on anyway.
- *
- * Bytes are bounded both ways, because the server side has no flow control: a local client is
- * read only while the tunnel's send queue is short, and the tunnel is held (not read) while a
- * local client lets the bytes for it pile up. A client's end of file is passed on as a
- * half-close; the pod side's as shutdown(SHUT_WR) once its bytes are delivered.
+ * trip), and only when there is no tunnel to forward on anyway. The listener, the local clients
+ * and the bytes between them and the tunnel are kube/'s forwarder (gcluster/portforward.h); this
+ * file decides where the tunnel goes, when a new one is needed, and what the user is told.
  */
 #include "gcluster/connect.h"
 
@@ -24,7 +21,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,34 +30,12 @@
 
 #define CHECK_WAITING_MS 2000 /* while waiting: progress stays current */
 #define CHECK_FORWARD_MS 5000 /* while forwarding: a replaced pod is noticed */
-#define CHUNK            (64 * 1024)
-#define TUNNEL_QUEUE_MAX (1024 * 1024) /* local clients are not read above this */
-#define READS_PER_TURN   4             /* chunks from one local client per turn */
-/* The tunnel is held while a local client is this far behind. */
-#define CLIENT_BACKLOG_MAX (4 * 1024 * 1024)
-#define ACCEPT_PER_TURN    64
-#define LISTEN_BACKLOG     512
-#define OPEN_TIMEOUT_MS    30000
-#define REOPEN_DELAY_MS    250
-#define REOPEN_DELAY_MAX   5000
-#define REPORT_EVERY_MS    10000 /* failed connections and failed checks: one line per this */
-#define COMMAND_GRACE_MS   5000
-#define MAX_WAIT_MS        1000
-
-typedef struct client {
-    int fd;
-    uint32_t conn;
-    bool linked;     /* conn is a connection of the current tunnel */
-    bool opened;     /* the pod side took it: the local socket may be read */
-    bool local_eof;  /* the local client sends nothing more (passed on) */
-    bool remote_fin; /* the pod side sends nothing more: shut our write side once flushed */
-    bool write_shut;
-    bool done;  /* the forwarded connection is over: close once flushed */
-    bool fresh; /* bytes arrived for it in this turn */
-    bool dead;  /* closed: to be swept */
-    gc_buf out; /* bytes from the pod side not yet taken by the local socket */
-    size_t out_at;
-} client;
+#define OPEN_TIMEOUT_MS  30000
+#define REOPEN_DELAY_MS  250
+#define REOPEN_DELAY_MAX 5000
+#define REPORT_EVERY_MS  10000 /* failed connections and failed checks: one line per this */
+#define COMMAND_GRACE_MS 5000
+#define MAX_WAIT_MS      1000
 
 typedef enum read_slot { READ_JOBSET, READ_PODS, READ_WORKLOADS, READ_COUNT } read_slot;
 
@@ -73,7 +47,7 @@ typedef struct connect_run {
     gc_connect_result *result;
     long long wait_ms;
 
-    int listen_fd;
+    gc_kube_forwarder *fwd;
     char listen[96];   /* "127.0.0.1:29000" as bound */
     char backend[128]; /* "JAX_BACKEND_TARGET=grpc://127.0.0.1:29000" */
 
@@ -98,8 +72,7 @@ typedef struct connect_run {
     char pod[256], pod_uid[64];
     connect_proxy_credentials credentials; /* of the target's proxy */
     char forwarded[256];                   /* the pod of the last tunnel that worked */
-    gc_kube_tunnel *tunnel;
-    char open_error[GC_ERROR_MAX]; /* why the last tunnel could not be opened */
+    char open_error[GC_ERROR_MAX];         /* why the last tunnel could not be opened */
     long long reopen_at_ms;
     int reopen_failures;
     bool healing;   /* a tunnel was lost: say so when the next one works */
@@ -107,8 +80,6 @@ typedef struct connect_run {
     long long wait_deadline_ms;
     char progress[1200];
 
-    client **clients;
-    size_t client_count, client_cap;
     unsigned failures;
     char failure[256];
     long long failure_reported_ms;
@@ -225,30 +196,19 @@ static int listen_local(connect_run *c, gc_error *err)
     int rc = resolve_address(c->r, &res, err);
     if (rc)
         return rc;
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    bool ok =
-        fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0;
-    int e = errno;
+    int e = gc_kube_forwarder_listen(res->ai_addr, res->ai_addrlen, &c->fwd);
     freeaddrinfo(res);
     const char *address = c->r->address ? c->r->address : "127.0.0.1";
-    if (!ok) {
-        if (fd >= 0)
-            close(fd);
-        if (e == EADDRINUSE)
-            return gc_fail(err, GC_EXIT_RUNTIME,
-                           "cannot listen on %s port %ld: it is in use (another job connect or "
-                           "kubectl port-forward?); pick a free one with --local-port",
-                           address, c->r->local_port);
+    if (e == EADDRINUSE)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "cannot listen on %s port %ld: it is in use (another job connect or "
+                       "kubectl port-forward?); pick a free one with --local-port",
+                       address, c->r->local_port);
+    if (e)
         return gc_fail(err, GC_EXIT_RUNTIME, "cannot listen on %s port %ld: %s", address,
                        c->r->local_port, strerror(e));
-    }
     struct sockaddr_storage bound;
-    socklen_t len = sizeof(bound);
-    getsockname(fd, (struct sockaddr *)&bound, &len);
-    c->listen_fd = fd;
+    gc_kube_forwarder_bound(c->fwd, &bound);
     describe_listener(c, &bound);
     if (!is_loopback(&bound))
         gc_warn(c->ev,
@@ -258,50 +218,18 @@ static int listen_local(connect_run *c, gc_error *err)
     return 0;
 }
 
-/* --- local clients ---------------------------------------------------------------------- */
-
-static void client_close(connect_run *c, client *cl)
-{
-    if (cl->linked && c->tunnel)
-        gc_kube_tunnel_reset(c->tunnel, cl->conn);
-    cl->linked = false;
-    if (cl->fd >= 0)
-        close(cl->fd);
-    cl->fd = -1;
-    cl->dead = true;
-}
-
-/* Hands the local client what it takes now; false when it is gone. */
-static bool flush(connect_run *c, client *cl)
-{
-    while (cl->out_at < cl->out.len) {
-        ssize_t n = send(cl->fd, cl->out.data + cl->out_at, cl->out.len - cl->out_at,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return true;
-        if (n <= 0) {
-            client_close(c, cl);
-            return false;
-        }
-        cl->out_at += (size_t)n;
-    }
-    gc_buf_reset(&cl->out);
-    cl->out_at = 0;
-    if (cl->done) {
-        client_close(c, cl);
-        return false;
-    }
-    if (cl->remote_fin && !cl->write_shut) {
-        shutdown(cl->fd, SHUT_WR);
-        cl->write_shut = true;
-    }
-    return true;
-}
+/* --- forwarding ------------------------------------------------------------------------ */
 
 /* One line now and then about connections the pod side refused or broke, not one per
  * connection: a client that retries would flood the terminal. */
 static void report_failures(connect_run *c, bool now)
 {
+    char last[sizeof(c->failure)];
+    unsigned more = gc_kube_forwarder_failures(c->fwd, last, sizeof(last));
+    if (more) {
+        c->failures += more;
+        snprintf(c->failure, sizeof(c->failure), "%s", last);
+    }
     long long t = gc_clock_ms();
     if (!c->failures || (!now && t - c->failure_reported_ms < REPORT_EVERY_MS))
         return;
@@ -313,129 +241,6 @@ static void report_failures(connect_run *c, bool now)
                 GC_CONNECT_PROXY_PORT, c->pod, c->failure);
     c->failures = 0;
     c->failure_reported_ms = t;
-}
-
-static void on_tunnel_event(void *ctx, const gc_tunnel_event *ev)
-{
-    connect_run *c = ctx;
-    client *cl = ev->user;
-    switch (ev->type) {
-    case GC_TUNNEL_OPENED:
-        cl->opened = true;
-        break;
-    case GC_TUNNEL_DATA:
-        /* Sent once the tunnel's input is read (flush_fresh): one send for many frames. */
-        gc_buf_append(&cl->out, ev->data, ev->len);
-        cl->fresh = true;
-        break;
-    case GC_TUNNEL_PEER_FIN:
-        cl->remote_fin = true;
-        flush(c, cl);
-        break;
-    case GC_TUNNEL_CLOSED:
-        cl->linked = false;
-        cl->done = true;
-        if (ev->text) {
-            c->failures++;
-            snprintf(c->failure, sizeof(c->failure), "%s", ev->text);
-        }
-        if (!cl->dead)
-            flush(c, cl);
-        break;
-    }
-}
-
-/* Reads what the local client sent, a few chunks at most and while the tunnel has room, so that
- * a busy client costs few turns of the loop and the others still get theirs. */
-static void client_read(connect_run *c, client *cl)
-{
-    char buf[CHUNK];
-    gc_error err = {0};
-    for (int i = 0; i < READS_PER_TURN && gc_kube_tunnel_queued(c->tunnel) < TUNNEL_QUEUE_MAX;
-         i++) {
-        ssize_t n = recv(cl->fd, buf, sizeof(buf), 0);
-        if (n > 0 && !gc_kube_tunnel_send(c->tunnel, cl->conn, buf, (size_t)n, &err)) {
-            if ((size_t)n < sizeof(buf))
-                return; /* it had no more */
-            continue;
-        }
-        if (n == 0) {
-            cl->local_eof = true;
-            if (gc_kube_tunnel_shutdown(c->tunnel, cl->conn, &err))
-                client_close(c, cl);
-        } else if (n > 0 || (errno != EAGAIN && errno != EINTR)) {
-            client_close(c, cl);
-        }
-        return;
-    }
-}
-
-static void accept_clients(connect_run *c)
-{
-    for (int i = 0; i < ACCEPT_PER_TURN; i++) {
-        int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        /* Each write is a frame's payload, already as large as it gets: waiting for more
-         * (Nagle) only adds a delayed ACK's time to the tail of every one. */
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        client *cl = gc_xcalloc(1, sizeof(*cl));
-        cl->fd = fd;
-        gc_buf_init(&cl->out);
-        gc_error err = {0};
-        if (gc_kube_tunnel_connect(c->tunnel, cl, &cl->conn, &err)) {
-            close(fd);
-            gc_buf_free(&cl->out);
-            free(cl);
-            return;
-        }
-        cl->linked = true;
-        if (c->client_count == c->client_cap) {
-            c->client_cap = c->client_cap ? c->client_cap * 2 : 64;
-            c->clients = gc_xrealloc(c->clients, c->client_cap * sizeof(*c->clients));
-        }
-        c->clients[c->client_count++] = cl;
-    }
-}
-
-static void sweep_clients(connect_run *c)
-{
-    size_t kept = 0;
-    for (size_t i = 0; i < c->client_count; i++) {
-        client *cl = c->clients[i];
-        if (cl->dead) {
-            gc_buf_free(&cl->out);
-            free(cl);
-        } else {
-            c->clients[kept++] = cl;
-        }
-    }
-    c->client_count = kept;
-}
-
-/* --- the tunnel ------------------------------------------------------------------------- */
-
-/* Ends the tunnel; its connections are closed (their bytes still delivered). Returns how many
- * were open. The closed clients stay in the list until the turn ends (sweep_clients): the
- * turn's poll set still points at them. */
-static size_t drop_tunnel(connect_run *c)
-{
-    size_t open = 0;
-    for (size_t i = 0; i < c->client_count; i++) {
-        client *cl = c->clients[i];
-        if (cl->dead)
-            continue;
-        open++;
-        if (cl->linked && c->tunnel)
-            gc_kube_tunnel_reset(c->tunnel, cl->conn);
-        cl->linked = false;
-        cl->done = true;
-        flush(c, cl);
-    }
-    gc_kube_tunnel_close(c->tunnel);
-    c->tunnel = NULL;
-    return open;
 }
 
 static const char *plural(size_t n)
@@ -514,11 +319,9 @@ static int open_tunnel(connect_run *c, gc_error *err)
     gc_tunnel_options o = {.pod = c->pod,
                            .port = GC_CONNECT_PROXY_PORT,
                            .deadline_ms = gc_clock_ms() + OPEN_TIMEOUT_MS,
-                           .cancel_fd = c->r->stop_fd,
-                           .on_event = on_tunnel_event,
-                           .ctx = c};
+                           .cancel_fd = c->r->stop_fd};
     gc_error e = {0};
-    if (gc_kube_tunnel_open(c->kube, &o, &c->tunnel, &e) == 0) {
+    if (gc_kube_forwarder_open(c->fwd, c->kube, &o, &e) == 0) {
         c->reopen_failures = 0;
         if (!c->announced)
             return announce(c, err);
@@ -545,10 +348,9 @@ static int open_tunnel(connect_run *c, gc_error *err)
     return 0;
 }
 
-/* `open`: the connections it carried when it broke. */
+/* `open`: the connections it carried when it broke (the forwarder dropped it). */
 static void tunnel_broke(connect_run *c, const char *why, size_t open)
 {
-    drop_tunnel(c);
     gc_warn(c->ev,
             "the tunnel to %s %s broke (%s); %zu open connection%s closed; "
             "reconnecting",
@@ -615,7 +417,7 @@ static void release_check(connect_run *c)
 static void lose_target(connect_run *c, const char *successor)
 {
     report_failures(c, true);
-    size_t open = drop_tunnel(c);
+    size_t open = gc_kube_forwarder_drop(c->fwd);
     if (successor)
         gc_warn(c->ev, "%s %s was replaced by %s; %zu open connection%s closed", what(c), c->pod,
                 successor, open, plural(open));
@@ -693,7 +495,8 @@ static int finish_check(connect_run *c, gc_error *err)
         rc = apply_view(c, err);
     }
     release_check(c);
-    c->next_check_ms = gc_clock_ms() + (c->tunnel ? CHECK_FORWARD_MS : CHECK_WAITING_MS);
+    c->next_check_ms = gc_clock_ms() +
+                       (gc_kube_forwarder_has_tunnel(c->fwd) ? CHECK_FORWARD_MS : CHECK_WAITING_MS);
     return rc;
 }
 
@@ -742,20 +545,17 @@ static int until(long long now, long long at, int current)
 
 typedef struct poll_set {
     struct pollfd *fds;
-    client **owner; /* per entry: its client, or NULL */
     size_t count, cap;
-    int stop, child, listener, tunnel;
+    int stop, child;
 } poll_set;
 
-static int add_fd(poll_set *p, int fd, short events, client *owner)
+static int add_fd(poll_set *p, int fd, short events)
 {
     if (p->count == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 64;
         p->fds = gc_xrealloc(p->fds, p->cap * sizeof(*p->fds));
-        p->owner = gc_xrealloc(p->owner, p->cap * sizeof(*p->owner));
     }
     p->fds[p->count] = (struct pollfd){.fd = fd, .events = events};
-    p->owner[p->count] = owner;
     return (int)p->count++;
 }
 
@@ -769,85 +569,22 @@ static int wait_timeout(connect_run *c, long long now)
     int t = MAX_WAIT_MS;
     if (!c->checking)
         t = until(now, c->next_check_ms, t);
-    if (c->have_target && !c->tunnel)
+    bool tunnel = gc_kube_forwarder_has_tunnel(c->fwd);
+    if (c->have_target && !tunnel)
         t = until(now, c->reopen_at_ms, t);
-    if (!c->tunnel)
+    if (!tunnel)
         t = until(now, c->wait_deadline_ms, t);
-    if (c->tunnel) {
-        int tunnel = gc_kube_tunnel_timeout_ms(c->tunnel);
-        t = tunnel >= 0 && tunnel < t ? tunnel : t;
-    }
+    int forwarder = gc_kube_forwarder_timeout_ms(c->fwd);
+    t = forwarder >= 0 && forwarder < t ? forwarder : t;
     return t;
 }
 
 static void build_poll_set(connect_run *c, poll_set *p)
 {
     p->count = 0;
-    p->stop = c->r->stop_fd >= 0 && !c->stop_closed ? add_fd(p, c->r->stop_fd, POLLIN, NULL) : -1;
-    p->child = c->child_running && c->child.fd >= 0 ? add_fd(p, c->child.fd, POLLIN, NULL) : -1;
-    bool forwarding = c->tunnel && gc_kube_tunnel_accepting(c->tunnel);
-    p->listener = forwarding ? add_fd(p, c->listen_fd, POLLIN, NULL) : -1;
-    bool behind = false;
-    bool room = c->tunnel && gc_kube_tunnel_queued(c->tunnel) < TUNNEL_QUEUE_MAX;
-    for (size_t i = 0; i < c->client_count; i++) {
-        client *cl = c->clients[i];
-        size_t pending = cl->out.len - cl->out_at;
-        behind = behind || pending > CLIENT_BACKLOG_MAX;
-        short events = (short)((pending ? POLLOUT : 0) |
-                               (room && cl->linked && cl->opened && !cl->local_eof ? POLLIN : 0));
-        if (events)
-            add_fd(p, cl->fd, events, cl);
-    }
-    if (c->tunnel) {
-        gc_kube_tunnel_hold(c->tunnel, behind);
-        p->tunnel =
-            add_fd(p, gc_kube_tunnel_fd(c->tunnel), gc_kube_tunnel_poll_events(c->tunnel), NULL);
-    } else {
-        p->tunnel = -1;
-    }
-}
-
-static void pump_tunnel(connect_run *c, short revents)
-{
-    if (!c->tunnel)
-        return;
-    /* A break closes every connection of the tunnel: one line says so, not one per connection. */
-    unsigned failures = c->failures;
-    size_t open = gc_kube_tunnel_count(c->tunnel);
-    gc_error why = {0};
-    if (gc_kube_tunnel_pump(c->tunnel, revents, &why)) {
-        c->failures = failures;
-        tunnel_broke(c, why.message, open);
-    } else if (!gc_kube_tunnel_accepting(c->tunnel)) {
-        tunnel_broke(c, "the server is going away (GOAWAY)", gc_kube_tunnel_count(c->tunnel));
-    }
-}
-
-static void flush_fresh(connect_run *c)
-{
-    for (size_t i = 0; i < c->client_count; i++) {
-        client *cl = c->clients[i];
-        if (cl->fresh && !cl->dead)
-            flush(c, cl);
-        cl->fresh = false;
-    }
-}
-
-static void serve_clients(connect_run *c, const poll_set *p)
-{
-    for (size_t i = 0; i < p->count; i++) {
-        client *cl = p->owner[i];
-        short re = p->fds[i].revents;
-        if (!cl || cl->dead || !re)
-            continue;
-        if ((re & POLLOUT) && !flush(c, cl))
-            continue;
-        if ((re & (POLLIN | POLLHUP | POLLERR)) && c->tunnel && cl->linked && cl->opened &&
-            !cl->local_eof)
-            client_read(c, cl);
-        else if ((re & (POLLHUP | POLLERR)) && !(re & POLLIN))
-            client_close(c, cl);
-    }
+    p->stop = c->r->stop_fd >= 0 && !c->stop_closed ? add_fd(p, c->r->stop_fd, POLLIN) : -1;
+    p->child = c->child_running && c->child.fd >= 0 ? add_fd(p, c->child.fd, POLLIN) : -1;
+    gc_kube_forwarder_poll(c->fwd, &p->fds, &p->count, &p->cap);
 }
 
 static int waited_too_long(const connect_run *c, gc_error *err)
@@ -871,13 +608,13 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
     long long now = gc_clock_ms();
     if (!c->checking && now >= c->next_check_ms)
         start_check(c);
-    if (c->have_target && !c->tunnel && now >= c->reopen_at_ms) {
+    if (c->have_target && !gc_kube_forwarder_has_tunnel(c->fwd) && now >= c->reopen_at_ms) {
         int rc = open_tunnel(c, err);
         if (rc)
             return rc;
     }
     now = gc_clock_ms();
-    if (!c->tunnel && now >= c->wait_deadline_ms)
+    if (!gc_kube_forwarder_has_tunnel(c->fwd) && now >= c->wait_deadline_ms)
         return waited_too_long(c, err);
     build_poll_set(c, p);
     if (gc_kube_background_poll(c->checks, p->fds, p->count, wait_timeout(c, now)) < 0 &&
@@ -892,15 +629,10 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
         if (rc)
             return rc;
     }
-    pump_tunnel(c, revents_of(p, p->tunnel));
-    flush_fresh(c);
-    serve_clients(c, p);
-    /* What the clients just gave goes out now, not after the next poll. */
-    if (c->tunnel && gc_kube_tunnel_queued(c->tunnel))
-        pump_tunnel(c, POLLOUT);
-    if (c->tunnel && (revents_of(p, p->listener) & POLLIN))
-        accept_clients(c);
-    sweep_clients(c);
+    size_t open = 0;
+    gc_error why = {0};
+    if (gc_kube_forwarder_serve(c->fwd, p->fds, &open, &why))
+        tunnel_broke(c, why.message, open);
     report_failures(c, false);
     return 0;
 }
@@ -913,7 +645,6 @@ static int run(connect_run *c, gc_error *err)
     while (!rc && !finished)
         rc = turn(c, &p, &finished, err);
     free(p.fds);
-    free(p.owner);
     return rc;
 }
 
@@ -946,14 +677,7 @@ static void teardown(connect_run *c)
         gc_process_child_stop(&c->child, COMMAND_GRACE_MS, &r);
         gc_process_result_free(&r);
     }
-    for (size_t i = 0; i < c->client_count; i++)
-        if (!c->clients[i]->dead)
-            client_close(c, c->clients[i]);
-    sweep_clients(c);
-    free(c->clients);
-    gc_kube_tunnel_close(c->tunnel);
-    if (c->listen_fd >= 0)
-        close(c->listen_fd);
+    gc_kube_forwarder_free(c->fwd);
     gc_kube_background_free(c->checks); /* abandons a round under way before its objects go */
     release_check(c);
     free(c->jobset_path);
@@ -964,8 +688,7 @@ int gc_job_connect(gc_kube *kube, const gc_connect_request *r, const gc_connect_
                    const gc_events *ev, gc_connect_result *result, gc_error *err)
 {
     memset(result, 0, sizeof(*result));
-    connect_run c = {
-        .kube = kube, .r = r, .hooks = hooks, .ev = ev, .result = result, .listen_fd = -1};
+    connect_run c = {.kube = kube, .r = r, .hooks = hooks, .ev = ev, .result = result};
     c.child.pid = c.child.fd = -1;
     int rc = gc_job_connect_check(r, err);
     if (!rc)

@@ -10,6 +10,8 @@
  *   portforward.c          the session: forwarded TCP connections as SPDY stream pairs
  *   portforward_tunnel.c   the transport: the layers on a libcurl socket (gc_kube_tunnel_*),
  *                          the only file here that uses the kube client (kube/internal.h)
+ *   forward.c              the forwarder: a local listener whose connections a tunnel
+ *                          carries, for the caller's poll loop (gc_kube_forwarder_*)
  *
  * How the API server forwards a port (kube-apiserver >= 1.31, kubectl >= 1.31): the client asks
  * for GET .../pods/POD/portforward?ports=P upgraded to a WebSocket with the subprotocol
