@@ -80,7 +80,10 @@ typedef struct gc_http_request {
     bool streaming;             /* a watch or a log follow: traced when the headers arrive */
     long timeout_ms;            /* the whole transfer; 0: no limit */
     long connect_timeout_ms;    /* 0: libcurl's default */
-    long stall_seconds;         /* give up after this long below stall_bytes_per_second */
+    long stall_seconds;         /* give up after this long below stall_bytes_per_second, or
+                                   with nothing but blanks (spaces, tabs, line ends) arriving:
+                                   JSON may hold any number of them, so a server dripping them
+                                   would otherwise hold the request without end */
     long stall_bytes_per_second;
     long long deadline_ms;   /* gc_clock_ms() time to give up at; 0: none */
     gc_http_data_fn on_data; /* 2xx bodies go here; NULL: into the transfer's body */
@@ -100,7 +103,8 @@ typedef struct gc_http_transfer {
     bool stopped;                /* on_data returned false */
     bool too_large;              /* the body passed body_max (its first body_max bytes are kept) */
     bool past_deadline;          /* ended by deadline_ms */
-    bool sent;                   /* the request may have reached the server */
+    bool stalled; /* ended by stall_seconds without a byte but blanks (result: timed out) */
+    bool sent;    /* the request may have reached the server */
     /* The request went out more than once: libcurl re-sends it by itself, on a fresh connection,
      * when a reused connection dies before any byte of the answer ("Connection died, retrying a
      * fresh connect"; an HTTP/2 REFUSED_STREAM too). The first copy may have been acted on, so
@@ -117,7 +121,8 @@ typedef struct gc_http_transfer {
     char *shown_url; /* the redacted URL of traces */
     long long body_offset;
     long long started_ms;
-    unsigned sends; /* times libcurl was about to send the request */
+    long long progress_ms; /* when the last byte that is not a blank (or a header) arrived */
+    unsigned sends;        /* times libcurl was about to send the request */
     bool traced;
 } gc_http_transfer;
 

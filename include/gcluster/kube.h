@@ -39,9 +39,10 @@ typedef struct gc_kube_options {
     const gc_events *events;
     bool allow_gcloud; /* may run `gcloud container clusters get-credentials` if no context */
     int exec_timeout_seconds;    /* exec credential plugin run time limit; <= 0: 60 */
-    int request_timeout_seconds; /* one non-streaming request; <= 0: 60 (watches and log
-                                    follows are not limited by it, and a list only while no
-                                    byte of it arrives) */
+    int request_timeout_seconds; /* the whole of one non-streaming request; <= 0: 60. A list
+                                    read as it arrives: this long without content, and five
+                                    times this in all (watches and log follows are not limited
+                                    by it) */
     /* The wall clock that credential expiry times and Retry-After dates are compared with;
      * NULL: gc_clock_wall (gcluster/sys.h). Tests pass their own to move time on. */
     time_t (*wall_clock)(void);

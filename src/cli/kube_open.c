@@ -3,6 +3,7 @@
  */
 #include "cli/cli.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
@@ -18,6 +19,17 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
         .events = cli_events(),
         .allow_gcloud = true,
     };
+    long timeout = 0;
+    if (g->request_timeout) {
+        int rc = gc_parse_duration("--request-timeout", g->request_timeout, &timeout, err);
+        if (rc)
+            return rc;
+        if (timeout <= 0 || timeout > INT_MAX)
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--request-timeout %s: give a time longer than zero, as 30s or 2m",
+                           g->request_timeout);
+        opts.request_timeout_seconds = (int)timeout;
+    }
     if (g->location && !g->cluster && !g->context)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--location needs --cluster (or pick a kubeconfig context with --context)");

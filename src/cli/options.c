@@ -22,6 +22,9 @@ const cli_option cli_global_options[] = {
                "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)"),
     CLI_STRING(0, "namespace", cli_globals, ns, "NAMESPACE",
                "namespace (default: the context's namespace, else \"default\")"),
+    CLI_STRING(0, "request-timeout", cli_globals, request_timeout, "DURATION",
+               "the longest one API request may take, as 30s or 2m (default 60s; a list read as "
+               "it arrives: that long without content, five times that in all)"),
     CLI_COUNT('v', "verbose", cli_globals, verbose,
               "trace API requests (credentials redacted); twice for headers and bodies"),
     CLI_BOOL('h', "help", cli_globals, help, "show this help"),

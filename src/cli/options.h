@@ -74,7 +74,8 @@ typedef struct cli_globals {
     const char *kubeconfig;
     const char *ns;
     int verbose;
-    bool skip_prereqs; /* job submit: no cluster prerequisite checks before the create */
+    const char *request_timeout; /* --request-timeout: a duration */
+    bool skip_prereqs;           /* job submit: no cluster prerequisite checks before the create */
     bool help;
     bool version;
 } cli_globals;

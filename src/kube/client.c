@@ -14,6 +14,11 @@
 
 #define DEFAULT_EXEC_TIMEOUT_S    60
 #define DEFAULT_REQUEST_TIMEOUT_S 60
+/* A list read as it arrives may rightly take longer than one request (tens of thousands of
+ * pods), as long as content keeps coming (the request timeout is its stall limit), but not
+ * without end: a server that keeps sending without finishing is cut at this many request
+ * timeouts (5 min by default). */
+#define LIST_TIMEOUTS 5
 
 /* xorshift64*: plenty for jitter. */
 unsigned kube_random(gc_kube *k, unsigned bound)
@@ -156,6 +161,7 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err)
     k->request_timeout_ms =
         1000L * (opts->request_timeout_seconds > 0 ? opts->request_timeout_seconds
                                                    : DEFAULT_REQUEST_TIMEOUT_S);
+    k->list_timeout_ms = LIST_TIMEOUTS * k->request_timeout_ms;
     k->wall_clock = opts->wall_clock ? opts->wall_clock : gc_clock_wall;
     k->rng = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)k;
     k->rng = k->rng ? k->rng : 1;

@@ -149,6 +149,16 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
     long stall_seconds = x->stall_seconds;
     if (paced && !stall_seconds)
         stall_seconds = k->request_timeout_ms / 1000;
+    /* ... and a deadline of its own, so a server that keeps sending (blanks, or items without
+     * end) cannot hold it forever either. */
+    long long deadline = x->deadline_ms;
+    x->list_deadline = false;
+    if (paced) {
+        long long limit = gc_clock_ms() + k->list_timeout_ms;
+        x->list_deadline = !deadline || limit < deadline;
+        if (x->list_deadline)
+            deadline = limit;
+    }
     gc_http_request hr = {
         .method = req->method,
         .url = url,
@@ -160,7 +170,7 @@ void kube_exchange_start(gc_kube *k, kube_exchange *x, CURL *e)
         .timeout_ms = req->streaming || paced ? 0 : k->request_timeout_ms,
         .connect_timeout_ms = CONNECT_TIMEOUT_MS,
         .stall_seconds = stall_seconds,
-        .deadline_ms = x->deadline_ms,
+        .deadline_ms = deadline,
         .on_data = x->on_data ? on_data : NULL,
         .on_header = on_header,
         .ctx = x,
@@ -380,6 +390,11 @@ int kube_transport_error(const gc_kube *k, const kube_exchange *x, gc_error *err
     default:
         break;
     }
+    if (h->past_deadline && x->list_deadline)
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "%s %s: the answer of %s did not end within %ld s; give it longer with "
+                       "--request-timeout if the list is that large",
+                       x->req->method, x->req->path, where, k->list_timeout_ms / 1000);
     if (h->past_deadline)
         return gc_fail(err, GC_EXIT_RUNTIME, "%s %s: gave up waiting for %s", x->req->method,
                        x->req->path, where);

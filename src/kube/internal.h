@@ -52,6 +52,7 @@ struct gc_kube {
     gc_http_trace trace; /* where traces, notices and warnings go, and how much is traced */
     int exec_timeout_ms;
     long request_timeout_ms;
+    long list_timeout_ms;       /* the whole of one list read as it arrives (an attempt) */
     time_t (*wall_clock)(void); /* for credential expiry and Retry-After dates */
 
     char *base_url;                /* server URL, with tls-server-name as its host if set */
@@ -138,6 +139,7 @@ typedef struct kube_exchange {
                                 items): a new attempt would repeat that, so there is none */
     long retry_after_ms;     /* Retry-After, or -1 */
     unsigned credential;     /* generation of the credential the attempt was sent with */
+    bool list_deadline;      /* the attempt's deadline is the list timeout (not deadline_ms) */
 } kube_exchange;
 
 /* What reaching this API server takes on `e`, beyond the request itself: HTTP/2, keep-alive,

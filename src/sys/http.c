@@ -7,6 +7,7 @@
 #include "sys/internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -106,6 +107,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *userdata)
 {
     gc_http_transfer *t = userdata;
     size_t len = size * n;
+    t->progress_ms = gc_clock_ms();
     if (len >= 5 && !strncmp(line, "HTTP/", 5))
         gc_buf_reset(&t->headers); /* a new response (after a 100 or a redirect) */
     else
@@ -120,10 +122,22 @@ static size_t on_header(char *line, size_t size, size_t n, void *userdata)
     return len;
 }
 
+/* Progress for the stall check is a byte that says something: blanks between JSON tokens are
+ * legal in any number, so a server sending only them is treated as sending nothing. */
+static bool has_content(const char *data, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (data[i] != ' ' && data[i] != '\t' && data[i] != '\r' && data[i] != '\n')
+            return true;
+    return false;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *userdata)
 {
     gc_http_transfer *t = userdata;
     size_t len = size * n;
+    if (has_content(data, len))
+        t->progress_ms = gc_clock_ms();
     if (t->req.on_data && is_2xx(response_status(t))) {
         if (t->req.on_data(data, len, t->req.ctx))
             return len;
@@ -170,8 +184,13 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 {
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     gc_http_transfer *t = userdata;
-    if (gc_clock_ms() >= t->req.deadline_ms) {
+    long long now = gc_clock_ms();
+    if (t->req.deadline_ms && now >= t->req.deadline_ms) {
         t->past_deadline = true;
+        return 1;
+    }
+    if (t->req.stall_seconds > 0 && now - t->progress_ms >= t->req.stall_seconds * 1000LL) {
+        t->stalled = true;
         return 1;
     }
     return 0;
@@ -249,11 +268,12 @@ void gc_http_start(gc_http_transfer *t, CURL *e, const gc_http_request *req)
     t->status = 0;
     t->result = CURLE_OK;
     t->error[0] = '\0';
-    t->stopped = t->too_large = t->past_deadline = t->sent = t->resent = t->traced = false;
+    t->stopped = t->too_large = t->past_deadline = t->stalled = t->sent = t->resent = t->traced =
+        false;
     t->sends = 0;
     t->body_offset = 0;
     t->elapsed_ms = 0;
-    t->started_ms = gc_clock_ms();
+    t->started_ms = t->progress_ms = gc_clock_ms();
     t->shown_url = gc_http_redact_url(req->trace_url ? req->trace_url : req->url);
 
     curl_easy_reset(e);
@@ -276,7 +296,7 @@ void gc_http_start(gc_http_transfer *t, CURL *e, const gc_http_request *req)
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, rate);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, req->stall_seconds);
     }
-    if (req->deadline_ms) {
+    if (req->deadline_ms || req->stall_seconds > 0) {
         curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
@@ -322,6 +342,11 @@ static bool connect_phase_failure(CURLcode rc)
 void gc_http_finish(gc_http_transfer *t, CURLcode result)
 {
     t->result = result == CURLE_WRITE_ERROR && t->stopped ? CURLE_OK : result;
+    if (result == CURLE_ABORTED_BY_CALLBACK && t->stalled) {
+        /* A stall by blanks is a stall: the same outcome as libcurl's own low-speed limit. */
+        t->result = CURLE_OPERATION_TIMEDOUT;
+        snprintf(t->error, sizeof(t->error), "nothing but blanks for %ld s", t->req.stall_seconds);
+    }
     t->status = response_status(t);
     curl_off_t pretransfer = 0;
     curl_easy_getinfo(t->e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
