@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_VARS 256
-
 typedef struct deploy_args {
     cli_globals g;
     cli_list vars;
@@ -25,6 +23,8 @@ typedef struct deploy_args {
     bool plan;
     bool auto_approve;
     bool create_node_pools;
+    bool overwrite_deployment;
+    bool download_dependencies;
 } deploy_args;
 
 /* Google's deploy levels for a failed blueprint validator. */
@@ -52,6 +52,14 @@ static const cli_option deploy_options[] = {
                "IGNORE"),
     CLI_BOOL(0, "create-node-pools", deploy_args, create_node_pools,
              "the same as --auto-approve (its older name)"),
+    /* Google's lines pass these two; what they control (a deployment directory, Terraform and
+     * Packer) does not exist here, which --help says rather than refusing the line. */
+    CLI_BOOL('w', "overwrite-deployment", deploy_args, overwrite_deployment,
+             "Google's: overwrite an existing deployment directory; deploy writes none (a rerun "
+             "updates the cluster in place), so it is accepted and changes nothing"),
+    CLI_BOOL(0, "download-dependencies", deploy_args, download_dependencies,
+             "Google's: download missing Terraform and Packer; deploy needs neither (only "
+             "gcloud, for --auto-approve), so it is accepted and downloads nothing"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
                "write the Kubernetes objects (the Kueue configuration; the cluster module's "
                "Network and CheckpointConfiguration) as YAML and stop; nothing is contacted"),
@@ -83,21 +91,27 @@ static bool every_piece_is_a_pair(const char *s)
 }
 
 /* --vars a=1,b=2 and --vars a=1 --vars b=2 both work; a comma stays part of a value unless
- * every piece is NAME=VALUE. `storage` keeps the split copies. */
-static size_t split_vars(const cli_list *list, char **storage, const char **out)
+ * every piece is NAME=VALUE. `storage` keeps the split copies; the pieces are as many as given
+ * (a NULL-terminated array to free). */
+static const char **split_vars(const cli_list *list, char **storage, size_t *count)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < list->count && n < MAX_VARS; i++) {
+    size_t n = 0, cap = list->count + 1;
+    for (size_t i = 0; i < list->count; i++)
+        for (const char *c = list->items[i]; *c; c++)
+            cap += *c == ',';
+    const char **out = gc_xcalloc(cap, sizeof(*out));
+    for (size_t i = 0; i < list->count; i++) {
         char *copy = storage[i] = gc_xstrdup(list->items[i]);
         if (!every_piece_is_a_pair(copy)) {
             out[n++] = copy;
             continue;
         }
-        for (char *save, *piece = strtok_r(copy, ",", &save); piece && n < MAX_VARS;
+        for (char *save, *piece = strtok_r(copy, ",", &save); piece;
              piece = strtok_r(NULL, ",", &save))
             out[n++] = piece;
     }
-    return n;
+    *count = n;
+    return out;
 }
 
 /* The objects without a cluster: YAML documents, or with -o json one JSON List. */
@@ -274,18 +288,18 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
         rc = cli_check_output_path("--dry-run-out", a->dry_run_out, NULL, err);
     if (rc)
         return rc;
-    char *storage[CLI_LIST_MAX] = {NULL};
-    const char *vars[MAX_VARS];
-    size_t var_count = split_vars(&a->vars, storage, vars);
-    gc_blueprint_options o = {
-        .deployment_file = a->deployment_file, .vars = vars, .var_count = var_count};
+    gc_blueprint_options o = {.deployment_file = a->deployment_file};
     if (a->validation_level &&
         (rc = gc_validation_level_parse(a->validation_level, &o.validation, err)) != 0)
         return rc;
+    char *storage[CLI_LIST_MAX] = {NULL};
+    const char **vars = split_vars(&a->vars, storage, &o.var_count);
+    o.vars = vars;
     gc_blueprint bp;
     rc = gc_blueprint_open(parsed->positional[0], &o, &bp, err);
     for (size_t i = 0; i < a->vars.count; i++)
         free(storage[i]);
+    free(vars);
     if (rc)
         return rc;
     for (size_t i = 0; i < bp.warnings.count; i++)

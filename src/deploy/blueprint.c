@@ -54,8 +54,12 @@ typedef struct bp_reader {
     gc_blueprint *bp;
     json_t *raw_vars;   /* the doc's vars with the deployment file and --vars applied */
     json_t *vars;       /* evaluated variables, filled as they are used */
-    json_t *evaluating; /* variables being evaluated (a cycle check) */
-    json_t *modules;    /* id → the module's raw mapping */
+    json_t *evaluating; /* variables and modules being evaluated (a cycle check) */
+    json_t *chain;      /* what is being evaluated, outermost first ("vars.a", "pool.x") */
+    deploy_budget budget;
+    int output_rc; /* the first error while deriving a module output, and its message */
+    gc_error output_err;
+    json_t *modules; /* id → the module's raw mapping */
     setting_owner *owners;
     size_t owner_count;
     gc_error *err;
@@ -114,6 +118,51 @@ static int eval_value(bp_reader *r, const json_t *raw, json_t **out);
 static bool located(const bp_reader *r);
 static int module_output(bp_reader *r, const char *id, const char *name, json_t **out);
 
+/* "a -> b -> c -> a": the chain from its first entry starting with `from` to `to`. */
+static char *cycle_text(const bp_reader *r, const char *from, const char *to)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    size_t n = json_array_size(r->chain), start = n;
+    for (size_t i = 0; i < n && start == n; i++)
+        if (!strncmp(json_string_value(json_array_get(r->chain, i)), from, strlen(from)))
+            start = i;
+    for (size_t i = start; i < n; i++)
+        gc_buf_printf(&b, "%s -> ", json_string_value(json_array_get(r->chain, i)));
+    gc_buf_puts(&b, to);
+    return gc_buf_detach(&b);
+}
+
+/* A cycle is an error naming it; "refers to" keeps it an error in modules deploy does not read
+ * (whose other failures become unknown values). */
+static int cycle(bp_reader *r, const char *from, const char *to)
+{
+    char *text = cycle_text(r, from, to);
+    int rc = gc_fail(r->err, GC_EXIT_USAGE,
+                     "%s refers to itself: %s; give one of them a value that does not", to, text);
+    free(text);
+    return rc;
+}
+
+/* Variables referring to variables recurse; far beyond any blueprint, and far below what the C
+ * stack holds. */
+#define MAX_CHAIN 128
+
+static int push_chain(bp_reader *r, const char *what)
+{
+    if (json_array_size(r->chain) >= MAX_CHAIN)
+        return gc_fail(r->err, GC_EXIT_USAGE,
+                       "%s: variables and module outputs refer to one another more than %d deep",
+                       what, MAX_CHAIN);
+    json_array_append_new(r->chain, json_string(what));
+    return 0;
+}
+
+static void pop_chain(bp_reader *r)
+{
+    json_array_remove(r->chain, json_array_size(r->chain) - 1);
+}
+
 /* A variable's value, evaluated once. */
 static int var_value(bp_reader *r, const char *name, json_t **out)
 {
@@ -132,14 +181,21 @@ static int var_value(bp_reader *r, const char *name, json_t **out)
         free(names);
         return rc;
     }
-    if (json_object_get(r->evaluating, name))
-        return gc_fail(r->err, GC_EXIT_USAGE,
-                       "vars.%s refers to itself through other variables; give one of them a "
-                       "value that does not",
-                       name);
-    json_object_set_new(r->evaluating, name, json_true());
-    int rc = eval_value(r, raw, out);
-    json_object_del(r->evaluating, name);
+    char *what = gc_xasprintf("vars.%s", name);
+    int rc = json_object_get(r->evaluating, what) ? cycle(r, what, what) : push_chain(r, what);
+    if (rc) {
+        free(what);
+        return rc;
+    }
+    json_object_set_new(r->evaluating, what, json_true());
+    rc = eval_value(r, raw, out);
+    if (!rc && (rc = deploy_charge(&r->budget, *out, what, r->err)) != 0) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    json_object_del(r->evaluating, what);
+    pop_chain(r);
+    free(what);
     if (rc)
         return located(r) ? rc
                           : fail_at(r, r->raw_vars, name, 0, "vars.%s: %s", name, r->err->message);
@@ -174,7 +230,7 @@ static int env_stage(void *ctx, const char *path, json_t **out, gc_error *err)
 
 static deploy_env blueprint_env(bp_reader *r)
 {
-    return (deploy_env){.ref = env_ref, .stage = env_stage, .ctx = r};
+    return (deploy_env){.ref = env_ref, .stage = env_stage, .ctx = r, .budget = &r->budget};
 }
 
 /* A copy of `raw` with every string's expressions evaluated. */
@@ -335,6 +391,10 @@ static int module_setting(bp_reader *r, const gc_bp_module *m, const char *key, 
         return module_setting(r, cluster, key, out);
     if (json_object_get(r->raw_vars, key)) {
         int rc = var_value(r, key, &v);
+        if (rc && !r->output_rc) {
+            r->output_rc = rc;
+            r->output_err = *r->err;
+        }
         if (rc)
             return rc;
         *out = json_is_null(v) ? NULL : v;
@@ -487,18 +547,58 @@ static json_t *output_var(void *ctx, const char *name)
 {
     bp_reader *r = ctx;
     json_t *v = NULL;
-    if (json_object_get(r->raw_vars, name) && var_value(r, name, &v))
+    int rc = json_object_get(r->raw_vars, name) ? var_value(r, name, &v) : 0;
+    if (rc && !r->output_rc) {
+        r->output_rc = rc;
+        r->output_err = *r->err;
+    }
+    if (rc)
         return NULL;
     return v;
 }
 
+static int evaluate_module(bp_reader *r, gc_bp_module *m);
+
+static bool is_network_module(const gc_bp_module *m)
+{
+    return deploy_source_is(m->source, "modules/network/vpc") ||
+           deploy_source_is(m->source, "modules/network/multivpc") ||
+           deploy_source_is(m->source, "modules/network/gpu-rdma-vpc");
+}
+
+/* An output of module `id`, whose settings are evaluated first if they are not yet (modules may
+ * use the outputs of modules declared after them); a module whose settings are being evaluated
+ * is a cycle. Errors met while deriving the output (a variable it falls back to) are the
+ * output's errors, not a silent default. */
 static int module_output(bp_reader *r, const char *id, const char *name, json_t **out)
 {
+    *out = NULL;
     gc_bp_module *m = find_module(r->bp, id);
-    *out =
-        m && m->kind == GC_BP_MODULE_NODE_POOL && m->settings ? node_pool_output(r, m, name) : NULL;
-    if (!*out)
-        *out = deploy_network_output(m, name, output_var, r);
+    char *mark = gc_xasprintf("%s.", id), *output = gc_xasprintf("%s.%s", id, name);
+    /* Only node pools' and network modules' outputs are derived from their settings; any other
+     * module's are unknown whatever its settings say. */
+    bool derived = m && (m->kind == GC_BP_MODULE_NODE_POOL || is_network_module(m));
+    int rc = !derived || m->settings                ? 0
+             : json_object_get(r->evaluating, mark) ? cycle(r, mark, output)
+                                                    : evaluate_module(r, m);
+    if (!rc && derived && (rc = push_chain(r, output)) == 0) {
+        int saved = r->output_rc;
+        r->output_rc = 0;
+        *out = m->kind == GC_BP_MODULE_NODE_POOL ? node_pool_output(r, m, name) : NULL;
+        if (!*out)
+            *out = deploy_network_output(m, name, output_var, r);
+        if ((rc = r->output_rc) != 0)
+            *r->err = r->output_err;
+        r->output_rc = saved;
+        pop_chain(r);
+    }
+    free(mark);
+    free(output);
+    if (rc) {
+        json_decref(*out);
+        *out = NULL;
+        return rc;
+    }
     if (!*out) {
         char *what = gc_xasprintf("%s.%s", id, name);
         *out = deploy_unknown(what);
@@ -790,34 +890,64 @@ static int check_modules(bp_reader *r, json_t *groups)
     return 0;
 }
 
-/* Evaluates every module's settings. A module deploy reads fails on its first bad value; one it
- * does not read keeps a value it cannot evaluate as unknown (Terraform evaluates it), except for
- * references to variables or modules that do not exist, which the toolkit rejects too. */
+/* Evaluates one module's settings, once. */
+static int evaluate_module(bp_reader *r, gc_bp_module *m)
+{
+    char *mark = gc_xasprintf("%s.", m->id);
+    json_object_set_new(r->evaluating, mark, json_true());
+    json_t *raw = json_object_get(json_object_get(r->modules, m->id), "settings");
+    json_t *settings = json_object();
+    const char *key;
+    json_t *value;
+    int rc = 0;
+    json_object_foreach(raw, key, value)
+    {
+        char *what = gc_xasprintf("%s.%s", m->id, key);
+        json_t *v = NULL;
+        rc = push_chain(r, what);
+        if (!rc) {
+            rc = eval_located(r, raw, key, 0, &v);
+            if (!rc && (rc = deploy_charge(&r->budget, v, what, r->err)) != 0) {
+                json_decref(v);
+                v = NULL;
+            }
+            pop_chain(r);
+        }
+        /* Fatal: a module deploy reads, a reference the toolkit rejects too, a cycle, the
+         * budget spent. */
+        bool fatal = rc && (m->kind != GC_BP_MODULE_OTHER || !r->budget.left ||
+                            strstr(r->err->message, "refers to"));
+        if (rc && !fatal) {
+            v = deploy_unknown(what);
+            rc = 0;
+        }
+        free(what);
+        if (rc)
+            break;
+        json_object_set_new(settings, key, v);
+    }
+    json_object_del(r->evaluating, mark);
+    free(mark);
+    if (rc) {
+        json_decref(settings);
+    } else {
+        m->settings = settings;
+        m->raw = json_is_object(raw) ? json_incref(raw) : json_object();
+    }
+    return rc;
+}
+
+/* Evaluates every module's settings (those a module output needed are done already). A module
+ * deploy reads fails on its first bad value; one it does not read keeps a value it cannot
+ * evaluate as unknown (Terraform evaluates it), except for references to variables or modules
+ * that do not exist, which the toolkit rejects too. */
 static int evaluate_modules(bp_reader *r)
 {
     for (size_t i = 0; i < r->bp->module_count; i++) {
         gc_bp_module *m = &r->bp->modules[i];
-        json_t *raw = json_object_get(json_object_get(r->modules, m->id), "settings");
-        json_t *settings = json_object();
-        const char *key;
-        json_t *value;
-        json_object_foreach(raw, key, value)
-        {
-            json_t *v;
-            int rc = eval_located(r, raw, key, 0, &v);
-            if (rc && (m->kind != GC_BP_MODULE_OTHER || strstr(r->err->message, "refers to"))) {
-                json_decref(settings);
-                return rc;
-            }
-            if (rc) {
-                char *what = gc_xasprintf("%s.%s", m->id, key);
-                v = deploy_unknown(what);
-                free(what);
-            }
-            json_object_set_new(settings, key, v);
-        }
-        m->settings = settings;
-        m->raw = json_is_object(raw) ? json_incref(raw) : json_object();
+        int rc = m->settings ? 0 : evaluate_module(r, m);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -1252,14 +1382,95 @@ static int apply_deployment_file(bp_reader *r, const char *path)
                        "%s: a deployment file is a YAML mapping with vars: (and optionally "
                        "terraform_backend_defaults:)",
                        path);
+    /* A key the toolkit does not know (a misspelt vars:) would drop its variables in silence. */
+    static const char *const keys[] = {"vars", "terraform_backend_defaults"};
+    const char *key;
+    json_t *value;
+    json_object_foreach(root, key, value)
+    {
+        size_t best = 0;
+        for (size_t k = 1; k < sizeof(keys) / sizeof(*keys); k++)
+            if (gc_text_edit_distance(key, keys[k]) < gc_text_edit_distance(key, keys[best]))
+                best = k;
+        int line, column;
+        if (strcmp(key, keys[0]) && strcmp(key, keys[1]))
+            return gc_yaml_mark_of(&r->deployment, root, key, 0, &line, &column)
+                       ? gc_fail(r->err, GC_EXIT_USAGE,
+                                 "%s:%d:%d: unknown key \"%.64s\" in a deployment file%s%s%s "
+                                 "(it takes vars: and terraform_backend_defaults:)",
+                                 path, line, column, key,
+                                 gc_text_edit_distance(key, keys[best]) <= 2 ? "; did you mean "
+                                                                             : "",
+                                 gc_text_edit_distance(key, keys[best]) <= 2 ? keys[best] : "",
+                                 gc_text_edit_distance(key, keys[best]) <= 2 ? ":?" : "")
+                       : gc_fail(r->err, GC_EXIT_USAGE,
+                                 "%s: unknown key \"%.64s\" in a deployment file (it takes "
+                                 "vars: and terraform_backend_defaults:)",
+                                 path, key);
+    }
     json_t *vars = json_object_get(root, "vars");
     if (vars && !json_is_null(vars) && !json_is_object(vars))
         return gc_fail(r->err, GC_EXIT_USAGE, "%s: vars must be a mapping, not %s", path,
                        gc_yaml_type_name(vars));
-    const char *key;
-    json_t *value;
     json_object_foreach(vars, key, value) json_object_set(r->raw_vars, key, value);
     return 0;
+}
+
+/* Whether `text` names vars.NAME (not a longer name that starts the same). */
+static bool names_var(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, "vars."); p; p = strstr(p + 5, "vars.")) {
+        char after = p[5 + n];
+        if (!strncmp(p + 5, name, n) &&
+            !(isalnum((unsigned char)after) || after == '_' || after == '-'))
+            return true;
+    }
+    return false;
+}
+
+/* A failure on a null value is, in a blueprint, nearly always a variable declared without a
+ * value (as Google's examples declare machine_type: and tpu_topology: for the user to fill):
+ * the message then starts with the empty variables the modules use and how to give them. */
+static void name_empty_vars(bp_reader *r)
+{
+    if (!strstr(r->err->message, "null"))
+        return;
+    gc_buf names, flags;
+    gc_buf_init(&names);
+    gc_buf_init(&flags);
+    size_t count = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(r->raw_vars, key, value)
+    {
+        if (!json_is_null(value) || !is_identifier(key, strlen(key)) || count == 8)
+            continue;
+        bool used = false;
+        for (size_t i = 0; !used && i < r->bp->module_count; i++) {
+            const json_t *raw =
+                json_object_get(json_object_get(r->modules, r->bp->modules[i].id), "settings");
+            char *text = raw ? json_dumps(raw, JSON_COMPACT) : NULL;
+            used = text && names_var(text, key);
+            free(text);
+        }
+        if (!used)
+            continue;
+        gc_buf_printf(&names, "%s%s", count ? ", " : "", key);
+        gc_buf_printf(&flags, "%s%s=VALUE", count ? "," : "", key);
+        count++;
+    }
+    if (count) {
+        char *cause = gc_xstrdup(r->err->message);
+        gc_fail(r->err, GC_EXIT_USAGE,
+                "the blueprint's variable%s %s %s no value; pass %s with --vars %s or in a "
+                "deployment file (%s)",
+                count > 1 ? "s" : "", names.data, count > 1 ? "have" : "has",
+                count > 1 ? "them" : "it", flags.data, cause);
+        free(cause);
+    }
+    gc_buf_free(&names);
+    gc_buf_free(&flags);
 }
 
 static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
@@ -1305,6 +1516,8 @@ static int read_top_level(bp_reader *r, const gc_blueprint_options *o)
         rc = read_modules(r, GC_BP_MODULE_KUBECTL_APPLY);
     if (!rc)
         rc = read_modules(r, GC_BP_MODULE_OTHER);
+    if (rc)
+        name_empty_vars(r);
     return rc;
 }
 
@@ -1374,6 +1587,8 @@ int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_bluepr
                    .err = err,
                    .vars = json_object(),
                    .evaluating = json_object(),
+                   .chain = json_array(),
+                   .budget = {DEPLOY_BUDGET},
                    .modules = json_object()};
     int rc = gc_yaml_load_file(path, &r.doc, err);
     if (rc) {
@@ -1390,6 +1605,7 @@ int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_bluepr
     free(r.owners);
     json_decref(r.vars);
     json_decref(r.evaluating);
+    json_decref(r.chain);
     json_decref(r.modules);
     gc_yaml_doc_free(&r.doc);
     if (r.has_deployment)

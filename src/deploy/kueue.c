@@ -31,6 +31,7 @@
 #include "gcluster/sys.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +139,21 @@ static int template_vars(const gc_blueprint *bp, const char *head_pool, json_t *
 static json_t *canonical_quantity(const json_t *v)
 {
     char text[64] = "";
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
         snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
-    else if (json_is_string(v))
+    } else if (json_is_real(v) && isfinite(json_real_value(v)) && json_real_value(v) >= 0) {
+        /* A YAML number such as 1e3 or 480.5: Kubernetes reads a JSON number as a quantity,
+         * so its shortest exact spelling is one. */
+        double d = json_real_value(v);
+        if (d == floor(d) && d < 1e15)
+            snprintf(text, sizeof(text), "%.0f", d);
+        else
+            for (int digits = 1; digits <= 17; digits++) {
+                snprintf(text, sizeof(text), "%.*g", digits, d);
+                if (strtod(text, NULL) == d)
+                    break;
+            }
+    } else if (json_is_string(v))
         snprintf(text, sizeof(text), "%s", json_string_value(v));
     char *canonical = text[0] ? gc_quantity_canonical(text) : NULL;
     json_t *out = canonical ? json_string(canonical) : NULL;
@@ -155,11 +168,29 @@ static int quota(const json_t *vars, const char *name, json_t **out, gc_error *e
     *out = canonical_quantity(v);
     if (*out)
         return 0;
-    char shown[64] = "a list or mapping";
+    const char *unknown = gc_blueprint_unknown(v);
+    if (!v || json_is_null(v))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "kueue.config_template_vars.%s is null (it has no value): give it a "
+                       "quantity (e.g. 32, 480, 2000G, 512Gi), or give the variable it comes "
+                       "from one with --vars NAME=VALUE",
+                       name);
+    if (unknown)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "kueue.config_template_vars.%s is known only once Terraform runs (it comes "
+                       "from %.80s), and deploy needs its value: write a quantity (e.g. 32, 480, "
+                       "2000G, 512Gi) or an expression over vars and node pool outputs",
+                       name, unknown);
+    char shown[64];
     if (json_is_string(v))
         snprintf(shown, sizeof(shown), "\"%.40s\"", json_string_value(v));
     else if (json_is_number(v))
         snprintf(shown, sizeof(shown), "%g", json_number_value(v));
+    else
+        snprintf(shown, sizeof(shown), "%s",
+                 json_is_boolean(v) ? "true or false"
+                 : json_is_array(v) ? "a list"
+                                    : "a mapping");
     return gc_fail(err, GC_EXIT_USAGE,
                    "kueue.config_template_vars.%s is %s, not a Kubernetes quantity (e.g. 32, "
                    "480, 2000G, 512Gi)",
