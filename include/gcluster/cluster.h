@@ -121,4 +121,25 @@ int gc_cluster_describe(gc_kube *kube, const gc_cluster_request *r, gc_cluster_r
                         gc_error *err);
 void gc_cluster_report_free(gc_cluster_report *r);
 
+/* A claim a job can mount (`cluster volume`). */
+typedef struct gc_cluster_volume {
+    char *ns;
+    char *name;
+    char *type;   /* the Cluster Toolkit module (ghpc_module), else the StorageClass, else
+                   * "Standard" */
+    char *phase;  /* Bound, Pending, Lost, or NULL */
+    bool gateway; /* a storage-profile gateway `job submit` made for a profile= mount */
+} gc_cluster_volume;
+
+typedef struct gc_cluster_volume_list {
+    gc_cluster_volume *items;
+    size_t count;
+} gc_cluster_volume_list;
+
+/* The claims of every namespace that Cluster Toolkit's file-system modules made (label
+ * ghpc_role=file-system, as Google's `gcluster cluster volume` lists), then the storage-profile
+ * gateways (label gcluster.google.com/managed-by=cluster-toolkit), each once. */
+int gc_cluster_volumes(gc_kube *kube, gc_cluster_volume_list *out, gc_error *err);
+void gc_cluster_volume_list_free(gc_cluster_volume_list *list);
+
 #endif

@@ -160,9 +160,6 @@ typedef struct gc_cancel_request {
     const char *name;
     bool wait;           /* until the JobSet, its Jobs and its pods are gone */
     const char *timeout; /* with wait: a duration, or NULL for no limit */
-    /* A Shared Pathways Service with clients attached is cancelled only with force (their
-     * proxy Jobs are deleted with it); without, GC_EXIT_USAGE names them. */
-    bool force;
 } gc_cancel_request;
 
 typedef struct gc_cancel_result {
@@ -171,13 +168,17 @@ typedef struct gc_cancel_result {
     char *uid;           /* of the deleted JobSet */
     bool gone;           /* wait: the JobSet, its Jobs and its pods no longer exist */
     size_t pods_deleted; /* wait: pods seen going away while waiting */
+    /* storage-profile gateway claims of the namespace that no job mounts any more, removed with
+     * their volumes */
+    gc_strings gateways_removed;
 } gc_cancel_result;
 
 /* Every check of the flags (name, --timeout only with --wait, a valid duration):
  * GC_EXIT_USAGE, as gc_job_cancel would before sending anything. */
 int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err);
 /* Deletes the JobSet with propagationPolicy=Foreground; with r->wait, watches until it and its
- * pods are gone, reporting how many pods are left as progress on `ev`. */
+ * pods are gone, reporting how many pods are left as progress on `ev`. Then removes the
+ * namespace's storage-profile gateways that no job mounts any more. */
 int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
                   gc_cancel_result *out, gc_error *err);
 void gc_cancel_result_free(gc_cancel_result *result);

@@ -51,7 +51,7 @@ void gc_strings_push(gc_strings *list, const char *s);
 void gc_strings_free(gc_strings *list);
 
 typedef enum gc_mount_kind {
-    GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver */
+    GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver (inline, or a gateway) */
     GC_MOUNT_HOST_PATH, /* /path on the node */
     GC_MOUNT_NFS,       /* filestore://IP/share: the Filestore instance over NFS */
     GC_MOUNT_PVC,       /* pvc://NAME or NAME: an existing PersistentVolumeClaim */
@@ -60,11 +60,14 @@ typedef enum gc_mount_kind {
 typedef struct gc_mount {
     gc_mount_kind kind;
     char *source;     /* bucket, host path, PVC name or NFS server */
-    char *source_dir; /* GCS only-dir or NFS export path, or NULL */
+    char *source_dir; /* GCS: the directory in the bucket (the mount's subPath); NFS: the export
+                       * path; or NULL */
     char *target;     /* mount path in the container */
     bool read_only;
     char *options;         /* GCS: gcsfuse mount options, comma-separated (options=), or NULL */
     gc_strings attributes; /* GCS: "KEY=VALUE" CSI volume attributes (attributes=) */
+    char *profile;         /* GCS: the gcsfusecsi-* StorageClass of profile=, or NULL */
+    char *gateway;         /* profile=: the gateway claim's name (gc_workload_gateways) */
 } gc_mount;
 
 /* Which container a user's environment variable goes to: the workload container(s) running the
@@ -210,6 +213,32 @@ char *gc_sps_proxy_image_for(const char *server_image);
 /* The release of an image reference: its tag, or its "@digest", or "latest" with neither.
  * Writes at most size - 1 bytes. */
 void gc_sps_image_release(const char *image, char *out, size_t size);
+
+/* Whether `w` can run without the JobSet API: one slice, no Pathways. */
+bool gc_workload_fits_indexed_job(const gc_workload *w);
+/* The JobSet-less shape of `w`: a headless Service and a batch/v1 Indexed Job (the JobSet's one
+ * Job, suspended for Kueue), as a new array in *objects; GC_EXIT_USAGE when `w` does not fit. */
+int gc_workload_indexed_job(const gc_workload *w, json_t **objects, gc_error *err);
+
+/* Storage-profile mounts (--mount "gs://B/DIR;/D;profile=serving"). GKE applies a Cloud Storage
+ * FUSE profile only through its gcsfusecsi-* StorageClasses, so such a mount goes through a
+ * "gateway": a PersistentVolume on the profile's class naming the bucket, and a claim bound to it
+ * in the job's namespace. The names are derived from the bucket, the profile and a digest of the
+ * volume's settings, so jobs of one namespace that mount one bucket alike share one gateway, and
+ * any change of settings gets a gateway of its own (a PersistentVolume's spec cannot change). */
+#define GC_LABEL_MANAGED_BY   "gcluster.google.com/managed-by"
+#define GC_MANAGED_BY_TOOLKIT "cluster-toolkit"
+#define GC_LABEL_STORAGE_TYPE "gcluster.google.com/storage-type"
+#define GC_STORAGE_GCSFUSE    "gcsfuse"
+
+/* The StorageClass of a profile= value (training, checkpointing, serving, or the class names
+ * themselves, in any case), or NULL. */
+const char *gc_storage_profile_class(const char *profile);
+
+/* Names the gateway of every profile mount of `w` in namespace `ns` (sets mounts[i].gateway) and
+ * returns the objects to create, PersistentVolume then PersistentVolumeClaim for each distinct
+ * gateway, as a new array in *objects. */
+int gc_workload_gateways(gc_workload *w, const char *ns, json_t **objects, gc_error *err);
 
 /* The head pod's coordinator address, as JobSet labels every pod with it:
  * "<name>-pathways-head-0-0.<name>". It must fit a 63-character label value. */

@@ -40,6 +40,9 @@ typedef struct gc_submit_request {
     const char *dry_run;     /* "server" or "client" */
     const char *mounts[GC_REQUEST_LIST_MAX];
     size_t mount_count;
+    /* The namespace the job goes to (--gke-namespace), which names a profile= mount's gateway;
+     * NULL: "default" offline, the context's namespace when connected. */
+    const char *ns;
     /* KEY=VALUE for every container (--env), and files of such lines (--env-file) */
     const char *env[GC_REQUEST_LIST_MAX];
     size_t env_count;
@@ -151,6 +154,9 @@ typedef struct gc_submit_plan {
     /* What the caller should tell the user about flags taken but not used (Google's gcluster
      * accepts and ignores them too), one line each. */
     gc_strings notices;
+    /* The gateways of the workload's profile= mounts (gcluster/manifest.h): PersistentVolume and
+     * PersistentVolumeClaim pairs, created before the job; an empty array when there are none. */
+    json_t *gateways;
 } gc_submit_plan;
 
 /* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after
@@ -167,7 +173,8 @@ void gc_submit_plan_free(gc_submit_plan *plan);
 int gc_submit_refine(gc_submit_plan *plan, const gc_cluster_shapes *cluster, gc_error *err);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
- * discovered, then the JobSet. Byte-for-byte stable for a given request. */
+ * discovered, then the gateways of profile= mounts and the JobSet, one document each.
+ * Byte-for-byte stable for a given request. */
 int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *err);
 
 /* A command the user may run next, with a short note on what it is for (or NULL). */

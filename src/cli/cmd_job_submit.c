@@ -214,6 +214,14 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
     if (format == CLI_FORMAT_JSON) {
         json_t *jobset;
         rc = gc_workload_jobset(&plan->workload, &jobset, err);
+        /* With gateways, every object in one document, as kubectl writes several (a List). */
+        if (!rc && json_array_size(plan->gateways)) {
+            json_t *items = json_deep_copy(plan->gateways);
+            json_array_append(items, jobset);
+            json_decref(jobset);
+            jobset =
+                json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
+        }
         if (!rc)
             gc_emit_json(jobset, true, &text);
         json_decref(jobset);
@@ -402,6 +410,7 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     r->project = a->g.project;
     r->location = a->g.location;
     r->skip_prereqs = a->g.skip_prereqs;
+    r->ns = a->g.ns;
     if (a->run_sps)
         return run_sps_workload(a, parsed, err);
 

@@ -82,6 +82,7 @@ extern const cli_command cmd_man;
 extern const cli_command cmd_cluster_list;
 extern const cli_command cmd_cluster_describe;
 extern const cli_command cmd_cluster_info;
+extern const cli_command cmd_cluster_volume;
 
 /* What a command's arguments are: its job names (from its opening), else its `operands`. */
 const cli_values *cli_command_operands(const cli_command *cmd);

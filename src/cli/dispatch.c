@@ -36,7 +36,7 @@ static const cli_command cmd_job = {
 };
 
 static const cli_command *const cluster_commands[] = {&cmd_cluster_list, &cmd_cluster_describe,
-                                                      &cmd_cluster_info, NULL};
+                                                      &cmd_cluster_info, &cmd_cluster_volume, NULL};
 
 static const cli_command cmd_cluster = {
     .name = "cluster",

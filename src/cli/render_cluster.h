@@ -23,4 +23,9 @@ void cli_render_cluster_usage(FILE *out, const gc_cluster_report *r);
  * workloads}, the node pools and workloads only when asked. */
 json_t *cli_cluster_json(const gc_cluster_report *r, bool pools, bool workloads);
 
+/* `cluster volume` (render_cluster_volume.c): NAME TYPE CLUSTER NAMESPACE STATUS; as JSON
+ * {volumes: [...]}. */
+void cli_render_cluster_volumes(FILE *out, const gc_cluster_volume_list *list, const char *cluster);
+json_t *cli_cluster_volumes_json(const gc_cluster_volume_list *list);
+
 #endif

@@ -80,8 +80,10 @@ static int parse_platform(const char *text, platform *p, gc_error *err)
  * times nor the clock enter it, so rebuilding an unchanged context names the same image. */
 static void content_tag(build *b)
 {
-    char *input = gc_xasprintf("gcluster-image-v1\n%s\n%s\n%s\n", b->base_name, b->platform_text,
-                               b->layer.diff_id);
+    /* v2: the context lands in the base image's working directory (v1 put it at the root), so
+     * an image named by a v1 tag is not this build. */
+    char *input = gc_xasprintf("gcluster-image-v2\n%s\n%s\n%s\n", b->base_name, b->platform_text,
+                               b->layer.context_id);
     char digest[GC_DIGEST_LEN];
     image_sha256_digest(input, strlen(input), digest);
     free(input);
@@ -263,10 +265,10 @@ static int check_config_platform(build *b, json_t *config, gc_error *err)
     return 0;
 }
 
-/* The base config with our layer on top: one more diff_id and one more history entry; the
- * entrypoint, environment and working directory stay as the base image has them. */
-static int extend_config(build *b, json_t *manifest, gc_buf *out, gc_error *err)
+/* The base image's config, checked against the platform asked for. */
+static int base_config(build *b, json_t *manifest, json_t **config, gc_error *err)
 {
+    *config = NULL;
     const char *digest =
         json_string_value(json_object_get(json_object_get(manifest, "config"), "digest"));
     if (!digest || !image_digest_is_valid(digest))
@@ -275,33 +277,71 @@ static int extend_config(build *b, json_t *manifest, gc_buf *out, gc_error *err)
     gc_buf raw;
     gc_buf_init(&raw);
     int rc = image_registry_get_blob(b->base_registry, b->base.repository, digest, NULL, &raw, err);
-    json_t *config = rc ? NULL : json_loadb(raw.data, raw.len, 0, NULL);
+    *config = rc ? NULL : json_loadb(raw.data, raw.len, 0, NULL);
     gc_buf_free(&raw);
-    if (!rc && !json_is_object(config))
+    if (!rc && !json_is_object(*config))
         rc = gc_fail(err, GC_EXIT_RUNTIME, "the config of %s is not a JSON object", b->base_name);
     if (!rc)
-        rc = check_config_platform(b, config, err);
-    if (!rc) {
-        json_t *rootfs = json_object_get(config, "rootfs");
-        if (!json_is_object(rootfs))
-            json_object_set_new(config, "rootfs", rootfs = json_pack("{s:s}", "type", "layers"));
-        json_t *diff_ids = json_object_get(rootfs, "diff_ids");
-        if (!json_is_array(diff_ids))
-            json_object_set_new(rootfs, "diff_ids", diff_ids = json_array());
-        json_array_append_new(diff_ids, json_string(b->layer.diff_id));
-        json_t *history = json_object_get(config, "history");
-        if (json_is_array(history))
-            json_array_append_new(history, json_pack("{s:s,s:s}", "created_by",
-                                                     "gcluster: COPY build context /", "comment",
-                                                     "added by gcluster from --build-context"));
-        char *text = json_dumps(config, JSON_COMPACT);
-        gc_buf_puts(out, text);
-        free(text);
-    }
-    json_decref(config);
-    if (rc)
+        rc = check_config_platform(b, *config, err);
+    if (rc) {
+        json_decref(*config);
+        *config = NULL;
         gc_error_prefix(err, "failed to pull base image \"%s\": ", b->in->base_image);
+    }
     return rc;
+}
+
+/* Where the context goes: the base image's working directory (WORKDIR), as Google's gcluster
+ * puts it since v1.110, so the command finds its files where a Dockerfile's `COPY . .` would
+ * have put them; the root when the image has none. Relative, without "." parts; NULL for the
+ * root. A ".." (which would climb out) is refused. */
+static int context_directory(build *b, const json_t *config, char **dir, gc_error *err)
+{
+    *dir = NULL;
+    const char *workdir =
+        json_string_value(json_object_get(json_object_get(config, "config"), "WorkingDir"));
+    gc_buf out;
+    gc_buf_init(&out);
+    for (const char *p = workdir ? workdir : ""; *p;) {
+        p += strspn(p, "/");
+        size_t n = strcspn(p, "/");
+        if (n == 2 && !strncmp(p, "..", 2)) {
+            gc_buf_free(&out);
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "base image %s has the working directory \"%s\", which climbs out of "
+                           "the root; pick another --base-image",
+                           b->base_name, workdir);
+        }
+        if (n && !(n == 1 && *p == '.'))
+            gc_buf_printf(&out, "%s%.*s", out.len ? "/" : "", (int)n, p);
+        p += n;
+    }
+    *dir = out.len ? gc_buf_detach(&out) : NULL;
+    gc_buf_free(&out);
+    return 0;
+}
+
+/* The base config with our layer on top: one more diff_id and one more history entry; the
+ * entrypoint, environment and working directory stay as the base image has them. */
+static void extend_config(build *b, json_t *config, const char *dir, gc_buf *out)
+{
+    json_t *rootfs = json_object_get(config, "rootfs");
+    if (!json_is_object(rootfs))
+        json_object_set_new(config, "rootfs", rootfs = json_pack("{s:s}", "type", "layers"));
+    json_t *diff_ids = json_object_get(rootfs, "diff_ids");
+    if (!json_is_array(diff_ids))
+        json_object_set_new(rootfs, "diff_ids", diff_ids = json_array());
+    json_array_append_new(diff_ids, json_string(b->layer.diff_id));
+    json_t *history = json_object_get(config, "history");
+    if (json_is_array(history)) {
+        char *created_by = gc_xasprintf("gcluster: COPY build context /%s", dir ? dir : "");
+        json_array_append_new(history, json_pack("{s:s,s:s}", "created_by", created_by, "comment",
+                                                 "added by gcluster from --build-context"));
+        free(created_by);
+    }
+    char *text = json_dumps(config, JSON_COMPACT);
+    gc_buf_puts(out, text);
+    free(text);
 }
 
 static json_t *descriptor(const char *media_type, long long size, const char *digest)
@@ -456,38 +496,51 @@ static int connect_registries(build *b, gc_error *err)
     return image_registry_open(b->base.registry, &b->trace, &b->base_registry, err);
 }
 
-/* Pulls what the base image is made of and pushes it with our layer on top. */
-static int build_on_base(build *b, const char *name, gc_error *err)
-{
-    json_t *base = NULL;
-    char media_type[128];
-    char base_digest[GC_DIGEST_LEN];
-    gc_buf config;
-    gc_buf_init(&config);
-    int rc = resolve_base(b, &base, media_type, sizeof(media_type), base_digest, err);
-    if (!rc)
-        rc = extend_config(b, base, &config, err);
-    if (!rc && (rc = push_image(b, base, media_type, base_digest, &config, err)) != 0)
-        gc_error_prefix(err, "failed to push image \"%s\": ", name);
-    gc_buf_free(&config);
-    json_decref(base);
-    return rc;
-}
-
-/* The second pass over the context, writing the gzip blob to push. Files edited since the
- * first pass change the diff_id, and then the tag follows the content actually pushed. */
-static int write_layer(build *b, char **name, gc_error *err)
+/* The second pass over the context, writing the gzip blob to push, under `dir`. Files edited
+ * since the first pass change the context's identity, and then the tag follows the content
+ * actually pushed. */
+static int write_layer(build *b, const char *dir, char **name, gc_error *err)
 {
     char planned[GC_DIGEST_LEN];
-    memcpy(planned, b->layer.diff_id, sizeof(planned));
-    int rc = image_layer_build(b->in->context_dir, true, b->events, &b->layer, err);
-    if (!rc && strcmp(planned, b->layer.diff_id) != 0) {
+    memcpy(planned, b->layer.context_id, sizeof(planned));
+    image_layer_close(&b->layer);
+    int rc = image_layer_build_at(b->in->context_dir, dir, true, b->events, &b->layer, err);
+    if (!rc && strcmp(planned, b->layer.context_id) != 0) {
         content_tag(b);
         free(*name);
         *name = image_name(b->in, b->tag);
         gc_warn(b->events, "the build context changed while it was read; the image is now %s",
                 *name);
     }
+    return rc;
+}
+
+/* Pulls what the base image is made of and pushes it with our layer on top, the context in the
+ * base image's working directory. */
+static int build_on_base(build *b, char **name, gc_error *err)
+{
+    json_t *base = NULL, *config = NULL;
+    char media_type[128];
+    char base_digest[GC_DIGEST_LEN];
+    char *dir = NULL;
+    gc_buf out;
+    gc_buf_init(&out);
+    int rc = resolve_base(b, &base, media_type, sizeof(media_type), base_digest, err);
+    if (!rc)
+        rc = base_config(b, base, &config, err);
+    if (!rc)
+        rc = context_directory(b, config, &dir, err);
+    if (!rc)
+        rc = write_layer(b, dir, name, err);
+    if (!rc) {
+        extend_config(b, config, dir, &out);
+        if ((rc = push_image(b, base, media_type, base_digest, &out, err)) != 0)
+            gc_error_prefix(err, "failed to push image \"%s\": ", *name);
+    }
+    gc_buf_free(&out);
+    free(dir);
+    json_decref(config);
+    json_decref(base);
     return rc;
 }
 
@@ -509,9 +562,7 @@ int gc_image_build_push(const gc_image_build *in, char **image_ref, gc_error *er
     if (!rc && present) {
         gc_notice(b.events, "image %s already exists; not pushing it again", name);
     } else if (!rc) {
-        rc = write_layer(&b, &name, err);
-        if (!rc)
-            rc = build_on_base(&b, name, err);
+        rc = build_on_base(&b, &name, err);
         if (!rc)
             gc_notice(b.events, "pushed %s", name);
     }

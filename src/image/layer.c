@@ -33,8 +33,15 @@ typedef struct entry_list {
 } entry_list;
 
 /* Where tar bytes go: the diff_id hash, and when compressing, zlib, the digest hash and a file. */
+/* Where sink_write sends bytes when the context goes under a directory: the layer's tar gets the
+ * entries under their directory, and a second hash sees the same tar as it would be at the root
+ * (the context's identity, which names the image before the base image is read). */
+typedef enum sink_route { TO_BOTH, TO_LAYER, TO_PLAIN } sink_route;
+
 typedef struct layer_sink {
     image_sha256 *tar_hash;
+    image_sha256 *plain_hash; /* with a directory: the tar at the root */
+    sink_route route;
     image_sha256 *blob_hash;
     bool compress;
     z_stream z;
@@ -194,6 +201,10 @@ static int sink_deflate(layer_sink *s, const void *data, size_t len, int flush, 
 
 static int sink_write(layer_sink *s, const void *data, size_t len, gc_error *err)
 {
+    if (s->plain_hash && s->route != TO_LAYER)
+        image_sha256_update(s->plain_hash, data, len);
+    if (s->route == TO_PLAIN)
+        return 0;
     image_sha256_update(s->tar_hash, data, len);
     s->tar_size += (long long)len;
     return s->compress ? sink_deflate(s, data, len, Z_NO_FLUSH, err) : 0;
@@ -201,6 +212,10 @@ static int sink_write(layer_sink *s, const void *data, size_t len, gc_error *err
 
 static void sink_discard(layer_sink *s)
 {
+    if (s->plain_hash) {
+        char ignored[GC_DIGEST_LEN];
+        image_sha256_finish(s->plain_hash, ignored);
+    }
     if (s->tar_hash) {
         char ignored[GC_DIGEST_LEN];
         image_sha256_finish(s->tar_hash, ignored);
@@ -332,6 +347,23 @@ static int write_header(layer_sink *s, const char *name, char type, unsigned mod
     return sink_write(s, h, sizeof(h), err);
 }
 
+/* An entry's header: under `dir` in the layer, at the root in the context's identity. */
+static int entry_header(layer_sink *s, const char *dir, const char *name, char type, unsigned mode,
+                        long long size, const char *link, gc_error *err)
+{
+    if (!dir)
+        return write_header(s, name, type, mode, size, link, err);
+    char *full = gc_xasprintf("%s/%s", dir, name);
+    s->route = TO_LAYER;
+    int rc = write_header(s, full, type, mode, size, link, err);
+    s->route = TO_PLAIN;
+    if (!rc)
+        rc = write_header(s, name, type, mode, size, link, err);
+    s->route = TO_BOTH;
+    free(full);
+    return rc;
+}
+
 static int copy_file_body(layer_sink *s, int fd, const char *abs, long long size, gc_error *err)
 {
     unsigned char *buf = gc_xmalloc(IO_CHUNK);
@@ -354,7 +386,8 @@ static int copy_file_body(layer_sink *s, int fd, const char *abs, long long size
     return rc ? rc : write_padding(s, size, err);
 }
 
-static int write_file(layer_sink *s, const char *root, const entry *e, gc_error *err)
+static int write_file(layer_sink *s, const char *root, const char *dir, const entry *e,
+                      gc_error *err)
 {
     char *abs = gc_xasprintf("%s/%s", root, e->path);
     int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -370,7 +403,7 @@ static int write_file(layer_sink *s, const char *root, const entry *e, gc_error 
     /* The header takes the size from the open file, so a file that grows meanwhile is cut at
      * that size and one that shrinks is an error, never a corrupt tar. */
     if (!rc)
-        rc = write_header(s, e->path, '0', st.st_mode, st.st_size, NULL, err);
+        rc = entry_header(s, dir, e->path, '0', st.st_mode, st.st_size, NULL, err);
     if (!rc)
         rc = copy_file_body(s, fd, abs, st.st_size, err);
     if (fd >= 0)
@@ -379,7 +412,8 @@ static int write_file(layer_sink *s, const char *root, const entry *e, gc_error 
     return rc;
 }
 
-static int write_symlink(layer_sink *s, const char *root, const entry *e, gc_error *err)
+static int write_symlink(layer_sink *s, const char *root, const char *dir, const entry *e,
+                         gc_error *err)
 {
     char *abs = gc_xasprintf("%s/%s", root, e->path);
     char target[PATH_MAX + 1];
@@ -389,20 +423,21 @@ static int write_symlink(layer_sink *s, const char *root, const entry *e, gc_err
         rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot read symlink %s: %s", abs, strerror(errno));
     } else {
         target[n] = '\0';
-        rc = write_header(s, e->path, '2', 0777, 0, target, err);
+        rc = entry_header(s, dir, e->path, '2', 0777, 0, target, err);
     }
     free(abs);
     return rc;
 }
 
-static int write_entry(layer_sink *s, const char *root, const entry *e, gc_error *err)
+static int write_entry(layer_sink *s, const char *root, const char *dir, const entry *e,
+                       gc_error *err)
 {
     if (S_ISREG(e->st.st_mode))
-        return write_file(s, root, e, err);
+        return write_file(s, root, dir, e, err);
     if (S_ISLNK(e->st.st_mode))
-        return write_symlink(s, root, e, err);
+        return write_symlink(s, root, dir, e, err);
     char *name = gc_xasprintf("%s/", e->path);
-    int rc = write_header(s, name, '5', e->st.st_mode, 0, NULL, err);
+    int rc = entry_header(s, dir, name, '5', e->st.st_mode, 0, NULL, err);
     free(name);
     return rc;
 }
@@ -446,11 +481,26 @@ static int collect_entries(const char *context_dir, const gc_events *events, ent
     return rc;
 }
 
-static int write_tar(layer_sink *s, const char *root, const entry_list *entries, gc_error *err)
+static int write_tar(layer_sink *s, const char *root, const char *dir, const entry_list *entries,
+                     gc_error *err)
 {
     static const unsigned char end_of_archive[2 * TAR_BLOCK];
+    /* The directory itself and each one above it, so the runtime creates them as the image's
+     * build would (mode 0755, owner root). */
+    size_t dir_len = dir ? strlen(dir) : 0;
+    for (size_t end = 1; end <= dir_len; end++) {
+        if (end < dir_len && dir[end] != '/')
+            continue;
+        char *name = gc_xasprintf("%.*s/", (int)end, dir);
+        s->route = TO_LAYER;
+        int rc = write_header(s, name, '5', 0755, 0, NULL, err);
+        s->route = TO_BOTH;
+        free(name);
+        if (rc)
+            return rc;
+    }
     for (size_t i = 0; i < entries->count; i++) {
-        int rc = write_entry(s, root, &entries->items[i], err);
+        int rc = write_entry(s, root, dir, &entries->items[i], err);
         if (rc)
             return rc;
     }
@@ -483,6 +533,12 @@ static int finish_sink(layer_sink *s, image_layer *layer, gc_error *err)
     }
     image_sha256_finish(s->tar_hash, layer->diff_id);
     s->tar_hash = NULL;
+    if (s->plain_hash) {
+        image_sha256_finish(s->plain_hash, layer->context_id);
+        s->plain_hash = NULL;
+    } else {
+        memcpy(layer->context_id, layer->diff_id, sizeof(layer->context_id));
+    }
     layer->tar_size = s->tar_size;
     layer->size = s->blob_size;
     return 0;
@@ -490,6 +546,12 @@ static int finish_sink(layer_sink *s, image_layer *layer, gc_error *err)
 
 int image_layer_build(const char *context_dir, bool compress, const gc_events *events,
                       image_layer *layer, gc_error *err)
+{
+    return image_layer_build_at(context_dir, NULL, compress, events, layer, err);
+}
+
+int image_layer_build_at(const char *context_dir, const char *dir, bool compress,
+                         const gc_events *events, image_layer *layer, gc_error *err)
 {
     memset(layer, 0, sizeof(*layer));
     entry_list entries = {0};
@@ -502,10 +564,12 @@ int image_layer_build(const char *context_dir, bool compress, const gc_events *e
     layer_sink *sink = gc_xcalloc(1, sizeof(*sink));
     if (!rc)
         rc = sink_init(sink, compress, err);
+    if (!rc && dir)
+        sink->plain_hash = image_sha256_new();
     if (!rc && compress)
         rc = image_temp_file(&sink->out, err);
     if (!rc)
-        rc = write_tar(sink, context_dir, &entries, err);
+        rc = write_tar(sink, context_dir, dir, &entries, err);
     if (!rc)
         rc = finish_sink(sink, layer, err);
     if (rc) {

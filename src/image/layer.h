@@ -20,12 +20,15 @@
 typedef struct image_layer {
     char diff_id[GC_DIGEST_LEN]; /* sha256 of the uncompressed tar: what the config lists */
     char digest[GC_DIGEST_LEN];  /* sha256 of the gzip blob: what the manifest lists */
-    long long size;              /* bytes of the gzip blob */
-    long long tar_size;          /* bytes of the uncompressed tar */
-    long long content_bytes;     /* bytes of regular file content in the context */
-    size_t files;                /* regular files written */
-    size_t entries;              /* tar entries: files, directories and symlinks */
-    FILE *blob;                  /* the gzip blob in an unlinked temporary file, rewound */
+    /* sha256 of the tar the context makes at the root: diff_id without a directory; with one,
+     * what the context is wherever it goes (the image's tag is made from it) */
+    char context_id[GC_DIGEST_LEN];
+    long long size;          /* bytes of the gzip blob */
+    long long tar_size;      /* bytes of the uncompressed tar */
+    long long content_bytes; /* bytes of regular file content in the context */
+    size_t files;            /* regular files written */
+    size_t entries;          /* tar entries: files, directories and symlinks */
+    FILE *blob;              /* the gzip blob in an unlinked temporary file, rewound */
 } image_layer;
 
 /* Tars `context_dir`. With `compress` the gzip blob is written to layer->blob and `digest` and
@@ -33,6 +36,12 @@ typedef struct image_layer {
  * Progress and skipped entries are reported through `events` (may be NULL). */
 int image_layer_build(const char *context_dir, bool compress, const gc_events *events,
                       image_layer *layer, gc_error *err);
+
+/* The same with every entry under `dir` (a relative path such as "app" or "srv/app", or NULL
+ * for the root), the directories of `dir` included: the context lands in the image's working
+ * directory. */
+int image_layer_build_at(const char *context_dir, const char *dir, bool compress,
+                         const gc_events *events, image_layer *layer, gc_error *err);
 
 /* An unlinked read-write file in $TMPDIR (or /tmp): it disappears with the process, however the
  * process ends, so no build leaves layers behind. */

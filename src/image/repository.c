@@ -1,5 +1,7 @@
 /*
- * Where built images go: Google's naming, <region>-docker.pkg.dev/<project>/<repo>/<user>-runner.
+ * Where built images go: Google's naming, <region>-docker.pkg.dev/<project>/<repo>/<user>-runner,
+ * or <path>/<user>-runner when GCLUSTER_IMAGE_REPO is a path on any OCI registry
+ * (registry.example.com:5000/team), as Google's gcluster allows since v1.110.
  */
 #include "gcluster/image.h"
 
@@ -97,7 +99,9 @@ int gc_image_repository(const char *project, const char *location, char **reposi
         return gc_fail(err, GC_EXIT_USAGE,
                        "GCLUSTER_IMAGE_REPO is not set, and --build-context needs a repository "
                        "to push to: set GCLUSTER_IMAGE_REPO to your Artifact Registry "
-                       "repository name, e.g. export GCLUSTER_IMAGE_REPO=gcluster-repo");
+                       "repository name (export GCLUSTER_IMAGE_REPO=gcluster-repo) or to a "
+                       "repository path on any OCI registry "
+                       "(export GCLUSTER_IMAGE_REPO=registry.example.com/team)");
     const char *user = env_nonempty("USER");
     if (!user)
         user = env_nonempty("USERNAME");

@@ -51,6 +51,8 @@ void gc_workload_free(gc_workload *w)
         free(w->mounts[i].target);
         free(w->mounts[i].options);
         gc_strings_free(&w->mounts[i].attributes);
+        free(w->mounts[i].profile);
+        free(w->mounts[i].gateway);
     }
     free(w->mounts);
     for (size_t i = 0; i < w->env_count; i++) {

@@ -123,19 +123,15 @@ static json_t *user_volume(const gc_mount *m, size_t index)
     json_t *volume = json_pack("{s:s}", "name", name);
     switch (m->kind) {
     case GC_MOUNT_GCS: {
-        /* The bucket alone is the bucket name; a directory in it is gcsfuse's only-dir option,
-         * ahead of the user's own options (the driver passes mountOptions to gcsfuse as one
-         * comma-separated list). */
+        /* A storage-profile mount reads the bucket through its gateway claim. */
+        if (m->profile)
+            return manifest_jset(volume, "persistentVolumeClaim",
+                                 json_pack("{s:s}", "claimName", m->gateway ? m->gateway : ""));
+        /* The bucket alone is the bucket name (a directory in it is the mount's subPath, as in
+         * Google's gcluster); options= is the driver's mountOptions, one comma-separated list. */
         json_t *attributes = json_pack("{s:s}", "bucketName", m->source);
-        gc_buf options;
-        gc_buf_init(&options);
-        if (m->source_dir)
-            gc_buf_printf(&options, "only-dir=%s", m->source_dir);
         if (m->options)
-            gc_buf_printf(&options, "%s%s", options.len ? "," : "", m->options);
-        if (options.len)
-            attributes = manifest_jset(attributes, "mountOptions", json_string(options.data));
-        gc_buf_free(&options);
+            attributes = manifest_jset(attributes, "mountOptions", json_string(m->options));
         for (size_t i = 0; i < m->attributes.count; i++) {
             const char *kv = m->attributes.items[i];
             char *key = gc_xstrndup(kv, strcspn(kv, "="));
@@ -180,6 +176,8 @@ json_t *manifest_user_volume_mounts(const gc_workload *w, bool with_shared_tmp)
         char name[32];
         mount_volume_name(i, name);
         json_t *mount = json_pack("{s:s, s:s}", "name", name, "mountPath", w->mounts[i].target);
+        if (w->mounts[i].kind == GC_MOUNT_GCS && w->mounts[i].source_dir)
+            mount = manifest_jset(mount, "subPath", json_string(w->mounts[i].source_dir));
         if (w->mounts[i].read_only)
             mount = manifest_jset(mount, "readOnly", json_true());
         mounts = manifest_jappend(mounts, mount);

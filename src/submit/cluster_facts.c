@@ -397,13 +397,16 @@ typedef struct first_round {
     json_t *priority_classes;
     char *priority_selector;
     gc_kube_list_options priority_options;
-    gc_kube_read reads[KUEUE_READS + 4]; /* Kueue's, the nodes', then the PriorityClass */
-    char *paths[KUEUE_READS + 2];        /* Kueue's, nodes, priority classes */
-    size_t priority;                     /* the PriorityClass's index in reads; 0: not asked for */
+    json_t *target_namespace;
+    /* Kueue's, the nodes', the PriorityClass, the namespace */
+    gc_kube_read reads[KUEUE_READS + 5];
+    char *paths[KUEUE_READS + 3]; /* Kueue's, nodes, priority classes, the namespace */
+    size_t priority;              /* the PriorityClass's index in reads; 0: not asked for */
+    size_t target;                /* the namespace's index in reads */
     size_t count;
 } first_round;
 
-enum { NODES_PATH = KUEUE_READS, PRIORITY_PATH };
+enum { NODES_PATH = KUEUE_READS, PRIORITY_PATH, NAMESPACE_PATH };
 
 /* Everything that does not depend on another answer goes out at once. */
 static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, const char *ns,
@@ -431,6 +434,12 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, const ch
                                                        .on_item = collect_item,
                                                        .ctx = round->priority_classes};
     }
+    /* The namespace itself, which Google's gcluster requires to exist: an API server lets a
+     * JobSet be created in a namespace that does not, and nothing ever runs it. */
+    round->paths[NAMESPACE_PATH] = gc_kube_path(NULL, "v1", NULL, "namespaces", ns);
+    round->target = round->count++;
+    round->reads[round->target] =
+        (gc_kube_read){.path = round->paths[NAMESPACE_PATH], .object = &round->target_namespace};
     gc_kube_read_all(kube, round->reads, round->count);
 }
 
@@ -439,8 +448,9 @@ static void first_round_free(first_round *round)
     kueue_lists_free(&round->kueue);
     node_reads_free(&round->nodes);
     json_decref(round->priority_classes);
+    json_decref(round->target_namespace);
     free(round->priority_selector);
-    for (size_t i = 0; i < KUEUE_READS + 2; i++)
+    for (size_t i = 0; i < KUEUE_READS + 3; i++)
         free(round->paths[i]);
 }
 
@@ -501,6 +511,12 @@ int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, clust
     first_round round;
     send_first_round(kube, plan, ns, f, &round);
     int rc = take_first_round(kube, ns, &round, f, err);
+    /* A namespace one may not read is taken to exist (the create will say otherwise). */
+    if (!rc && round.reads[round.target].rc && round.reads[round.target].err.http_status == 404)
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "target namespace %s does not exist: create it (kubectl create namespace "
+                     "%s) or pick another with --gke-namespace",
+                     ns, ns);
     if (!rc && f->kueue_version)
         rc = choose_queue(w->queue_defaulted ? NULL : w->queue, ns, f, err);
     if (!rc && f->kueue_version)

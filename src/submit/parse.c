@@ -8,7 +8,6 @@
 #include "gcluster/buf.h"
 #include "gcluster/sys.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -201,10 +200,10 @@ int submit_validate_gcs_location(const char *flag, const char *location, gc_erro
 static int mount_error(const char *spec, const char *why, gc_error *err)
 {
     return gc_fail(err, GC_EXIT_USAGE,
-                   "--mount \"%s\": %s; the format is SOURCE;DEST[;ro|rw][;options=GCSFUSE_OPTIONS]"
-                   "[;attributes=KEY=VALUE,...] (or SOURCE:DEST[:ro|rw]) with SOURCE gs://BUCKET"
-                   "[/DIR], /HOST/PATH, filestore://IP/SHARE, pvc://CLAIM or a "
-                   "PersistentVolumeClaim name",
+                   "--mount \"%s\": %s; the format is SOURCE;DEST[;ro|rw][;profile=training|"
+                   "checkpointing|serving][;options=GCSFUSE_OPTIONS][;attributes=KEY=VALUE,...] "
+                   "(or SOURCE:DEST[:ro|rw]) with SOURCE gs://BUCKET[/DIR], /HOST/PATH, "
+                   "filestore://IP/SHARE, pvc://CLAIM or a PersistentVolumeClaim name",
                    spec, why);
 }
 
@@ -251,6 +250,20 @@ int submit_parse_directory(const char *flag, const char *text, char **out, gc_er
     return 0;
 }
 
+/* The container's own system directories: a volume over one (or inside one) hides what the
+ * image needs to run, so Google's gcluster refuses them, as we do. */
+static const char *reserved_directory(const char *path)
+{
+    static const char *const reserved[] = {"/dev",  "/proc", "/sys", "/etc",  "/bin",
+                                           "/sbin", "/usr",  "/lib", "/lib64"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(*reserved); i++) {
+        size_t n = strlen(reserved[i]);
+        if (!strncmp(path, reserved[i], n) && (path[n] == '\0' || path[n] == '/'))
+            return reserved[i];
+    }
+    return NULL;
+}
+
 /* The destination as given (len bytes at `dest`): absolute, cleaned. */
 static int mount_target(const char *spec, const char *dest, size_t len, char **target,
                         gc_error *err)
@@ -262,6 +275,16 @@ static int mount_target(const char *spec, const char *dest, size_t len, char **t
     if (problem) {
         free(cleaned);
         return mount_error(spec, problem, err);
+    }
+    const char *reserved = reserved_directory(cleaned);
+    if (reserved) {
+        char *why = gc_xasprintf("the destination %s is %sthe container's system directory %s, "
+                                 "which the image needs; mount it elsewhere, e.g. /data",
+                                 cleaned, strcmp(cleaned, reserved) ? "inside " : "", reserved);
+        free(cleaned);
+        int rc = mount_error(spec, why, err);
+        free(why);
+        return rc;
     }
     *target = cleaned;
     return 0;
@@ -363,14 +386,18 @@ static int split_semicolon_spec(const char *spec, char **source, gc_mount *m, gc
         } else if (!strncmp(part, "attributes=", 11)) {
             rc = parse_attributes(spec, part + 11, &m->attributes, err);
         } else if (!strncmp(part, "profile=", 8)) {
-            /* GKE applies Cloud Storage FUSE profiles only through its gcsfusecsi-* StorageClasses
-             * (PersistentVolumes); an inline CSI volume has no profile field. */
-            rc = mount_error(spec,
-                             "profile= needs a PersistentVolume: GKE applies Cloud Storage FUSE "
-                             "profiles only through its StorageClasses (gcsfusecsi-training, "
-                             "-serving, -checkpointing); create a PersistentVolumeClaim on one and "
-                             "mount it with pvc://CLAIM, or give the tuning as options=",
-                             err);
+            /* GKE applies Cloud Storage FUSE profiles only through its gcsfusecsi-* StorageClasses,
+             * so the mount goes through a gateway claim on one (gcluster/manifest.h). */
+            const char *storage_class = gc_storage_profile_class(part + 8);
+            rc = m->profile ? mount_error(spec, "give profile= once (a mount has one profile)", err)
+                 : !storage_class
+                     ? mount_error(spec,
+                                   "profile= is training, checkpointing or serving (or "
+                                   "gcsfusecsi-training, -checkpointing, -serving)",
+                                   err)
+                     : 0;
+            if (!rc)
+                m->profile = gc_xstrdup(storage_class);
         } else {
             char *why =
                 gc_xasprintf("\"%s\" is not ro, rw, options=, attributes= or profile=", part);
@@ -392,69 +419,40 @@ static void split_path(const char *text, char **head, char **rest)
     *rest = slash && slash[1] ? gc_xstrdup(slash) : NULL;
 }
 
-/* Whether `path` has a ".." component: the API server refuses such a hostPath (it would step
- * out of the directory named). */
-static bool has_backstep(const char *path)
-{
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            return true;
-        p += n;
-        p += *p == '/';
-    }
-    return false;
-}
-
-/* A Filestore instance is reached at its IPv4 address in the VPC: four decimal numbers of at
- * most 255 (what gcloud filestore instances list shows). */
-static bool is_ipv4(const char *text)
-{
-    struct in_addr addr;
-    return inet_pton(AF_INET, text, &addr) == 1;
-}
-
 static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error *err)
 {
     if (!strncmp(source, "gs://", 5)) {
         m->kind = GC_MOUNT_GCS;
         split_path(source + 5, &m->source, &m->source_dir);
         if (m->source_dir) {
-            char *dir = gc_xstrdup(m->source_dir + 1); /* only-dir takes no leading '/' */
+            /* The mount's subPath: relative, no '/' at either end. */
+            const char *start = m->source_dir + strspn(m->source_dir, "/");
+            size_t n = strlen(start);
+            while (n && start[n - 1] == '/')
+                n--;
+            char *dir = n ? gc_xstrndup(start, n) : NULL;
             free(m->source_dir);
             m->source_dir = dir;
         }
         return submit_validate_gcs_location("--mount", source, err);
     }
-    if (m->options || m->attributes.count)
+    if (m->options || m->attributes.count || m->profile)
         return mount_error(spec,
-                           "options= and attributes= configure the GCS FUSE CSI driver, so they "
-                           "apply to gs:// sources only",
+                           "profile=, options= and attributes= configure the GCS FUSE CSI driver, "
+                           "so they apply to gs:// sources only",
                            err);
     if (!strncmp(source, "filestore://", 12)) {
         m->kind = GC_MOUNT_NFS;
         split_path(source + 12, &m->source, &m->source_dir);
-        const char *why = !m->source[0]         ? "the Filestore instance's IP address is missing"
-                          : !is_ipv4(m->source) ? "the Filestore server is not an IPv4 address"
-                          : !m->source_dir      ? "the share is missing"
-                                                : NULL;
-        if (why) {
-            char *text = gc_xasprintf("%s: a Filestore mount names the instance's IP address and "
-                                      "share, e.g. filestore://10.0.0.2/share (find them with "
-                                      "`gcloud filestore instances list`)",
-                                      why);
-            int rc = mount_error(spec, text, err);
-            free(text);
-            return rc;
-        }
+        if (!m->source_dir || strspn(m->source, "0123456789.") != strlen(m->source))
+            return mount_error(spec,
+                               "a Filestore mount needs the instance's IP address and share, "
+                               "e.g. filestore://10.0.0.2/share (find them with `gcloud "
+                               "filestore instances list`)",
+                               err);
         return 0;
     }
     if (source[0] == '/') {
-        if (has_backstep(source))
-            return mount_error(spec,
-                               "a host path may not contain \"..\" (Kubernetes refuses it); give "
-                               "the directory itself",
-                               err);
         m->kind = GC_MOUNT_HOST_PATH;
         m->source = gc_xstrdup(source);
         return 0;

@@ -47,4 +47,15 @@ void submit_rejected_flags(const char *message, const json_t *job, const gc_work
 int submit_check_cluster_needs(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
                                gc_strings *warnings, gc_error *err);
 
+/* Names the gateways of the workload's profile= mounts for the namespace of `kube` (the
+ * JobSet's claims and plan->gateways follow; gateways.c). */
+int submit_gateways_name(gc_kube *kube, gc_submit_plan *plan, gc_error *err);
+/* GC_EXIT_USAGE with the fix when the cluster has not the gcsfusecsi-* StorageClass a gateway
+ * needs. */
+int submit_gateways_check(gc_kube *kube, const gc_submit_plan *plan, gc_error *err);
+/* Creates each gateway object that is not there (server-side dry runs with `dry_run`), reuses
+ * those that are, makes a Released volume of ours anew; notices on `ev` say which. */
+int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_run,
+                           const gc_events *ev, gc_error *err);
+
 #endif

@@ -484,9 +484,13 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
     submit_run s = {.kube = kube, .plan = plan, .ev = ev, .result = result};
     cluster_facts f;
     json_t *jobset = NULL;
-    int rc = submit_cluster_facts_gather(kube, plan, &f, err);
+    int rc = submit_gateways_name(kube, plan, err);
+    if (!rc)
+        rc = submit_cluster_facts_gather(kube, plan, &f, err);
     if (!rc)
         rc = build_jobset(&s, &f, &jobset, err);
+    if (!rc && !plan->skip_prereqs)
+        rc = submit_gateways_check(kube, plan, err);
     if (!rc)
         rc = check_cluster_needs(&s, &f, err);
     submit_cluster_facts_free(&f);
@@ -496,6 +500,8 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
         rc = dry_run(&s, jobset, err);
     if (!rc && plan->build_image && plan->mode == GC_SUBMIT_CREATE)
         rc = push_image(plan, ev, err);
+    if (!rc)
+        rc = submit_gateways_create(kube, plan, plan->mode != GC_SUBMIT_CREATE, ev, err);
     if (!rc && plan->mode == GC_SUBMIT_CREATE)
         rc = create_jobset(kube, &plan->workload, jobset, err);
     if (!rc)

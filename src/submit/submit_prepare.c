@@ -515,6 +515,12 @@ static int fill_nap(const gc_submit_request *r, gc_workload *w, gc_error *err)
         gc_strings_push(&w->nap_tolerations, toleration);
         free(toleration);
         free(short_name);
+        /* A shared reservation of another project (projects/P/...): GKE needs its project. */
+        if (!strncmp(name, "projects/", 9) && name[9 + strcspn(name + 9, "/")] == '/') {
+            char *project = gc_xstrndup(name + 9, strcspn(name + 9, "/"));
+            add_node_term(w, "cloud.google.com/reservation-project", project);
+            free(project);
+        }
         return 0;
     } else {
         return gc_fail(err, GC_EXIT_USAGE,
@@ -784,6 +790,8 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
         rc = fill_workload_source(r, p, err);
     if (!rc && !p->compute.pending)
         rc = check_buildable(w, err);
+    if (!rc)
+        rc = gc_workload_gateways(w, r->ns ? r->ns : "default", &p->gateways, err);
     return rc;
 }
 
@@ -792,5 +800,6 @@ void gc_submit_plan_free(gc_submit_plan *p)
     gc_workload_free(&p->workload);
     gc_strings_free(&p->notices);
     free((char *)p->image_build.repository);
+    json_decref(p->gateways);
     memset(p, 0, sizeof(*p));
 }

@@ -39,8 +39,20 @@ int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *
     note_defaults(plan, out);
     json_t *jobset;
     int rc = gc_workload_jobset(&plan->workload, &jobset, err);
-    if (!rc)
+    if (rc)
+        return rc;
+    size_t gateways = plan->gateways ? json_array_size(plan->gateways) : 0;
+    if (!gateways) {
         rc = gc_emit_yaml(jobset, out, err);
+        json_decref(jobset);
+        return rc;
+    }
+    const json_t **docs = gc_xcalloc(gateways + 1, sizeof(*docs));
+    for (size_t i = 0; i < gateways; i++)
+        docs[i] = json_array_get(plan->gateways, i);
+    docs[gateways] = jobset;
+    rc = gc_emit_yaml_documents(docs, gateways + 1, out, err);
+    free(docs);
     json_decref(jobset);
     return rc;
 }

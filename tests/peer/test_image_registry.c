@@ -585,13 +585,17 @@ static void check_layer_contents(const char *host, const char *repo, const char 
     const char *why = NULL;
     if (tar_parse(tar, tar_len, &a, &why) != 0)
         fail_msg("pushed layer is not a tar: %s", why);
-    assert_string_equal(tar_find(&a, "train.py")->data, "print('training')\n");
-    assert_string_equal(tar_find(&a, "conf/model.yaml")->data, "layers: 4\n");
-    assert_int_equal(tar_find(&a, "config")->type, '2');
-    assert_string_equal(tar_find(&a, "config")->linkname, "conf/model.yaml");
-    assert_null(tar_find(&a, ".git/"));
-    assert_null(tar_find(&a, ".git/HEAD"));
-    assert_null(tar_find(&a, "scratch.ckpt"));
+    /* The context lands in the base image's working directory (/app, seed_image), as Google's
+     * gcluster puts it since v1.110; the directory itself comes first, owned by the image. */
+    assert_int_equal(tar_find(&a, "app/")->type, '5');
+    assert_null(tar_find(&a, "train.py"));
+    assert_string_equal(tar_find(&a, "app/train.py")->data, "print('training')\n");
+    assert_string_equal(tar_find(&a, "app/conf/model.yaml")->data, "layers: 4\n");
+    assert_int_equal(tar_find(&a, "app/config")->type, '2');
+    assert_string_equal(tar_find(&a, "app/config")->linkname, "conf/model.yaml");
+    assert_null(tar_find(&a, "app/.git/"));
+    assert_null(tar_find(&a, "app/.git/HEAD"));
+    assert_null(tar_find(&a, "app/scratch.ckpt"));
     tar_archive_free(&a);
     free(tar);
     free(gz);
@@ -655,6 +659,9 @@ static void pushes_across_registries_with_the_base_copied(void **state)
     assert_string_equal(json_string_value(json_array_get(json_object_get(cfg, "Entrypoint"), 0)),
                         "/bin/sh");
     assert_int_equal(json_array_size(json_object_get(config, "history")), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(config, "history"), 1), "created_by")),
+                        "gcluster: COPY build context /app");
 
     /* The base layer was really copied: the target serves it. */
     char path[512];

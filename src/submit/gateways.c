@@ -1,0 +1,195 @@
+/*
+ * The gateways of profile= mounts on the cluster (gcluster/manifest.h says what they are):
+ * named for the namespace the job goes to, checked against the StorageClasses the cluster has,
+ * and created before the job, or reused when a job of the namespace made them already. A
+ * gateway volume left Released by a claim deleted earlier cannot bind again, so one that
+ * Cluster Toolkit made is deleted and made anew, as Google's gcluster does.
+ */
+#include "gcluster/buf.h"
+#include "gcluster/kube.h"
+#include "gcluster/manifest.h"
+#include "gcluster/submit.h"
+#include "gcluster/sys.h"
+#include "submit/submit_checks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* How long a Released volume may take to go away before the submit gives up. */
+#define RELEASED_DELETE_WAIT_MS 60000
+
+/* object[section][key] as a string, or NULL. */
+static const char *field(const json_t *object, const char *section, const char *key)
+{
+    return gc_kube_string(json_object_get(object, section), key);
+}
+
+int submit_gateways_name(gc_kube *kube, gc_submit_plan *plan, gc_error *err)
+{
+    json_decref(plan->gateways);
+    plan->gateways = NULL;
+    return gc_workload_gateways(&plan->workload, gc_kube_namespace(kube), &plan->gateways, err);
+}
+
+static const char *name_of(const json_t *object)
+{
+    return field(object, "metadata", "name");
+}
+
+int submit_gateways_check(gc_kube *kube, const gc_submit_plan *plan, gc_error *err)
+{
+    size_t i;
+    const json_t *object;
+    json_array_foreach(plan->gateways, i, object)
+    {
+        const char *storage_class = field(object, "spec", "storageClassName");
+        if (strcmp(gc_kube_string(object, "kind"), "PersistentVolume") != 0 || !storage_class)
+            continue;
+        char *path = gc_kube_path("storage.k8s.io", "v1", NULL, "storageclasses", storage_class);
+        gc_error get_err = {0};
+        int rc = gc_kube_get(kube, path, NULL, NULL, &get_err);
+        free(path);
+        /* Only a StorageClass known to be missing refuses; one we may not read may be there. */
+        if (rc && get_err.http_status == 404)
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--mount: the cluster has no StorageClass %s, which profile= needs: "
+                           "GKE creates the gcsfusecsi-* classes from version 1.35.1-gke.1616000 "
+                           "on, with the Cloud Storage FUSE CSI driver enabled (kubectl get sc -l "
+                           "gke-gcsfuse/profile=true lists them); upgrade the cluster or mount the "
+                           "bucket without profile=",
+                           storage_class);
+    }
+    return 0;
+}
+
+static char *volume_path(const json_t *pv)
+{
+    return gc_kube_path(NULL, "v1", NULL, "persistentvolumes", name_of(pv));
+}
+
+static int wait_until_gone(gc_kube *kube, const char *path, const char *name, gc_error *err)
+{
+    long long deadline = gc_clock_ms() + RELEASED_DELETE_WAIT_MS;
+    while (gc_clock_ms() < deadline) {
+        gc_error get_err = {0};
+        if (gc_kube_get(kube, path, NULL, NULL, &get_err) && get_err.http_status == 404)
+            return 0;
+        gc_clock_sleep_ms(500);
+    }
+    return gc_fail(err, GC_EXIT_RUNTIME,
+                   "gateway PersistentVolume %s was deleted (it was Released) but is still there "
+                   "after %d s; see kubectl describe pv %s, then submit again",
+                   name, RELEASED_DELETE_WAIT_MS / 1000, name);
+}
+
+/* An existing gateway volume: reused, made anew when Released, or refused with the fix. */
+static int settle_volume(gc_kube *kube, const json_t *pv, const json_t *existing, const char *ns,
+                         bool *create, const gc_events *ev, gc_error *err)
+{
+    const char *name = name_of(pv);
+    const char *claim = field(json_object_get(pv, "spec"), "claimRef", "name");
+    if (field(existing, "metadata", "deletionTimestamp"))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "gateway PersistentVolume %s is being deleted and waits for claim %s/%s "
+                       "to be released: cancel the jobs that mount it (kubectl describe pvc %s "
+                       "-n %s lists them under Used By), delete the claim (kubectl delete pvc %s "
+                       "-n %s) and submit again",
+                       name, ns, claim, claim, ns, claim, ns);
+    const char *phase = field(existing, "status", "phase");
+    if (phase && (!strcmp(phase, "Released") || !strcmp(phase, "Failed"))) {
+        const json_t *labels = json_object_get(json_object_get(existing, "metadata"), "labels");
+        const char *owner = gc_kube_string(labels, GC_LABEL_MANAGED_BY);
+        if (!owner || strcmp(owner, GC_MANAGED_BY_TOOLKIT) != 0)
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "gateway PersistentVolume %s is %s (its claim was deleted) and cannot "
+                           "bind again; it is not labelled %s=%s, so gcluster leaves it alone: "
+                           "delete it (kubectl delete pv %s) and submit again",
+                           name, phase, GC_LABEL_MANAGED_BY, GC_MANAGED_BY_TOOLKIT, name);
+        gc_notice(ev, "making gateway PersistentVolume %s anew: it was %s", name, phase);
+        char *path = volume_path(pv);
+        int rc = gc_kube_delete(kube, path, NULL, NULL, err);
+        if (rc && err->http_status == 404)
+            rc = 0;
+        if (!rc)
+            rc = wait_until_gone(kube, path, name, err);
+        free(path);
+        *create = rc == 0;
+        return rc;
+    }
+    const json_t *want = json_object_get(json_object_get(pv, "spec"), "csi");
+    const json_t *have = json_object_get(json_object_get(existing, "spec"), "csi");
+    if (!json_equal(json_object_get(want, "volumeHandle"), json_object_get(have, "volumeHandle")) ||
+        !json_equal(json_object_get(json_object_get(pv, "spec"), "storageClassName"),
+                    json_object_get(json_object_get(existing, "spec"), "storageClassName")))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "gateway PersistentVolume %s exists with other settings (made by another "
+                       "tool or version); the jobs of namespace %s that mount it share it: cancel "
+                       "them, then kubectl delete pvc %s -n %s && kubectl delete pv %s, and "
+                       "submit again (the bucket's data is not touched: reclaimPolicy Retain)",
+                       name, ns, claim, ns, name);
+    gc_notice(ev, "reusing gateway PersistentVolume %s", name);
+    return 0;
+}
+
+/* One gateway object: created when absent, else settled (volumes) or reused (claims). */
+static int ensure(gc_kube *kube, const json_t *object, unsigned flags, const char *ns,
+                  const gc_events *ev, gc_error *err)
+{
+    bool volume = !strcmp(gc_kube_string(object, "kind"), "PersistentVolume");
+    const char *name = name_of(object);
+    char *path =
+        volume ? volume_path(object) : gc_kube_path(NULL, "v1", ns, "persistentvolumeclaims", name);
+    json_t *existing = NULL;
+    gc_error get_err = {0};
+    int rc = gc_kube_get(kube, path, NULL, &existing, &get_err);
+    free(path);
+    bool create = rc && get_err.http_status == 404;
+    if (rc && !create) {
+        *err = get_err;
+        return rc;
+    }
+    rc = 0;
+    if (!create && volume)
+        rc = settle_volume(kube, object, existing, ns, &create, ev, err);
+    else if (!create && field(existing, "metadata", "deletionTimestamp"))
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "gateway claim %s/%s is being deleted (a job that mounts it is still "
+                     "ending); wait for it to go (kubectl get pvc %s -n %s) and submit again",
+                     ns, name, name, ns);
+    else if (!create)
+        gc_notice(ev, "reusing gateway claim %s", name);
+    json_decref(existing);
+    if (!rc && create) {
+        char *collection = volume ? gc_kube_path(NULL, "v1", NULL, "persistentvolumes", NULL)
+                                  : gc_kube_path(NULL, "v1", ns, "persistentvolumeclaims", NULL);
+        json_t *copy = json_deep_copy(object);
+        rc = gc_kube_create(kube, collection, copy, flags | GC_KUBE_STRICT, NULL, err);
+        /* Another job's submit made it meanwhile: the same name is the same gateway. */
+        if (rc && err->http_status == 409) {
+            rc = 0;
+            memset(err, 0, sizeof(*err));
+        }
+        if (!rc && !(flags & GC_KUBE_DRY_RUN))
+            gc_notice(ev, "created gateway %s %s", volume ? "PersistentVolume" : "claim", name);
+        json_decref(copy);
+        free(collection);
+    }
+    if (rc)
+        gc_error_prefix(err, "--mount profile=: ");
+    return rc;
+}
+
+int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_run,
+                           const gc_events *ev, gc_error *err)
+{
+    const char *ns = gc_kube_namespace(kube);
+    size_t i;
+    const json_t *object;
+    json_array_foreach(plan->gateways, i, object)
+    {
+        int rc = ensure(kube, object, dry_run ? GC_KUBE_DRY_RUN : 0, ns, ev, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

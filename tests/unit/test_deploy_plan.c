@@ -1,0 +1,614 @@
+/*
+ * deploy's Google Cloud plan and its run: what the plan holds for a blueprint with every setting
+ * the advanced TPU blueprints use, the order apply creates things in, a rerun after a failure
+ * resuming where it stopped, and --plan / --dry-run-out changing nothing (no kubeconfig write,
+ * no gcloud create). gcloud is a shell script standing in for it: it keeps one file per resource
+ * that exists, answers describe from them as gcloud does (NOT_FOUND, exit 1) and records every
+ * call.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gcluster/deploy.h"
+#include "kube_test.h"
+#include "run_cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FIXTURE GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/every-setting.yaml"
+
+static char *tmp;
+static char *gcloud; /* the fake */
+static char *state;  /* its resources, one file each */
+static char *calls;  /* every call, one line each */
+static char *fail_on;
+
+/* The fake: a call's verb (describe, create, delete, add-iam-policy-binding) and name (the first
+ * word after the verb, skipping "workload-policy"). FAIL_ON names a resource whose create fails;
+ * NO_ACCOUNT makes every call fail as gcloud does without credentials. */
+static const char fake[] =
+    "#!/bin/sh\n"
+    "echo \"$*\" >> '%s'\n"
+    "if [ -e '%s/no-account' ]; then\n"
+    "  echo 'ERROR: (gcloud) You do not currently have an active account selected.' >&2; exit 1\n"
+    "fi\n"
+    "verb=; name=; router=; setting=\n"
+    "for a in \"$@\"; do\n"
+    "  case \"$a\" in --router=*) router=${a#--router=}-;; esac\n"
+    /* a cluster add-on: enabled by update, read back by describe --format */
+    "  case \"$a\" in --update-addons=*) x=${a#--update-addons=}; x=${x%%%%=*}\n"
+    "    setting=$(printf %%s \"$x\" | cut -c1 | tr A-Z a-z)$(printf %%s \"$x\" | cut -c2-)Config;;"
+    " esac\n"
+    "  case \"$a\" in --format=value\\(addonsConfig.*) x=${a#--format=value(addonsConfig.}\n"
+    "    setting=${x%%%%.*};; esac\n"
+    "  case \"$a\" in --*) continue;; esac\n"
+    "  if [ -n \"$verb\" ] && [ -z \"$name\" ] && [ \"$a\" != workload-policy ]; then name=$a; fi\n"
+    "  case \"$a\" in describe|create|delete|update|add-iam-policy-binding) [ -z \"$verb\" ] && "
+    "verb=$a;; esac\n"
+    "done\n"
+    /* service accounts are described by email, created by name; NATs are per router */
+    "name=$router${name%%%%@*}\n"
+    "case $verb in\n"
+    "describe) if [ -n \"$setting\" ]; then [ -e \"%s/$setting\" ] && echo True || echo False;"
+    " exit 0; fi\n"
+    "  [ -e \"%s/$name\" ] && { echo \"$name\"; exit 0; }\n"
+    "  echo \"ERROR: (gcloud) NOT_FOUND: The resource '$name' was not found\" >&2; exit 1;;\n"
+    "create) if grep -qx \"$name\" '%s' 2>/dev/null; then echo \"ERROR: quota exceeded for $name\" "
+    ">&2; exit 1; fi\n"
+    "  echo \"Creating $name...\" >&2; touch \"%s/$name\"\n"
+    "  case \"$*\" in *'clusters create'*) touch '%s/default-pool';; esac; exit 0;;\n"
+    "delete) rm -f \"%s/$name\"; exit 0;;\n"
+    "update) touch \"%s/$setting\"; exit 0;;\n"
+    "*) exit 0;;\n"
+    "esac\n";
+
+static int setup(void **st)
+{
+    (void)st;
+    tmp = kube_test_tmpdir();
+    state = gc_xasprintf("%s/state", tmp);
+    mkdir(state, 0755);
+    calls = gc_xasprintf("%s/calls", tmp);
+    fail_on = gc_xasprintf("%s/fail-on", tmp);
+    char *bin = gc_xasprintf("%s/bin", tmp);
+    mkdir(bin, 0755);
+    gcloud = gc_xasprintf("%s/gcloud", bin);
+    kube_test_write(gcloud, fake, calls, state, state, state, fail_on, state, state, state, state);
+    chmod(gcloud, 0755);
+    free(bin);
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    free(gcloud);
+    free(state);
+    free(calls);
+    free(fail_on);
+    kube_test_rmtree(tmp);
+    return 0;
+}
+
+/* A fresh project: no resources, no calls. */
+static int fresh(void **st)
+{
+    (void)st;
+    char *cmd = gc_xasprintf("rm -f '%s'/* '%s' '%s'", state, calls, fail_on);
+    int rc = system(cmd);
+    free(cmd);
+    return rc;
+}
+
+static void load(gc_blueprint *bp, gc_cloud_plan *plan)
+{
+    gc_error err = {0};
+    if (gc_blueprint_load(FIXTURE, NULL, 0, bp, &err))
+        fail_msg("%s", err.message);
+    if (gc_cloud_plan_build(bp, &(gc_cloud_target){0}, plan, &err))
+        fail_msg("%s", err.message);
+}
+
+static size_t step_index(const gc_cloud_plan *plan, gc_cloud_step_kind kind, const char *name)
+{
+    for (size_t i = 0; i < plan->count; i++)
+        if (plan->steps[i].kind == kind && !strcmp(plan->steps[i].name, name))
+            return i;
+    fail_msg("no %s %s in the plan", gc_cloud_step_kind_name(kind), name);
+    return 0;
+}
+
+static char *create_line(const gc_cloud_plan *plan, gc_cloud_step_kind kind, const char *name)
+{
+    return gc_argv_shell_line(plan->steps[step_index(plan, kind, name)].create);
+}
+
+static void assert_has(const char *haystack, const char *needle)
+{
+    if (!strstr(haystack, needle))
+        fail_msg("no \"%s\" in:\n%s", needle, haystack);
+}
+
+/* The plan: everything the modules create, in the order they depend on each other. */
+static void plan_names_everything_in_order(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load(&bp, &plan);
+    static const struct {
+        gc_cloud_step_kind kind;
+        const char *name;
+    } order[] = {
+        {GC_CLOUD_NETWORK, "ev-set-net-0"},
+        {GC_CLOUD_SUBNETWORK, "ev-set-sub-0"},
+        {GC_CLOUD_FIREWALL, "ev-set-net-0-fw-allow-iap-ingress"},
+        {GC_CLOUD_FIREWALL, "ev-set-net-0-fw-allow-internal-traffic"},
+        {GC_CLOUD_FIREWALL, "ev-set-internal-0"},
+        {GC_CLOUD_ROUTER, "ev-set-net-0-router"},
+        {GC_CLOUD_NAT, "cloud-nat-us-central1"},
+        {GC_CLOUD_NETWORK, "ev-set-net-1"},
+        {GC_CLOUD_SUBNETWORK, "ev-set-sub-1"},
+        {GC_CLOUD_FIREWALL, "ev-set-net-1-fw-allow-iap-ingress"},
+        {GC_CLOUD_FIREWALL, "ev-set-net-1-fw-allow-internal-traffic"},
+        {GC_CLOUD_ROUTER, "ev-set-net-1-router"},
+        {GC_CLOUD_NAT, "cloud-nat-us-central1"},
+        {GC_CLOUD_SERVICE_ACCOUNT, "ev-set-gke-np-sa@my-project.iam.gserviceaccount.com"},
+        {GC_CLOUD_ROLE_BINDING,
+         "ev-set-gke-np-sa@my-project.iam.gserviceaccount.com roles/logging.logWriter"},
+        {GC_CLOUD_ROLE_BINDING,
+         "ev-set-gke-np-sa@my-project.iam.gserviceaccount.com roles/storage.objectViewer"},
+        {GC_CLOUD_SERVICE_ACCOUNT, "ev-set-gke-wl-sa@my-project.iam.gserviceaccount.com"},
+        {GC_CLOUD_ROLE_BINDING,
+         "ev-set-gke-wl-sa@my-project.iam.gserviceaccount.com roles/container.admin"},
+        {GC_CLOUD_CLUSTER, "ev-set"},
+        {GC_CLOUD_CLUSTER_ADDON, "LustreCsiDriver"},
+        {GC_CLOUD_CLUSTER_ADDON, "HighScaleCheckpointing"},
+        {GC_CLOUD_NODE_POOL, "system"},
+        {GC_CLOUD_NODE_POOL, "cpu-np"},
+        {GC_CLOUD_REMOVE_DEFAULT_POOL, "default-pool"},
+        {GC_CLOUD_WORKLOAD_POLICY, "tpu7x-workload-policy"},
+        {GC_CLOUD_NODE_POOL, "tpu-7x-pool-0"},
+        {GC_CLOUD_NODE_POOL, "tpu-7x-pool-1"},
+        {GC_CLOUD_NODE_POOL, "flex-pool"},
+        {GC_CLOUD_NODE_POOL, "dws-pool"},
+    };
+    assert_int_equal(plan.count, sizeof(order) / sizeof(*order));
+    for (size_t i = 0; i < plan.count; i++) {
+        assert_int_equal(plan.steps[i].kind, order[i].kind);
+        assert_string_equal(plan.steps[i].name, order[i].name);
+    }
+
+    char *line = create_line(&plan, GC_CLOUD_SUBNETWORK, "ev-set-sub-0");
+    assert_has(line, "--range=192.168.0.0/18 --secondary-range=pods=10.4.0.0/14,"
+                     "services=10.0.32.0/20 --enable-private-ip-google-access");
+    free(line);
+    line = create_line(&plan, GC_CLOUD_CLUSTER, "ev-set");
+    assert_has(line, "gcloud container clusters create ev-set --project=my-project "
+                     "--location=us-central1 --network=ev-set-net-0 --subnetwork=ev-set-sub-0 ");
+    assert_has(line, " --release-channel=regular --cluster-version=1.35 "
+                     "--workload-pool=my-project.svc.id.goog --enable-shielded-nodes "
+                     "--enable-private-nodes --master-ipv4-cidr=172.16.0.32/28 "
+                     "--enable-master-authorized-networks "
+                     "--master-authorized-networks=10.1.2.3/32 ");
+    assert_has(line, " --enable-dataplane-v2 --enable-multi-networking ");
+    assert_null(strstr(line, "--enable-private-endpoint")); /* the blueprint turns it off */
+    assert_has(line, "--addons=HttpLoadBalancing,HorizontalPodAutoscaling,"
+                     "GcePersistentDiskCsiDriver,GcpFilestoreCsiDriver,GcsFuseCsiDriver ");
+    free(line);
+    /* cpu-np exactly as gke-cluster creates it */
+    line = create_line(&plan, GC_CLOUD_NODE_POOL, "cpu-np");
+    assert_string_equal(
+        line,
+        "gcloud container node-pools create cpu-np --project=my-project --cluster=ev-set "
+        "--location=us-central1 --machine-type=n4-standard-64 --num-nodes=0 --enable-autoscaling "
+        "--total-min-nodes=0 --total-max-nodes=100 --enable-autorepair --enable-autoupgrade "
+        "--image-type=COS_CONTAINERD --enable-gvnic --shielded-secure-boot "
+        "--shielded-integrity-monitoring --workload-metadata=GKE_METADATA "
+        "--metadata=disable-legacy-endpoints=true "
+        "--service-account=ev-set-gke-wl-sa@my-project.iam.gserviceaccount.com "
+        "--scopes=https://www.googleapis.com/auth/cloud-platform "
+        "--labels=ghpc_blueprint=every-setting,ghpc_deployment=ev-set,ghpc_module=gke-cluster,"
+        "ghpc_role=scheduler");
+    free(line);
+    /* the system pool: the blueprint's machine, disk and (no) taints */
+    line = create_line(&plan, GC_CLOUD_NODE_POOL, "system");
+    assert_has(line, "--machine-type=n2-standard-8 --disk-size=200 ");
+    assert_has(line, "--total-min-nodes=2 --total-max-nodes=10 ");
+    assert_null(strstr(line, "--node-taints"));
+    free(line);
+    line = create_line(&plan, GC_CLOUD_WORKLOAD_POLICY, "tpu7x-workload-policy");
+    assert_string_equal(line, "gcloud compute resource-policies create workload-policy "
+                              "tpu7x-workload-policy --project=my-project --region=us-central1 "
+                              "--type=HIGH_THROUGHPUT --accelerator-topology=2x2x2");
+    free(line);
+    /* the tpu7x pool: the workload policy by `use`, the specific reservation, its own SA */
+    line = create_line(&plan, GC_CLOUD_NODE_POOL, "tpu-7x-pool-1");
+    assert_has(line, "--node-locations=us-central1-c --machine-type=tpu7x-standard-4t "
+                     "--disk-size=100 --disk-type=hyperdisk-balanced --tpu-topology=2x2x2 "
+                     "--placement-policy=tpu7x-workload-policy --num-nodes=2 "
+                     "--reservation-affinity=specific --reservation=my-reservation "
+                     "--enable-autorepair --enable-autoupgrade ");
+    assert_has(line, "--service-account=ev-set-gke-np-sa@my-project.iam.gserviceaccount.com ");
+    assert_has(line, "ghpc_module=gke-node-pool,ghpc_role=compute "
+                     "--additional-node-network=network=ev-set-net-1,subnetwork=ev-set-sub-1");
+    free(line);
+    /* DWS: flex-start and queued provisioning pools autoscale from zero */
+    line = create_line(&plan, GC_CLOUD_NODE_POOL, "flex-pool");
+    assert_has(line, "--tpu-topology=4x4 --placement-type=COMPACT --num-nodes=0 "
+                     "--enable-autoscaling --total-min-nodes=0 --total-max-nodes=1000 "
+                     "--location-policy=ANY --flex-start --no-enable-autorepair "
+                     "--no-enable-autoupgrade ");
+    free(line);
+    line = create_line(&plan, GC_CLOUD_NODE_POOL, "dws-pool");
+    assert_has(line, "--enable-queued-provisioning --reservation-affinity=none ");
+    assert_has(line, "--node-labels=cloud.google.com/gke-queued=true ");
+    free(line);
+    /* add-ons `clusters create` cannot take: an update once the cluster exists, as the toolkit
+     * enables MTC's */
+    line = create_line(&plan, GC_CLOUD_CLUSTER_ADDON, "HighScaleCheckpointing");
+    assert_string_equal(line,
+                        "gcloud container clusters update ev-set --project=my-project "
+                        "--location=us-central1 --update-addons=HighScaleCheckpointing=ENABLED");
+    free(line);
+    /* what gcloud cannot do is said, not dropped */
+    bool maintenance = false;
+    for (size_t i = 0; i < plan.notes.count; i++)
+        maintenance = maintenance || strstr(plan.notes.items[i], "maintenance_exclusions");
+    assert_false(maintenance); /* the fixture has none */
+    assert_true(plan.notes.count > 0);
+    /* the cluster module's objects: the additional network for pods, then MTC's
+     * CheckpointConfiguration */
+    json_t *objects = json_array();
+    gc_cluster_objects(&bp, objects);
+    assert_int_equal(json_array_size(objects), 3);
+    json_t *want =
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "networking.gke.io/v1",
+                  "kind", "GKENetworkParamSet", "metadata", "name", "gvnic-1", "spec", "vpc",
+                  "ev-set-net-1", "vpcSubnet", "ev-set-sub-1", "deviceMode", "NetDevice");
+    assert_true(json_equal(json_array_get(objects, 0), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s, s:s}, s:s}}", "apiVersion",
+                     "networking.gke.io/v1", "kind", "Network", "metadata", "name", "gvnic-1",
+                     "spec", "parametersRef", "group", "networking.gke.io", "kind",
+                     "GKENetworkParamSet", "name", "gvnic-1", "type", "Device");
+    assert_true(json_equal(json_array_get(objects, 1), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "checkpointing.gke.io/v1",
+                     "kind", "CheckpointConfiguration", "metadata", "name", "default", "spec",
+                     "inMemoryVolumeSize", "50Gi", "cloudStorageBucketName", "my-checkpoints");
+    assert_true(json_equal(json_array_get(objects, 2), want));
+    json_decref(want);
+    json_decref(objects);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
+/* The create/delete calls the fake saw, in order, one per line. */
+static char *changes(void)
+{
+    char *all = kube_test_read(calls);
+    gc_buf out;
+    gc_buf_init(&out);
+    for (char *save, *line = strtok_r(all ? all : (char[]){""}, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save))
+        if (!strstr(line, " describe "))
+            gc_buf_printf(&out, "gcloud %s\n", line);
+    free(all);
+    char *text = gc_buf_detach(&out);
+    return text ? text : gc_xstrdup("");
+}
+
+static char *expected_changes(const gc_cloud_plan *plan, const bool *include)
+{
+    gc_buf out;
+    gc_buf_init(&out);
+    for (size_t i = 0; i < plan->count; i++) {
+        if (!include[i])
+            continue;
+        /* as the fake records them: the words joined by spaces, unquoted */
+        for (char **w = plan->steps[i].create; *w; w++)
+            gc_buf_printf(&out, "%s%s", w == plan->steps[i].create ? "" : " ", *w);
+        gc_buf_putc(&out, '\n');
+    }
+    char *text = gc_buf_detach(&out);
+    return text ? text : gc_xstrdup("");
+}
+
+static void run(const gc_cloud_plan *plan, bool apply, gc_cloud_report *report, gc_error *err,
+                int want_rc)
+{
+    memset(err, 0, sizeof(*err));
+    int rc = gc_cloud_run(plan, gcloud, apply, NULL, report, err);
+    if (rc != want_rc)
+        fail_msg("gc_cloud_run returned %d (wanted %d): %s", rc, want_rc, err->message);
+}
+
+/* Apply creates in plan order; after a failure a rerun creates only what is missing, and a run
+ * after that changes nothing (only the idempotent role bindings are sent again). */
+static void apply_runs_in_order_and_resumes(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load(&bp, &plan);
+    size_t failing = step_index(&plan, GC_CLOUD_NODE_POOL, "tpu-7x-pool-0");
+    kube_test_write(fail_on, "tpu-7x-pool-0\n");
+    gc_cloud_report report;
+    gc_error err;
+    run(&plan, true, &report, &err, GC_EXIT_RUNTIME);
+    assert_has(err.message, "creating node pool tpu-7x-pool-0 (module tpu-7x-pool)");
+    assert_has(err.message, "run gcluster deploy again");
+    bool *include = gc_xcalloc(plan.count, sizeof(*include));
+    for (size_t i = 0; i <= failing; i++)
+        include[i] = true;
+    char *got = changes(), *want = expected_changes(&plan, include);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    assert_int_equal(report.outcomes[0].state, GC_CLOUD_CREATED);
+    assert_int_equal(report.outcomes[failing].state, GC_CLOUD_FAILED);
+    assert_has(report.outcomes[failing].detail, "quota exceeded for tpu-7x-pool-0");
+    assert_int_equal(report.outcomes[failing + 1].state, GC_CLOUD_NOT_CHECKED);
+    gc_cloud_report_free(&report);
+
+    /* The cause fixed: the rerun resumes at the failed pool. */
+    remove(fail_on);
+    remove(calls);
+    run(&plan, true, &report, &err, 0);
+    for (size_t i = 0; i < plan.count; i++)
+        include[i] = i >= failing || plan.steps[i].kind == GC_CLOUD_ROLE_BINDING;
+    got = changes();
+    want = expected_changes(&plan, include);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    assert_int_equal(report.outcomes[0].state, GC_CLOUD_PRESENT);
+    assert_int_equal(
+        report.outcomes[step_index(&plan, GC_CLOUD_REMOVE_DEFAULT_POOL, "default-pool")].state,
+        GC_CLOUD_PRESENT); /* removed by the first run */
+    assert_int_equal(report.outcomes[plan.count - 1].state, GC_CLOUD_CREATED);
+    gc_cloud_report_free(&report);
+
+    /* Everything there: nothing is created or deleted. */
+    remove(calls);
+    run(&plan, true, &report, &err, 0);
+    for (size_t i = 0; i < plan.count; i++)
+        include[i] = plan.steps[i].kind == GC_CLOUD_ROLE_BINDING;
+    got = changes();
+    want = expected_changes(&plan, include);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    for (size_t i = 0; i < plan.count; i++)
+        if (plan.steps[i].kind != GC_CLOUD_ROLE_BINDING)
+            assert_int_equal(report.outcomes[i].state, GC_CLOUD_PRESENT);
+    gc_cloud_report_free(&report);
+    free(include);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
+/* Without apply only describes run; in a project without the cluster its pools are not asked
+ * about (they would be created after it). */
+static void plan_only_describes(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load(&bp, &plan);
+    gc_cloud_report report;
+    gc_error err;
+    run(&plan, false, &report, &err, 0);
+    char *got = changes();
+    assert_string_equal(got, "");
+    free(got);
+    char *all = kube_test_read(calls);
+    assert_null(strstr(all, "node-pools describe"));
+    free(all);
+    for (size_t i = 0; i < plan.count; i++)
+        assert_int_equal(report.outcomes[i].state, GC_CLOUD_MISSING);
+    assert_true(report.checked);
+    assert_false(report.applied);
+    gc_cloud_report_free(&report);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
+/* gcloud without an account: asked once, the rest not checked; applying stops with the fix. */
+static void gcloud_without_an_account(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load(&bp, &plan);
+    char *marker = gc_xasprintf("%s/no-account", state);
+    kube_test_write(marker, "\n");
+    gc_cloud_report report;
+    gc_error err;
+    run(&plan, false, &report, &err, 0);
+    for (size_t i = 0; i < plan.count; i++)
+        assert_int_equal(report.outcomes[i].state, GC_CLOUD_NOT_CHECKED);
+    assert_has(report.outcomes[0].detail, "You do not currently have an active account");
+    gc_cloud_report_free(&report);
+    char *all = kube_test_read(calls);
+    assert_int_equal(strchr(all, '\n') - all + 1, (long)strlen(all)); /* one call */
+    free(all);
+    run(&plan, true, &report, &err, GC_EXIT_RUNTIME);
+    assert_has(err.message, "could not tell whether network ev-set-net-0 exists");
+    assert_has(err.message, "gcloud auth login");
+    gc_cloud_report_free(&report);
+    remove(marker);
+    free(marker);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
+/* --plan and --dry-run-out with a kubeconfig that has no context for the blueprint's cluster:
+ * the kubeconfig stays byte for byte what it was, gcloud is never asked for credentials and
+ * nothing is created. */
+static void plan_and_dry_run_change_nothing(void **st)
+{
+    (void)st;
+    char *kubeconfig = gc_xasprintf("%s/kubeconfig", tmp);
+    kube_test_write(kubeconfig,
+                    "apiVersion: v1\nkind: Config\ncurrent-context: other\n"
+                    "clusters:\n- name: other\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                    "contexts:\n- name: other\n  context: {cluster: other, user: other}\n"
+                    "users:\n- name: other\n  user: {token: not-a-secret}\n");
+    char *before = kube_test_read(kubeconfig);
+    struct stat st_before;
+    assert_int_equal(stat(kubeconfig, &st_before), 0);
+    char *path = gc_xasprintf("PATH=%s/bin:/usr/bin:/bin", tmp);
+    char *home = gc_xasprintf("HOME=%s", tmp);
+    const char *env[] = {path, home, NULL};
+    char *out = gc_xasprintf("%s/objects.yaml", tmp);
+    const char *plan_args[] = {"deploy", FIXTURE, "--plan", "--kubeconfig", kubeconfig, NULL};
+    const char *dry_args[] = {"deploy",   FIXTURE, "--dry-run-out", out, "--kubeconfig",
+                              kubeconfig, NULL};
+    const char *const *runs[] = {plan_args, dry_args};
+    for (size_t i = 0; i < 2; i++) {
+        cli_result res;
+        run_cli(&res, runs[i], env);
+        if (res.exit_code != 0)
+            fail_msg("exit %d: %s", res.exit_code, res.err.data);
+        char *after = kube_test_read(kubeconfig);
+        assert_string_equal(after, before);
+        free(after);
+        struct stat st_after;
+        assert_int_equal(stat(kubeconfig, &st_after), 0);
+        assert_int_equal(st_after.st_mtim.tv_sec, st_before.st_mtim.tv_sec);
+        assert_int_equal(st_after.st_mtim.tv_nsec, st_before.st_mtim.tv_nsec);
+        char *all = kube_test_read(calls);
+        assert_null(all ? strstr(all, "get-credentials") : NULL);
+        free(all);
+        char *made = changes();
+        assert_string_equal(made, "");
+        free(made);
+        if (i == 0) {
+            assert_has(res.out.data, "Google Cloud (in order):\n   1. network ev-set-net-0: would "
+                                     "be created\n      gcloud compute networks create "
+                                     "ev-set-net-0 ");
+            assert_has(res.out.data, "Kubernetes: the cluster was not read (no kubeconfig context");
+            assert_has(res.out.data, ". cluster add-on HighScaleCheckpointing: would be created\n"
+                                     "      gcloud container clusters update ev-set ");
+            assert_has(res.out.data, "checkpointconfiguration.checkpointing.gke.io/default would "
+                                     "be applied");
+            assert_has(res.out.data, "Kueue, if the cluster lacks it (downloads the release at "
+                                     "run time):\n    kubectl apply --server-side -f "
+                                     "https://github.com/kubernetes-sigs/kueue/releases/download/"
+                                     "v0.17.1/manifests.yaml");
+        } else {
+            char *yaml = kube_test_read(out);
+            assert_has(yaml, "kind: CheckpointConfiguration");
+            free(yaml);
+        }
+        cli_result_free(&res);
+    }
+    free(out);
+    free(path);
+    free(home);
+    free(before);
+    free(kubeconfig);
+}
+
+/* Values the plan needs and the blueprint leaves empty: the error says which --vars to pass. */
+static void missing_values_say_the_fix(void **st)
+{
+    (void)st;
+    char *file = gc_xasprintf("%s/no-zone.yaml", tmp);
+    kube_test_write(file,
+                    "blueprint_name: no-zone\n"
+                    "vars: {project_id: p, deployment_name: d, region: us-east5, zone: null}\n"
+                    "deployment_groups:\n- group: primary\n  modules:\n"
+                    "  - id: cluster\n    source: modules/scheduler/gke-cluster\n"
+                    "  - id: pool\n    source: modules/compute/gke-node-pool\n"
+                    "    use: [cluster]\n    settings: {machine_type: n2-standard-8}\n");
+    gc_blueprint bp;
+    gc_error err = {0};
+    if (gc_blueprint_load(file, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    /* A pool without zones inherits the cluster's node locations (gke-node-pool passes
+     * node_locations = null), so its create has no --node-locations. */
+    gc_cloud_plan plan;
+    if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        fail_msg("%s", err.message);
+    char *line = create_line(&plan, GC_CLOUD_NODE_POOL, "n2-standard-8-pool");
+    assert_null(strstr(line, "--node-locations"));
+    free(line);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+    free(file);
+
+    /* The advanced blueprints leave these vars empty for the user to fill in. */
+    static const char *const cases[][2] = {
+        {"zone=null", "zones item $(vars.zone) has no value; pass --vars zone=ZONE"},
+        {"tpu_topology=null", "which has no value; pass --vars tpu_topology="},
+        {"reservation=null", "is vars.reservation, which is empty; pass --vars reservation="},
+        {"authorized_cidr=null",
+         "is vars.authorized_cidr, which is empty; pass --vars authorized_cidr=YOUR-IP/32"},
+        {"project_id=null", "pass --vars project_id="},
+    };
+    char *home = gc_xasprintf("HOME=%s", tmp);
+    char *path = gc_xasprintf("PATH=%s/bin:/usr/bin:/bin", tmp);
+    const char *env[] = {home, path, NULL};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        const char *args[] = {"deploy", FIXTURE, "--plan", "--vars", cases[i][0], NULL};
+        cli_result res;
+        run_cli(&res, args, env);
+        assert_int_equal(res.exit_code, GC_EXIT_USAGE);
+        assert_has(res.err.data, cases[i][1]);
+        cli_result_free(&res);
+    }
+    char *all = kube_test_read(calls);
+    assert_null(all); /* refused before anything ran */
+    free(home);
+    free(path);
+}
+
+/* A blueprint with only Kubernetes objects (kubectl-apply) plans nothing in Google Cloud and
+ * needs no project: deploy onto an existing cluster works as before. */
+static void kubernetes_only_blueprint_plans_nothing(void **st)
+{
+    (void)st;
+    char *file = gc_xasprintf("%s/kueue-only.yaml", tmp);
+    kube_test_write(file, "blueprint_name: kueue-only\nvars: {deployment_name: x}\n"
+                          "deployment_groups:\n- group: primary\n  modules:\n"
+                          "  - id: kueue\n    source: modules/management/kubectl-apply\n"
+                          "    settings: {kueue: {install: true}}\n");
+    gc_blueprint bp;
+    gc_error err = {0};
+    if (gc_blueprint_load(file, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    gc_cloud_plan plan;
+    assert_int_equal(gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err), 0);
+    assert_int_equal(plan.count, 0);
+    gc_cloud_report report;
+    assert_int_equal(gc_cloud_run(&plan, "/nonexistent/gcloud", true, NULL, &report, &err), 0);
+    assert_int_equal(report.count, 0);
+    gc_cloud_report_free(&report);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+    free(file);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(plan_names_everything_in_order, fresh),
+        cmocka_unit_test_setup(apply_runs_in_order_and_resumes, fresh),
+        cmocka_unit_test_setup(plan_only_describes, fresh),
+        cmocka_unit_test_setup(gcloud_without_an_account, fresh),
+        cmocka_unit_test_setup(plan_and_dry_run_change_nothing, fresh),
+        cmocka_unit_test_setup(missing_values_say_the_fix, fresh),
+        cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
