@@ -206,6 +206,8 @@ typedef struct gc_cloud_step {
                       * NULL: the create is idempotent and always runs */
     char *present_output; /* non-NULL: present only when `check` also printed this */
     char **create;        /* what makes the step done */
+    char *input;          /* what `create` reads on its stdin (a file gcloud takes), or NULL */
+    bool removes;         /* `create` deletes: done when `check` no longer finds it (destroy) */
 } gc_cloud_step;
 
 typedef struct gc_cloud_plan {
@@ -228,6 +230,12 @@ typedef struct gc_cloud_target {
 char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
                            const gc_cloud_target *t);
 
+/* The same as the one line a user pastes (with what it reads on stdin piped in). */
+char *gc_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
+                             const gc_cloud_target *t);
+/* A step's create as one shell line, its input piped in with printf. */
+char *gc_cloud_step_line(const gc_cloud_step *s);
+
 /* The plan for `bp`. GC_EXIT_USAGE with the fix (`pass --vars zone=...`) when a value the
  * steps need is missing. */
 int gc_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
@@ -237,6 +245,16 @@ void gc_cloud_plan_free(gc_cloud_plan *plan);
  * resource-policy, gke-cluster, gke-node-pool). */
 bool gc_cloud_handles(const char *source);
 const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind);
+
+/* destroy: what deploy creates, in the reverse of deploy's order, each step a describe of
+ * what deploy's plan names and its delete (gc_cloud_step.removes); run with gc_cloud_run,
+ * whose states then mean PRESENT: gone, MISSING: still to delete, CREATED: deleted. The
+ * cluster's add-ons and maintenance exclusions go with the cluster. */
+int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
+                          gc_error *err);
+/* The JobSets on the cluster that have not finished, as "NAMESPACE/NAME" (none without the
+ * JobSet API). */
+int gc_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err);
 
 typedef enum gc_cloud_state {
     GC_CLOUD_NOT_CHECKED, /* gcloud could not tell (see `detail`) */

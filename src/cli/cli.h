@@ -56,6 +56,11 @@ int cli_check_output_path(const char *flag, const char *path, const char *format
 int cli_write_output(const char *flag, const char *path, const char *data, size_t len,
                      gc_error *err);
 
+/* A blueprint command's --vars: "a=1,b=2" and "--vars a=1 --vars b=2" both work; a comma
+ * stays part of a value unless every piece is NAME=VALUE. `storage` (one per list item, freed
+ * by the caller) keeps the split copies; the result (free it) holds *count pieces. */
+const char **cli_split_vars(const cli_list *list, char **storage, size_t *count);
+
 /* Stored defaults for --cluster, --location and --project (~/.gcluster/context.json, the file
  * and keys Google's gcluster uses). */
 typedef struct cli_stored_context {

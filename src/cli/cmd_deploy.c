@@ -77,43 +77,6 @@ static bool valid_pool_name(const char *s)
     return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
 }
 
-/* Whether every comma-separated piece of `s` looks like NAME=VALUE. */
-static bool every_piece_is_a_pair(const char *s)
-{
-    for (const char *piece = s; piece;) {
-        const char *comma = strchr(piece, ',');
-        const char *eq = strchr(piece, '=');
-        if (!eq || eq == piece || (comma && eq > comma))
-            return false;
-        piece = comma ? comma + 1 : NULL;
-    }
-    return true;
-}
-
-/* --vars a=1,b=2 and --vars a=1 --vars b=2 both work; a comma stays part of a value unless
- * every piece is NAME=VALUE. `storage` keeps the split copies; the pieces are as many as given
- * (a NULL-terminated array to free). */
-static const char **split_vars(const cli_list *list, char **storage, size_t *count)
-{
-    size_t n = 0, cap = list->count + 1;
-    for (size_t i = 0; i < list->count; i++)
-        for (const char *c = list->items[i]; *c; c++)
-            cap += *c == ',';
-    const char **out = gc_xcalloc(cap, sizeof(*out));
-    for (size_t i = 0; i < list->count; i++) {
-        char *copy = storage[i] = gc_xstrdup(list->items[i]);
-        if (!every_piece_is_a_pair(copy)) {
-            out[n++] = copy;
-            continue;
-        }
-        for (char *save, *piece = strtok_r(copy, ",", &save); piece;
-             piece = strtok_r(NULL, ",", &save))
-            out[n++] = piece;
-    }
-    *count = n;
-    return out;
-}
-
 /* The objects without a cluster: YAML documents, or with -o json one JSON List. */
 static int write_objects(const gc_blueprint *bp, const char *head_pool, const char *path,
                          cli_format format, gc_error *err)
@@ -293,7 +256,7 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
         (rc = gc_validation_level_parse(a->validation_level, &o.validation, err)) != 0)
         return rc;
     char *storage[CLI_LIST_MAX] = {NULL};
-    const char **vars = split_vars(&a->vars, storage, &o.var_count);
+    const char **vars = cli_split_vars(&a->vars, storage, &o.var_count);
     o.vars = vars;
     gc_blueprint bp;
     rc = gc_blueprint_open(parsed->positional[0], &o, &bp, err);

@@ -85,3 +85,40 @@ int cli_write_output(const char *flag, const char *path, const char *data, size_
         gc_error_prefix(err, "%s: ", flag);
     return rc;
 }
+
+/* Whether every comma-separated piece of `s` looks like NAME=VALUE. */
+static bool every_piece_is_a_pair(const char *s)
+{
+    for (const char *piece = s; piece;) {
+        const char *comma = strchr(piece, ',');
+        const char *eq = strchr(piece, '=');
+        if (!eq || eq == piece || (comma && eq > comma))
+            return false;
+        piece = comma ? comma + 1 : NULL;
+    }
+    return true;
+}
+
+/* --vars a=1,b=2 and --vars a=1 --vars b=2 both work; a comma stays part of a value unless
+ * every piece is NAME=VALUE. `storage` keeps the split copies; the pieces are as many as given
+ * (a NULL-terminated array to free). */
+const char **cli_split_vars(const cli_list *list, char **storage, size_t *count)
+{
+    size_t n = 0, cap = list->count + 1;
+    for (size_t i = 0; i < list->count; i++)
+        for (const char *c = list->items[i]; *c; c++)
+            cap += *c == ',';
+    const char **out = gc_xcalloc(cap, sizeof(*out));
+    for (size_t i = 0; i < list->count; i++) {
+        char *copy = storage[i] = gc_xstrdup(list->items[i]);
+        if (!every_piece_is_a_pair(copy)) {
+            out[n++] = copy;
+            continue;
+        }
+        for (char *save, *piece = strtok_r(copy, ",", &save); piece;
+             piece = strtok_r(NULL, ",", &save))
+            out[n++] = piece;
+    }
+    *count = n;
+    return out;
+}

@@ -46,7 +46,8 @@ static const cli_command cmd_cluster = {
 };
 
 static const cli_command *const root_commands[] = {
-    &cmd_job, &cmd_cluster, &cmd_deploy, &cmd_completion, &cmd_complete, &cmd_man, NULL};
+    &cmd_job,        &cmd_cluster,  &cmd_deploy, &cmd_destroy,
+    &cmd_completion, &cmd_complete, &cmd_man,    NULL};
 
 const cli_command cli_root = {
     .name = "gcluster",

@@ -103,12 +103,10 @@ static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, co
         p->nodes = nodes ? (long)json_integer_value(nodes) : -1;
         if (nodes)
             continue;
-        char **argv = gc_pool_create_argv(t->bp, &pools[i],
-                                          &(gc_cloud_target){.project = t->project,
-                                                             .cluster = t->cluster,
-                                                             .location = t->location});
-        p->create_command = gc_argv_shell_line(argv);
-        gc_argv_free(argv);
+        p->create_command = gc_pool_create_command(t->bp, &pools[i],
+                                                   &(gc_cloud_target){.project = t->project,
+                                                                      .cluster = t->cluster,
+                                                                      .location = t->location});
     }
     report->pools_listed = true;
     json_decref(counts);

@@ -55,14 +55,14 @@ static int check(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *o
             size_t len = strcspn(out, "\r\n");
             bool same =
                 len == strlen(s->present_output) && !strncasecmp(out, s->present_output, len);
-            o->state = same ? GC_CLOUD_PRESENT : GC_CLOUD_MISSING;
+            o->state = same != s->removes ? GC_CLOUD_PRESENT : GC_CLOUD_MISSING;
             gc_process_result_free(&r);
             return 0;
         }
         if (!found && !says_not_found(&r.err)) {
             o->state = GC_CLOUD_NOT_CHECKED;
             o->detail = first_line(&r.err);
-        } else if (s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL) {
+        } else if (s->removes) {
             o->state = found ? GC_CLOUD_MISSING : GC_CLOUD_PRESENT; /* still to remove, or gone */
         } else {
             o->state = found ? GC_CLOUD_PRESENT : GC_CLOUD_MISSING;
@@ -77,8 +77,14 @@ static int create(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *
 {
     gc_notice(ev, "running %s", o->command);
     gc_process_result r;
-    gc_process p = {.program = gcloud, .argv = s->create, .timeout_ms = CREATE_TIMEOUT_MS};
-    int rc = run(gcloud, s->create, CREATE_TIMEOUT_MS, &r, err);
+    gc_process p = {.program = gcloud,
+                    .argv = s->create,
+                    .timeout_ms = CREATE_TIMEOUT_MS,
+                    .input = s->input,
+                    .input_len = s->input ? strlen(s->input) : 0,
+                    .max_stdout = OUTPUT_MAX,
+                    .max_stderr = OUTPUT_MAX};
+    int rc = gc_process_run(&p, &r, err);
     gc_buf output;
     gc_buf_init(&output);
     gc_buf_append(&output, r.err.data, r.err.len);
@@ -88,11 +94,19 @@ static int create(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *
         char how[256];
         gc_process_describe(&r, &p, how, sizeof(how));
         o->state = GC_CLOUD_FAILED;
-        rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "gcloud %s creating %s %s (module %s); its output is above. Fix the cause "
-                     "and run gcluster deploy again: what exists already is kept and skipped",
-                     how, gc_cloud_step_kind_name(s->kind), s->name,
-                     s->module_id[0] ? s->module_id : "-");
+        if (s->removes && s->kind != GC_CLOUD_REMOVE_DEFAULT_POOL)
+            rc = gc_fail(err, GC_EXIT_RUNTIME,
+                         "gcloud %s deleting %s %s (module %s); its output is above. Fix the "
+                         "cause and run gcluster destroy again: what is gone already is skipped",
+                         how, gc_cloud_step_kind_name(s->kind), s->name,
+                         s->module_id[0] ? s->module_id : "-");
+        else
+            rc = gc_fail(err, GC_EXIT_RUNTIME,
+                         "gcloud %s creating %s %s (module %s); its output is above. Fix the "
+                         "cause and run gcluster deploy again: what exists already is kept and "
+                         "skipped",
+                         how, gc_cloud_step_kind_name(s->kind), s->name,
+                         s->module_id[0] ? s->module_id : "-");
     } else if (!rc) {
         o->state = GC_CLOUD_CREATED;
     }
@@ -108,7 +122,7 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
     report->outcomes = gc_xcalloc(plan->count ? plan->count : 1, sizeof(*report->outcomes));
     report->count = plan->count;
     for (size_t i = 0; i < plan->count; i++)
-        report->outcomes[i].command = gc_argv_shell_line(plan->steps[i].create);
+        report->outcomes[i].command = gc_cloud_step_line(&plan->steps[i]);
     if (!plan->count)
         return 0; /* nothing in Google Cloud: gcloud is not needed */
     char *found = gcloud ? gc_xstrdup(gcloud) : gc_process_find_program("gcloud");
@@ -150,7 +164,7 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
             if (rc)
                 break;
         }
-        if (s->kind == GC_CLOUD_CLUSTER)
+        if (s->kind == GC_CLOUD_CLUSTER && !s->removes)
             cluster_missing = o->state == GC_CLOUD_MISSING;
         if (o->state == GC_CLOUD_NOT_CHECKED) {
             blind = true;

@@ -80,6 +80,10 @@ deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *v
 /* The describe that exits 0 when the resource exists. */
 char **deploy_gcp_describe(const planner *p, const gcp_ref *r);
 
+/* An IAM binding's check: `gcloud projects get-iam-policy` prints the role when the policy
+ * lists the member under it (present_output = the role). */
+char **deploy_gcp_binding_check(const planner *p, const char *member, const char *role);
+
 /* gcp_network.c */
 char *deploy_gcp_network_name(const planner *p, const gc_bp_module *m);
 char *deploy_gcp_subnetwork_name(const planner *p, const gc_bp_module *m);
@@ -102,5 +106,11 @@ void deploy_gcp_node_basics(deploy_argv *b, const char *image_type, bool secure_
                             const char *service_account, const char *scopes);
 char *deploy_gcp_taints(const json_t *taints);
 int deploy_gcp_plan_pools(planner *p);
+/* The Pathways head pool "cpu-np" exactly as the gke-cluster module `m` makes it. */
+char **deploy_gcp_head_pool_argv(const planner *p, const gc_bp_module *m);
+/* --max-surge-upgrade and --max-unavailable-upgrade from upgrade_settings (0 and 1 unless set:
+ * an upgrade replaces one node at a time and never adds one, so a TPU slice is not recreated
+ * under a running job). */
+void deploy_gcp_upgrade_settings(const planner *p, const gc_bp_module *m, deploy_argv *b);
 
 #endif

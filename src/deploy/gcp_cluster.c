@@ -5,9 +5,12 @@
  */
 #include "deploy/gcp.h"
 
+#include "gcluster/sys.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void pool_step_check(planner *p, gc_cloud_step *s, const char *pool)
 {
@@ -22,6 +25,108 @@ static const char *release_channel(const char *channel)
         if (!strcmp(channel, names[i][0]))
             return names[i][1];
     return "None";
+}
+
+/* monitoring_components as gcloud spells them (SYSTEM_COMPONENTS is SYSTEM, APISERVER is
+ * API_SERVER), DCGM added with enable_dcgm_monitoring; the module's default list ends with
+ * JOBSET. An empty list turns monitoring off (NONE). */
+static char *monitoring_components(const planner *p, const gc_bp_module *m)
+{
+    static const char *const defaults[] = {
+        "SYSTEM_COMPONENTS", "POD", "DAEMONSET", "DEPLOYMENT", "STATEFULSET",
+        "STORAGE",           "HPA", "CADVISOR",  "KUBELET",    "JOBSET"};
+    static const char *const spelled[][2] = {
+        {"SYSTEM_COMPONENTS", "SYSTEM"}, {"WORKLOADS", "WORKLOAD"}, {"APISERVER", "API_SERVER"}};
+    json_t *list = json_array();
+    const json_t *given = deploy_gcp_setting(p, m, "monitoring_components");
+    if (json_is_array(given))
+        json_array_extend(list, (json_t *)given);
+    else
+        for (size_t i = 0; i < sizeof(defaults) / sizeof(*defaults); i++)
+            json_array_append_new(list, json_string(defaults[i]));
+    if (deploy_gcp_bool(p, m, "enable_dcgm_monitoring", false))
+        json_array_append_new(list, json_string("DCGM"));
+    gc_buf b;
+    gc_buf_init(&b);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        const char *name = json_string_value(c);
+        if (!name)
+            continue;
+        for (size_t k = 0; k < sizeof(spelled) / sizeof(*spelled); k++)
+            if (!strcmp(name, spelled[k][0]))
+                name = spelled[k][1];
+        if (!strstr(b.data ? b.data : "", name) || strcmp(name, "DCGM"))
+            gc_buf_printf(&b, "%s%s", b.len ? "," : "", name);
+    }
+    json_decref(list);
+    if (!b.len) {
+        gc_buf_free(&b);
+        return gc_xstrdup("NONE");
+    }
+    return gc_buf_detach(&b);
+}
+
+/* The cluster's maintenance exclusions: gcloud adds one per `clusters update` and wants an end
+ * time; an exclusion until the version's end of support (exclusion_end_time_behavior) gets
+ * MAX_EXCLUSION_DAYS from now, the longest GKE takes for a minor version in support, and a
+ * note says how to renew it. Present when describe reads its scope back. */
+#define MAX_EXCLUSION_DAYS 180
+
+static void maintenance_exclusions(planner *p, const gc_bp_module *m)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(deploy_gcp_setting(p, m, "maintenance_exclusions"), i, x)
+    {
+        const char *name = json_string_value(json_object_get(x, "name"));
+        const char *scope = json_string_value(json_object_get(x, "exclusion_scope"));
+        if (!name || !scope)
+            continue;
+        char now[32], later[32];
+        time_t t = gc_clock_wall();
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        t += (time_t)MAX_EXCLUSION_DAYS * 24 * 3600;
+        gmtime_r(&t, &tm);
+        strftime(later, sizeof(later), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        const char *start = json_string_value(json_object_get(x, "start_time"));
+        const char *end = json_string_value(json_object_get(x, "end_time"));
+        char *step_name = gc_xasprintf("maintenance exclusion %s", name);
+        gc_cloud_step *s = deploy_gcp_step(p, GC_CLOUD_CLUSTER_ADDON, step_name, m);
+        free(step_name);
+        gcp_ref ref = {.kind = GC_CLOUD_CLUSTER_ADDON, .name = p->cluster};
+        deploy_argv d = deploy_gcp_command(p, &ref, "describe");
+        char *format = gc_xasprintf(
+            "value(maintenancePolicy.window.maintenanceExclusions.%s.maintenanceExclusionOptions."
+            "scope)",
+            name);
+        deploy_argv_flag(&d, "format", format);
+        free(format);
+        s->check = d.items;
+        s->present_output = gc_xstrdup(scope);
+        deploy_argv u = deploy_gcp_command(p, &ref, "update");
+        deploy_argv_flag(&u, "add-maintenance-exclusion-name", name);
+        char *lower = gc_xstrdup(scope);
+        for (char *c = lower; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+        deploy_argv_flag(&u, "add-maintenance-exclusion-scope", lower);
+        free(lower);
+        deploy_argv_flag(&u, "add-maintenance-exclusion-start", start ? start : now);
+        deploy_argv_flag(&u, "add-maintenance-exclusion-end", end ? end : later);
+        s->create = u.items;
+        if (!end)
+            deploy_gcp_note(p, m,
+                            "maintenance exclusion %s runs until the version's end of support in "
+                            "the module; gcloud takes an end time, so it ends %s (%d days): "
+                            "renew it with `gcloud container clusters update %s --project=%s "
+                            "--location=%s --remove-maintenance-exclusion=%s` and deploy again",
+                            name, later, MAX_EXCLUSION_DAYS, p->cluster, p->project, p->location,
+                            name);
+    }
 }
 
 int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
@@ -121,6 +226,13 @@ int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
     deploy_argv_flag(&b, "maintenance-window",
                      deploy_gcp_string(p, m, "maintenance_start_time", "09:00"));
     deploy_argv_flag(&b, "logging", "SYSTEM,WORKLOAD");
+    char *monitoring = monitoring_components(p, m);
+    deploy_argv_flag(&b, "monitoring", monitoring);
+    free(monitoring);
+    /* The module always turns managed collection on, with auto-monitoring's scope. */
+    deploy_argv_words(&b, "--enable-managed-prometheus", NULL);
+    deploy_argv_flag(&b, "auto-monitoring-scope",
+                     deploy_gcp_string(p, m, "auto_monitoring_scope", "NONE"));
     const json_t *max_pods = deploy_gcp_setting(p, m, "default_max_pods_per_node");
     if (json_is_integer(max_pods))
         deploy_argv_count(&b, "default-max-pods-per-node", (long)json_integer_value(max_pods));
@@ -168,10 +280,7 @@ int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
                 "%s is true: gcloud (528) has no flag for %s; enable it in the console or "
                 "with a newer gcloud",
                 unsupported[i][0], unsupported[i][1]);
-    if (json_array_size(deploy_gcp_setting(p, m, "maintenance_exclusions")))
-        deploy_gcp_note(p, m,
-                        "maintenance_exclusions are not planned; add them with `gcloud container "
-                        "clusters update --add-maintenance-exclusion-name=...`");
+    maintenance_exclusions(p, m);
     if (unknown_networks)
         deploy_gcp_note(
             p, m,
@@ -218,6 +327,7 @@ int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
         deploy_argv_flag(&d, "node-taints", *t ? t : NULL);
         free(t);
         deploy_argv_words(&d, "--enable-autorepair", "--enable-autoupgrade", NULL);
+        deploy_gcp_upgrade_settings(p, m, &d);
         char *scopes = deploy_gcp_join(deploy_gcp_setting(p, m, "service_account_scopes"), NULL);
         deploy_gcp_node_basics(&d, image, secure_boot, sa, *scopes ? scopes : SCOPE_CLOUD_PLATFORM);
         free(scopes);
@@ -229,24 +339,14 @@ int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
     if (p->bp->pathways) {
         s = deploy_gcp_step(p, GC_CLOUD_NODE_POOL, p->head_pool, m);
         pool_step_check(p, s, p->head_pool);
-        deploy_argv d = deploy_gcp_command(
-            p, &(gcp_ref){.kind = GC_CLOUD_NODE_POOL, .name = p->head_pool}, "create");
-        deploy_argv_flag(&d, "node-locations", *zones ? zones : NULL);
-        deploy_argv_flag(&d, "machine-type", GC_PATHWAYS_HEAD_MACHINE);
-        deploy_argv_count(&d, "num-nodes", 0);
-        deploy_argv_words(&d, "--enable-autoscaling", NULL);
-        deploy_argv_count(&d, "total-min-nodes", 0);
-        deploy_argv_count(&d, "total-max-nodes", GC_PATHWAYS_HEAD_MAX);
-        deploy_argv_words(&d, "--enable-autorepair", "--enable-autoupgrade", NULL);
-        deploy_gcp_node_basics(&d, image, secure_boot, sa, SCOPE_CLOUD_PLATFORM);
-        deploy_argv_flag(&d, "labels", pool_labels);
-        s->create = d.items;
+        s->create = deploy_gcp_head_pool_argv(p, m);
     }
     free(zones);
     free(pool_labels);
 
     s = deploy_gcp_step(p, GC_CLOUD_REMOVE_DEFAULT_POOL, "default-pool", m);
     pool_step_check(p, s, "default-pool");
+    s->removes = true;
     deploy_argv d = deploy_gcp_command(
         p, &(gcp_ref){.kind = GC_CLOUD_REMOVE_DEFAULT_POOL, .name = "default-pool"}, "delete");
     deploy_argv_words(&d, "--quiet", NULL);

@@ -271,3 +271,16 @@ char *deploy_gcp_account_email(const planner *p, const gc_bp_module *sa)
     return gc_xasprintf("%s-%s@%s.iam.gserviceaccount.com", p->deployment,
                         deploy_gcp_string(p, sa, "name", "sa"), p->project);
 }
+
+/* An IAM binding: present when the project's policy lists the member under the role. */
+char **deploy_gcp_binding_check(const planner *p, const char *member, const char *role)
+{
+    deploy_argv b =
+        deploy_gcp_command(p, &(gcp_ref){.kind = GC_CLOUD_ROLE_BINDING}, "get-iam-policy");
+    deploy_argv_flag(&b, "flatten", "bindings[].members");
+    char *filter = gc_xasprintf("bindings.role=%s AND bindings.members=%s", role, member);
+    deploy_argv_flag(&b, "filter", filter);
+    free(filter);
+    deploy_argv_flag(&b, "format", "value(bindings.role)");
+    return b.items;
+}

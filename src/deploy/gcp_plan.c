@@ -58,7 +58,7 @@ static int plan_service_account(planner *p, const gc_bp_module *m)
         char *full = gc_xasprintf("roles/%s", json_string_value(role));
         char *step_name = gc_xasprintf("%s %s", email, full);
         s = deploy_gcp_step(p, GC_CLOUD_ROLE_BINDING, step_name, m);
-        /* Adding a binding that exists leaves the policy as it is, so this runs every time. */
+        /* Added only when the policy lacks it, so a rerun needs no IAM-admin rights. */
         deploy_argv b = deploy_gcp_command(p, &(gcp_ref){.kind = GC_CLOUD_ROLE_BINDING},
                                            "add-iam-policy-binding");
         char *member = gc_xasprintf("serviceAccount:%s", email);
@@ -67,6 +67,8 @@ static int plan_service_account(planner *p, const gc_bp_module *m)
         deploy_argv_flag(&b, "condition", "None");
         deploy_argv_flag(&b, "format", "none");
         s->create = b.items;
+        s->check = deploy_gcp_binding_check(p, member, full);
+        s->present_output = gc_xstrdup(full);
         free(member);
         free(step_name);
         free(full);
@@ -122,6 +124,7 @@ void gc_cloud_plan_free(gc_cloud_plan *plan)
         free(plan->steps[i].present_output);
         gc_argv_free(plan->steps[i].check);
         gc_argv_free(plan->steps[i].create);
+        free(plan->steps[i].input);
     }
     free(plan->steps);
     gc_strings_free(&plan->notes);

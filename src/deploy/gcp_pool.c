@@ -98,6 +98,70 @@ static void placement_of(const planner *p, const gc_bp_module *m, const char **t
     }
 }
 
+void deploy_gcp_upgrade_settings(const planner *p, const gc_bp_module *m, deploy_argv *b)
+{
+    const json_t *u = deploy_gcp_setting(p, m, "upgrade_settings");
+    const json_t *surge = json_object_get(u, "max_surge");
+    const json_t *unavailable = json_object_get(u, "max_unavailable");
+    deploy_argv_count(b, "max-surge-upgrade",
+                      json_is_integer(surge) ? (long)json_integer_value(surge) : 0);
+    deploy_argv_count(b, "max-unavailable-upgrade",
+                      json_is_integer(unavailable) ? (long)json_integer_value(unavailable) : 1);
+}
+
+char **deploy_gcp_head_pool_argv(const planner *p, const gc_bp_module *m)
+{
+    deploy_argv d = deploy_gcp_command(
+        p, &(gcp_ref){.kind = GC_CLOUD_NODE_POOL, .name = p->head_pool}, "create");
+    char *zones = deploy_gcp_join(deploy_gcp_setting(p, m, "system_node_pool_zones"), NULL);
+    deploy_argv_flag(&d, "node-locations", *zones ? zones : NULL);
+    free(zones);
+    deploy_argv_flag(&d, "machine-type", GC_PATHWAYS_HEAD_MACHINE);
+    deploy_argv_count(&d, "num-nodes", 0);
+    deploy_argv_words(&d, "--enable-autoscaling", NULL);
+    deploy_argv_count(&d, "total-min-nodes", 0);
+    deploy_argv_count(&d, "total-max-nodes", GC_PATHWAYS_HEAD_MAX);
+    deploy_argv_words(&d, "--enable-autorepair", "--enable-autoupgrade", NULL);
+    char *sa = deploy_gcp_node_service_account(p, m);
+    deploy_gcp_node_basics(&d,
+                           deploy_gcp_string(p, m, "system_node_pool_image_type", "COS_CONTAINERD"),
+                           deploy_gcp_bool(p, m, "system_node_pool_enable_secure_boot", true), sa,
+                           SCOPE_CLOUD_PLATFORM);
+    free(sa);
+    char *labels = deploy_gcp_labels(p, m, "gke-cluster", "scheduler");
+    deploy_argv_flag(&d, "labels", labels);
+    free(labels);
+    return d.items;
+}
+
+/* linux_node_config.sysctls (the module's default: the TCP buffers), as the file gcloud reads
+ * with --system-config-from-file; NULL when there are none. */
+static char *system_config(const planner *p, const gc_bp_module *m)
+{
+    const json_t *config = deploy_gcp_setting(p, m, "linux_node_config");
+    const json_t *sysctls = json_object_get(config, "sysctls");
+    json_t *own = NULL;
+    if (!json_is_object(sysctls))
+        sysctls = own = json_pack("{s:s, s:s}", "net.ipv4.tcp_rmem", "4096 87380 16777216",
+                                  "net.ipv4.tcp_wmem", "4096 16384 16777216");
+    gc_buf b;
+    gc_buf_init(&b);
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)sysctls, key, value)
+    {
+        if (json_is_string(value))
+            gc_buf_printf(&b, "%s    %s: '%s'\n", b.len ? "" : "linuxConfig:\n  sysctl:\n", key,
+                          json_string_value(value));
+    }
+    json_decref(own);
+    if (!b.len) {
+        gc_buf_free(&b);
+        return NULL;
+    }
+    return gc_buf_detach(&b);
+}
+
 char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
                            const gc_cloud_target *t)
 {
@@ -105,6 +169,8 @@ char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
     deploy_gcp_planner_init(&pl, bp, t);
     planner *p = &pl;
     const gc_bp_module *m = gc_blueprint_module(bp, pool->module_id);
+    if (!m && pl.cluster_module && !strcmp(pool->name, pl.head_pool))
+        return deploy_gcp_head_pool_argv(p, pl.cluster_module);
     deploy_argv b =
         deploy_gcp_command(p, &(gcp_ref){.kind = GC_CLOUD_NODE_POOL, .name = pool->name}, "create");
     deploy_argv_flag(&b, "node-locations", pool->zones ? pool->zones : bp->zone);
@@ -211,6 +277,11 @@ char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
         free(attachment);
     }
     json_decref(extra_networks);
+    deploy_gcp_upgrade_settings(p, m, &b);
+    char *sysctls = m ? system_config(p, m) : NULL;
+    if (sysctls)
+        deploy_argv_flag(&b, "system-config-from-file", "/dev/stdin");
+    free(sysctls);
     const json_t *run = deploy_gcp_setting(p, m, "max_run_duration");
     if (json_is_integer(run)) {
         char *d = gc_xasprintf("%llds", (long long)json_integer_value(run));
@@ -218,6 +289,20 @@ char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
         free(d);
     }
     return b.items;
+}
+
+char *gc_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
+                             const gc_cloud_target *t)
+{
+    planner pl = {0};
+    deploy_gcp_planner_init(&pl, bp, t);
+    const gc_bp_module *m = gc_blueprint_module(bp, pool->module_id);
+    gc_cloud_step s = {.create = gc_pool_create_argv(bp, pool, t),
+                       .input = m ? system_config(&pl, m) : NULL};
+    char *line = gc_cloud_step_line(&s);
+    gc_argv_free(s.create);
+    free(s.input);
+    return line;
 }
 
 int deploy_gcp_plan_pools(planner *p)
@@ -250,6 +335,7 @@ int deploy_gcp_plan_pools(planner *p)
                                         &(gc_cloud_target){.project = p->project,
                                                            .cluster = p->cluster,
                                                            .location = p->location});
+        s->input = m ? system_config(p, m) : NULL;
         const char *unknown_networks = NULL;
         json_decref(m ? deploy_gcp_additional_networks(p, m, &unknown_networks) : NULL);
         if (unknown_networks)

@@ -73,3 +73,28 @@ char *gc_argv_shell_line(char *const *argv)
     }
     return gc_buf_detach(&line);
 }
+
+char *gc_cloud_step_line(const gc_cloud_step *s)
+{
+    char *line = gc_argv_shell_line(s->create);
+    if (!s->input)
+        return line;
+    /* printf '%s\n' 'line 1' 'line 2' | gcloud ... */
+    gc_buf b;
+    gc_buf_init(&b);
+    gc_buf_puts(&b, "printf '%s\\n'");
+    const char *text = s->input;
+    while (*text) {
+        size_t len = strcspn(text, "\n");
+        char *piece = gc_xstrndup(text, len);
+        char *argv[] = {piece, NULL};
+        char *quoted = gc_argv_shell_line(argv);
+        gc_buf_printf(&b, " %s", quoted);
+        free(quoted);
+        free(piece);
+        text += len + (text[len] == '\n');
+    }
+    gc_buf_printf(&b, " | %s", line);
+    free(line);
+    return gc_buf_detach(&b);
+}

@@ -70,7 +70,7 @@ check_contains() {
 v6e=(v6e-1 v6e-4 v6e-8 v6e-16 v6e-32 v6e-64 v6e-128 v6e-256)
 for shell in bash zsh fish; do
     check "$shell" "gcluster job sub" submit
-    check "$shell" "gcluster " job cluster deploy completion
+    check "$shell" "gcluster " job cluster deploy destroy completion
     check "$shell" "gcluster job submit --compute-type v6e-" "${v6e[@]}"
     check "$shell" "gcluster job list -o " table wide json yaml
     check "$shell" "gcluster job logs pw --role w" worker

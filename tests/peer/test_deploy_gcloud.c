@@ -1,9 +1,9 @@
 /*
- * Every gcloud line a deploy plan holds against the real gcloud argument parser, offline: with
- * an empty CLOUDSDK_CONFIG a line that parses stops at "You do not currently have an active
- * account" (or "no credentialed account"); a usage error (exit 2, "unrecognized arguments",
- * "argument ... invalid") means the plan would fail in a user's project. gcloud must be
- * installed: the test fails, never skips, without it.
+ * Every gcloud line a deploy plan holds (and each shape of line a destroy plan holds) against the
+ * real gcloud argument parser, offline: with an empty CLOUDSDK_CONFIG a line that parses stops at
+ * "You do not currently have an active account" (or "no credentialed account"); a usage error (exit
+ * 2, "unrecognized arguments", "argument ... invalid") means the plan would fail in a user's
+ * project. gcloud must be installed: the test fails, never skips, without it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,6 +64,24 @@ static void assert_parses(const char *gcloud, char **argv, const char *config)
     free(env[1]);
 }
 
+/* "destroy KIND check|delete --flag=V --other= ...": a line's flags without their values. */
+static char *shape_of(gc_cloud_step_kind kind, size_t which, char **argv)
+{
+    gc_buf b;
+    gc_buf_init(&b);
+    gc_buf_printf(&b, "destroy %s %s", gc_cloud_step_kind_name(kind), which ? "delete" : "check");
+    for (char **a = argv; *a; a++) {
+        if (strncmp(*a, "--", 2))
+            continue;
+        const char *eq = strchr(*a, '=');
+        if (eq)
+            gc_buf_printf(&b, " %.*s%s", (int)(eq - *a + 1), *a, eq[1] ? "V" : "");
+        else
+            gc_buf_printf(&b, " %s", *a);
+    }
+    return gc_buf_detach(&b);
+}
+
 static void every_plan_line_parses(void **state)
 {
     (void)state;
@@ -72,7 +90,7 @@ static void every_plan_line_parses(void **state)
         fail_msg("gcloud is not on PATH; this tier needs the Google Cloud CLI");
     char *config = kube_test_tmpdir();
     json_t *seen = json_object();
-    size_t lines = 0;
+    size_t lines = 0, destroy_lines = 0;
     for (size_t b = 0; b < sizeof(blueprints) / sizeof(*blueprints); b++) {
         gc_blueprint bp;
         gc_error err = {0};
@@ -102,9 +120,29 @@ static void every_plan_line_parses(void **state)
             }
         }
         gc_cloud_plan_free(&plan);
+        /* destroy's lines: each kind's describe and delete once per shape (its flags, with
+         * or without a value), as they differ from each other only in names */
+        if (gc_destroy_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+            fail_msg("%s", err.message);
+        assert_true(plan.count > 5);
+        for (size_t i = 0; i < plan.count; i++) {
+            char **argvs[] = {plan.steps[i].check, plan.steps[i].create};
+            for (size_t k = 0; k < 2; k++) {
+                char *shape = shape_of(plan.steps[i].kind, k, argvs[k]);
+                if (!json_object_get(seen, shape)) {
+                    json_object_set_new(seen, shape, json_true());
+                    assert_parses(gcloud, argvs[k], config);
+                    lines++;
+                    destroy_lines++;
+                }
+                free(shape);
+            }
+        }
+        gc_cloud_plan_free(&plan);
         gc_blueprint_free(&bp);
     }
     assert_true(lines > 30);
+    assert_true(destroy_lines >= 12);
     json_decref(seen);
     kube_test_rmtree(config); /* frees it */
     free(gcloud);

@@ -63,7 +63,7 @@ static char *complete(const char *const *words)
 static void test_commands(void **state)
 {
     (void)state;
-    assert_completes("job\ncluster\ndeploy\ncompletion\n", "");
+    assert_completes("job\ncluster\ndeploy\ndestroy\ncompletion\n", "");
     assert_completes("submit\n", "job", "sub");
     assert_completes("config\n", "job", "conf");
     assert_completes("set\nlist\n", "job", "config", "");

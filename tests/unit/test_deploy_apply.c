@@ -403,8 +403,12 @@ static void text_report_is_as_before(void **state)
         "  clusterqueue.kueue.x-k8s.io/cluster-queue created\n"
         "  clusterqueue.kueue.x-k8s.io/cluster-queue is Active\n",
         "\nOne node pool has no nodes (a pool that scales from zero has none until a job needs "
-        "it); if missing, create with:\n  gcloud container node-pools create "
-        "tpu-v6e-np-1 ",
+        "it); if missing, create with:\n  printf ",
+        /* the TCP buffer sysctls, piped into --system-config-from-file */
+        " linuxConfig: '  sysctl:' ",
+        " | gcloud container node-pools create tpu-v6e-np-1 ",
+        " --max-surge-upgrade=0 --max-unavailable-upgrade=1 "
+        "--system-config-from-file=/dev/stdin",
         "(or run gcluster deploy again with --auto-approve)\n",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)

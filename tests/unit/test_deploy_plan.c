@@ -39,8 +39,12 @@ static const char fake[] =
     "if [ -e '%s/no-account' ]; then\n"
     "  echo 'ERROR: (gcloud) You do not currently have an active account selected.' >&2; exit 1\n"
     "fi\n"
-    "verb=; name=; router=; setting=\n"
+    "verb=; name=; router=; setting=; role=; member=\n"
     "for a in \"$@\"; do\n"
+    /* IAM bindings: one file per role and member */
+    "  case \"$a\" in --role=*) role=${a#--role=};; --member=*) member=${a#--member=};;\n"
+    "    --filter=bindings.role=*) f=${a#--filter=bindings.role=}; role=${f%%%% AND *};"
+    " member=${a##*bindings.members=};; esac\n"
     "  case \"$a\" in --router=*) router=${a#--router=}-;; esac\n"
     /* a cluster add-on: enabled by update, read back by describe --format */
     "  case \"$a\" in --update-addons=*) x=${a#--update-addons=}; x=${x%%%%=*}\n"
@@ -55,6 +59,12 @@ static const char fake[] =
     "done\n"
     /* service accounts are described by email, created by name; NATs are per router */
     "name=$router${name%%%%@*}\n"
+    "iam=iam-$(printf %%s \"$role-$member\" | tr '/:@.' '____')\n"
+    "case \"$*\" in\n"
+    "*get-iam-policy*) [ -e \"%s/$iam\" ] && echo \"$role\"; exit 0;;\n"
+    "*add-iam-policy-binding*) touch \"%s/$iam\"; exit 0;;\n"
+    "*remove-iam-policy-binding*) rm -f \"%s/$iam\"; exit 0;;\n"
+    "esac\n"
     "case $verb in\n"
     "describe) if [ -n \"$setting\" ]; then [ -e \"%s/$setting\" ] && echo True || echo False;"
     " exit 0; fi\n"
@@ -64,7 +74,9 @@ static const char fake[] =
     ">&2; exit 1; fi\n"
     "  echo \"Creating $name...\" >&2; touch \"%s/$name\"\n"
     "  case \"$*\" in *'clusters create'*) touch '%s/default-pool';; esac; exit 0;;\n"
-    "delete) rm -f \"%s/$name\"; exit 0;;\n"
+    "delete) if grep -qx \"$name\" '%s' 2>/dev/null; then echo \"ERROR: $name is in use\" "
+    ">&2; exit 1; fi\n"
+    "  rm -f \"%s/$name\"; exit 0;;\n"
     "update) touch \"%s/$setting\"; exit 0;;\n"
     "*) exit 0;;\n"
     "esac\n";
@@ -80,7 +92,8 @@ static int setup(void **st)
     char *bin = gc_xasprintf("%s/bin", tmp);
     mkdir(bin, 0755);
     gcloud = gc_xasprintf("%s/gcloud", bin);
-    kube_test_write(gcloud, fake, calls, state, state, state, fail_on, state, state, state, state);
+    kube_test_write(gcloud, fake, calls, state, state, state, state, state, state, fail_on, state,
+                    state, fail_on, state, state);
     chmod(gcloud, 0755);
     free(bin);
     return 0;
@@ -299,7 +312,7 @@ static char *changes(void)
     gc_buf_init(&out);
     for (char *save, *line = strtok_r(all ? all : (char[]){""}, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
-        if (!strstr(line, " describe "))
+        if (!strstr(line, " describe ") && !strstr(line, " get-iam-policy "))
             gc_buf_printf(&out, "gcloud %s\n", line);
     free(all);
     char *text = gc_buf_detach(&out);
@@ -332,7 +345,7 @@ static void run(const gc_cloud_plan *plan, bool apply, gc_cloud_report *report, 
 }
 
 /* Apply creates in plan order; after a failure a rerun creates only what is missing, and a run
- * after that changes nothing (only the idempotent role bindings are sent again). */
+ * after that changes nothing (a role binding is added only when the policy lacks it). */
 static void apply_runs_in_order_and_resumes(void **st)
 {
     (void)st;
@@ -364,7 +377,7 @@ static void apply_runs_in_order_and_resumes(void **st)
     remove(calls);
     run(&plan, true, &report, &err, 0);
     for (size_t i = 0; i < plan.count; i++)
-        include[i] = i >= failing || plan.steps[i].kind == GC_CLOUD_ROLE_BINDING;
+        include[i] = i >= failing;
     got = changes();
     want = expected_changes(&plan, include);
     assert_string_equal(got, want);
@@ -380,16 +393,11 @@ static void apply_runs_in_order_and_resumes(void **st)
     /* Everything there: nothing is created or deleted. */
     remove(calls);
     run(&plan, true, &report, &err, 0);
-    for (size_t i = 0; i < plan.count; i++)
-        include[i] = plan.steps[i].kind == GC_CLOUD_ROLE_BINDING;
     got = changes();
-    want = expected_changes(&plan, include);
-    assert_string_equal(got, want);
+    assert_string_equal(got, "");
     free(got);
-    free(want);
     for (size_t i = 0; i < plan.count; i++)
-        if (plan.steps[i].kind != GC_CLOUD_ROLE_BINDING)
-            assert_int_equal(report.outcomes[i].state, GC_CLOUD_PRESENT);
+        assert_int_equal(report.outcomes[i].state, GC_CLOUD_PRESENT);
     gc_cloud_report_free(&report);
     free(include);
     gc_cloud_plan_free(&plan);
@@ -599,6 +607,152 @@ static void kubernetes_only_blueprint_plans_nothing(void **st)
     free(file);
 }
 
+/* The advanced v6e blueprint: what the modules set to keep a running job safe is in the plan
+ * (monitoring with JOBSET and managed Prometheus, the maintenance exclusion with an explicit
+ * end, the pools' upgrade settings and TCP buffer sysctls), accounts carry the deployment
+ * name, and the hint for a missing cpu-np is the plan's own step. */
+static void advanced_blueprint_keeps_the_safety_settings(void **st)
+{
+    (void)st;
+    static const char *const vars[] = {"project_id=my-project",     "region=us-east5",
+                                       "zone=us-east5-b",           "num_slices=2",
+                                       "tpu_topology=4x4",          "authorized_cidr=10.0.0.0/32",
+                                       "reservation=my-reservation"};
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    gc_error err = {0};
+    if (gc_blueprint_load(GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples/"
+                                              "gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
+                          vars, sizeof(vars) / sizeof(*vars), &bp, &err))
+        fail_msg("%s", err.message);
+    if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        fail_msg("%s", err.message);
+    step_index(&plan, GC_CLOUD_SERVICE_ACCOUNT,
+               "gke-tpu-v6e-gke-np-sa@my-project.iam.gserviceaccount.com");
+    step_index(&plan, GC_CLOUD_SERVICE_ACCOUNT,
+               "gke-tpu-v6e-gke-wl-sa@my-project.iam.gserviceaccount.com");
+    char *line = create_line(&plan, GC_CLOUD_CLUSTER, "gke-tpu-v6e");
+    assert_has(line, " --monitoring=SYSTEM,POD,DAEMONSET,DEPLOYMENT,STATEFULSET,STORAGE,HPA,"
+                     "CADVISOR,KUBELET,JOBSET --enable-managed-prometheus "
+                     "--auto-monitoring-scope=NONE ");
+    free(line);
+    line = create_line(&plan, GC_CLOUD_CLUSTER_ADDON,
+                       "maintenance exclusion no-minor-or-node-upgrades-indefinite");
+    assert_has(line, "gcloud container clusters update gke-tpu-v6e --project=my-project "
+                     "--location=us-east5 "
+                     "--add-maintenance-exclusion-name=no-minor-or-node-upgrades-indefinite "
+                     "--add-maintenance-exclusion-scope=no_minor_or_node_upgrades "
+                     "--add-maintenance-exclusion-start=");
+    assert_has(line, " --add-maintenance-exclusion-end=");
+    free(line);
+    const gc_cloud_step *pool =
+        &plan.steps[step_index(&plan, GC_CLOUD_NODE_POOL, "gke-tpu-v6e-pool-0")];
+    line = gc_argv_shell_line(pool->create);
+    assert_has(line, " --max-surge-upgrade=0 --max-unavailable-upgrade=1 "
+                     "--system-config-from-file=/dev/stdin");
+    free(line);
+    assert_string_equal(pool->input, "linuxConfig:\n  sysctl:\n"
+                                     "    net.ipv4.tcp_rmem: '4096 87380 16777216'\n"
+                                     "    net.ipv4.tcp_wmem: '4096 16384 16777216'\n");
+    /* the system pool is upgraded one node at a time too; cpu-np as the module makes it */
+    line = create_line(&plan, GC_CLOUD_NODE_POOL, "system");
+    assert_has(line, " --max-surge-upgrade=0 --max-unavailable-upgrade=1 ");
+    free(line);
+    size_t count;
+    gc_pool_spec *pools = gc_blueprint_all_pools(&bp, NULL, &count);
+    char *hint = gc_pool_create_command(&bp, &pools[0], &(gc_cloud_target){0});
+    char *step = gc_cloud_step_line(&plan.steps[step_index(&plan, GC_CLOUD_NODE_POOL, "cpu-np")]);
+    assert_string_equal(hint, step);
+    assert_has(hint, "--service-account=gke-tpu-v6e-gke-wl-sa@my-project.iam.gserviceaccount.com");
+    free(hint);
+    free(step);
+    free(pools);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
+/* destroy: deploy's steps in reverse (the cluster's add-ons and the bootstrap pool removal are
+ * not steps), each a describe and a delete; after a deploy it deletes everything in that order,
+ * stops at a failed delete, a rerun resumes there, and a run after that deletes nothing. */
+static void destroy_reverses_deploy_and_resumes(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan deploy, destroy;
+    load(&bp, &deploy);
+    gc_error err = {0};
+    if (gc_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
+        fail_msg("%s", err.message);
+    size_t j = 0;
+    for (size_t i = deploy.count; i-- > 0;) {
+        const gc_cloud_step *s = &deploy.steps[i];
+        if (s->kind == GC_CLOUD_CLUSTER_ADDON || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL)
+            continue;
+        assert_true(j < destroy.count);
+        assert_int_equal(destroy.steps[j].kind, s->kind);
+        assert_string_equal(destroy.steps[j].name, s->name);
+        assert_true(destroy.steps[j].removes);
+        j++;
+    }
+    assert_int_equal(j, destroy.count);
+    char *line = create_line(&destroy, GC_CLOUD_NAT, "cloud-nat-us-central1");
+    assert_string_equal(line, "gcloud compute routers nats delete cloud-nat-us-central1 "
+                              "--project=my-project --router=ev-set-net-1-router "
+                              "--region=us-central1 --quiet");
+    free(line);
+    line = create_line(&destroy, GC_CLOUD_WORKLOAD_POLICY, "tpu7x-workload-policy");
+    assert_string_equal(line, "gcloud compute resource-policies delete tpu7x-workload-policy "
+                              "--project=my-project --region=us-central1 --quiet");
+    free(line);
+
+    gc_cloud_report report;
+    run(&deploy, true, &report, &err, 0);
+    gc_cloud_report_free(&report);
+    remove(calls);
+    /* a subnetwork still in use fails its delete: everything before it is gone */
+    size_t failing = step_index(&destroy, GC_CLOUD_SUBNETWORK, "ev-set-sub-1");
+    kube_test_write(fail_on, "ev-set-sub-1\n");
+    run(&destroy, true, &report, &err, GC_EXIT_RUNTIME);
+    assert_has(err.message, "deleting subnetwork ev-set-sub-1");
+    assert_has(err.message, "run gcluster destroy again");
+    bool *include = gc_xcalloc(destroy.count, sizeof(*include));
+    for (size_t i = 0; i <= failing; i++)
+        include[i] = true;
+    char *got = changes(), *want = expected_changes(&destroy, include);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    assert_int_equal(report.outcomes[0].state, GC_CLOUD_CREATED);
+    assert_int_equal(report.outcomes[failing].state, GC_CLOUD_FAILED);
+    gc_cloud_report_free(&report);
+
+    remove(fail_on);
+    remove(calls);
+    run(&destroy, true, &report, &err, 0);
+    for (size_t i = 0; i < destroy.count; i++)
+        include[i] = i >= failing;
+    got = changes();
+    want = expected_changes(&destroy, include);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    assert_int_equal(report.outcomes[0].state, GC_CLOUD_PRESENT); /* gone already */
+    gc_cloud_report_free(&report);
+
+    remove(calls);
+    run(&destroy, true, &report, &err, 0);
+    got = changes();
+    assert_string_equal(got, "");
+    free(got);
+    for (size_t i = 0; i < destroy.count; i++)
+        assert_int_equal(report.outcomes[i].state, GC_CLOUD_PRESENT);
+    gc_cloud_report_free(&report);
+    free(include);
+    gc_cloud_plan_free(&destroy);
+    gc_cloud_plan_free(&deploy);
+    gc_blueprint_free(&bp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -609,6 +763,8 @@ int main(void)
         cmocka_unit_test_setup(plan_and_dry_run_change_nothing, fresh),
         cmocka_unit_test_setup(missing_values_say_the_fix, fresh),
         cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
+        cmocka_unit_test_setup(advanced_blueprint_keeps_the_safety_settings, fresh),
+        cmocka_unit_test_setup(destroy_reverses_deploy_and_resumes, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

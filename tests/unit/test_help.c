@@ -53,7 +53,7 @@ static void root_help_lists_every_command(void **state)
     run(&r, args, 0);
     static const char *const commands[] = {"job submit",      "job inspect", "job list",
                                            "job logs",        "job cancel",  "job config set",
-                                           "job config list", "deploy"};
+                                           "job config list", "deploy",      "destroy"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
         char entry[64];
         snprintf(entry, sizeof(entry), "\n  %s ", commands[i]);

@@ -1,0 +1,117 @@
+/*
+ * destroy: what deploy creates, removed in the reverse of deploy's order, each step a describe
+ * (is it still there?) and a delete. The steps come from deploy's own plan, so destroy never
+ * names a resource the plan does not; a rerun after a failure finds what is gone and goes on.
+ * What goes with its parent is not a step of its own: a cluster's add-ons and maintenance
+ * exclusions go with the cluster, the bootstrap pool is already gone.
+ */
+#include "deploy/gcp.h"
+
+#include "gcluster/kube.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The value of --NAME=VALUE in argv, or NULL. */
+static const char *flag_value(char *const *argv, const char *name)
+{
+    size_t len = strlen(name);
+    for (char *const *a = argv; a && *a; a++)
+        if (!strncmp(*a, "--", 2) && !strncmp(*a + 2, name, len) && (*a)[2 + len] == '=')
+            return *a + 3 + len;
+    return NULL;
+}
+
+static void add(gc_cloud_plan *out, const gc_cloud_step *from, char **check, char **remove)
+{
+    out->steps = gc_xrealloc(out->steps, (out->count + 1) * sizeof(*out->steps));
+    gc_cloud_step *s = &out->steps[out->count++];
+    memset(s, 0, sizeof(*s));
+    s->kind = from->kind;
+    s->name = gc_xstrdup(from->name);
+    s->module_id = gc_xstrdup(from->module_id);
+    s->check = check;
+    s->create = remove;
+    s->removes = true;
+}
+
+int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
+                          gc_error *err)
+{
+    memset(plan, 0, sizeof(*plan));
+    gc_cloud_plan deploy;
+    int rc = gc_cloud_plan_build(bp, t, &deploy, err);
+    if (rc)
+        return rc;
+    planner p = {.plan = plan, .err = err};
+    deploy_gcp_planner_init(&p, bp, t);
+    for (size_t i = deploy.count; i-- > 0;) {
+        const gc_cloud_step *s = &deploy.steps[i];
+        if (s->kind == GC_CLOUD_CLUSTER_ADDON || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL)
+            continue;
+        if (s->kind == GC_CLOUD_ROLE_BINDING) {
+            /* "EMAIL roles/NAME": removed only while the binding is there */
+            const char *member = flag_value(s->create, "member");
+            const char *role = flag_value(s->create, "role");
+            deploy_argv d = deploy_gcp_command(&p, &(gcp_ref){.kind = GC_CLOUD_ROLE_BINDING},
+                                               "remove-iam-policy-binding");
+            deploy_argv_flag(&d, "member", member);
+            deploy_argv_flag(&d, "role", role);
+            deploy_argv_flag(&d, "condition", "None");
+            deploy_argv_flag(&d, "format", "none");
+            add(plan, s, deploy_gcp_binding_check(&p, member, role), d.items);
+            plan->steps[plan->count - 1].present_output = gc_xstrdup(role);
+            continue;
+        }
+        gcp_ref ref = {.kind = s->kind,
+                       .name = s->name,
+                       .region = flag_value(s->check, "region"),
+                       .router = flag_value(s->check, "router")};
+        deploy_argv d = deploy_gcp_command(&p, &ref, "delete");
+        deploy_argv_words(&d, "--quiet", NULL);
+        add(plan, s, deploy_gcp_describe(&p, &ref), d.items);
+    }
+    gc_cloud_plan_free(&deploy);
+    return 0;
+}
+
+typedef struct running {
+    gc_strings *names;
+} running;
+
+/* A JobSet is running until its Completed or Failed condition is True. */
+static int collect(json_t *item, void *ctx, gc_error *err)
+{
+    (void)err;
+    running *r = ctx;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(item, "status"), "conditions"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        if (type && status && !strcmp(status, "True") &&
+            (!strcmp(type, "Completed") || !strcmp(type, "Failed")))
+            return 0;
+    }
+    const json_t *meta = json_object_get(item, "metadata");
+    char *name = gc_xasprintf("%s/%s", json_string_value(json_object_get(meta, "namespace")) ?: "",
+                              json_string_value(json_object_get(meta, "name")) ?: "");
+    gc_strings_push(r->names, name);
+    free(name);
+    return 0;
+}
+
+int gc_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err)
+{
+    memset(names, 0, sizeof(*names));
+    running r = {.names = names};
+    int rc =
+        gc_kube_list(kube, "/apis/jobset.x-k8s.io/v1alpha2/jobsets", NULL, collect, &r, NULL, err);
+    if (rc && err->http_status == 404) {
+        /* no JobSet API: nothing of ours runs there */
+        gc_error_clear(err);
+        return 0;
+    }
+    return rc;
+}
