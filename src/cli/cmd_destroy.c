@@ -67,6 +67,9 @@ static void render_text(const gc_cloud_plan *plan, const gc_cloud_report *report
         if (o->state == GC_CLOUD_MISSING || o->state == GC_CLOUD_NOT_CHECKED ||
             o->state == GC_CLOUD_FAILED)
             cli_line(stdout, "       %s", o->command);
+        /* why gcloud could not tell, once: the steps after it were not asked */
+        if (o->state == GC_CLOUD_NOT_CHECKED && o->detail && i == 0)
+            cli_line(stdout, "       (gcloud could not check: %s)", o->detail);
     }
     if (!applied)
         cli_line(stdout, "\nNothing was deleted; run with --auto-approve to delete what is "

@@ -134,6 +134,18 @@ char **deploy_gcp_head_pool_argv(const planner *p, const gc_bp_module *m)
     return d.items;
 }
 
+/* A YAML double-quoted scalar: backslash, quote and line breaks escaped. */
+static void yaml_quoted(gc_buf *b, const char *text)
+{
+    gc_buf_putc(b, '"');
+    for (const char *c = text; *c; c++) {
+        if (*c == '"' || *c == '\\' || *c == '\n')
+            gc_buf_putc(b, '\\');
+        gc_buf_putc(b, *c == '\n' ? 'n' : *c);
+    }
+    gc_buf_putc(b, '"');
+}
+
 /* linux_node_config.sysctls (the module's default: the TCP buffers), as the file gcloud reads
  * with --system-config-from-file; NULL when there are none. */
 static char *system_config(const planner *p, const gc_bp_module *m)
@@ -150,9 +162,13 @@ static char *system_config(const planner *p, const gc_bp_module *m)
     const json_t *value;
     json_object_foreach((json_t *)sysctls, key, value)
     {
-        if (json_is_string(value))
-            gc_buf_printf(&b, "%s    %s: '%s'\n", b.len ? "" : "linuxConfig:\n  sysctl:\n", key,
-                          json_string_value(value));
+        if (!json_is_string(value))
+            continue;
+        gc_buf_puts(&b, b.len ? "    " : "linuxConfig:\n  sysctl:\n    ");
+        yaml_quoted(&b, key);
+        gc_buf_puts(&b, ": ");
+        yaml_quoted(&b, json_string_value(value));
+        gc_buf_putc(&b, '\n');
     }
     json_decref(own);
     if (!b.len) {

@@ -90,6 +90,9 @@ static const golden_case cases[] = {
     {"deploy-plan-json",
      NULL,
      {"deploy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--plan", "-o", "json"}},
+    {"destroy-plan",
+     NULL,
+     {"destroy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--plan"}},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(*cases))
 

@@ -652,8 +652,8 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
                      "--system-config-from-file=/dev/stdin");
     free(line);
     assert_string_equal(pool->input, "linuxConfig:\n  sysctl:\n"
-                                     "    net.ipv4.tcp_rmem: '4096 87380 16777216'\n"
-                                     "    net.ipv4.tcp_wmem: '4096 16384 16777216'\n");
+                                     "    \"net.ipv4.tcp_rmem\": \"4096 87380 16777216\"\n"
+                                     "    \"net.ipv4.tcp_wmem\": \"4096 16384 16777216\"\n");
     /* the system pool is upgraded one node at a time too; cpu-np as the module makes it */
     line = create_line(&plan, GC_CLOUD_NODE_POOL, "system");
     assert_has(line, " --max-surge-upgrade=0 --max-unavailable-upgrade=1 ");
