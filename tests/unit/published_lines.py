@@ -12,6 +12,11 @@ in the workload container and, with Pathways, in the TPU workers; every --env in
 container and in no Pathways server or sidecar; multi-tier checkpointing's volume; Pathways'
 replicated jobs. A line Google's gcluster refuses must be refused (exit 2, saying why).
 
+A published `gcluster deploy` line runs from the Cluster Toolkit checkout of
+tests/fixtures/cluster-toolkit (where its examples/ path points), offline with --dry-run-out:
+it must be accepted and give the Kueue configuration, or be refused as @expect-error says; and
+every flag it passes must be described in `gcluster deploy --help`.
+
 Usage: published_lines.py GCLUSTER [FIXTURE]. Prints one line per entry and a summary; exit 1 if
 any entry fails.
 """
@@ -101,8 +106,12 @@ def argv_of(entry, variables):
         dots = shlex.split(substitute(entry.dots, variables))
         i = words.index("...")
         words[i:i + 1] = dots
-    if os.path.basename(words[0]) != "gcluster" or words[1:3] != ["job", "submit"]:
-        raise ValueError("not a gcluster job submit line")
+    if os.path.basename(words[0]) != "gcluster":
+        raise ValueError("not a gcluster line")
+    if words[1:2] == ["deploy"]:
+        return words[1:]
+    if words[1:3] != ["job", "submit"]:
+        raise ValueError("not a gcluster job submit or deploy line")
     return words[3:]
 
 
@@ -344,10 +353,41 @@ def check_manifest(check, flags, jobset):
                      slice_annotation == topology, "TPU pods not placed on topology " + topology)
 
 
+CT_CHECKOUT = os.path.join(SOURCE_DIR, "tests", "fixtures", "cluster-toolkit")
+
+
+def run_deploy(gcluster, check, args, env):
+    """A deploy line: accepted (the Kueue configuration written) or refused as expected, and each
+    of its flags described in deploy's --help."""
+    helped = subprocess.run([gcluster, "deploy", "--help"], env=env, capture_output=True,
+                            text=True, timeout=120).stdout
+    for arg in args[2:]:
+        if arg.startswith("-") and len(arg) > 1:
+            name = arg.split("=", 1)[0]
+            shown = ("-%s, " % name[1]) if not name.startswith("--") else name
+            check.expect(shown in helped, "deploy --help does not describe " + name)
+    result = subprocess.run([gcluster] + args + ["--dry-run-out", "-", "--output", "json"],
+                            cwd=CT_CHECKOUT, env=env, capture_output=True, text=True, timeout=120)
+    if check.entry.expect_error:
+        check.expect(result.returncode == 2 and check.entry.expect_error in result.stderr,
+                     "want exit 2 saying %r, got exit %d: %s" %
+                     (check.entry.expect_error, result.returncode, result.stderr.strip()))
+        return check
+    if result.returncode != 0:
+        check.problems.append("exit %d: %s" % (result.returncode, result.stderr.strip()))
+        return check
+    kinds = [item.get("kind") for item in json.loads(result.stdout).get("items", [])]
+    check.expect("ClusterQueue" in kinds, "no ClusterQueue in the deploy's objects")
+    return check
+
+
 def run_entry(gcluster, entry, variables, workdir):
     check = Check(entry)
     try:
         args = argv_of(entry, variables)
+        if args[0] == "deploy":
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir}
+            return run_deploy(gcluster, check, args, env)
         flags = flags_of(args)
     except (ValueError, IndexError) as e:
         check.problems.append("cannot read the line: %s" % e)
