@@ -138,13 +138,11 @@ static int save_json(const char *path, json_t *root, gc_error *err)
         return rc;
     }
     free(dir);
-    char *tmp = gc_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    int rc = 0;
-    if (json_dump_file(root, tmp, JSON_INDENT(2)) != 0 || rename(tmp, path) != 0) {
-        rc = gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
+    char *text = json_dumps(root, JSON_INDENT(2));
+    if (!text)
+        return gc_fail(err, GC_EXIT_RUNTIME, "cannot write %s: out of memory", path);
+    int rc = gc_file_write(path, text, strlen(text), err);
+    free(text);
     return rc;
 }
 

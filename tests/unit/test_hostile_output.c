@@ -92,6 +92,38 @@ static void planted_link_at_the_old_predictable_name(void **state)
     kube_test_rmtree(dir);
 }
 
+/* The stored defaults (~/.gcluster/context.json) are written the same way. */
+static void stored_defaults_ignore_a_planted_link(void **state)
+{
+    (void)state;
+    char *dir = kube_test_tmpdir();
+    kube_test_put(dir, "victim.txt", VICTIM_TEXT, 0644);
+    kube_test_put(dir, ".gcluster/keep", "", 0644);
+    char *script = gc_xasprintf("cd '%s' && ln -s ../victim.txt .gcluster/context.json.tmp.$$ && "
+                                "HOME='%s' exec '%s' job config set project my-proj-1",
+                                dir, dir, GCLUSTER_CLI);
+    char *argv[] = {"/bin/sh", "-c", script, NULL};
+    gc_process p = {.program = "/bin/sh", .argv = argv, .timeout_ms = 60000};
+    gc_process_result r;
+    gc_error err = {0};
+    assert_int_equal(gc_process_run(&p, &r, &err), 0);
+    if (r.exit_status != 0)
+        fail_msg("job config set: exit %d: %s", r.exit_status, r.err.data);
+    gc_buf_free(&r.out);
+    gc_buf_free(&r.err);
+    assert_victim_untouched(dir);
+    char *context = gc_xasprintf("%s/.gcluster/context.json", dir);
+    struct stat st;
+    assert_int_equal(lstat(context, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    char *text = kube_test_read(context);
+    assert_non_null(strstr(text, "my-proj-1"));
+    free(text);
+    free(context);
+    free(script);
+    kube_test_rmtree(dir);
+}
+
 /* Links at names an attacker could guess: the pid-shaped ones around ours and a thousand of the
  * new shape with random suffixes. Whatever the writer picks, it never opens one of them. */
 static void planted_links_at_guessed_names(void **state)
@@ -213,6 +245,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(planted_link_at_the_old_predictable_name),
+        cmocka_unit_test(stored_defaults_ignore_a_planted_link),
         cmocka_unit_test(planted_links_at_guessed_names),
         cmocka_unit_test(a_users_own_link_is_kept),
         cmocka_unit_test_setup_teardown(inspect_output_names_its_flag, jt_open, jt_close),
