@@ -8,6 +8,7 @@
 #include "gcluster/buf.h"
 #include "gcluster/sys.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -419,6 +420,28 @@ static void split_path(const char *text, char **head, char **rest)
     *rest = slash && slash[1] ? gc_xstrdup(slash) : NULL;
 }
 
+/* Whether `path` has a ".." component: the API server refuses such a hostPath (it would step
+ * out of the directory named). */
+static bool has_backstep(const char *path)
+{
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        p += n;
+        p += *p == '/';
+    }
+    return false;
+}
+
+/* A Filestore instance is reached at its IPv4 address in the VPC: four decimal numbers of at
+ * most 255 (what gcloud filestore instances list shows). */
+static bool is_ipv4(const char *text)
+{
+    struct in_addr addr;
+    return inet_pton(AF_INET, text, &addr) == 1;
+}
+
 static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error *err)
 {
     if (!strncmp(source, "gs://", 5)) {
@@ -444,15 +467,27 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
     if (!strncmp(source, "filestore://", 12)) {
         m->kind = GC_MOUNT_NFS;
         split_path(source + 12, &m->source, &m->source_dir);
-        if (!m->source_dir || strspn(m->source, "0123456789.") != strlen(m->source))
-            return mount_error(spec,
-                               "a Filestore mount needs the instance's IP address and share, "
-                               "e.g. filestore://10.0.0.2/share (find them with `gcloud "
-                               "filestore instances list`)",
-                               err);
+        const char *why = !m->source[0]         ? "the Filestore instance's IP address is missing"
+                          : !is_ipv4(m->source) ? "the Filestore server is not an IPv4 address"
+                          : !m->source_dir      ? "the share is missing"
+                                                : NULL;
+        if (why) {
+            char *text = gc_xasprintf("%s: a Filestore mount names the instance's IP address and "
+                                      "share, e.g. filestore://10.0.0.2/share (find them with "
+                                      "`gcloud filestore instances list`)",
+                                      why);
+            int rc = mount_error(spec, text, err);
+            free(text);
+            return rc;
+        }
         return 0;
     }
     if (source[0] == '/') {
+        if (has_backstep(source))
+            return mount_error(spec,
+                               "a host path may not contain \"..\" (Kubernetes refuses it); give "
+                               "the directory itself",
+                               err);
         m->kind = GC_MOUNT_HOST_PATH;
         m->source = gc_xstrdup(source);
         return 0;

@@ -450,7 +450,7 @@ static const rejection rejections[] = {
      "two mounts use the destination /d"},
     {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "filestore://inst/share:/d", RUN,
       NULL},
-     "needs the instance's IP address"},
+     "the Filestore server is not an IPv4 address"},
     {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;/d;sometimes", RUN, NULL},
      "\"sometimes\" is not ro, rw, options=, attributes= or profile="},
     {{"--name", "pw", "--compute-type", "v6e-16", "--mount", "gs://bucket;", RUN, NULL},
