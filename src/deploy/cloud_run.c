@@ -7,6 +7,7 @@
 
 #include "gcluster/process.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -114,6 +115,102 @@ static int create(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *
     return rc;
 }
 
+/* The describes are independent reads: they run CHECK_WORKERS at a time, each through the
+ * process runner, and their answers are used in plan order below as if asked one by one. */
+#define CHECK_WORKERS 4
+
+typedef struct prechecks {
+    const char *gcloud;
+    const gc_cloud_plan *plan;
+    const bool *wanted;
+    gc_cloud_outcome *results;
+    int *rcs;
+    gc_error *errs;
+    size_t next;
+    pthread_mutex_t lock;
+} prechecks;
+
+static void *check_worker(void *arg)
+{
+    prechecks *c = arg;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        while (c->next < c->plan->count && !c->wanted[c->next])
+            c->next++;
+        size_t i = c->next++;
+        pthread_mutex_unlock(&c->lock);
+        if (i >= c->plan->count)
+            return NULL;
+        c->rcs[i] = check(c->gcloud, &c->plan->steps[i], &c->results[i], &c->errs[i]);
+    }
+}
+
+/* Checks the steps marked in `wanted` concurrently; `done[i]` says which were asked. */
+static void precheck(prechecks *c, bool *done)
+{
+    pthread_t threads[CHECK_WORKERS];
+    size_t started = 0;
+    c->next = 0;
+    for (size_t t = 0; t < CHECK_WORKERS; t++)
+        if (!pthread_create(&threads[t], NULL, check_worker, c))
+            started++;
+    if (!started)
+        check_worker(c); /* no thread could be made: ask them here, one by one */
+    for (size_t t = 0; t < started; t++)
+        pthread_join(threads[t], NULL);
+    for (size_t i = 0; i < c->plan->count; i++)
+        done[i] = done[i] || c->wanted[i];
+}
+
+static bool inside_cluster(const gc_cloud_step *s)
+{
+    return s->kind == GC_CLOUD_NODE_POOL || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL ||
+           s->kind == GC_CLOUD_CLUSTER_ADDON;
+}
+
+/* Asks every describe that needs no earlier step created: the first one alone (without
+ * credentials it is the only one asked), then the rest outside the cluster, then, when the
+ * cluster exists, those inside it. */
+static void check_ahead(const char *gcloud, const gc_cloud_plan *plan, gc_cloud_outcome *results,
+                        int *rcs, gc_error *errs, bool *done)
+{
+    size_t n = plan->count, first = n;
+    for (size_t i = 0; i < n && first == n; i++)
+        if (plan->steps[i].check)
+            first = i;
+    if (first == n)
+        return;
+    rcs[first] = check(gcloud, &plan->steps[first], &results[first], &errs[first]);
+    done[first] = true;
+    if (rcs[first] || results[first].state == GC_CLOUD_NOT_CHECKED)
+        return;
+    bool *wanted = gc_xcalloc(n, sizeof(*wanted));
+    size_t cluster = n;
+    for (size_t i = 0; i < n; i++)
+        if (plan->steps[i].kind == GC_CLOUD_CLUSTER && !plan->steps[i].removes)
+            cluster = i;
+    /* a plan that creates the cluster asks about what is inside it only once it exists */
+    for (size_t i = 0; i < n; i++)
+        wanted[i] =
+            plan->steps[i].check && !done[i] && (cluster == n || !inside_cluster(&plan->steps[i]));
+    prechecks c = {.gcloud = gcloud,
+                   .plan = plan,
+                   .wanted = wanted,
+                   .results = results,
+                   .rcs = rcs,
+                   .errs = errs};
+    pthread_mutex_init(&c.lock, NULL);
+    precheck(&c, done);
+    if (cluster < n && done[cluster] && !rcs[cluster] &&
+        results[cluster].state == GC_CLOUD_PRESENT) {
+        for (size_t i = 0; i < n; i++)
+            wanted[i] = plan->steps[i].check && !done[i];
+        precheck(&c, done);
+    }
+    pthread_mutex_destroy(&c.lock);
+    free(wanted);
+}
+
 int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, const gc_events *ev,
                  gc_cloud_report *report, gc_error *err)
 {
@@ -141,6 +238,14 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
     report->checked = true;
     int rc = 0;
     bool cluster_missing = false, blind = false;
+    size_t n = plan->count;
+    gc_cloud_outcome *ahead = gc_xcalloc(n, sizeof(*ahead));
+    int *ahead_rc = gc_xcalloc(n, sizeof(*ahead_rc));
+    gc_error *ahead_err = gc_xcalloc(n, sizeof(*ahead_err));
+    bool *asked = gc_xcalloc(n, sizeof(*asked));
+    gc_progress(ev, "checking %zu Google Cloud resources", n);
+    check_ahead(found, plan, ahead, ahead_rc, ahead_err, asked);
+    gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
     for (size_t i = 0; i < plan->count && !rc; i++) {
         const gc_cloud_step *s = &plan->steps[i];
         gc_cloud_outcome *o = &report->outcomes[i];
@@ -151,12 +256,18 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
             o->detail = gc_xstrdup("not checked: gcloud could not check an earlier step");
             continue;
         }
-        bool in_cluster = s->kind == GC_CLOUD_NODE_POOL ||
-                          s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL ||
-                          s->kind == GC_CLOUD_CLUSTER_ADDON;
+        bool in_cluster = inside_cluster(s);
         if (!s->check || (cluster_missing && in_cluster && !apply)) {
             /* idempotent, or inside a cluster that does not exist yet */
             o->state = GC_CLOUD_MISSING;
+        } else if (asked[i]) {
+            o->state = ahead[i].state;
+            o->detail = ahead[i].detail;
+            ahead[i].detail = NULL;
+            if ((rc = ahead_rc[i]) != 0) {
+                *err = ahead_err[i];
+                break;
+            }
         } else {
             gc_progress(ev, "checking %s %s", gc_cloud_step_kind_name(s->kind), s->name);
             rc = check(found, s, o, err);
@@ -179,6 +290,12 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
         if (apply && o->state == GC_CLOUD_MISSING)
             rc = create(found, s, o, ev, err);
     }
+    for (size_t i = 0; i < n; i++)
+        free(ahead[i].detail);
+    free(ahead);
+    free(ahead_rc);
+    free(ahead_err);
+    free(asked);
     free(found);
     return rc;
 }

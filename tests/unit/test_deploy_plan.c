@@ -39,6 +39,11 @@ static const char fake[] =
     "if [ -e '%s/no-account' ]; then\n"
     "  echo 'ERROR: (gcloud) You do not currently have an active account selected.' >&2; exit 1\n"
     "fi\n"
+    /* SLOW: each describe takes a moment and notes how many ran at once */
+    "case \"$*\" in *' describe '*) if [ -e '%s/../slow' ]; then\n"
+    "  mkdir -p '%s/../running'; touch \"%s/../running/$$\"\n"
+    "  ls '%s/../running' | wc -l >> '%s/../peaks'; sleep 0.3; rm -f \"%s/../running/$$\"\n"
+    "fi;; esac\n"
     "verb=; name=; router=; setting=; role=; member=\n"
     "for a in \"$@\"; do\n"
     /* IAM bindings: one file per role and member */
@@ -92,8 +97,8 @@ static int setup(void **st)
     char *bin = gc_xasprintf("%s/bin", tmp);
     mkdir(bin, 0755);
     gcloud = gc_xasprintf("%s/gcloud", bin);
-    kube_test_write(gcloud, fake, calls, state, state, state, state, state, state, fail_on, state,
-                    state, fail_on, state, state);
+    kube_test_write(gcloud, fake, calls, state, state, state, state, state, state, state, state,
+                    state, state, state, state, fail_on, state, state, fail_on, state, state);
     chmod(gcloud, 0755);
     free(bin);
     return 0;
@@ -753,6 +758,38 @@ static void destroy_reverses_deploy_and_resumes(void **st)
     gc_blueprint_free(&bp);
 }
 
+/* The describes run at once, at most four at a time, and the answers are the same as one by
+ * one. */
+static void describes_run_concurrently_and_bounded(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load(&bp, &plan);
+    char *slow = gc_xasprintf("%s/../slow", state);
+    char *peaks = gc_xasprintf("%s/../peaks", state);
+    remove(peaks);
+    kube_test_write(slow, "\n");
+    gc_cloud_report report;
+    gc_error err;
+    run(&plan, false, &report, &err, 0);
+    for (size_t i = 0; i < plan.count; i++)
+        assert_int_equal(report.outcomes[i].state, GC_CLOUD_MISSING);
+    gc_cloud_report_free(&report);
+    remove(slow);
+    char *text = kube_test_read(peaks);
+    long most = 0;
+    for (char *save, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        most = strtol(line, NULL, 10) > most ? strtol(line, NULL, 10) : most;
+    free(text);
+    assert_true(most >= 2);
+    assert_true(most <= 4);
+    free(slow);
+    free(peaks);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -765,6 +802,7 @@ int main(void)
         cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
         cmocka_unit_test_setup(advanced_blueprint_keeps_the_safety_settings, fresh),
         cmocka_unit_test_setup(destroy_reverses_deploy_and_resumes, fresh),
+        cmocka_unit_test_setup(describes_run_concurrently_and_bounded, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
