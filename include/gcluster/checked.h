@@ -40,6 +40,12 @@ static inline long long gc_saturating_mul(long long a, long long b)
     return (a < 0) != (b < 0) ? LLONG_MIN : LLONG_MAX;
 }
 
+/* A count as an int: clamped to [INT_MIN, INT_MAX]. */
+static inline int gc_saturating_int(long long v)
+{
+    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+}
+
 /* A double (a Kubernetes quantity's value) as a long long: the integer part, clamped to the
  * range (converting a double outside it is undefined behaviour); NaN is 0. */
 static inline long long gc_saturating_from_double(double v)

@@ -5,6 +5,7 @@
  */
 #include "diagnose/diagnose_pods.h"
 #include "diagnose/diagnosis.h"
+#include "gcluster/checked.h"
 #include "gcluster/kube.h"
 
 #include "gcluster/manifest.h"
@@ -239,8 +240,9 @@ static void tpu_shapes(const json_t *nodes, char *out, size_t size)
             continue;
         char key[160];
         snprintf(key, sizeof(key), "%s %s", accelerator, topology);
-        json_object_set_new(hosts, key,
-                            json_integer(json_integer_value(json_object_get(hosts, key)) + 1));
+        json_object_set_new(
+            hosts, key,
+            json_integer(gc_saturating_add(json_integer_value(json_object_get(hosts, key)), 1)));
     }
     size_t len = 0;
     const char *key;
@@ -550,8 +552,10 @@ static long running_in(const gc_diagnose_input *in, const char *rjob, long paral
     }
     json_array_foreach(
         json_object_get(json_object_get(in->jobset, "status"), "replicatedJobsStatus"), i,
-        rs) if (gc_kube_same(gc_kube_string(rs, "name"), rjob)) running +=
-        (long)json_integer_value(json_object_get(rs, "ready")) * parallelism;
+        rs) if (gc_kube_same(gc_kube_string(rs, "name"), rjob)) running =
+        gc_saturating_add(
+            running,
+            gc_saturating_mul(json_integer_value(json_object_get(rs, "ready")), parallelism));
     return running;
 }
 
@@ -569,7 +573,7 @@ static void per_role(const gc_diagnose_input *in, char *out, size_t size)
         json_int_t replicas = json_integer_value(json_object_get(rjob, "replicas"));
         json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
         long per_job = (long)(parallelism ? parallelism : 1);
-        long expected = (long)(replicas ? replicas : 1) * per_job;
+        long expected = gc_saturating_mul(replicas ? replicas : 1, per_job);
         long running = running_in(in, rname, per_job);
         const char *label = gc_kube_same(rname, GC_PATHWAYS_HEAD)     ? "head"
                             : gc_kube_same(rname, GC_PATHWAYS_WORKER) ? "workers"
@@ -631,7 +635,8 @@ void diagnose_running(const gc_diagnose_input *in, gc_diagnosis *d)
             size_t j;
             const json_t *cs;
             json_array_foreach(json_object_get(json_object_get(pod, "status"), lists[l]), j, cs)
-                in_place += (long)json_integer_value(json_object_get(cs, "restartCount"));
+                in_place = gc_saturating_add(
+                    in_place, json_integer_value(json_object_get(cs, "restartCount")));
         }
     }
     char containers[64] = "";

@@ -5,6 +5,7 @@
  */
 #include "diagnose/why.h"
 #include "gcluster/buf.h"
+#include "gcluster/checked.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
@@ -124,8 +125,8 @@ static long restarts_of(const json_t *pod)
     for (size_t l = 0; l < 2; l++) {
         size_t i;
         const json_t *cs;
-        json_array_foreach(json_object_get(json_object_get(pod, "status"), lists[l]), i, cs) n +=
-            long_at(cs, "restartCount");
+        json_array_foreach(json_object_get(json_object_get(pod, "status"), lists[l]), i, cs) n =
+            gc_saturating_add(n, long_at(cs, "restartCount"));
     }
     return n;
 }
@@ -405,7 +406,7 @@ static void report_warnings(gc_inspect_report *r, const diagnose_why_inputs *d)
             g->reason = gc_xstrdup(reason ? reason : "");
         }
         long times = long_at(e, "count");
-        g->count += times > 0 ? times : 1;
+        g->count = gc_saturating_add(g->count, times > 0 ? times : 1);
         const char *when = string_at(e, "lastTimestamp");
         free(g->last_seen);
         g->last_seen = gc_job_strdup_or_null(when ? when : string_at(e, "eventTime"));

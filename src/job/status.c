@@ -6,6 +6,7 @@
  * JobSet with a queue label is Kueue's business: its Workload says whether it waits for quota
  * (and why) or was evicted.
  */
+#include "gcluster/checked.h"
 #include "gcluster/job.h"
 
 #include <ctype.h>
@@ -44,7 +45,8 @@ static int replicated_job_pods(const json_t *rjob)
     const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
     json_int_t replicas = json_integer_value(json_object_get(rjob, "replicas"));
     json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
-    return (int)((replicas ? replicas : 1) * (parallelism ? parallelism : 1));
+    return gc_saturating_int(
+        gc_saturating_mul(replicas ? replicas : 1, parallelism ? parallelism : 1));
 }
 
 void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *f)
@@ -78,8 +80,8 @@ void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *f)
 
     size_t i;
     const json_t *rjob;
-    json_array_foreach(json_object_get(spec, "replicatedJobs"), i, rjob) f->pods_expected +=
-        replicated_job_pods(rjob);
+    json_array_foreach(json_object_get(spec, "replicatedJobs"), i, rjob) f->pods_expected =
+        gc_saturating_int(gc_saturating_add(f->pods_expected, replicated_job_pods(rjob)));
 }
 
 void gc_job_facts_add_ready_jobs(gc_job_facts *f, const json_t *jobset)
@@ -100,8 +102,9 @@ void gc_job_facts_add_ready_jobs(gc_job_facts *f, const json_t *jobset)
                 continue;
             const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
             json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
-            f->pods_running += (int)(json_integer_value(json_object_get(rs, "ready")) *
-                                     (parallelism ? parallelism : 1));
+            long long ready = gc_saturating_mul(json_integer_value(json_object_get(rs, "ready")),
+                                                parallelism ? parallelism : 1);
+            f->pods_running = gc_saturating_int(gc_saturating_add(f->pods_running, ready));
         }
     }
 }

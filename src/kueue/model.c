@@ -9,6 +9,7 @@
  * KUEUE_NOW counts what the ClusterQueue's status says is reserved already (flavorsReservation,
  * else flavorsUsage); KUEUE_EVER does not (it frees up).
  */
+#include "gcluster/checked.h"
 #include "gcluster/kueue.h"
 
 #include "gcluster/kube.h"
@@ -82,8 +83,8 @@ size_t gc_kueue_pod_sets_of_jobset(const json_t *jobset, kueue_pod_set **out)
         const json_t *replicas = json_object_get(rjob, "replicas");
         const json_t *parallelism = json_object_get(job_spec, "parallelism");
         sets[i].name = gc_kube_string(rjob, "name");
-        sets[i].count = (long long)((replicas ? json_integer_value(replicas) : 1) *
-                                    (parallelism ? json_integer_value(parallelism) : 1));
+        sets[i].count = gc_saturating_mul(replicas ? json_integer_value(replicas) : 1,
+                                          parallelism ? json_integer_value(parallelism) : 1);
         sets[i].spec = json_object_get(json_object_get(job_spec, "template"), "spec");
         sets[i].requests = requests_of(sets[i].spec, sets[i].count);
     }

@@ -16,6 +16,7 @@
 #include "submit/submit_checks.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/checked.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +68,9 @@ static json_t *jobset_keys(const json_t *jobset, const json_t *rjob, json_int_t 
             before = global;
             group_before = in_group;
         }
-        global += replicas_of(r);
+        global = gc_saturating_add(global, replicas_of(r));
         if (!strcmp(g, group))
-            in_group += replicas_of(r);
+            in_group = gc_saturating_add(in_group, replicas_of(r));
     }
     json_t *keys = json_object();
     json_object_set_new(keys, "jobset.sigs.k8s.io/jobset-name", json_string(name));

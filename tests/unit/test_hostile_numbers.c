@@ -12,6 +12,7 @@
 
 #include "gcluster/checked.h"
 #include "gcluster/cluster.h"
+#include "gcluster/job.h"
 #include "job_test.h"
 #include "kube_test.h"
 
@@ -79,10 +80,34 @@ static void describe_chips_do_not_wrap(void **state)
     gc_cluster_report_free(&r);
 }
 
+/* A JobSet whose replicated jobs claim 5e18 replicas of 4 pods, and 5e18 of them ready: the
+ * expected and running pod counts saturate instead of overflowing (the product alone is past
+ * LLONG_MAX). */
+static void job_counts_do_not_wrap(void **state)
+{
+    (void)state;
+    json_t *js = jt_json("{'metadata': {'name': 'big', 'namespace': 'ns1'},"
+                         " 'spec': {'replicatedJobs': ["
+                         "  {'name': 'worker', 'replicas': 5000000000000000000,"
+                         "   'template': {'spec': {'parallelism': 4}}},"
+                         "  {'name': 'pathways-head', 'replicas': 5000000000000000000,"
+                         "   'template': {'spec': {'parallelism': 5000000000000000000}}}]},"
+                         " 'status': {'replicatedJobsStatus': ["
+                         "  {'name': 'worker', 'ready': 5000000000000000000},"
+                         "  {'name': 'pathways-head', 'ready': 5000000000000000000}]}}");
+    gc_job_facts f;
+    memset(&f, 0, sizeof(f));
+    gc_job_facts_from_jobset(js, &f);
+    assert_int_equal(f.pods_expected, INT_MAX);
+    assert_true(f.pods_running >= 0);
+    json_decref(js);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_helpers_saturate),
+        cmocka_unit_test(job_counts_do_not_wrap),
         cmocka_unit_test_setup_teardown(describe_chips_do_not_wrap, jt_open, jt_close),
     };
     return cmocka_run_group_tests(tests, setup, jt_stop);
