@@ -30,6 +30,9 @@ static void line(const printer *p, const char *fmt, ...)
     va_start(ap, fmt);
     gc_buf_vprintf(&text, fmt, ap);
     va_end(ap);
+    /* A blank line of the YAML comment block is "#", without a trailing blank. */
+    while (text.len && text.data[text.len - 1] == ' ')
+        text.data[--text.len] = '\0';
     cli_put_line(p->out, text.data, text.len);
     gc_buf_free(&text);
 }
