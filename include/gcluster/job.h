@@ -20,9 +20,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Parses "90s", "5m", "1h", "1h30m", "2h0m5s" or plain seconds ("3600"). */
-int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_error *err);
-
 /* DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a
  * letter or digit. */
 bool gc_is_dns1035_label(const char *s);
@@ -238,14 +235,6 @@ int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc
                 gc_error *err);
 void gc_wait_result_free(gc_wait_result *result);
 
-/* A duration as kubectl shows ages: "45s", "12m", "3h", "5d" (whole hours under two days as
- * hours: "1h", not "60m"). */
-void gc_format_duration(long long seconds, char *out, size_t size);
-/* The age at `now` (seconds since the epoch) of an RFC 3339 time stamp, as gc_format_duration
- * writes it; "?" and false when the time stamp is unparsable or `now` is 0. */
-bool gc_format_age(const char *timestamp, long long now, char *out, size_t size);
-/* Seconds since the epoch of an RFC 3339 time stamp, or -1. */
-long long gc_parse_timestamp(const char *timestamp);
 
 /* What every job room (submit, diagnose, connect and job/'s own commands) reads of a job:
  * finding its JobSet, the JobSet's self-description and the pods' roles. */

@@ -1,9 +1,9 @@
 /*
  * sys: small plumbing every part of the library shares, each written once: a monotonic clock,
- * RFC 3339 time stamps, base64, reading a file whole. The subprocess runner (gcluster/process.h)
- * and the HTTP request layer (gcluster/http.h) live next to these in src/sys/. The text helpers
- * (gcluster/text.h) are in-memory work and live in src/util/; this header includes theirs, so a
- * file that uses both needs one include.
+ * RFC 3339 time stamps, durations, base64, reading a file whole. The subprocess runner
+ * (gcluster/process.h) and the HTTP request layer (gcluster/http.h) live next to these in src/sys/.
+ * The text helpers (gcluster/text.h) are in-memory work and live in src/util/; this header includes
+ * theirs, so a file that uses both needs one include.
  */
 #ifndef GCLUSTER_SYS_H
 #define GCLUSTER_SYS_H
@@ -28,6 +28,20 @@ void gc_clock_sleep_ms(long long ms);
 /* Parses an RFC 3339 time stamp ("2024-05-01T12:00:00Z", "2024-05-01T14:00:00.5+02:00") as
  * the API server and exec plugins write them; false for anything else. */
 bool gc_clock_parse_rfc3339(const char *text, time_t *out);
+/* The same as seconds since the epoch, or -1 (also for NULL): for fields of API objects, which
+ * may be missing. */
+long long gc_clock_timestamp(const char *text);
+
+/* Parses a duration flag: "90s", "5m", "1h", "1h30m", "2h0m5s" (units h, m, s in that order, each
+ * at most once) or plain seconds ("3600"). GC_EXIT_USAGE naming `flag` otherwise. */
+int gc_clock_parse_duration(const char *flag, const char *text, long *seconds, gc_error *err);
+/* A duration as kubectl shows ages: "45s", "12m", "3h", "5d" (whole hours under two days as
+ * hours: "1h", not "60m"). */
+void gc_clock_format_duration(long long seconds, char *out, size_t size);
+/* The age at `now` (seconds since the epoch) of an RFC 3339 time stamp, as
+ * gc_clock_format_duration writes it; "?" and false when the time stamp is unparsable or `now`
+ * is 0. */
+bool gc_clock_format_age(const char *timestamp, long long now, char *out, size_t size);
 
 /* Standard base64 (RFC 4648) with padding. Caller frees. */
 char *gc_base64_encode(const void *data, size_t len);

@@ -8,6 +8,7 @@
 #include "gcluster/buf.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
+#include "gcluster/sys.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static const char * or (const char *s, const char *fallback)
 static void print_overview(const printer *p, const gc_inspect_report *r, long long now)
 {
     char age[16];
-    gc_format_age(r->created, now, age, sizeof(age));
+    gc_clock_format_age(r->created, now, age, sizeof(age));
     line(p, "Name:       %s", or (r->name, "?"));
     line(p, "Namespace:  %s", or (r->ns, "?"));
     line(p, "Status:     %s", r->status.text);
@@ -245,7 +246,7 @@ static void print_warnings(const printer *p, const gc_inspect_report *r, long lo
     for (size_t i = 0; i < r->warning_count; i++) {
         const gc_job_warning *w = &r->warnings[i];
         char age[16];
-        gc_format_age(w->last_seen, now, age, sizeof(age));
+        gc_clock_format_age(w->last_seen, now, age, sizeof(age));
         line(p, "  %-5s %s/%s: %s (x%ld): %.160s%s", age, w->kind, w->object, w->reason, w->count,
              w->message, strlen(w->message) > 160 ? "..." : "");
     }

@@ -9,6 +9,7 @@
 #include "gcluster/buf.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
+#include "gcluster/sys.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,9 +24,9 @@ enum { AGE, COMPLETED_AGE };
 static void row_cells(const gc_job_row *r, long long now, char ages[2][16],
                       const char *cells[COLUMNS])
 {
-    gc_format_age(r->created, now, ages[AGE], 16);
+    gc_clock_format_age(r->created, now, ages[AGE], 16);
     if (r->completed)
-        gc_format_age(r->completed, now, ages[COMPLETED_AGE], 16);
+        gc_clock_format_age(r->completed, now, ages[COMPLETED_AGE], 16);
     else
         snprintf(ages[COMPLETED_AGE], 16, "-");
     const char *values[COLUMNS] = {

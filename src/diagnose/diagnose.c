@@ -10,6 +10,7 @@
 #include "diagnose/diagnose_pods.h"
 #include "diagnose/diagnosis.h"
 #include "gcluster/kube.h"
+#include "gcluster/sys.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static void succeeded(const gc_diagnose_input *in, const gc_job_facts *f, gc_dia
         json_object_get(json_object_get(in->jobset, "spec"), "ttlSecondsAfterFinished"));
     if (ttl > 0) {
         char after[16];
-        gc_format_duration((long long)ttl, after, sizeof(after));
+        gc_clock_format_duration((long long)ttl, after, sizeof(after));
         diagnose_fix(d,
                      "nothing to do; its output: gcluster job logs %s (the job is deleted %s "
                      "after it finished)",

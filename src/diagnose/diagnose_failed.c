@@ -10,6 +10,7 @@
 #include "diagnose/diagnose_failed.h"
 #include "diagnose/diagnosis.h"
 #include "gcluster/kube.h"
+#include "gcluster/sys.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -151,8 +152,8 @@ static const json_t *failed_job(const gc_diagnose_input *in)
         const json_t *c = gc_kube_condition(job, "Failed");
         if (!c || !gc_kube_condition_true(job, "Failed"))
             continue;
-        if (!first || gc_parse_timestamp(gc_kube_string(c, "lastTransitionTime")) <
-                          gc_parse_timestamp(gc_kube_string(gc_kube_condition(first, "Failed"),
+        if (!first || gc_clock_timestamp(gc_kube_string(c, "lastTransitionTime")) <
+                          gc_clock_timestamp(gc_kube_string(gc_kube_condition(first, "Failed"),
                                                             "lastTransitionTime")))
             first = job;
     }

@@ -12,6 +12,7 @@
 #include "diagnose/diagnosis.h"
 #include "gcluster/kube.h"
 #include "gcluster/kueue.h"
+#include "gcluster/sys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,8 +349,8 @@ static bool ahead_of(const json_t *other, const json_t *self)
     long long po = workload_priority(other), ps = workload_priority(self);
     if (po != ps)
         return po > ps;
-    long long to = gc_parse_timestamp(gc_kube_field(other, NULL, "creationTimestamp"));
-    long long ts = gc_parse_timestamp(gc_kube_field(self, NULL, "creationTimestamp"));
+    long long to = gc_clock_timestamp(gc_kube_field(other, NULL, "creationTimestamp"));
+    long long ts = gc_clock_timestamp(gc_kube_field(self, NULL, "creationTimestamp"));
     if (to < 0 || ts < 0)
         return false;
     if (to != ts)

@@ -9,6 +9,7 @@
 #include "gcluster/kube.h"
 
 #include "gcluster/manifest.h"
+#include "gcluster/sys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +139,7 @@ static bool stuck_creating(const gc_diagnose_input *in, const json_t *pod)
         return false;
     const char *since =
         gc_kube_string(gc_kube_condition(pod, "PodScheduled"), "lastTransitionTime");
-    long long t = gc_parse_timestamp(since ? since : gc_kube_field(pod, NULL, "creationTimestamp"));
+    long long t = gc_clock_timestamp(since ? since : gc_kube_field(pod, NULL, "creationTimestamp"));
     return t >= 0 && in->now - t >= STUCK_SECONDS;
 }
 

@@ -6,6 +6,7 @@
  */
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "gcluster/sys.h"
 #include "job/gateway_cleanup.h"
 #include "job/watch_job.h"
 
@@ -95,7 +96,7 @@ static int check_request(const gc_cancel_request *r, long *timeout, gc_error *er
     if (r->timeout && !r->wait)
         return gc_fail(err, GC_EXIT_USAGE, "--timeout only applies with --wait");
     if (r->timeout)
-        return gc_parse_duration("--timeout", r->timeout, timeout, err);
+        return gc_clock_parse_duration("--timeout", r->timeout, timeout, err);
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
+#include "gcluster/sys.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -61,7 +62,7 @@ static int check_request(const gc_logs_request *r, long *since, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE, "--tail must be 0 or more lines");
     *since = 0;
     if (r->since)
-        return gc_parse_duration("--since", r->since, since, err);
+        return gc_clock_parse_duration("--since", r->since, since, err);
     return 0;
 }
 

@@ -4,6 +4,7 @@
  */
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "gcluster/sys.h"
 
 #include <string.h>
 
@@ -32,7 +33,7 @@ const char *gc_job_pod_role(const json_t *pod)
 
 void gc_job_age(const char *timestamp, long long now, char *out, size_t size)
 {
-    if (!gc_format_age(timestamp, now, out, size))
+    if (!gc_clock_format_age(timestamp, now, out, size))
         out[0] = '\0';
 }
 

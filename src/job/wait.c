@@ -58,7 +58,7 @@ static int parse_request(const gc_wait_request *r, gc_wait_for *state, long *tim
                            "--for %s: use succeeded, finished, running or admitted", r->state);
         *state = (gc_wait_for)i;
     }
-    return r->timeout ? gc_parse_duration("--timeout", r->timeout, timeout, err) : 0;
+    return r->timeout ? gc_clock_parse_duration("--timeout", r->timeout, timeout, err) : 0;
 }
 
 int gc_job_wait_check(const gc_wait_request *r, gc_error *err)

@@ -73,51 +73,6 @@ bool submit_is_label_key(const char *s)
     return ok;
 }
 
-static long unit_seconds(char unit)
-{
-    switch (unit) {
-    case 'h':
-        return 3600;
-    case 'm':
-        return 60;
-    case 's':
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-int gc_parse_duration(const char *flag, const char *text, long *seconds, gc_error *err)
-{
-    const char *p = text;
-    long total = 0;
-    bool any = false;
-    /* Plain seconds: "3600". */
-    if (*p && strspn(p, "0123456789") == strlen(p) && strlen(p) < 10) {
-        *seconds = strtol(p, NULL, 10);
-        return 0;
-    }
-    /* Units in decreasing order, each at most once: "1h", "1h30m", "90s", "2h0m5s". */
-    long last_unit = LONG_MAX;
-    while (*p) {
-        size_t digits = strspn(p, "0123456789");
-        long unit = digits ? unit_seconds(p[digits]) : 0;
-        if (!digits || digits > 9 || !unit || unit >= last_unit)
-            return gc_fail(err, GC_EXIT_USAGE,
-                           "%s \"%s\" is not a duration; use a number of seconds (3600) or units "
-                           "h, m, s in that order (90s, 5m, 1h, 1h30m)",
-                           flag, text);
-        total += strtol(p, NULL, 10) * unit;
-        last_unit = unit;
-        p += digits + 1;
-        any = true;
-    }
-    if (!any)
-        return gc_fail(err, GC_EXIT_USAGE, "%s needs a duration such as 90s, 5m, 1h or 3600", flag);
-    *seconds = total;
-    return 0;
-}
-
 void submit_split_words(const char *text, gc_strings *out)
 {
     const char *p = text ? text : "";

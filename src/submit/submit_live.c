@@ -20,6 +20,7 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/submit.h"
+#include "gcluster/sys.h"
 #include "submit/cluster_facts.h"
 #include "submit/submit_checks.h"
 
@@ -262,7 +263,7 @@ static int name_taken(gc_kube *kube, const char *path, const json_t *existing, c
         gc_job_facts_from_jobset(existing, &facts);
         gc_job_status_derive(&facts, &st);
         snprintf(status, sizeof(status), "%s", st.text);
-        gc_format_age(json_string_value(json_object_get(json_object_get(existing, "metadata"),
+        gc_clock_format_age(json_string_value(json_object_get(json_object_get(existing, "metadata"),
                                                         "creationTimestamp")),
                       (long long)time(NULL), age, sizeof(age));
     }

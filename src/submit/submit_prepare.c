@@ -9,6 +9,7 @@
 #include "gcluster/buf.h"
 #include "gcluster/image.h"
 #include "gcluster/submit.h"
+#include "gcluster/sys.h"
 #include "submit/parse.h"
 #include "submit/submit_sps.h"
 
@@ -365,12 +366,12 @@ static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_erro
 {
     gc_workload *w = &p->workload;
     int rc =
-        gc_parse_duration("--gke-ttl-after-finished", r->ttl_after_finished, &w->ttl_seconds, err);
+        gc_clock_parse_duration("--gke-ttl-after-finished", r->ttl_after_finished, &w->ttl_seconds, err);
     if (!rc)
-        rc = gc_parse_duration("--grace-period", r->grace_period, &w->grace_seconds, err);
+        rc = gc_clock_parse_duration("--grace-period", r->grace_period, &w->grace_seconds, err);
     p->timeout_seconds = -1; /* not given: wait as long as it takes (0 looks once) */
     if (!rc && r->timeout)
-        rc = gc_parse_duration("--timeout", r->timeout, &p->timeout_seconds, err);
+        rc = gc_clock_parse_duration("--timeout", r->timeout, &p->timeout_seconds, err);
     return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "gcluster/diagnose.h"
+#include "gcluster/sys.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static void load(fixture *f, const char *name)
         .nodes = json_object_get(r, "nodes"),
         .node_pods = json_object_get(r, "node_pods"),
         .log_tail = json_string_value(json_object_get(r, "log_tail")),
-        .now = gc_parse_timestamp(json_string_value(json_object_get(r, "now"))),
+        .now = gc_clock_timestamp(json_string_value(json_object_get(r, "now"))),
     };
 }
 

@@ -23,6 +23,7 @@
 #include "gcluster/diagnose.h"
 #include "gcluster/kube.h"
 #include "gcluster/kueue.h"
+#include "gcluster/sys.h"
 #include "submit/submit_checks.h"
 
 #include <math.h>
@@ -424,7 +425,7 @@ static void run_case(const kcase *c)
         .cluster_queues = json_object_get(r, "cluster_queues"),
         .flavors = f.flavors,
         .workloads = json_object_get(r, "workloads"),
-        .now = gc_parse_timestamp(json_string_value(json_object_get(r, "now"))),
+        .now = gc_clock_timestamp(json_string_value(json_object_get(r, "now"))),
     };
     gc_diagnosis d;
     gc_diagnose(&in, &d);

@@ -187,6 +187,52 @@ static void rfc3339_time_stamps(void **state)
             fail_msg("\"%s\" was accepted as RFC 3339", bad[i]);
 }
 
+/* Object fields: the one parser behind every age, so an offset counts and trailing text does
+ * not pass as a time (a copy with strptime once dropped "+01:00" and took "Zjunk"). */
+static void timestamps_of_object_fields(void **state)
+{
+    (void)state;
+    assert_int_equal(gc_clock_timestamp(NULL), -1);
+    assert_int_equal(gc_clock_timestamp("2026-12-02T17:30:00Z"), 1796232600LL);
+    assert_int_equal(gc_clock_timestamp("2026-12-02T18:30:00+01:00"), 1796232600LL);
+    assert_int_equal(gc_clock_timestamp("2026-12-02T17:30:00Z and more"), -1);
+    assert_int_equal(gc_clock_timestamp("2026-12-02T17:30:00"), -1);
+    char age[16];
+    assert_true(
+        gc_clock_format_age("2026-12-02T18:30:00+01:00", 1796232600LL + 300, age, sizeof(age)));
+    assert_string_equal(age, "5m");
+    assert_false(gc_clock_format_age("2026-12-02T17:30:00Zjunk", 1796232600LL, age, sizeof(age)));
+    assert_string_equal(age, "?");
+    gc_clock_format_duration(3600, age, sizeof(age));
+    assert_string_equal(age, "1h");
+    gc_clock_format_duration(3 * 86400 + 5, age, sizeof(age));
+    assert_string_equal(age, "3d");
+}
+
+static void durations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        long seconds;
+    } good[] = {{"3600", 3600},  {"90s", 90},      {"5m", 300}, {"1h", 3600},
+                {"1h30m", 5400}, {"2h0m5s", 7205}, {"0", 0}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+        long s = -1;
+        gc_error err = {0};
+        if (gc_clock_parse_duration("--timeout", good[i].text, &s, &err) || s != good[i].seconds)
+            fail_msg("\"%s\": %ld (%s)", good[i].text, s, err.message);
+    }
+    static const char *const bad[] = {"", "m5", "1m1h", "1h1h", "5d", "1h30", "-5s", "9999999999s"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        long s = 0;
+        gc_error err = {0};
+        if (gc_clock_parse_duration("--wait", bad[i], &s, &err) != GC_EXIT_USAGE)
+            fail_msg("\"%s\" was accepted as a duration (%ld)", bad[i], s);
+        assert_non_null(strstr(err.message, "--wait"));
+    }
+}
+
 /* --- the fatal handler ------------------------------------------------------------------- */
 
 static int fatal_pipe = -1;
@@ -233,6 +279,8 @@ int main(void)
         cmocka_unit_test(file_read_says_why_it_cannot),
         cmocka_unit_test(edit_distance),
         cmocka_unit_test(rfc3339_time_stamps),
+        cmocka_unit_test(timestamps_of_object_fields),
+        cmocka_unit_test(durations),
         cmocka_unit_test(fatal_goes_through_the_handler_then_aborts),
     };
     return cmocka_run_group_tests(tests, kube_test_env_setup_dir, kube_test_env_teardown);
