@@ -235,7 +235,6 @@ int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc
                 gc_error *err);
 void gc_wait_result_free(gc_wait_result *result);
 
-
 /* What every job room (submit, diagnose, connect and job/'s own commands) reads of a job:
  * finding its JobSet, the JobSet's self-description and the pods' roles. */
 

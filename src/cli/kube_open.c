@@ -3,6 +3,8 @@
  */
 #include "cli/cli.h"
 
+#include "gcluster/sys.h"
+
 #include <limits.h>
 #include <stdio.h>
 
@@ -21,7 +23,7 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
     };
     long timeout = 0;
     if (g->request_timeout) {
-        int rc = gc_parse_duration("--request-timeout", g->request_timeout, &timeout, err);
+        int rc = gc_clock_parse_duration("--request-timeout", g->request_timeout, &timeout, err);
         if (rc)
             return rc;
         if (timeout <= 0 || timeout > INT_MAX)

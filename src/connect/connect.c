@@ -101,8 +101,8 @@ static const char *what(const connect_run *c)
 static int parse_wait(const gc_connect_request *r, long long *ms, gc_error *err)
 {
     long seconds = 0;
-    int rc =
-        gc_clock_parse_duration("--wait", r->wait ? r->wait : GC_CONNECT_DEFAULT_WAIT, &seconds, err);
+    int rc = gc_clock_parse_duration("--wait", r->wait ? r->wait : GC_CONNECT_DEFAULT_WAIT,
+                                     &seconds, err);
     *ms = seconds * 1000LL;
     return rc;
 }

@@ -378,8 +378,9 @@ int gc_sps_run(gc_kube *kube, const gc_sps_run_request *r, const gc_connect_hook
         long long wait_ms = 0;
         gc_error werr = {0};
         long seconds = 0;
-        if (gc_clock_parse_duration("--wait", r->connect.wait ? r->connect.wait : GC_CONNECT_DEFAULT_WAIT,
-                              &seconds, &werr) == 0)
+        if (gc_clock_parse_duration("--wait",
+                                    r->connect.wait ? r->connect.wait : GC_CONNECT_DEFAULT_WAIT,
+                                    &seconds, &werr) == 0)
             wait_ms = seconds * 1000LL;
         long long deadline = gc_clock_ms() + wait_ms;
         bool stop = false;

@@ -264,8 +264,8 @@ static int name_taken(gc_kube *kube, const char *path, const json_t *existing, c
         gc_job_status_derive(&facts, &st);
         snprintf(status, sizeof(status), "%s", st.text);
         gc_clock_format_age(json_string_value(json_object_get(json_object_get(existing, "metadata"),
-                                                        "creationTimestamp")),
-                      (long long)time(NULL), age, sizeof(age));
+                                                              "creationTimestamp")),
+                            (long long)time(NULL), age, sizeof(age));
     }
     json_decref(read);
     return gc_fail(err, GC_EXIT_USAGE,

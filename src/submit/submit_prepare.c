@@ -365,8 +365,8 @@ int gc_submit_refine(gc_submit_plan *p, const gc_cluster_shapes *cluster, gc_err
 static int fill_durations(const gc_submit_request *r, gc_submit_plan *p, gc_error *err)
 {
     gc_workload *w = &p->workload;
-    int rc =
-        gc_clock_parse_duration("--gke-ttl-after-finished", r->ttl_after_finished, &w->ttl_seconds, err);
+    int rc = gc_clock_parse_duration("--gke-ttl-after-finished", r->ttl_after_finished,
+                                     &w->ttl_seconds, err);
     if (!rc)
         rc = gc_clock_parse_duration("--grace-period", r->grace_period, &w->grace_seconds, err);
     p->timeout_seconds = -1; /* not given: wait as long as it takes (0 looks once) */
