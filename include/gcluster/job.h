@@ -157,6 +157,9 @@ typedef struct gc_cancel_request {
     const char *name;
     bool wait;           /* until the JobSet, its Jobs and its pods are gone */
     const char *timeout; /* with wait: a duration, or NULL for no limit */
+    /* A Shared Pathways Service with clients attached is cancelled only with force (their
+     * proxy Jobs are deleted with it); without, GC_EXIT_USAGE names them. */
+    bool force;
 } gc_cancel_request;
 
 typedef struct gc_cancel_result {

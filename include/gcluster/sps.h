@@ -59,6 +59,10 @@ int gc_sps_usage_read(const json_t *jobset, const json_t *proxy_jobs, gc_sps_usa
                       gc_error *err);
 void gc_sps_usage_free(gc_sps_usage *u);
 
+/* Only the clients of `service`, from the list of its proxy Jobs (a JobList, or NULL): u->count,
+ * u->clients and u->held; the rest stays empty. */
+void gc_sps_clients_of(const char *service, const json_t *proxy_jobs, gc_sps_usage *u);
+
 /* The client whose Job is `job`, or NULL. */
 const gc_sps_client *gc_sps_find(const gc_sps_usage *u, const char *job);
 
@@ -72,5 +76,15 @@ bool gc_sps_may_start(const gc_sps_usage *u, const char *job);
 /* One line on why `job` waits: "1 of 2 slices asked for; both held by isc-proxy-ada-k2j4q (ada,
  * 1 slice) and isc-proxy-bob-77x1p (bob, 1 slice); first in line" (no trailing period). */
 void gc_sps_wait_reason(const gc_sps_usage *u, const char *job, char *out, size_t size);
+
+typedef struct gc_kube gc_kube;
+
+/* Reads service `service` and its clients. GC_EXIT_USAGE when there is no such job or it is not
+ * a service (err->http_status 404 when there is none). */
+int gc_sps_read_service(gc_kube *kube, const char *service, gc_sps_usage *u, gc_error *err);
+
+/* Reads client `job` (a proxy Job), its service and the service's clients; *service_out is
+ * GC_EXIT_USAGE with err->http_status 404 when `job` is no proxy Job. */
+int gc_sps_read_client(gc_kube *kube, const char *job, gc_sps_usage *u, gc_error *err);
 
 #endif

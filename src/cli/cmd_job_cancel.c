@@ -18,6 +18,9 @@ static const cli_option cancel_options[] = {
     CLI_VALUES('n', "name", cancel_args, name, "NAME", &cli_job_names,
                "the job (or give it as an argument)"),
     CLI_BOOL(0, "wait", cancel_args, r.wait, "wait until every pod and the JobSet are gone"),
+    CLI_BOOL(0, "force", cancel_args, r.force,
+             "cancel a Shared Pathways Service though clients are attached (their proxy jobs "
+             "go too)"),
     CLI_STRING(0, "timeout", cancel_args, r.timeout, "DURATION",
                "give up waiting after this long (exit 1); 0 looks once and does not wait"),
     CLI_VALUES('o', "output", cancel_args, output, NULL, &cli_text_formats,

@@ -533,5 +533,9 @@ int gc_job_why(gc_kube *kube, const char *name, gc_diagnosis *out, gc_error *err
     if (!rc)
         rc = diagnose_why_diagnose(kube, &in, (long long)time(NULL), out, err);
     diagnose_why_inputs_free(&in);
+    /* No JobSet of that name: it may be a Shared Pathways Service client's proxy Job. */
+    gc_error sps_err = {0};
+    if (rc && err->http_status == 404 && diagnose_why_sps_client(kube, name, out, &sps_err) == 0)
+        rc = 0;
     return rc;
 }

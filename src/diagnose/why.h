@@ -47,4 +47,8 @@ int diagnose_why_diagnose(gc_kube *kube, diagnose_why_inputs *in, long long now,
 
 void diagnose_why_inputs_free(diagnose_why_inputs *in);
 
+/* `job why` on a Shared Pathways Service client (a proxy Job named `job`): GC_EXIT_USAGE with
+ * err->http_status 404 when there is no such client. */
+int diagnose_why_sps_client(gc_kube *kube, const char *job, gc_diagnosis *out, gc_error *err);
+
 #endif

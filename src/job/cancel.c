@@ -4,8 +4,11 @@
  * policy can leave pods behind when a Job orphans them. With --wait, a watch on the pods ends
  * when the last one is gone, then one on the JobSet when it is.
  */
+#include "gcluster/buf.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "gcluster/manifest.h"
+#include "gcluster/sps.h"
 #include "gcluster/sys.h"
 #include "job/gateway_cleanup.h"
 #include "job/watch_job.h"
@@ -100,6 +103,57 @@ static int check_request(const gc_cancel_request *r, long *timeout, gc_error *er
     return 0;
 }
 
+/* A Shared Pathways Service's clients lose it when it goes: they are named, and the cancel goes
+ * ahead only with force, their proxy Jobs deleted first (a proxy without its resource manager
+ * only holds a node). Anything that is not a service passes. */
+static int check_sps_clients(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
+                             gc_error *err)
+{
+    /* One list: the proxy Jobs labelled with this name (no service, no such Jobs). */
+    char *jobs_path = gc_kube_path("batch", "v1", gc_kube_namespace(kube), "jobs", NULL);
+    char selector[128];
+    snprintf(selector, sizeof(selector), "%s=%s", GC_LABEL_SPS_SERVICE, r->name);
+    const char *query[] = {"labelSelector", selector, NULL};
+    json_t *jobs = NULL;
+    gc_error ignored = {0};
+    gc_sps_usage u = {0};
+    if (gc_kube_get(kube, jobs_path, query, &jobs, &ignored) == 0)
+        gc_sps_clients_of(r->name, jobs, &u);
+    json_decref(jobs);
+    free(jobs_path);
+    if (u.count == 0) {
+        gc_sps_usage_free(&u);
+        return 0;
+    }
+    gc_buf list;
+    gc_buf_init(&list);
+    for (size_t i = 0; i < u.count; i++)
+        gc_buf_printf(&list, "%s%s (%s, %d slice%s, %s)", i ? ", " : "", u.clients[i].job,
+                      u.clients[i].user, u.clients[i].slices, u.clients[i].slices == 1 ? "" : "s",
+                      u.clients[i].waiting ? "waiting" : "holding");
+    int rc = 0;
+    if (!r->force) {
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "service %s has %zu client%s attached: %s; their programs lose the service "
+                     "when it goes: let them finish, or cancel it anyway with --force",
+                     r->name, u.count, u.count == 1 ? "" : "s", list.data);
+    } else {
+        for (size_t i = 0; i < u.count; i++) {
+            char *path =
+                gc_kube_path("batch", "v1", gc_kube_namespace(kube), "jobs", u.clients[i].job);
+            gc_error e = {0};
+            if (gc_kube_delete(kube, path, "Background", NULL, &e) != 0 && e.http_status != 404)
+                gc_warn(ev, "cannot delete proxy job %s: %s", u.clients[i].job, e.message);
+            free(path);
+        }
+        gc_notice(ev, "--force: deleted the proxy jobs of service %s's clients: %s", r->name,
+                  list.data);
+    }
+    gc_buf_free(&list);
+    gc_sps_usage_free(&u);
+    return rc;
+}
+
 int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err)
 {
     long timeout;
@@ -112,6 +166,9 @@ int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev
     memset(out, 0, sizeof(*out));
     long timeout;
     int rc = check_request(r, &timeout, err);
+    if (rc)
+        return rc;
+    rc = check_sps_clients(kube, r, ev, err);
     if (rc)
         return rc;
     char *path = gc_job_jobset_path(kube, r->name);

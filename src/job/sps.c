@@ -63,6 +63,36 @@ static int by_age(const void *a, const void *b)
     return c ? c : strcmp(x->job, y->job);
 }
 
+void gc_sps_clients_of(const char *service, const json_t *proxy_jobs, gc_sps_usage *u)
+{
+    size_t i;
+    const json_t *job;
+    json_array_foreach(json_object_get(proxy_jobs, "items"), i, job)
+    {
+        if (!gc_kube_same(gc_kube_field(job, "labels", GC_LABEL_SPS_SERVICE), service) ||
+            ended(job))
+            continue;
+        u->clients = gc_xrealloc(u->clients, (u->count + 1) * sizeof(*u->clients));
+        gc_sps_client *cl = &u->clients[u->count++];
+        memset(cl, 0, sizeof(*cl));
+        const char *s = gc_kube_field(job, NULL, "name");
+        snprintf(cl->job, sizeof(cl->job), "%s", s ? s : "");
+        s = gc_kube_field(job, "labels", GC_LABEL_SPS_USER);
+        snprintf(cl->user, sizeof(cl->user), "%s", s ? s : "");
+        s = gc_kube_field(job, NULL, "creationTimestamp");
+        snprintf(cl->created, sizeof(cl->created), "%s", s ? s : "");
+        s = gc_kube_field(job, "annotations", GC_ANNOTATION_SPS_SIZE);
+        cl->slices = s ? atoi(s) : 0;
+        cl->waiting =
+            !gc_kube_same(gc_kube_field(job, "annotations", GC_ANNOTATION_SPS_STATE), "holding");
+    }
+    if (u->count)
+        qsort(u->clients, u->count, sizeof(*u->clients), by_age);
+    for (i = 0; i < u->count; i++)
+        if (!u->clients[i].waiting)
+            u->held += u->clients[i].slices;
+}
+
 int gc_sps_usage_read(const json_t *jobset, const json_t *proxy_jobs, gc_sps_usage *u,
                       gc_error *err)
 {
@@ -95,31 +125,7 @@ int gc_sps_usage_read(const json_t *jobset, const json_t *proxy_jobs, gc_sps_usa
     snprintf(u->address, sizeof(u->address), "%s", address);
     free(address);
 
-    const json_t *job;
-    json_array_foreach(json_object_get(proxy_jobs, "items"), i, job)
-    {
-        if (!gc_kube_same(gc_kube_field(job, "labels", GC_LABEL_SPS_SERVICE), u->service) ||
-            ended(job))
-            continue;
-        u->clients = gc_xrealloc(u->clients, (u->count + 1) * sizeof(*u->clients));
-        gc_sps_client *cl = &u->clients[u->count++];
-        memset(cl, 0, sizeof(*cl));
-        const char *s = gc_kube_field(job, NULL, "name");
-        snprintf(cl->job, sizeof(cl->job), "%s", s ? s : "");
-        s = gc_kube_field(job, "labels", GC_LABEL_SPS_USER);
-        snprintf(cl->user, sizeof(cl->user), "%s", s ? s : "");
-        s = gc_kube_field(job, NULL, "creationTimestamp");
-        snprintf(cl->created, sizeof(cl->created), "%s", s ? s : "");
-        s = gc_kube_field(job, "annotations", GC_ANNOTATION_SPS_SIZE);
-        cl->slices = s ? atoi(s) : 0;
-        cl->waiting =
-            !gc_kube_same(gc_kube_field(job, "annotations", GC_ANNOTATION_SPS_STATE), "holding");
-    }
-    if (u->count)
-        qsort(u->clients, u->count, sizeof(*u->clients), by_age);
-    for (i = 0; i < u->count; i++)
-        if (!u->clients[i].waiting)
-            u->held += u->clients[i].slices;
+    gc_sps_clients_of(u->service, proxy_jobs, u);
     return 0;
 }
 

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "gcluster/job.h"
+#include "gcluster/manifest.h"
+#include "gcluster/sps.h"
 #include "job/watch_job.h"
 #include "job_test.h"
 
@@ -64,6 +66,7 @@ static void test_cancel_removes_unused_gateways(void **state)
 {
     (void)state;
     json_t *js = jt_jobset("pw", 1);
+    jt_list(JT_JOBS, "JobList", json_array()); /* no Shared Pathways Service clients */
     jt_answer("DELETE " JT_JOBSETS "/pw", json_pack("{s:o}", "json", js));
     char young[32];
     time_t now = time(NULL);
@@ -88,7 +91,8 @@ static void test_cancel_removes_unused_gateways(void **state)
     gc_cancel_result_free(&res);
     assert_string_equal(jt_recorded(), "");
     json_t *req = jt_requests();
-    assert_string_equal(jt_param(req, 1, "labelSelector"), GATEWAY);
+    /* 0: the look for Shared Pathways Service clients; 1: the JobSet; 2: the gateways. */
+    assert_string_equal(jt_param(req, 2, "labelSelector"), GATEWAY);
     size_t deletes = 0;
     for (size_t i = 0; i < json_array_size(req); i++)
         deletes +=
@@ -112,11 +116,73 @@ static void test_cancel(void **state)
     assert_int_equal(res.pods_deleted, 0);
     gc_cancel_result_free(&res);
     json_t *req = jt_requests();
-    assert_int_equal(json_array_size(req), 2); /* the JobSet, then the gateways (none) */
-    assert_string_equal(json_string_value(json_object_get(json_array_get(req, 0), "method")),
+    /* The look for Shared Pathways Service clients (none), the JobSet, then the gateways
+     * (none). */
+    assert_int_equal(json_array_size(req), 3);
+    assert_string_equal(jt_param(req, 0, "labelSelector"), "gcluster.google.com/sps-service=pw");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(req, 1), "method")),
                         "DELETE");
-    assert_string_equal(jt_param(req, 0, "propagationPolicy"), "Foreground");
+    assert_string_equal(jt_param(req, 1, "propagationPolicy"), "Foreground");
     json_decref(req);
+}
+
+/* A proxy Job of service pw's client, as gc_sps_run makes it. */
+static json_t *proxy_job(const char *name, const char *user, const char *state)
+{
+    gc_sps_proxy p = {.name = name,
+                      .service = "pw",
+                      .user = user,
+                      .image = "r/proxy_server:1",
+                      .gcs_location = "gs://b/pw",
+                      .instance_type = "tpuv6e:4x4",
+                      .slices = 1,
+                      .head_pool = "cpu-np",
+                      .deadline_seconds = 60};
+    json_t *job = gc_sps_proxy_job(&p);
+    json_object_set_new(json_object_get(json_object_get(job, "metadata"), "annotations"),
+                        GC_ANNOTATION_SPS_STATE, json_string(state));
+    return job;
+}
+
+static void test_cancel_of_a_service_with_clients(void **state)
+{
+    (void)state;
+    json_t *list =
+        json_pack("{s:[o, o]}", "items", proxy_job("isc-proxy-ada-aaaaa", "ada", "holding"),
+                  proxy_job("isc-proxy-bob-bbbbb", "bob", "waiting"));
+    jt_answer("GET " JT_JOBS, json_pack("{s:O}", "json", list));
+    gc_cancel_request r = {.name = "pw"};
+    gc_cancel_result res;
+    gc_error err;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), GC_EXIT_USAGE);
+    assert_string_equal(err.message,
+                        "service pw has 2 clients attached: isc-proxy-ada-aaaaa (ada, 1 slice, "
+                        "holding), isc-proxy-bob-bbbbb (bob, 1 slice, waiting); their programs "
+                        "lose the service when it goes: let them finish, or cancel it anyway "
+                        "with --force");
+    assert_int_equal(jt_request_count(), 1); /* nothing deleted */
+
+    /* --force: the proxy Jobs go first, then the service. */
+    jt_answer("GET " JT_JOBS, json_pack("{s:O}", "json", list));
+    jt_answer("DELETE " JT_JOBS "/isc-proxy-ada-aaaaa", json_pack("{s:{}}", "json"));
+    jt_answer("DELETE " JT_JOBS "/isc-proxy-bob-bbbbb", json_pack("{s:{}}", "json"));
+    script_delete();
+    r.force = true;
+    assert_int_equal(gc_job_cancel(jt_kube(), &r, jt_events(), &res, &err), 0);
+    json_t *req = jt_requests();
+    /* The refused cancel's look, then this one's, the two proxy Jobs, the service and the
+     * look for gateways (none). */
+    assert_int_equal(json_array_size(req), 6);
+    static const char *const paths[] = {JT_JOBS, JT_JOBS "/isc-proxy-ada-aaaaa",
+                                        JT_JOBS "/isc-proxy-bob-bbbbb", JT_JOBSETS "/pw"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(req, i + 1), "path")),
+                            paths[i]);
+    assert_non_null(strstr(jt_recorded(), "notice: --force: deleted the proxy jobs of service pw's "
+                                          "clients: isc-proxy-ada-aaaaa"));
+    json_decref(req);
+    json_decref(list);
+    gc_cancel_result_free(&res);
 }
 
 static json_t *metadata(const char *name)
@@ -161,9 +227,9 @@ static void test_cancel_waits_until_the_pods_are_gone(void **state)
                                        "progress: cancelling pw: 0/1 JobSet gone\n"
                                        "end\n");
     json_t *req = jt_requests();
-    assert_int_equal(json_array_size(req), 6);
-    assert_string_equal(jt_param(req, 1, "labelSelector"), "jobset.sigs.k8s.io/jobset-name=pw");
-    assert_string_equal(jt_param(req, 3, "fieldSelector"), "metadata.name=pw");
+    assert_int_equal(json_array_size(req), 7); /* the first: the look for SPS clients */
+    assert_string_equal(jt_param(req, 2, "labelSelector"), "jobset.sigs.k8s.io/jobset-name=pw");
+    assert_string_equal(jt_param(req, 4, "fieldSelector"), "metadata.name=pw");
     json_decref(req);
 }
 
@@ -209,8 +275,9 @@ static void test_cancel_of_a_missing_job(void **state)
     assert_string_equal(err.message,
                         "no job named nope in namespace ns1 (gcluster job list shows the jobs)");
     assert_null(res.name);
-    /* The DELETE, then where else a job of that name lives; nothing is waited for. */
-    assert_int_equal(jt_request_count(), 2);
+    /* The look for SPS clients, the DELETE, then where else a job of that name lives; nothing
+     * is waited for. */
+    assert_int_equal(jt_request_count(), 3);
 }
 
 static void test_cancel_bad_flags_send_nothing(void **state)
@@ -322,6 +389,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cancel, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_removes_unused_gateways, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_cancel_of_a_service_with_clients, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_wait_survives_a_relist, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_cancel_waits_until_the_pods_are_gone, jt_open,
                                         jt_close),
