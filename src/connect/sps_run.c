@@ -221,7 +221,12 @@ static int create_proxy(sps_client *s, const char *image, gc_error *err)
     json_object_set_new(json_object_get(json_object_get(job, "metadata"), "annotations"),
                         GC_ANNOTATION_SPS_STATE, json_string("waiting"));
     char *jobs = gc_kube_path("batch", "v1", gc_kube_namespace(s->kube), "jobs", NULL);
-    int rc = gc_kube_create(s->kube, jobs, job, 0, NULL, err);
+    /* The API server and its webhooks judge it first: a refusal leaves nothing behind. */
+    int rc = gc_kube_create(s->kube, jobs, job, GC_KUBE_DRY_RUN | GC_KUBE_STRICT, NULL, err);
+    if (rc && err->http_status >= 400 && err->http_status < 500)
+        rc = GC_EXIT_USAGE;
+    if (!rc)
+        rc = gc_kube_create(s->kube, jobs, job, 0, NULL, err);
     free(jobs);
     json_decref(job);
     s->created_ms = s->renewed_ms = gc_clock_ms();
