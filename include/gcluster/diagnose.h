@@ -22,6 +22,7 @@
 #define GCLUSTER_DIAGNOSE_H
 
 #include "gcluster/job.h"
+#include "gcluster/sps.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -239,6 +240,9 @@ typedef struct gc_inspect_report {
     size_t resolved_warning_count;
     json_t *manifest;        /* with `show`: the stored JobSet without managedFields and status */
     gc_diagnosis *diagnosis; /* as `job why` says it */
+    /* A Shared Pathways Service: its resource manager's address, slices and the clients
+     * attached (gcluster/sps.h); NULL for other jobs. */
+    gc_sps_usage *sps;
 } gc_inspect_report;
 
 /* Reads the JobSet, its pods, its child Jobs and its Warning events (one round trip), then its

@@ -60,6 +60,18 @@ static void print_overview(const printer *p, const gc_inspect_report *r, long lo
          or (r->topology, ""));
     line(p, "Pathways:   %s",
          r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways));
+    if (r->sps) {
+        const gc_sps_usage *u = r->sps;
+        line(p, "Service:    resource manager %s; %d slice%s of %s, %d held", u->address, u->slices,
+             u->slices == 1 ? "" : "s", u->instance_type, u->held);
+        if (!u->count)
+            line(p, "Clients:    none");
+        for (size_t i = 0; i < u->count; i++)
+            line(p, "%s%s (%s): %d slice%s, %s since %s",
+                 i ? "            " : "Clients:    ", u->clients[i].job, u->clients[i].user,
+                 u->clients[i].slices, u->clients[i].slices == 1 ? "" : "s",
+                 u->clients[i].waiting ? "waiting" : "holding", u->clients[i].created);
+    }
     line(p, "Queue:      %s", or (r->queue, "- (not queued by Kueue)"));
     line(p, "Created:    %s (%s ago)", or (r->created, "?"), age);
     if (r->finished)
@@ -361,6 +373,23 @@ static json_t *warnings_json(const gc_inspect_report *r)
     return warnings;
 }
 
+/* A Shared Pathways Service: where its resource manager is and who is attached. */
+static json_t *sps_json(const gc_sps_usage *u)
+{
+    json_t *clients = json_array();
+    for (size_t i = 0; i < u->count; i++) {
+        const gc_sps_client *c = &u->clients[i];
+        json_array_append_new(clients,
+                              json_pack("{s:o, s:o, s:i, s:s, s:o}", "job", cli_json_text(c->job),
+                                        "user", cli_json_text(c->user), "slices", c->slices,
+                                        "state", c->waiting ? "waiting" : "holding", "created",
+                                        cli_json_text(c->created)));
+    }
+    return json_pack("{s:o, s:i, s:o, s:i, s:o}", "resource_manager", cli_json_text(u->address),
+                     "slices", u->slices, "instance_type", cli_json_text(u->instance_type), "held",
+                     u->held, "clients", clients);
+}
+
 json_t *cli_inspect_json(const gc_inspect_report *r)
 {
     json_t *doc =
@@ -380,6 +409,8 @@ json_t *cli_inspect_json(const gc_inspect_report *r)
     json_object_set_new(doc, "resolved_warnings",
                         json_integer((json_int_t)r->resolved_warning_count));
     json_object_set_new(doc, "slices", slices_json(r));
+    if (r->sps)
+        json_object_set_new(doc, "sps", sps_json(r->sps));
     if (r->manifest)
         json_object_set(doc, "manifest", r->manifest);
     return doc;

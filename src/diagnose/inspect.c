@@ -476,6 +476,11 @@ int gc_job_inspect(gc_kube *kube, const char *name, bool show, gc_inspect_report
         rc = diagnose_why_diagnose(kube, &in, (long long)time(NULL), report->diagnosis, err);
     }
     diagnose_why_inputs_free(&in);
+    if (!rc && report->pathways == GC_PATHWAYS_SPS) {
+        /* One more round trip, for services only: who is attached. */
+        report->sps = gc_xcalloc(1, sizeof(*report->sps));
+        rc = gc_sps_read_service(kube, name, report->sps, err);
+    }
     if (rc)
         gc_inspect_report_free(report);
     return rc;
@@ -500,6 +505,10 @@ static void free_kueue(gc_kueue_state *k)
 
 void gc_inspect_report_free(gc_inspect_report *r)
 {
+    if (r->sps) {
+        gc_sps_usage_free(r->sps);
+        free(r->sps);
+    }
     char *strings[] = {r->name, r->ns, r->compute, r->topology, r->queue, r->created, r->finished};
     for (size_t i = 0; i < sizeof(strings) / sizeof(*strings); i++)
         free(strings[i]);

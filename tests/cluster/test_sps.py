@@ -184,6 +184,19 @@ def test_two_clients_reach_their_own_proxy_and_a_third_waits(sps, venv_python, t
         for u in ("ada", "bob"):
             assert f"{jobs[u]} ({clients[u].user}, 1 slice)" in why, why
         assert "first in line" in why, why
+        # inspect shows the service: its resource manager and who is attached.
+        text = sps.gcluster("job", "inspect", NAME, *CLUSTER, check=0).stdout
+        assert (f"Service:    resource manager {NAME}-pathways-head-0-0.{NAME}:29001; 2 slices "
+                "of tpuv6e:4x4, 2 held") in text, text
+        report = json.loads(sps.gcluster("job", "inspect", NAME, *CLUSTER, "--format", "json",
+                                         check=0).stdout)
+        assert report["pathways"] == "sps"
+        assert report["sps"]["resource_manager"] == f"{NAME}-pathways-head-0-0.{NAME}:29001"
+        # Oldest first: ada's and bob's clients started together, cy's after them.
+        clients_seen = [(c["job"], c["state"]) for c in report["sps"]["clients"]]
+        assert sorted(clients_seen[:2]) == sorted([(jobs["ada"], "holding"),
+                                                   (jobs["bob"], "holding")]), clients_seen
+        assert clients_seen[2] == (waiting.job(), "waiting"), clients_seen
         # Nor can the service go from under them.
         cancel = sps.gcluster("job", "cancel", NAME, *CLUSTER, check=2)
         assert f"service {NAME} has 3 clients attached" in cancel.stderr, cancel.stderr
