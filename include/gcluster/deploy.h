@@ -196,6 +196,7 @@ typedef enum gc_cloud_step_kind {
     GC_CLOUD_NODE_POOL,
     GC_CLOUD_REMOVE_DEFAULT_POOL,
     GC_CLOUD_CLUSTER_ADDON,
+    GC_CLOUD_ACCOUNT_BINDING, /* a role on a service account (Workload Identity) */
 } gc_cloud_step_kind;
 
 typedef struct gc_cloud_step {
@@ -358,9 +359,12 @@ typedef struct gc_deploy_report {
     gc_strings warnings; /* also reported on the events as they came */
 } gc_deploy_report;
 
-/* The Kubernetes objects the blueprint's cluster module applies besides Kueue's: with
- * enable_multi_tier_checkpointing and mtc_target_bucket, the CheckpointConfiguration "default"
- * (checkpointing.gke.io/v1) that multi-tier checkpointing reads. Appended to `objects`. */
+/* The Kubernetes objects the blueprint's cluster module applies besides Kueue's: per
+ * additional network a GKENetworkParamSet and a Network; with configure_workload_identity_sa
+ * the Kubernetes service account bound to the cluster's Google one (and its namespace when not
+ * default); with enable_multi_tier_checkpointing and mtc_target_bucket, the
+ * CheckpointConfiguration "default" (checkpointing.gke.io/v1) that multi-tier checkpointing
+ * reads. Appended to `objects`. */
 void gc_cluster_objects(const gc_blueprint *bp, json_t *objects);
 
 /* The command against a cluster: the prerequisites (Kueue, JobSet and their versions), the node

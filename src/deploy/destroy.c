@@ -49,17 +49,20 @@ int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_c
         const gc_cloud_step *s = &deploy.steps[i];
         if (s->kind == GC_CLOUD_CLUSTER_ADDON || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL)
             continue;
-        if (s->kind == GC_CLOUD_ROLE_BINDING) {
-            /* "EMAIL roles/NAME": removed only while the binding is there */
+        if (s->kind == GC_CLOUD_ROLE_BINDING || s->kind == GC_CLOUD_ACCOUNT_BINDING) {
+            /* removed only while the binding is there */
             const char *member = flag_value(s->create, "member");
             const char *role = flag_value(s->create, "role");
-            deploy_argv d = deploy_gcp_command(&p, &(gcp_ref){.kind = GC_CLOUD_ROLE_BINDING},
-                                               "remove-iam-policy-binding");
+            /* a project's policy, or the account's (its email the word after the verb) */
+            gcp_ref on = {.kind = s->kind,
+                          .name = s->kind == GC_CLOUD_ACCOUNT_BINDING ? s->create[4] : NULL};
+            deploy_argv d = deploy_gcp_command(&p, &on, "remove-iam-policy-binding");
             deploy_argv_flag(&d, "member", member);
             deploy_argv_flag(&d, "role", role);
-            deploy_argv_flag(&d, "condition", "None");
+            if (s->kind == GC_CLOUD_ROLE_BINDING)
+                deploy_argv_flag(&d, "condition", "None");
             deploy_argv_flag(&d, "format", "none");
-            add(plan, s, deploy_gcp_binding_check(&p, member, role), d.items);
+            add(plan, s, deploy_gcp_binding_check(&p, &on, member, role), d.items);
             plan->steps[plan->count - 1].present_output = gc_xstrdup(role);
             continue;
         }

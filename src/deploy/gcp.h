@@ -82,9 +82,12 @@ char **deploy_gcp_describe(const planner *p, const gcp_ref *r);
 
 /* An IAM binding's check: `gcloud projects get-iam-policy` prints the role when the policy
  * lists the member under it (present_output = the role). */
-char **deploy_gcp_binding_check(const planner *p, const char *member, const char *role);
+char **deploy_gcp_binding_check(const planner *p, const gcp_ref *on, const char *member,
+                                const char *role);
 
 /* gcp_network.c */
+/* The cluster module `m`'s GKENetworkParamSet and Network objects, appended to `objects`. */
+void deploy_gcp_network_objects(const planner *p, const gc_bp_module *m, json_t *objects);
 char *deploy_gcp_network_name(const planner *p, const gc_bp_module *m);
 char *deploy_gcp_subnetwork_name(const planner *p, const gc_bp_module *m);
 int deploy_gcp_plan_network(planner *p, const gc_bp_module *m);
@@ -97,6 +100,10 @@ json_t *deploy_gcp_additional_networks(const planner *p, const gc_bp_module *m,
 
 /* gcp_cluster.c */
 int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m);
+/* configure_workload_identity_sa: the Kubernetes service account's name and namespace, and the
+ * Google one it acts as (free it); false when the module does not configure one. */
+bool deploy_gcp_workload_identity(const planner *p, const gc_bp_module *m, const char **ksa,
+                                  const char **ns, char **gsa);
 int deploy_gcp_plan_workload_policy(planner *p, const gc_bp_module *m);
 
 /* gcp_pool.c */

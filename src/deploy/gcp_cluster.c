@@ -129,6 +129,55 @@ static void maintenance_exclusions(planner *p, const gc_bp_module *m)
     }
 }
 
+bool deploy_gcp_workload_identity(const planner *p, const gc_bp_module *m, const char **ksa,
+                                  const char **ns, char **gsa)
+{
+    if (!deploy_gcp_bool(p, m, "configure_workload_identity_sa", false))
+        return false;
+    *ksa = deploy_gcp_string(p, m, "k8s_service_account_name", "workload-identity-k8s-sa");
+    *ns = deploy_gcp_string(p, m, "namespace", "default");
+    *gsa = deploy_gcp_node_service_account(p, m);
+    if (!*gsa) /* the project's default compute account: its number is not known here */
+        *gsa = gc_xasprintf("PROJECT_NUMBER-compute@developer.gserviceaccount.com");
+    return true;
+}
+
+/* Workload Identity: the Kubernetes service account acts as the cluster's Google one through
+ * roles/iam.workloadIdentityUser on it (the workload-identity module with an existing account);
+ * the Kubernetes half is an object (gc_cluster_objects). */
+static void workload_identity_binding(planner *p, const gc_bp_module *m)
+{
+    const char *ksa, *ns;
+    char *gsa;
+    if (!deploy_gcp_workload_identity(p, m, &ksa, &ns, &gsa))
+        return;
+    if (!strchr(gsa, '@') || !strncmp(gsa, "PROJECT_NUMBER", 14)) {
+        deploy_gcp_note(p, m,
+                        "configure_workload_identity_sa with the default compute account: bind "
+                        "it with `gcloud iam service-accounts add-iam-policy-binding "
+                        "PROJECT_NUMBER-compute@developer.gserviceaccount.com --project=%s "
+                        "--role=roles/iam.workloadIdentityUser "
+                        "--member=serviceAccount:%s.svc.id.goog[%s/%s]`",
+                        p->project, p->project, ns, ksa);
+        free(gsa);
+        return;
+    }
+    char *member = gc_xasprintf("serviceAccount:%s.svc.id.goog[%s/%s]", p->project, ns, ksa);
+    char *name = gc_xasprintf("%s roles/iam.workloadIdentityUser %s/%s", gsa, ns, ksa);
+    gc_cloud_step *s = deploy_gcp_step(p, GC_CLOUD_ACCOUNT_BINDING, name, m);
+    gcp_ref on = {.kind = GC_CLOUD_ACCOUNT_BINDING, .name = gsa};
+    deploy_argv b = deploy_gcp_command(p, &on, "add-iam-policy-binding");
+    deploy_argv_flag(&b, "role", "roles/iam.workloadIdentityUser");
+    deploy_argv_flag(&b, "member", member);
+    deploy_argv_flag(&b, "format", "none");
+    s->create = b.items;
+    s->check = deploy_gcp_binding_check(p, &on, member, "roles/iam.workloadIdentityUser");
+    s->present_output = gc_xstrdup("roles/iam.workloadIdentityUser");
+    free(name);
+    free(member);
+    free(gsa);
+}
+
 int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
 {
     size_t ni;
@@ -287,10 +336,7 @@ int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m)
             "additional_networks waits for %s, which is known only once Terraform runs: "
             "its network objects are not applied",
             unknown_networks);
-    if (deploy_gcp_bool(p, m, "configure_workload_identity_sa", false))
-        deploy_gcp_note(p, m,
-                        "configure_workload_identity_sa: the Kubernetes service account "
-                        "workload-identity-k8s-sa and its IAM binding are not planned");
+    workload_identity_binding(p, m);
 
     /* The system pool, exactly as the module makes it. */
     const char *system_name = deploy_gcp_string(p, m, "system_node_pool_name", "system");

@@ -210,8 +210,9 @@ static const struct kind_words {
     [GC_CLOUD_NODE_POOL] = {"container node-pools", NULL, SCOPE_CLUSTER, "name"},
     [GC_CLOUD_REMOVE_DEFAULT_POOL] = {"container node-pools", NULL, SCOPE_CLUSTER, "name"},
     [GC_CLOUD_CLUSTER_ADDON] = {"container clusters", NULL, SCOPE_LOCATION, "name"},
+    [GC_CLOUD_ACCOUNT_BINDING] = {"iam service-accounts", NULL, SCOPE_PROJECT, NULL},
 };
-_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_CLUSTER_ADDON + 1,
+_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_ACCOUNT_BINDING + 1,
                "group words for every step kind");
 
 deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *verb)
@@ -273,10 +274,10 @@ char *deploy_gcp_account_email(const planner *p, const gc_bp_module *sa)
 }
 
 /* An IAM binding: present when the project's policy lists the member under the role. */
-char **deploy_gcp_binding_check(const planner *p, const char *member, const char *role)
+char **deploy_gcp_binding_check(const planner *p, const gcp_ref *on, const char *member,
+                                const char *role)
 {
-    deploy_argv b =
-        deploy_gcp_command(p, &(gcp_ref){.kind = GC_CLOUD_ROLE_BINDING}, "get-iam-policy");
+    deploy_argv b = deploy_gcp_command(p, on, "get-iam-policy");
     deploy_argv_flag(&b, "flatten", "bindings[].members");
     char *filter = gc_xasprintf("bindings.role=%s AND bindings.members=%s", role, member);
     deploy_argv_flag(&b, "filter", filter);

@@ -311,7 +311,7 @@ static bool nic_contains(const json_t *net, const char *what)
  * templates/gke-network-paramset.yaml.tftpl and network-object.yaml.tftpl): the gVNIC networks
  * first, numbered from their start index, then the RDMA ones (deviceMode RDMA), so that pods
  * can ask for them by name. */
-static void network_objects(const planner *p, const gc_bp_module *m, json_t *objects)
+void deploy_gcp_network_objects(const planner *p, const gc_bp_module *m, json_t *objects)
 {
     const char *unknown;
     json_t *networks = deploy_gcp_additional_networks(p, m, &unknown);
@@ -341,35 +341,4 @@ static void network_objects(const planner *p, const gc_bp_module *m, json_t *obj
         }
     }
     json_decref(networks);
-}
-
-/* The objects the gke-cluster module applies besides Kueue's: the network objects above, and
- * for multi-tier checkpointing the CheckpointConfiguration "default" (its
- * templates/mtc-config.yaml.tftpl): the in-memory volume size from mtc_cache_size (50Gi unless
- * set) and the bucket checkpoints go to. Without a bucket the module refuses the blueprint, so
- * nothing is added then. */
-void gc_cluster_objects(const gc_blueprint *bp, json_t *objects)
-{
-    planner p = {0};
-    deploy_gcp_planner_init(&p, bp, NULL);
-    for (size_t i = 0; i < bp->module_count; i++) {
-        const gc_bp_module *m = &bp->modules[i];
-        if (deploy_gcp_source_is(m, SOURCE_CLUSTER))
-            network_objects(&p, m, objects);
-    }
-    for (size_t i = 0; i < bp->module_count; i++) {
-        const gc_bp_module *m = &bp->modules[i];
-        if (!deploy_gcp_source_is(m, SOURCE_CLUSTER) ||
-            !deploy_gcp_bool(&p, m, "enable_multi_tier_checkpointing", false))
-            continue;
-        const char *bucket = deploy_gcp_string(&p, m, "mtc_target_bucket", NULL);
-        if (!bucket)
-            continue;
-        json_array_append_new(objects, json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
-                                                 "checkpointing.gke.io/v1", "kind",
-                                                 "CheckpointConfiguration", "metadata", "name",
-                                                 "default", "spec", "inMemoryVolumeSize",
-                                                 deploy_gcp_string(&p, m, "mtc_cache_size", "50Gi"),
-                                                 "cloudStorageBucketName", bucket));
-    }
 }

@@ -67,7 +67,8 @@ static int plan_service_account(planner *p, const gc_bp_module *m)
         deploy_argv_flag(&b, "condition", "None");
         deploy_argv_flag(&b, "format", "none");
         s->create = b.items;
-        s->check = deploy_gcp_binding_check(p, member, full);
+        s->check =
+            deploy_gcp_binding_check(p, &(gcp_ref){.kind = GC_CLOUD_ROLE_BINDING}, member, full);
         s->present_output = gc_xstrdup(full);
         free(member);
         free(step_name);
@@ -156,8 +157,9 @@ const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind)
         "node pool",
         "bootstrap pool removal",
         "cluster add-on",
+        "service account binding",
     };
-    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_CLUSTER_ADDON + 1,
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_ACCOUNT_BINDING + 1,
                    "a name for every step kind");
     return names[kind];
 }

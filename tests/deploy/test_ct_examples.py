@@ -145,11 +145,13 @@ MODULE_DEFAULTS = {"pathways_cpu_quota": 480, "pathways_memory_quota": "2000G",
 NAMESPACED_WITHOUT_NAMESPACE_GO_TO = "kueue-system"  # the module's Helm release namespace
 CLUSTER_SCOPED = {"ResourceFlavor", "ClusterQueue", "Topology", "AdmissionCheck",
                   "ProvisioningRequestConfig", "PriorityClass", "WorkloadPriorityClass",
-                  "GKENetworkParamSet", "Network", "CheckpointConfiguration"}
+                  "GKENetworkParamSet", "Network", "CheckpointConfiguration", "Namespace"}
 # What the gke-cluster module applies beside the Kueue configuration: per additional gVNIC network
 # a GKENetworkParamSet and a Network of the same name (multi-networking), and for multi-tier
-# checkpointing the CheckpointConfiguration.
-CLUSTER_MODULE_KINDS = {"GKENetworkParamSet", "Network", "CheckpointConfiguration"}
+# checkpointing the CheckpointConfiguration; with configure_workload_identity_sa the Workload
+# Identity ServiceAccount (and its Namespace when not default).
+CLUSTER_MODULE_KINDS = {"GKENetworkParamSet", "Network", "CheckpointConfiguration",
+                        "ServiceAccount", "Namespace"}
 
 
 def templatefile(text, variables):
@@ -410,7 +412,8 @@ PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
            "Topology": "topologies", "ProvisioningRequestConfig": "provisioningrequestconfigs",
            "PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses",
            "GKENetworkParamSet": "gkenetworkparamsets", "Network": "networks",
-           "CheckpointConfiguration": "checkpointconfigurations"}
+           "CheckpointConfiguration": "checkpointconfigurations",
+           "ServiceAccount": "serviceaccounts", "Namespace": "namespaces"}
 
 
 @pytest.fixture(scope="module")
@@ -651,3 +654,21 @@ def test_advanced_blueprints_without_their_template_get_the_builtin_pathways(bp,
     kueue = [o for o in objects if o["kind"] not in CLUSTER_MODULE_KINDS]
     expected = toolkit_objects(BUILTIN + "kueue-configuration-pathways.yaml.tftpl", variables)
     assert by_identity(kueue) == by_identity(expected)
+
+
+# configure_workload_identity_sa: the workload-identity module's Kubernetes service account,
+# annotated with the cluster's Google account (the blueprint's workload service account, named
+# with the deployment prefix), in the cluster module's namespace.
+@pytest.mark.parametrize("bp", [b for b in BLUEPRINTS if "configure_workload_identity_sa: true"
+                                in (CT / b).read_text()])
+def test_workload_identity_service_account(bp):
+    objects = dry_run(bp, *required_vars(bp))
+    accounts = [o for o in objects if o["kind"] == "ServiceAccount"]
+    assert len(accounts) == 1, accounts
+    meta = accounts[0]["metadata"]
+    assert meta["name"] == "workload-identity-k8s-sa"
+    email = meta["annotations"]["iam.gke.io/gcp-service-account"]
+    assert re.fullmatch(r"[a-z0-9-]+-gke-wl-sa@ct-test-project\.iam\.gserviceaccount\.com", email) \
+        or email.endswith(".iam.gserviceaccount.com"), email
+    namespaces = [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"]
+    assert namespaces == ([] if meta["namespace"] == "default" else [meta["namespace"]])

@@ -636,7 +636,17 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
                "gke-tpu-v6e-gke-np-sa@my-project.iam.gserviceaccount.com");
     step_index(&plan, GC_CLOUD_SERVICE_ACCOUNT,
                "gke-tpu-v6e-gke-wl-sa@my-project.iam.gserviceaccount.com");
-    char *line = create_line(&plan, GC_CLOUD_CLUSTER, "gke-tpu-v6e");
+    /* Workload Identity: the Kubernetes account acts as the workload account */
+    char *line = create_line(&plan, GC_CLOUD_ACCOUNT_BINDING,
+                             "gke-tpu-v6e-gke-wl-sa@my-project.iam.gserviceaccount.com "
+                             "roles/iam.workloadIdentityUser default/workload-identity-k8s-sa");
+    assert_string_equal(line, "gcloud iam service-accounts add-iam-policy-binding "
+                              "gke-tpu-v6e-gke-wl-sa@my-project.iam.gserviceaccount.com "
+                              "--project=my-project --role=roles/iam.workloadIdentityUser "
+                              "'--member=serviceAccount:my-project.svc.id.goog[default/"
+                              "workload-identity-k8s-sa]' --format=none");
+    free(line);
+    line = create_line(&plan, GC_CLOUD_CLUSTER, "gke-tpu-v6e");
     assert_has(line, " --monitoring=SYSTEM,POD,DAEMONSET,DEPLOYMENT,STATEFULSET,STORAGE,HPA,"
                      "CADVISOR,KUBELET,JOBSET --enable-managed-prometheus "
                      "--auto-monitoring-scope=NONE ");
