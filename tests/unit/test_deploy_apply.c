@@ -195,6 +195,8 @@ static void kueue_serving_only_v1beta1(void **state)
 /* A cluster with Kueue and JobSet, the head pool and one of the two TPU pools. flavor-tpu-v6e-slice
  * is already there as deploy would write it; everything else is new, and Kueue makes the
  * ClusterQueue Active at once. */
+static bool serve_jobset = true; /* false: /apis/jobset.x-k8s.io answers 404 */
+
 static void serve_cluster_with_versions(const char *kueue_tag, const char *jobset_tag)
 {
     json_t *script = json_object();
@@ -226,8 +228,10 @@ static void serve_cluster_with_versions(const char *kueue_tag, const char *jobse
         json_pack("[{s:{s:s, s:{}, s:o}}]", "json", "kind", "List", "metadata", "items", nodes));
     json_object_set_new(script, "GET /apis/kueue.x-k8s.io",
                         json_pack("[{s:{s:[{s:s}]}}]", "json", "versions", "version", "v1beta2"));
-    json_object_set_new(script, "GET /apis/jobset.x-k8s.io",
-                        json_pack("[{s:{s:[{s:s}]}}]", "json", "versions", "version", "v1alpha2"));
+    if (serve_jobset)
+        json_object_set_new(
+            script, "GET /apis/jobset.x-k8s.io",
+            json_pack("[{s:{s:[{s:s}]}}]", "json", "versions", "version", "v1alpha2"));
     json_object_set_new(script, "GET /apis/kueue.x-k8s.io/v1beta2",
                         json_pack("[{s:{s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}, {s:s, s:s, s:b}]}}]",
                                   "json", "resources", "name", "resourceflavors", "kind",
@@ -309,6 +313,31 @@ static void installed_versions_are_checked(void **state)
     serve_cluster_with_versions("v0.17.1", "v0.10.1");
     run_deploy(&o, &r);
     assert_int_equal(o.report.warnings.count, 0);
+    outcome_free(&o);
+}
+
+/* Kueue is there and JobSet is not: the plan installs JobSet and applies the configuration
+ * (as a dry run), and nothing says the configuration was not applied. */
+static void kueue_present_jobset_missing(void **state)
+{
+    (void)state;
+    serve_jobset = false;
+    serve_cluster_with_versions("v0.17.1", NULL);
+    serve_jobset = true;
+    outcome o;
+    gc_deploy_request r = {.plan = true};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.report.install_count, 2);
+    assert_string_equal(o.report.installs[0].name, "JobSet");
+    assert_int_equal(o.report.installs[0].state, GC_INSTALL_MISSING);
+    assert_string_equal(o.report.installs[1].name, "Kueue");
+    assert_int_equal(o.report.installs[1].state, GC_INSTALL_PRESENT);
+    assert_string_equal(o.report.installs[1].installed, "v0.17.1");
+    assert_int_equal(o.report.object_count, 9);
+    assert_int_equal(o.report.objects[2].outcome, GC_APPLY_CREATED);
+    assert_int_equal(o.report.warnings.count, 0);
+    assert_null(strstr(o.events.data ? o.events.data : "", "not applied"));
     outcome_free(&o);
 }
 
@@ -512,6 +541,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(cluster_without_kueue_or_jobset, kube_test_env_reset),
         cmocka_unit_test_setup(kueue_serving_only_v1beta1, kube_test_env_reset),
+        cmocka_unit_test_setup(kueue_present_jobset_missing, kube_test_env_reset),
         cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, kube_test_env_reset),
         cmocka_unit_test_setup(installed_versions_are_checked, kube_test_env_reset),
         cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, kube_test_env_reset),
