@@ -50,6 +50,8 @@ CONTROLLERS = ["job-controller", "garbage-collector-controller", "namespace-cont
                "ttl-after-finished-controller", "endpointslice-controller",
                "persistentvolume-binder-controller", "persistentvolumeclaim-protection-controller",
                "persistentvolume-protection-controller"]
+# What runs the Deployments of JobSet and Kueue installed from their release manifests.
+DEPLOYMENT_CONTROLLERS = ["deployment-controller", "replicaset-controller"]
 KUEUE_WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io"}
 NUMBERED_CONTAINER, NUMBERED_LOG = "numbered-log", "numbered.log"
 # Port-forwards to a pod's port 29000 (the Pathways IFRT proxy's) reach this TCP echo server
@@ -284,7 +286,10 @@ def make_certs(certs):
          loopback + ["DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc",
                      "DNS:kubernetes.default.svc.cluster.local", "IP:10.96.0.1"])
     leaf("admin", "/O=system:masters/CN=gcluster-testenv-admin", "clientAuth")
-    leaf("webhook", "/CN=testenv-webhooks", "serverAuth", loopback)
+    # The installed webhook Services' names too: with GCLUSTER_TESTENV_PREREQS=none the API
+    # server reaches the local controllers through them (installed-webhooks).
+    leaf("webhook", "/CN=testenv-webhooks", "serverAuth",
+         loopback + [f"DNS:{svc}" for svc in INSTALLED_WEBHOOK_SERVICES.values()])
     leaf("kwok", "/CN=kwok", "serverAuth", loopback)
     openssl("genrsa", "-out", certs / "sa.key", "2048")
     openssl("rsa", "-in", certs / "sa.key", "-pubout", "-out", certs / "sa.pub")
@@ -592,6 +597,11 @@ PROBE_FLAVOR = {"kind": "ResourceFlavor", "metadata": {"name": "testenv-webhook-
 
 PROFILES = HERE / "profiles"
 KUEUE_PROFILES = ("unified", "xpk", "toolkit-split", "none")
+# The webhook Services of JobSet's and Kueue's release manifests, by component.
+INSTALLED_WEBHOOK_SERVICES = {"jobset": "jobset-webhook-service.jobset-system.svc",
+                              "kueue": "kueue-webhook-service.kueue-system.svc"}
+# The CRD whose installation starts each local controller in that mode.
+INSTALLED_CRDS = {"jobset": "jobsets.jobset.x-k8s.io", "kueue": "clusterqueues.kueue.x-k8s.io"}
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
@@ -858,6 +868,14 @@ def settings():
     fake_log = os.environ.get("GCLUSTER_TESTENV_FAKE_LOG")
     if fake_log:
         wanted["fake_log"] = str(Path(fake_log).resolve())
+    # Opt-in: GCLUSTER_TESTENV_PREREQS=none starts without JobSet and Kueue, for a deploy that
+    # installs them from their release manifests (README.md, "Installed by deploy").
+    prereqs = os.environ.get("GCLUSTER_TESTENV_PREREQS")
+    if prereqs not in (None, "", "none"):
+        raise Failure(f"GCLUSTER_TESTENV_PREREQS must be none (or unset), not {prereqs!r}")
+    if prereqs == "none":
+        wanted["prereqs"] = "none"
+        wanted["kueue"] = "none"
     return wanted
 
 
@@ -876,9 +894,12 @@ def healthy(root, wanted):
             return None
     certs, ports = root / "certs", state["ports"]
     try:
-        ready = (ok_body(https_get(f"https://127.0.0.1:{ports['apiserver']}/readyz", certs))
-                 and ok_body(http_get(f"http://127.0.0.1:{ports['jobset_health']}/readyz"))
-                 and ok_body(http_get(f"http://127.0.0.1:{ports['kueue_health']}/readyz")))
+        ready = ok_body(https_get(f"https://127.0.0.1:{ports['apiserver']}/readyz", certs))
+        # Without prerequisites the controllers start only once deploy installed their CRDs.
+        if wanted.get("prereqs") != "none":
+            ready = ready and (
+                ok_body(http_get(f"http://127.0.0.1:{ports['jobset_health']}/readyz"))
+                and ok_body(http_get(f"http://127.0.0.1:{ports['kueue_health']}/readyz")))
     except OSError as e:
         log(f"the running environment does not answer ({e}); restarting it")
         return None
@@ -919,6 +940,8 @@ class ControlPlane:
                      "kueue": f"https://127.0.0.1:{self.ports['kueue_webhook']}"}
         self.launcher = Launcher(root)
         self.kubectl = None
+        # GCLUSTER_TESTENV_PREREQS=none: no JobSet or Kueue until something installs them.
+        self.bare = wanted.get("prereqs") == "none"
         # Read (and checked) before anything starts.
         self.nodes = node_objects(self.yaml, wanted["nodepools"], self.pins["KUBERNETES_VERSION"])
 
@@ -967,6 +990,13 @@ class ControlPlane:
             "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
             # The visibility API server needs an APIService and in-cluster auth; not used here.
             "featureGates": {"VisibilityOnDemand": False}}))
+        # Cluster traffic (webhooks behind Services, kwok's kubelet port) through
+        # installed-webhooks, which sends the installed webhook Services to the local controllers.
+        (config / "egress.yaml").write_text(json.dumps({
+            "apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+            "egressSelections": [{"name": "cluster", "connection": {
+                "proxyProtocol": "HTTPConnect",
+                "transport": {"uds": {"udsName": str(self.root / "egress.sock")}}}}]}))
         shutil.copy(HERE / "kwok" / "stages.yaml", config / "kwok-stages.yaml")
         # A copy, so a running environment does not depend on the work tree it came from.
         fake_log = self.root / "fake-logs" / "container.log"
@@ -1020,6 +1050,7 @@ class ControlPlane:
             # GKE's nodes lose the not-ready taint when the node lifecycle controller sees them
             # Ready; that controller is off here (see CONTROLLERS), so nodes never get it.
             "--disable-admission-plugins=TaintNodesByCondition",
+            *([f"--egress-selector-config-file={self.config / 'egress.yaml'}"] if self.bare else []),
             "--v=1"])
         self.wait("kube-apiserver /readyz",
                   lambda: ok_body(https_get(f"{self.api}/readyz", certs)), 120, "kube-apiserver")
@@ -1029,13 +1060,15 @@ class ControlPlane:
     def register_apis(self):
         """CRDs before the controllers that serve them; Nodes (with GKE's capacity) before kwok,
         so kwok only has to mark them Ready."""
-        crd_objects = crds(self.yaml, self.upstream, self.urls["kueue"], self.ca_bundle)
+        crd_objects = [] if self.bare else crds(self.yaml, self.upstream, self.urls["kueue"],
+                                                 self.ca_bundle)
         crd_objects.append(kwok_portforward_crd(self.yaml))
         self.kubectl.apply(crd_objects, f"{len(crd_objects)} JobSet, Kueue and kwok CRDs")
         self.kubectl.run("wait", "--for=condition=Established", "--timeout=60s",
                          *[f"crd/{c['metadata']['name']}" for c in crd_objects])
-        self.kubectl.apply([{"apiVersion": "v1", "kind": "Namespace",
-                             "metadata": {"name": "kueue-system"}}], "namespace kueue-system")
+        if not self.bare:
+            self.kubectl.apply([{"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": "kueue-system"}}], "namespace kueue-system")
         pools = self.wanted["nodepools"]
         self.kubectl.run("create", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "List", "items": self.nodes}))
@@ -1062,7 +1095,8 @@ class ControlPlane:
             self.bin("kube-controller-manager"), f"--kubeconfig={kubeconfig}",
             "--bind-address=127.0.0.1", f"--secure-port={ports['controller_manager']}",
             f"--cert-dir={certs / 'kcm-generated'}", "--leader-elect=false",
-            f"--controllers={','.join(CONTROLLERS)}",
+            # Installed controllers run as Deployments, so their controllers run too.
+            f"--controllers={','.join(CONTROLLERS + (DEPLOYMENT_CONTROLLERS if self.bare else []))}",
             f"--service-account-private-key-file={certs / 'sa.key'}",
             f"--root-ca-file={certs / 'ca.crt'}", "--use-service-account-credentials=false",
             "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"])
@@ -1084,10 +1118,23 @@ class ControlPlane:
             f"--node-lease-duration-seconds={lease_seconds}",
             f"--tls-cert-file={certs / 'kwok.crt'}",
             f"--tls-private-key-file={certs / 'kwok.key'}"])
-        for name in ("jobset", "kueue"):
-            start(name, [self.bin(name), f"--kubeconfig={kubeconfig}",
-                         f"--config={config / (name + '.yaml')}",
-                         "--zap-devel=false", "--zap-log-level=info"])
+        controllers = {name: [self.bin(name), f"--kubeconfig={kubeconfig}",
+                              f"--config={config / (name + '.yaml')}",
+                              "--zap-devel=false", "--zap-log-level=info"]
+                       for name in ("jobset", "kueue")}
+        if self.bare:
+            start("installed-webhooks", [
+                sys.executable, str(HERE / "installed-webhooks"), f"--server={self.api}",
+                f"--certs={certs}", f"--socket={self.root / 'egress.sock'}",
+                f"--logs={self.root / 'logs'}",
+                *[f"--route={svc.split('.')[1]}/{svc.split('.')[0]}="
+                  f"{ports[name + '_webhook']}"
+                  for name, svc in INSTALLED_WEBHOOK_SERVICES.items()],
+                *[f"--start={name}={INSTALLED_CRDS[name]}={json.dumps(argv)}"
+                  for name, argv in controllers.items()]])
+        else:
+            for name, argv in controllers.items():
+                start(name, argv)
 
         def https_ok(port, client):
             return ok_body(https_get(f"https://127.0.0.1:{port}/healthz", certs, client, False))
@@ -1098,12 +1145,20 @@ class ControlPlane:
         self.wait("kube-scheduler /healthz", lambda: https_ok(ports["scheduler"], False), 60,
                   "kube-scheduler")
         self.wait("kwok /healthz", lambda: https_ok(ports["kwok"], True), 60, "kwok")
+        if self.bare:
+            self.wait("the egress proxy", lambda: (self.root / "egress.sock").exists(), 30,
+                      "installed-webhooks")
+            log("controller-manager, scheduler and kwok are up; JobSet and Kueue start when "
+                "their CRDs are installed")
+            return
         for name in ("jobset", "kueue"):
             self.wait(f"{name} /readyz", lambda n=name: ok_body(http_get(
                 f"http://127.0.0.1:{ports[n + '_health']}/readyz")), 90, name)
         log("controller-manager, scheduler, kwok, JobSet and Kueue are up")
 
     def register_webhooks(self):
+        if self.bare:
+            return
         hooks = webhook_configurations(self.yaml, self.upstream, self.urls, self.ca_bundle)
         self.kubectl.apply(hooks, "JobSet and Kueue webhook configurations")
 

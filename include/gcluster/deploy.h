@@ -293,13 +293,34 @@ typedef struct gc_deploy_request {
     const char *project;
     const char *cluster;
     const char *location;
+    /* Where the release manifests of what the blueprint installs (Kueue, JobSet, cert-manager)
+     * come from: files named <setting>-<version>.yaml ("kueue-v0.17.1.yaml") in this folder,
+     * else this base URL in place of https://github.com, else GitHub's release downloads. */
+    const char *manifests_dir;
+    const char *manifests_mirror;
+    bool upgrade; /* replace an older installed release with the blueprint's */
 } gc_deploy_request;
 
-/* A component deploy needs on the cluster but does not install itself. */
-typedef struct gc_deploy_missing {
-    char *name;            /* "Kueue", "JobSet" */
-    char *install_command; /* the kubectl command that installs it */
-} gc_deploy_missing;
+typedef enum gc_install_state {
+    GC_INSTALL_NOT_CHECKED,  /* --plan without the cluster */
+    GC_INSTALL_PRESENT,      /* this release or a newer one runs (or the API is served by
+                                something deploy did not install: then `installed` is NULL) */
+    GC_INSTALL_OLDER,        /* an older release runs and stays (no --upgrade) */
+    GC_INSTALL_MISSING,      /* to install (with --plan: would be installed) */
+    GC_INSTALL_UNVERIFIABLE, /* to install, but no digest of that release is kept */
+    GC_INSTALL_INSTALLED,
+    GC_INSTALL_UPGRADED,
+} gc_install_state;
+
+/* A component the blueprint installs on the cluster. */
+typedef struct gc_deploy_install {
+    char *name;      /* "Kueue", "JobSet", "cert-manager" */
+    char *version;   /* the release the blueprint asks for: "v0.17.1" */
+    char *installed; /* the running controller's image tag, or NULL */
+    char *source;    /* the release file's URL or path */
+    gc_install_state state;
+    size_t objects; /* objects applied */
+} gc_deploy_install;
 
 /* One node pool the cluster needs. */
 typedef struct gc_deploy_pool {
@@ -344,8 +365,8 @@ typedef struct gc_deploy_report {
     char *head_pool;          /* with pathways */
     gc_module_ref *unhandled; /* the blueprint's modules deploy does not act on */
     size_t unhandled_count;
-    gc_deploy_missing *missing; /* Kueue or JobSet, when the blueprint installs them */
-    size_t missing_count;
+    gc_deploy_install *installs; /* what the blueprint installs, in install order */
+    size_t install_count;
     bool pools_listed; /* the cluster's node pools were read: `pools` is complete */
     gc_deploy_pool *pools;
     size_t pool_count;

@@ -158,4 +158,10 @@ char *gc_http_redact_url(const char *url);
  * (NULL-terminated, may be NULL; those shorter than 4 bytes are ignored). */
 void gc_http_redact_text(gc_buf *text, const char *const *secrets);
 
+/* GET `url` (https only; redirects followed) into `out`, at most `max` bytes, within
+ * `timeout_ms`: a release file fetched at run time. The CA store is the system's, or the file
+ * SSL_CERT_FILE names. Errors name the URL and what failed (connection, status, size). */
+int gc_http_fetch(const char *url, size_t max, long timeout_ms, const gc_http_trace *trace,
+                  gc_buf *out, gc_error *err);
+
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct deploy_args {
     cli_globals g;
@@ -20,6 +21,9 @@ typedef struct deploy_args {
     const char *head_pool;
     const char *dry_run_out;
     const char *output;
+    const char *manifests_dir;
+    const char *manifests_mirror;
+    bool upgrade;
     bool plan;
     bool auto_approve;
     bool create_node_pools;
@@ -63,6 +67,16 @@ static const cli_option deploy_options[] = {
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
                "write the Kubernetes objects (the Kueue configuration; the cluster module's "
                "Network and CheckpointConfiguration) as YAML and stop; nothing is contacted"),
+    CLI_STRING(0, "manifests-dir", deploy_args, manifests_dir, "DIR",
+               "read the release manifests of what the blueprint installs (Kueue, JobSet, "
+               "cert-manager) from DIR, named kueue-v0.17.1.yaml and so on, instead of "
+               "downloading them; each is still checked against its SHA-256"),
+    CLI_STRING(0, "manifests-mirror", deploy_args, manifests_mirror, "URL",
+               "download the release manifests from this https:// base URL (the same paths "
+               "as under https://github.com) instead of GitHub"),
+    CLI_BOOL(0, "upgrade", deploy_args, upgrade,
+             "replace an older installed Kueue, JobSet or cert-manager with the blueprint's "
+             "release (without it an older one is reported and left)"),
     CLI_VALUES('o', "output", deploy_args, output, NULL, &cli_text_formats,
                "the report as JSON or YAML (with --dry-run-out: the objects' format)"),
     CLI_END,
@@ -140,7 +154,10 @@ static int deploy_with(gc_kube *kube, void *ctx, gc_error *err)
                            .plan = d->a->plan,
                            .project = d->a->g.project,
                            .cluster = d->a->g.cluster,
-                           .location = d->a->g.location};
+                           .location = d->a->g.location,
+                           .manifests_dir = d->a->manifests_dir,
+                           .manifests_mirror = d->a->manifests_mirror,
+                           .upgrade = d->a->upgrade};
     gc_deploy_report report;
     int rc = gc_deploy(kube, d->bp, &r, cli_events(), &report, err);
     render(d, &report, &rc, err);
@@ -189,7 +206,10 @@ static int plan_without_cluster(const live_deploy *d, const char *why, gc_error 
                            .plan = true,
                            .project = d->a->g.project,
                            .cluster = d->a->g.cluster,
-                           .location = d->a->g.location};
+                           .location = d->a->g.location,
+                           .manifests_dir = d->a->manifests_dir,
+                           .manifests_mirror = d->a->manifests_mirror,
+                           .upgrade = d->a->upgrade};
     gc_deploy_report report;
     int rc = gc_deploy_offline(d->bp, &r, why, &report, err);
     render(d, &report, &rc, err);
@@ -245,6 +265,18 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--plan changes nothing, so it cannot be combined with %s",
                        a->auto_approve ? "--auto-approve" : "--create-node-pools");
+    if (a->manifests_mirror && strncmp(a->manifests_mirror, "https://", 8))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--manifests-mirror %s: give an https:// URL (release files are fetched "
+                       "over HTTPS only)",
+                       a->manifests_mirror);
+    if (a->manifests_dir && a->manifests_mirror)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--manifests-dir and --manifests-mirror both say where the release files "
+                       "come from; give one");
+    struct stat st;
+    if (a->manifests_dir && (stat(a->manifests_dir, &st) || !S_ISDIR(st.st_mode)))
+        return gc_fail(err, GC_EXIT_USAGE, "--manifests-dir %s: not a folder", a->manifests_dir);
     cli_format format;
     int rc = cli_format_parse(a->output, false, &format, err);
     if (!rc)
@@ -279,13 +311,17 @@ const cli_command cmd_deploy = {
     .name = "deploy",
     .summary = "make a cluster Pathways-ready from a Cluster Toolkit blueprint",
     .usage = "deploy BLUEPRINT [--plan | --auto-approve] [--pathways-head-np NAME] [-d FILE] "
-             "[--vars NAME=VALUE] [-l LEVEL]",
+             "[--vars NAME=VALUE] [-l LEVEL] [--manifests-dir DIR] [--upgrade]",
     .description =
         "Reads the blueprint (evaluated as Cluster Toolkit does: vars, expressions, module\n"
         "outputs, deployment files) and plans, in order, what its vpc, service-account,\n"
         "gke-cluster, resource-policy and gke-node-pool modules create (each a gcloud command,\n"
         "checked first with a describe; --auto-approve creates the missing ones, and a rerun\n"
-        "resumes), then, on the cluster, checks Kueue and JobSet and their versions and applies\n"
+        "resumes), then, on the cluster, installs what the kubectl-apply module installs (Kueue,\n"
+        "JobSet, cert-manager at the module's versions, from each project's release manifest\n"
+        "checked against the SHA-256 gcluster keeps, with the module's settings: Kueue's\n"
+        "TopologyAwareScheduling gate, the toleration of GKE's system-pool taint), waits until\n"
+        "their controllers are Available and their webhooks have ready endpoints, and applies\n"
         "the Kueue configuration by server-side apply, as the kubectl-apply module renders it:\n"
         "the blueprint's kueue.config_path template, else with Pathways the flavors\n"
         "flavor-<accelerator> and pathways-flavor, the ClusterQueue cluster-queue with one\n"

@@ -1,6 +1,7 @@
 /*
  * `deploy`'s report as text and as the JSON document README.md describes.
  */
+#include "cli/cli.h"
 #include "cli/render.h"
 
 #include <string.h>
@@ -27,21 +28,55 @@ static void render_summary(FILE *out, FILE *log, const gc_deploy_report *r)
         cli_line(out, "  not handled by gcluster deploy: module %s (%s)",
                  or_unknown(r->unhandled[i].id), or_unknown(r->unhandled[i].source));
     fflush(out);
-    for (size_t i = 0; i < r->missing_count && r->not_connected; i++) {
-        cli_line(out, "  %s, if the cluster lacks it (downloads the release at run time):",
-                 r->missing[i].name);
-        cli_line(out, "    %s", r->missing[i].install_command);
+    (void)log;
+}
+
+static const char *install_state(gc_install_state state, bool plan)
+{
+    switch (state) {
+    case GC_INSTALL_NOT_CHECKED:
+        return "installed if the cluster lacks it";
+    case GC_INSTALL_PRESENT:
+        return "present";
+    case GC_INSTALL_OLDER:
+        return "older release present, left as it is (--upgrade replaces it)";
+    case GC_INSTALL_MISSING:
+        return plan ? "would be installed" : "missing";
+    case GC_INSTALL_UNVERIFIABLE:
+        return "missing, not installed (no digest of this release is kept)";
+    case GC_INSTALL_INSTALLED:
+        return "installed";
+    case GC_INSTALL_UPGRADED:
+        return "upgraded";
     }
-    for (size_t i = 0; i < r->missing_count && !r->not_connected; i++) {
-        cli_line(log,
-                 "gcluster: %s is not installed on this cluster; install it with (downloads the "
-                 "release at run time)",
-                 r->missing[i].name);
-        cli_line(log, "  %s", r->missing[i].install_command);
+    return "?";
+}
+
+static const char *install_key(gc_install_state state)
+{
+    static const char *const names[] = {"not_checked",  "present",   "older",   "missing",
+                                        "unverifiable", "installed", "upgraded"};
+    return names[state];
+}
+
+/* What the blueprint installs on the cluster, each with where it comes from unless present. */
+static void render_installs(FILE *out, const gc_deploy_report *r)
+{
+    if (!r->install_count)
+        return;
+    fprintf(out, "Installs (checked against the SHA-256 digest gcluster keeps):\n");
+    for (size_t i = 0; i < r->install_count; i++) {
+        const gc_deploy_install *in = &r->installs[i];
+        cli_text(out, "  %s %s: %s", in->name, in->version, install_state(in->state, r->plan));
+        if (in->installed && in->state != GC_INSTALL_UPGRADED)
+            cli_text(out, " (running %s)", in->installed);
+        if (in->objects)
+            fprintf(out, ", %zu objects applied", in->objects);
+        fprintf(out, "\n");
+        if (in->state != GC_INSTALL_PRESENT && in->state != GC_INSTALL_OLDER &&
+            in->state != GC_INSTALL_UNVERIFIABLE)
+            cli_line(out, "      from %s", in->source);
     }
-    if (r->missing_count && !r->not_connected)
-        fprintf(log, "then run gcluster deploy again\n");
-    fflush(log);
 }
 
 static void render_pools(FILE *out, const gc_deploy_report *r)
@@ -162,8 +197,14 @@ void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
     if (!r->started)
         return;
     render_summary(out, log, r);
-    if (r->not_connected)
+    if (r->not_connected) {
         cli_line(out, "Kubernetes: the cluster was not read (%s)", r->not_connected);
+        /* Connected, the warnings went out as events while deploy ran; without a cluster the
+         * plan was made in one go, so they are said here. */
+        for (size_t i = 0; i < r->warnings.count; i++)
+            gc_warn(cli_events(), "%s", r->warnings.items[i]);
+    }
+    render_installs(out, r);
     if (r->kueue_version || r->jobset_version)
         cli_line(out, "Installed: Kueue %s, JobSet %s", or_unknown(r->kueue_version),
                  or_unknown(r->jobset_version));
@@ -185,13 +226,18 @@ static json_t *unhandled_json(const gc_deploy_report *r)
     return modules;
 }
 
-static json_t *missing_json(const gc_deploy_report *r)
+static json_t *installs_json(const gc_deploy_report *r)
 {
-    json_t *missing = json_array();
-    for (size_t i = 0; i < r->missing_count; i++)
-        json_array_append_new(missing, json_pack("{s:s, s:s}", "name", r->missing[i].name,
-                                                 "install_command", r->missing[i].install_command));
-    return missing;
+    json_t *installs = json_array();
+    for (size_t i = 0; i < r->install_count; i++) {
+        const gc_deploy_install *in = &r->installs[i];
+        json_array_append_new(installs, json_pack("{s:s, s:s, s:o, s:s, s:s, s:I}", "name",
+                                                  in->name, "version", in->version, "installed",
+                                                  cli_json_text(in->installed), "source",
+                                                  in->source, "state", install_key(in->state),
+                                                  "objects", (json_int_t)in->objects));
+    }
+    return installs;
 }
 
 static json_t *pools_json(const gc_deploy_report *r)
@@ -260,7 +306,7 @@ json_t *cli_deploy_json(const gc_cloud_plan *plan, const gc_cloud_report *cloud,
         "blueprint", cli_json_text(r->blueprint), "cluster", cli_json_text(r->cluster), "project",
         cli_json_text(r->project), "location", cli_json_text(r->location), "pathways", r->pathways,
         "head_pool", cli_json_text(r->head_pool), "unhandled_modules", unhandled_json(r),
-        "missing_prerequisites", missing_json(r), "plan", r->plan, "not_connected",
+        "installs", installs_json(r), "plan", r->plan, "not_connected",
         cli_json_text(r->not_connected), "installed",
         json_pack("{s:o, s:o}", "kueue", cli_json_text(r->kueue_version), "jobset",
                   cli_json_text(r->jobset_version)),

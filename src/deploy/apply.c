@@ -7,7 +7,7 @@
  * any kind the cluster serves. Nothing here prints: what was found and done goes into the
  * gc_deploy_report, warnings and notices to the caller's gc_events as well.
  */
-#include "gcluster/deploy.h"
+#include "deploy/internal.h"
 
 #include "gcluster/kube.h"
 #include "gcluster/process.h"
@@ -19,12 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#define FIELD_MANAGER        "gcluster"
 #define LABEL_NODEPOOL       "cloud.google.com/gke-nodepool"
-#define KUEUE_INSTALL_URL    "https://github.com/kubernetes-sigs/kueue/releases/download"
-#define JOBSET_INSTALL_URL   "https://github.com/kubernetes-sigs/jobset/releases/download"
-#define KUEUE_DEFAULT        "v0.17.1"
-#define JOBSET_DEFAULT       "v0.10.1"
 #define ACTIVE_WAIT_ATTEMPTS 40 /* x 250 ms: Kueue marks a new ClusterQueue Active in ~1 s */
 
 /* Node pools */
@@ -113,153 +108,8 @@ static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, co
     return 0;
 }
 
-/* Discovery */
-
-/* Whether the API group is served, and its version to use (preferring `want`). */
-static int group_version(gc_kube *kube, const char *group, const char *want, char *version,
-                         size_t size, gc_error *err)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/apis/%s", group);
-    json_t *body;
-    int rc = gc_kube_get(kube, path, NULL, &body, err);
-    version[0] = '\0';
-    if (rc)
-        return err->http_status == 404 ? (gc_error_clear(err), 0) : rc;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(body, "versions"), i, v)
-    {
-        const char *name = json_string_value(json_object_get(v, "version"));
-        if (name && (!version[0] || !strcmp(name, want)))
-            snprintf(version, size, "%s", name);
-    }
-    json_decref(body);
-    return 0;
-}
-
-/* The REST name and scope of `kind` in `api_version` ("group/version" or "v1"). */
-static int resource_of(gc_kube *kube, json_t *cache, const char *api_version, const char *kind,
-                       const char **resource, bool *namespaced, gc_error *err)
-{
-    json_t *list = json_object_get(cache, api_version);
-    if (!list) {
-        char *path = strchr(api_version, '/') ? gc_xasprintf("/apis/%s", api_version)
-                                              : gc_xasprintf("/api/%s", api_version);
-        int rc = gc_kube_get(kube, path, NULL, &list, err);
-        free(path);
-        if (rc && err->http_status == 404)
-            return gc_fail(err, GC_EXIT_RUNTIME,
-                           "the cluster does not serve %s (needed for %s); install what "
-                           "provides it first",
-                           api_version, kind);
-        if (rc)
-            return rc;
-        json_object_set_new(cache, api_version, list);
-    }
-    size_t i;
-    json_t *res;
-    json_array_foreach(json_object_get(list, "resources"), i, res)
-    {
-        const char *name = json_string_value(json_object_get(res, "name"));
-        if (name && !strchr(name, '/') &&
-            !strcmp(json_string_value(json_object_get(res, "kind")), kind)) {
-            *resource = name;
-            *namespaced = json_is_true(json_object_get(res, "namespaced"));
-            return 0;
-        }
-    }
-    return gc_fail(err, GC_EXIT_RUNTIME, "the cluster's %s API has no kind %s", api_version, kind);
-}
-
-/* Objects */
-
-typedef struct object_ref {
-    char *path;
-    char label[192]; /* "clusterqueue.kueue.x-k8s.io/cluster-queue" */
-} object_ref;
-
-static int locate(gc_kube *kube, json_t *cache, json_t *obj, object_ref *ref, gc_error *err)
-{
-    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
-    const char *kind = json_string_value(json_object_get(obj, "kind"));
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    const char *resource = NULL;
-    bool namespaced = false;
-    int rc = resource_of(kube, cache, api, kind, &resource, &namespaced, err);
-    if (rc)
-        return rc;
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    if (namespaced && !ns) {
-        ns = gc_kube_namespace(kube);
-        json_object_set_new(meta, "namespace", json_string(ns));
-    }
-    const char *slash = strchr(api, '/');
-    char group[128] = "";
-    if (slash)
-        snprintf(group, sizeof(group), "%.*s", (int)(slash - api), api);
-    ref->path =
-        gc_kube_path(group, slash ? slash + 1 : api, namespaced ? ns : NULL, resource, name);
-    /* kubectl's way of naming it: the lower-case kind, then the group */
-    size_t n = 0;
-    for (const char *k = kind; *k && n < 63; k++)
-        ref->label[n++] = (char)tolower((unsigned char)*k);
-    snprintf(ref->label + n, sizeof(ref->label) - n, "%s%s/%s", group[0] ? "." : "", group, name);
-    return 0;
-}
-
-/* What an object holds that apply can change: everything but status and server metadata. */
-static json_t *comparable(const json_t *obj)
-{
-    json_t *copy = json_deep_copy(obj);
-    json_object_del(copy, "status");
-    json_t *meta = json_object_get(copy, "metadata");
-    static const char *const server_fields[] = {"managedFields", "resourceVersion", "generation",
-                                                "uid", "creationTimestamp"};
-    for (size_t i = 0; i < sizeof(server_fields) / sizeof(*server_fields); i++)
-        json_object_del(meta, server_fields[i]);
-    return copy;
-}
-
-/* Applies one object and records whether it was created, changed or left as it was. */
-static int apply_one(deploy_run *d, json_t *obj, const object_ref *ref, bool plan,
-                     gc_deploy_object *out, gc_error *err)
-{
-    json_t *before = NULL, *after = NULL;
-    int rc = gc_kube_get(d->kube, ref->path, NULL, &before, err);
-    if (rc && err->http_status != 404)
-        return rc;
-    gc_error_clear(err);
-    rc = gc_kube_apply(d->kube, ref->path, obj, FIELD_MANAGER,
-                       GC_KUBE_FORCE | GC_KUBE_STRICT | (plan ? GC_KUBE_DRY_RUN : 0), &after, err);
-    if (rc) {
-        json_decref(before);
-        gc_error_prefix(err, "applying %s: ", ref->label);
-        return rc;
-    }
-    if (!before) {
-        out->outcome = GC_APPLY_CREATED;
-    } else {
-        json_t *a = comparable(before), *b = comparable(after);
-        out->outcome = json_equal(a, b) ? GC_APPLY_UNCHANGED : GC_APPLY_CONFIGURED;
-        json_decref(a);
-        json_decref(b);
-    }
-    json_decref(before);
-    json_decref(after);
-    return 0;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) && errno == EINTR)
-        ;
-}
-
 /* Waits briefly for Kueue to accept a ClusterQueue, and records what it decided. */
-static int check_queue_state(deploy_run *d, const object_ref *ref, gc_deploy_object *out,
+static int check_queue_state(deploy_run *d, const deploy_object_ref *ref, gc_deploy_object *out,
                              gc_error *err)
 {
     const char *reason = "Pending", *message = "Kueue has not looked at it yet";
@@ -267,7 +117,7 @@ static int check_queue_state(deploy_run *d, const object_ref *ref, gc_deploy_obj
     gc_progress(d->ev, "waiting for Kueue to make %s Active", ref->label);
     for (int attempt = 0; attempt < ACTIVE_WAIT_ATTEMPTS && !out->queue_active; attempt++) {
         if (attempt)
-            sleep_ms(250);
+            deploy_sleep_ms(250);
         json_decref(cq);
         int rc = gc_kube_get(d->kube, ref->path, NULL, &cq, err);
         if (rc) {
@@ -312,7 +162,7 @@ static void object_free(gc_deploy_object *o)
     memset(o, 0, sizeof(*o));
 }
 
-static void describe_object(const json_t *obj, const object_ref *ref, gc_deploy_object *out)
+static void describe_object(const json_t *obj, const deploy_object_ref *ref, gc_deploy_object *out)
 {
     const json_t *meta = json_object_get(obj, "metadata");
     out->api_version = gc_xstrdup(json_string_value(json_object_get(obj, "apiVersion")));
@@ -332,12 +182,14 @@ static int apply_objects(deploy_run *d, json_t *objects, bool plan, gc_error *er
     int rc = 0;
     json_array_foreach(objects, i, obj)
     {
-        object_ref ref = {0};
-        rc = locate(d->kube, cache, obj, &ref, err);
+        deploy_object_ref ref = {0};
+        rc = deploy_locate(d->kube, cache, obj, &ref, err);
         gc_deploy_object *out = &report->objects[report->object_count];
         if (!rc) {
             describe_object(obj, &ref, out);
-            rc = apply_one(d, obj, &ref, plan, out, err);
+            rc = plan ? deploy_apply_object(d->kube, obj, &ref, true, &out->outcome, err)
+                      : deploy_apply_after_install(
+                            d->kube, obj, &ref, deploy_install_changed(report), &out->outcome, err);
         }
         /* An object is reported once it was applied; its error says what became of the rest. */
         if (!rc)
@@ -375,97 +227,102 @@ static void summarize(const gc_blueprint *bp, const target *t, const char *head_
                                 .source = dup_or_null(bp->unhandled[i].source)};
 }
 
-static void add_missing(gc_deploy_report *report, const char *name, const char *url,
-                        const char *version)
+/* An installed controller older than what jobs need (unless the blueprint installs it: then
+ * the install said so already). */
+static void warn_too_old(deploy_run *d, const char *name, const char *installed, const char *needed)
 {
-    report->missing =
-        gc_xrealloc(report->missing, (report->missing_count + 1) * sizeof(*report->missing));
-    report->missing[report->missing_count++] = (gc_deploy_missing){
-        .name = gc_xstrdup(name),
-        .install_command = gc_xasprintf("kubectl apply --server-side -f %s/%s%s/manifests.yaml",
-                                        url, version[0] == 'v' ? "" : "v", version),
-    };
-}
-
-/* The image tag of a controller Deployment's first container ("v0.17.1"), as Google's gcluster
- * reads the installed Kueue version; NULL when it is not there or has no tag. */
-static char *controller_version(gc_kube *kube, const char *ns, const char *name)
-{
-    char *path = gc_kube_path("apps", "v1", ns, "deployments", name);
-    json_t *deployment = NULL;
-    gc_error ignored = {0};
-    int rc = gc_kube_get(kube, path, NULL, &deployment, &ignored);
-    free(path);
-    if (rc)
-        return NULL;
-    json_t *containers = json_object_get(
-        json_object_get(json_object_get(json_object_get(deployment, "spec"), "template"), "spec"),
-        "containers");
-    const char *image = json_string_value(json_object_get(json_array_get(containers, 0), "image"));
-    const char *colon = image ? strrchr(image, ':') : NULL;
-    char *version = colon && !strchr(colon, '/') ? gc_xstrdup(colon + 1) : NULL;
-    json_decref(deployment);
-    return version;
-}
-
-/* vX.Y.Z as a number to compare; -1 when it is not a version. */
-static long version_number(const char *v)
-{
-    unsigned major, minor, patch;
-    if (!v || sscanf(v[0] == 'v' ? v + 1 : v, "%u.%u.%u", &major, &minor, &patch) != 3)
-        return -1;
-    return (long)major * 1000000 + minor * 1000 + patch;
-}
-
-/* An installed controller older than what jobs need: the warning with the toolkit's release. */
-static void warn_too_old(deploy_run *d, const char *name, const char *installed, const char *needed,
-                         const char *release, const char *url)
-{
-    char *text = gc_xasprintf("%s %s is installed; jobs need %s or later (the toolkit installs "
-                              "%s): kubectl apply --server-side -f %s/%s/manifests.yaml",
-                              name, installed, needed, release, url, release);
+    for (size_t i = 0; i < d->report->install_count; i++)
+        if (!strcmp(d->report->installs[i].name, name))
+            return;
+    char *text = gc_xasprintf("%s %s is installed; jobs need %s or later (deploy --upgrade "
+                              "installs the blueprint's release)",
+                              name, installed, needed);
     warn(d, text);
     free(text);
 }
 
 /* Jobs need the Kueue API v1beta2 (Kueue 0.15.0 and later, the oldest release Cluster Toolkit
  * supports) and JobSet 0.9.0 or later (the oldest the toolkit supports). */
-static void check_versions(deploy_run *d, const char *kueue_api, bool jobset_served)
+static void check_versions(deploy_run *d, json_t *cache, const char *kueue_api, bool jobset_served)
 {
     gc_deploy_report *report = d->report;
     if (kueue_api[0])
         report->kueue_version =
-            controller_version(d->kube, "kueue-system", "kueue-controller-manager");
+            deploy_running_version(d->kube, cache, "kueue-system", "kueue-controller-manager");
     if (jobset_served)
         report->jobset_version =
-            controller_version(d->kube, "jobset-system", "jobset-controller-manager");
-    long kueue = version_number(report->kueue_version);
-    long jobset = version_number(report->jobset_version);
+            deploy_running_version(d->kube, cache, "jobset-system", "jobset-controller-manager");
+    long kueue = deploy_version_number(report->kueue_version);
+    long jobset = deploy_version_number(report->jobset_version);
     if (kueue >= 0 && kueue < 15000)
-        warn_too_old(d, "Kueue", report->kueue_version, "0.15.0", KUEUE_DEFAULT, KUEUE_INSTALL_URL);
+        warn_too_old(d, "Kueue", report->kueue_version, "0.15.0");
     if (jobset >= 0 && jobset < 9000)
-        warn_too_old(d, "JobSet", report->jobset_version, "0.9.0", JOBSET_DEFAULT,
-                     JOBSET_INSTALL_URL);
+        warn_too_old(d, "JobSet", report->jobset_version, "0.9.0");
 }
 
-/* Kueue (and JobSet) must already run on the cluster; say how to install what is missing. */
-static int check_prerequisites(deploy_run *d, const gc_blueprint *bp, char kueue_api[16],
-                               gc_error *err)
+/* What the cluster serves once the installs are done: the Kueue API version ("" when not
+ * served), and a warning for JobSet when jobs would find none. */
+static int check_prerequisites(deploy_run *d, json_t *cache, char kueue_api[16], gc_error *err)
 {
     char jobset_api[16];
-    int rc = group_version(d->kube, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
-    if (!rc && bp->jobset_install)
-        rc = group_version(d->kube, "jobset.x-k8s.io", "v1alpha2", jobset_api, sizeof(jobset_api),
-                           err);
+    int rc = deploy_served(d->kube, cache, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
+    if (!rc)
+        rc = deploy_served(d->kube, cache, "jobset.x-k8s.io", "v1alpha2", jobset_api,
+                           sizeof(jobset_api), err);
     if (rc)
         return rc;
-    if (bp->kueue_install && !kueue_api[0])
-        add_missing(d->report, "Kueue", KUEUE_INSTALL_URL,
-                    bp->kueue_version ? bp->kueue_version : KUEUE_DEFAULT);
-    if (bp->jobset_install && !jobset_api[0])
-        add_missing(d->report, "JobSet", JOBSET_INSTALL_URL, JOBSET_DEFAULT);
-    check_versions(d, kueue_api, bp->jobset_install && jobset_api[0]);
+    if (!jobset_api[0] && !d->report->plan)
+        warn(d, "the cluster does not serve JobSet (jobset.x-k8s.io) and the blueprint does not "
+                "install it: jobs cannot run until it is installed (set jobset.install: true "
+                "in the kubectl-apply module)");
+    check_versions(d, cache, kueue_api, jobset_api[0]);
     return 0;
+}
+
+/* What the installs found: an older release stays unless --upgrade; a release without a kept
+ * digest is not installed. */
+static void report_installs(deploy_run *d)
+{
+    for (size_t i = 0; i < d->report->install_count; i++) {
+        const gc_deploy_install *in = &d->report->installs[i];
+        char *text = NULL;
+        if (in->state == GC_INSTALL_OLDER)
+            text = gc_xasprintf("%s %s is installed, older than the blueprint's %s; it is left "
+                                "as it is (deploy --upgrade installs %s)",
+                                in->name, in->installed, in->version, in->version);
+        else if (in->state == GC_INSTALL_UNVERIFIABLE)
+            text = gc_xasprintf("%s %s is not installed and gcluster will not install it: it "
+                                "keeps no SHA-256 digest of that release to check the download "
+                                "against; install it yourself (the blueprint asks for it)",
+                                in->name, in->version);
+        if (text)
+            warn(d, text);
+        free(text);
+    }
+}
+
+/* Objects listed without applying them: with --plan before the cluster serves their API. */
+static void list_unapplied(gc_deploy_report *report, json_t *objects)
+{
+    report->objects = gc_xcalloc(json_array_size(objects) + 1, sizeof(*report->objects));
+    size_t i;
+    json_t *obj;
+    json_array_foreach(objects, i, obj)
+    {
+        deploy_object_ref ref = {0};
+        const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const char *slash = strchr(api, '/');
+        size_t n = 0;
+        for (const char *k = kind; *k && n < 63; k++)
+            ref.label[n++] = (char)tolower((unsigned char)*k);
+        snprintf(ref.label + n, sizeof(ref.label) - n, "%s%.*s/%s", slash ? "." : "",
+                 slash ? (int)(slash - api) : 0, api,
+                 json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
+        gc_deploy_object *out = &report->objects[report->object_count++];
+        describe_object(obj, &ref, out);
+        out->outcome = GC_APPLY_NOT_CHECKED;
+    }
 }
 
 /* The Kueue configuration's objects, with the builder's warnings (one per line). */
@@ -495,8 +352,19 @@ int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
     summarize(bp, &t, head_pool, report);
     report->plan = r->plan;
 
+    /* What the cluster serves, asked once (and again after an install changed it). */
+    json_t *cache = json_object();
+    int rc = deploy_install_check(kube, cache, bp, r, report, err);
+    if (!rc)
+        report_installs(&d);
+    if (!rc && !r->plan)
+        rc = deploy_install_run(kube, r, ev, report, err);
+    if (!rc && deploy_install_changed(report))
+        json_object_clear(cache);
     char kueue_api[16] = "";
-    int rc = check_prerequisites(&d, bp, kueue_api, err);
+    if (!rc)
+        rc = check_prerequisites(&d, cache, kueue_api, err);
+    json_decref(cache);
     json_t *objects = NULL;
     if (!rc)
         rc = kueue_objects(&d, bp, head_pool, kueue_api[0] ? kueue_api : "v1beta2", &objects, err);
@@ -506,14 +374,17 @@ int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
     gc_pool_spec *pools = gc_blueprint_all_pools(bp, head_pool, &pool_count);
     if (!rc)
         rc = list_pools(&d, pools, pool_count, &t, err);
-    if (!rc && json_array_size(objects) && kueue_api[0]) {
-        report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", kueue_api);
-        rc = apply_objects(&d, objects, r->plan, err);
+    if (!rc && json_array_size(objects)) {
+        report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", kueue_api[0] ? kueue_api : "v1beta2");
+        if (kueue_api[0])
+            rc = apply_objects(&d, objects, r->plan, err);
+        else if (r->plan)
+            list_unapplied(report, objects);
+        else
+            rc = gc_fail(err, GC_EXIT_RUNTIME,
+                         "the cluster does not serve Kueue (kueue.x-k8s.io) and it was not "
+                         "installed (see above); the Kueue configuration was not applied");
     }
-    if (!rc && report->missing_count)
-        rc = gc_fail(err, GC_EXIT_RUNTIME,
-                     "the cluster lacks Kueue or JobSet (install commands above); the Kueue "
-                     "configuration was not applied");
     free(pools);
     json_decref(objects);
     return rc;
@@ -538,33 +409,11 @@ int gc_deploy_offline(const gc_blueprint *bp, const gc_deploy_request *r, const 
         return rc;
     gc_cluster_objects(bp, objects);
     /* Whether they are installed is not known; what installing takes is. */
-    if (bp->kueue_install)
-        add_missing(report, "Kueue", KUEUE_INSTALL_URL,
-                    bp->kueue_version ? bp->kueue_version : KUEUE_DEFAULT);
-    if (bp->jobset_install)
-        add_missing(report, "JobSet", JOBSET_INSTALL_URL, JOBSET_DEFAULT);
+    rc = deploy_install_check(NULL, NULL, bp, r, report, err);
     report->kueue_api = gc_xstrdup("kueue.x-k8s.io/v1beta2");
-    report->objects = gc_xcalloc(json_array_size(objects) + 1, sizeof(*report->objects));
-    size_t i;
-    json_t *obj;
-    json_array_foreach(objects, i, obj)
-    {
-        object_ref ref = {0};
-        const char *api = json_string_value(json_object_get(obj, "apiVersion"));
-        const char *kind = json_string_value(json_object_get(obj, "kind"));
-        const char *slash = strchr(api, '/');
-        size_t n = 0;
-        for (const char *k = kind; *k && n < 63; k++)
-            ref.label[n++] = (char)tolower((unsigned char)*k);
-        snprintf(ref.label + n, sizeof(ref.label) - n, "%s%.*s/%s", slash ? "." : "",
-                 slash ? (int)(slash - api) : 0, api,
-                 json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
-        gc_deploy_object *out = &report->objects[report->object_count++];
-        describe_object(obj, &ref, out);
-        out->outcome = GC_APPLY_NOT_CHECKED;
-    }
+    list_unapplied(report, objects);
     json_decref(objects);
-    return 0;
+    return rc;
 }
 
 void gc_deploy_report_free(gc_deploy_report *report)
@@ -579,11 +428,9 @@ void gc_deploy_report_free(gc_deploy_report *report)
         free(report->unhandled[i].source);
     }
     free(report->unhandled);
-    for (size_t i = 0; i < report->missing_count; i++) {
-        free(report->missing[i].name);
-        free(report->missing[i].install_command);
-    }
-    free(report->missing);
+    for (size_t i = 0; i < report->install_count; i++)
+        deploy_install_free(&report->installs[i]);
+    free(report->installs);
     for (size_t i = 0; i < report->pool_count; i++) {
         gc_deploy_pool *p = &report->pools[i];
         free(p->name);

@@ -114,26 +114,60 @@ static int count_requests(const char *method, const char *prefix)
     return n;
 }
 
+/* A file in --manifests-dir named like the release it stands for. */
+static char *write_release(const char *dir, const char *name, const char *text)
+{
+    char *path = gc_xasprintf("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Kueue and JobSet are missing, so deploy installs them from their release files; a file
+ * whose SHA-256 is not the release's is refused before any object is sent. */
 static void cluster_without_kueue_or_jobset(void **state)
 {
     (void)state;
     script("{" NODES "}"); /* /apis/kueue.x-k8s.io and /apis/jobset.x-k8s.io answer 404 */
+    char *dir = gc_xasprintf("%s/manifests", env->tmp);
+    mkdir(dir, 0700);
+    free(write_release(dir, "jobset-v0.10.1.yaml", "kind: Namespace\n"));
+    free(write_release(dir, "kueue-v0.17.1.yaml", "kind: Namespace\n"));
     outcome o;
-    gc_deploy_request r = {.cluster = "c", .location = "us-east5"};
+    gc_deploy_request r = {.cluster = "c", .location = "us-east5", .manifests_dir = dir};
     run_deploy(&o, &r);
     assert_int_equal(o.rc, GC_EXIT_RUNTIME);
-    assert_non_null(strstr(o.err.message, "lacks Kueue or JobSet"));
+    assert_non_null(strstr(o.err.message, "jobset-v0.10.1.yaml: SHA-256 "));
+    assert_non_null(
+        strstr(o.err.message, "but JobSet v0.10.1 is 41ad53ab43555e4adc92b3e59c01d1cb"));
+    assert_non_null(strstr(o.err.message, "nothing was applied"));
+    assert_int_equal(count_requests("PATCH", "/"), 0);
+    assert_int_equal(o.report.install_count, 2);
+    assert_string_equal(o.report.installs[0].name, "JobSet");
+    assert_int_equal(o.report.installs[0].state, GC_INSTALL_MISSING);
+    assert_string_equal(o.report.installs[1].name, "Kueue");
+    assert_string_equal(o.report.installs[1].version, "v0.17.1");
+    assert_non_null(strstr(o.report.installs[1].source, "/manifests/kueue-v0.17.1.yaml"));
+    outcome_free(&o);
+    free(dir);
+
+    /* With --plan nothing is fetched: the report says what would be installed from where. */
+    r = (gc_deploy_request){.cluster = "c", .location = "us-east5", .plan = true};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
     const gc_deploy_report *rep = &o.report;
     assert_true(rep->started);
     assert_string_equal(rep->cluster, "c");
     assert_string_equal(rep->location, "us-east5");
     assert_string_equal(rep->head_pool, "cpu-np");
-    assert_int_equal(rep->missing_count, 2);
-    assert_string_equal(rep->missing[0].name, "Kueue");
-    assert_string_equal(rep->missing[0].install_command,
-                        "kubectl apply --server-side -f https://github.com/"
-                        "kubernetes-sigs/kueue/releases/download/v0.17.1/manifests.yaml");
-    assert_string_equal(rep->missing[1].name, "JobSet");
+    assert_int_equal(rep->install_count, 2);
+    assert_string_equal(rep->installs[1].source, "https://github.com/kubernetes-sigs/kueue/"
+                                                 "releases/download/v0.17.1/manifests.yaml");
+    assert_int_equal(rep->installs[1].state, GC_INSTALL_MISSING);
+    assert_int_equal(rep->object_count, 9);
+    assert_int_equal(rep->objects[0].outcome, GC_APPLY_NOT_CHECKED);
     /* The node-pool report still says what is missing and how to create it. */
     assert_true(rep->pools_listed);
     assert_int_equal(find_pool(rep, "cpu-np")->nodes, 2);
@@ -143,9 +177,8 @@ static void cluster_without_kueue_or_jobset(void **state)
                                                 "--project=my-project --cluster=c "
                                                 "--location=us-east5"));
     assert_null(find_pool(rep, "cpu-np")->create_command);
-    /* Nothing was applied, and nothing was said to be. */
-    assert_null(rep->kueue_api);
-    assert_int_equal(rep->object_count, 0);
+    /* Nothing was applied: the objects are listed as what would be applied. */
+    assert_string_equal(rep->kueue_api, "kueue.x-k8s.io/v1beta2");
     assert_int_equal(count_requests("PATCH", "/"), 0);
     outcome_free(&o);
 }
@@ -294,10 +327,8 @@ static void installed_versions_are_checked(void **state)
     assert_string_equal(o.report.jobset_version, "v0.10.1");
     assert_int_equal(o.report.warnings.count, 1);
     assert_non_null(strstr(o.report.warnings.items[0],
-                           "Kueue v0.13.4 is installed; jobs need 0.15.0 or later (the toolkit "
-                           "installs v0.17.1): kubectl apply --server-side -f "
-                           "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.1/"
-                           "manifests.yaml"));
+                           "Kueue v0.13.4 is installed, older than the blueprint's v0.17.1; it "
+                           "is left as it is (deploy --upgrade installs v0.17.1)"));
     outcome_free(&o);
 
     assert_true(kube_test_server_reset(&env->server));
@@ -305,8 +336,8 @@ static void installed_versions_are_checked(void **state)
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
     assert_int_equal(o.report.warnings.count, 1);
-    assert_non_null(strstr(o.report.warnings.items[0], "JobSet v0.8.0 is installed; jobs need "
-                                                       "0.9.0 or later"));
+    assert_non_null(strstr(o.report.warnings.items[0], "JobSet v0.8.0 is installed, older than "
+                                                       "the blueprint's v0.10.1"));
     outcome_free(&o);
 
     assert_true(kube_test_server_reset(&env->server));
@@ -352,7 +383,8 @@ static void deploy_reports_each_object_and_the_queue_state(void **state)
     const gc_deploy_report *rep = &o.report;
     assert_string_equal(rep->blueprint, "gke-tpu-v6e-pathways");
     assert_true(rep->pathways);
-    assert_int_equal(rep->missing_count, 0);
+    assert_int_equal(rep->install_count, 2);
+    assert_int_equal(rep->installs[0].state, GC_INSTALL_PRESENT);
     assert_string_equal(rep->kueue_api, "kueue.x-k8s.io/v1beta2");
     assert_int_equal(rep->object_count, 9);
     for (size_t i = 0; i < rep->object_count; i++) {
@@ -472,7 +504,7 @@ static void json_report_follows_the_documented_schema(void **state)
                             json_array_get(json_object_get(cloud, "steps"), 0), "kind")),
                         "network");
     assert_true(json_is_false(json_object_get(cloud, "applied")));
-    assert_int_equal(json_array_size(json_object_get(doc, "missing_prerequisites")), 0);
+    assert_int_equal(json_array_size(json_object_get(doc, "installs")), 2);
     assert_true(json_is_false(json_object_get(doc, "plan")));
     const json_t *pools = json_object_get(doc, "node_pools");
     assert_int_equal(json_array_size(pools), 3);
@@ -519,19 +551,20 @@ static void json_report_of_a_failed_deploy(void **state)
     (void)state;
     script("{" NODES "}");
     cli_result res;
-    run_deploy_cli(&res, (const char *[]){"--output", "json", NULL});
+    run_deploy_cli(&res, (const char *[]){"--output", "json", "--manifests-mirror",
+                                          "https://no-such-host.invalid/", NULL});
     assert_int_equal(res.exit_code, GC_EXIT_RUNTIME);
     json_t *doc = json_loads(res.out.data, 0, NULL);
     assert_non_null(doc);
-    const json_t *missing = json_object_get(doc, "missing_prerequisites");
-    assert_int_equal(json_array_size(missing), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(missing, 0), "name")),
-                        "Kueue");
-    assert_non_null(
-        strstr(json_string_value(json_object_get(json_array_get(missing, 1), "install_command")),
-               "kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/"));
+    const json_t *installs = json_object_get(doc, "installs");
+    assert_int_equal(json_array_size(installs), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(installs, 0), "name")),
+                        "JobSet");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(installs, 1), "state")),
+                        "missing");
     assert_true(json_is_null(json_object_get(doc, "kueue_api")));
-    assert_non_null(strstr(res.err.data, "lacks Kueue or JobSet"));
+    assert_non_null(strstr(res.err.data, "/no-such-host.invalid/kubernetes-sigs/jobset/releases/"
+                                         "download/v0.10.1/manifests.yaml"));
     json_decref(doc);
     cli_result_free(&res);
 }

@@ -514,10 +514,9 @@ static void plan_and_dry_run_change_nothing(void **st)
                                      "      gcloud container clusters update ev-set ");
             assert_has(res.out.data, "checkpointconfiguration.checkpointing.gke.io/default would "
                                      "be applied");
-            assert_has(res.out.data, "Kueue, if the cluster lacks it (downloads the release at "
-                                     "run time):\n    kubectl apply --server-side -f "
-                                     "https://github.com/kubernetes-sigs/kueue/releases/download/"
-                                     "v0.17.1/manifests.yaml");
+            assert_has(res.out.data, "  Kueue v0.17.1: installed if the cluster lacks it\n"
+                                     "      from https://github.com/kubernetes-sigs/kueue/"
+                                     "releases/download/v0.17.1/manifests.yaml\n");
         } else {
             char *yaml = kube_test_read(out);
             assert_has(yaml, "kind: CheckpointConfiguration");
