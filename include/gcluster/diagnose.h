@@ -109,6 +109,10 @@ typedef struct gc_job_row {
     char *queue;     /* the LocalQueue; NULL when the job is not queued through Kueue */
     char *created;   /* RFC 3339 */
     char *completed; /* RFC 3339, or NULL while the job has not finished */
+    /* A Shared Pathways Service: its clients and the slices they hold (sps_clients -1: not
+     * known); its resource manager is NAME-pathways-head-0-0.NAME:29001. */
+    int sps_clients;
+    int sps_held;
 } gc_job_row;
 
 typedef struct gc_job_list_result {

@@ -9,9 +9,11 @@
 #include "gcluster/buf.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
+#include "gcluster/manifest.h"
 #include "gcluster/sys.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,24 +23,24 @@
 
 enum { AGE, COMPLETED_AGE };
 
-static void row_cells(const gc_job_row *r, long long now, char ages[2][16],
+static void row_cells(const gc_job_row *r, long long now, char ages[2][16], char sps[48],
                       const char *cells[COLUMNS])
 {
+    /* A service: how many clients it serves and the slices they hold. */
+    if (r->pathways == GC_PATHWAYS_SPS && r->sps_clients >= 0)
+        snprintf(sps, 48, "sps: %d client%s, %d held", r->sps_clients,
+                 r->sps_clients == 1 ? "" : "s", r->sps_held);
+    else
+        snprintf(sps, 48, "%s",
+                 r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways));
     gc_clock_format_age(r->created, now, ages[AGE], 16);
     if (r->completed)
         gc_clock_format_age(r->completed, now, ages[COMPLETED_AGE], 16);
     else
         snprintf(ages[COMPLETED_AGE], 16, "-");
     const char *values[COLUMNS] = {
-        r->ns,
-        r->name,
-        r->status,
-        r->compute,
-        r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways),
-        ages[AGE],
-        ages[COMPLETED_AGE],
-        r->queue,
-        r->reason,
+        r->ns,    r->name,   r->status, r->compute, sps, ages[AGE], ages[COMPLETED_AGE],
+        r->queue, r->reason,
     };
     for (size_t c = 0; c < COLUMNS; c++)
         cells[c] = values[c] ? values[c] : "-";
@@ -57,7 +59,8 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
     long long now = (long long)time(NULL);
     for (size_t i = 0; i < list->count; i++) {
         const char *cells[COLUMNS];
-        row_cells(&list->rows[i], now, ages[i], cells);
+        char sps[48];
+        row_cells(&list->rows[i], now, ages[i], sps, cells);
         for (size_t c = 0; c < COLUMNS; c++)
             if (strlen(cells[c]) > width[c])
                 width[c] = strlen(cells[c]);
@@ -72,7 +75,8 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
     cli_put_line(out, line.data, line.len);
     for (size_t i = 0; i < list->count; i++) {
         const char *cells[COLUMNS];
-        row_cells(&list->rows[i], now, ages[i], cells);
+        char sps[48];
+        row_cells(&list->rows[i], now, ages[i], sps, cells);
         gc_buf_reset(&line);
         for (size_t c = first; c < last; c++)
             gc_buf_printf(&line, "%-*s%s", c + 1 < last ? (int)width[c] : 0, cells[c],
@@ -85,14 +89,22 @@ void cli_render_list_table(FILE *out, const gc_job_list_result *list, bool wide,
 
 static json_t *row_json(const gc_job_row *r)
 {
-    return json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
-                     cli_json_text(r->name), "namespace", cli_json_text(r->ns), "uid",
-                     cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase), "status",
-                     cli_json_text(r->status), "detail", cli_json_text(r->detail), "reason",
-                     cli_json_text(r->reason), "compute", cli_json_text(r->compute), "pathways",
-                     gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue),
-                     "created", cli_json_text(r->created), "completed",
-                     cli_json_text(r->completed));
+    json_t *row =
+        json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "name",
+                  cli_json_text(r->name), "namespace", cli_json_text(r->ns), "uid",
+                  cli_json_text(r->uid), "phase", gc_job_phase_name(r->phase), "status",
+                  cli_json_text(r->status), "detail", cli_json_text(r->detail), "reason",
+                  cli_json_text(r->reason), "compute", cli_json_text(r->compute), "pathways",
+                  gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue), "created",
+                  cli_json_text(r->created), "completed", cli_json_text(r->completed));
+    if (row && r->pathways == GC_PATHWAYS_SPS && r->sps_clients >= 0) {
+        char *rm = gc_sps_resource_manager_address(r->name ? r->name : "");
+        json_object_set_new(row, "sps",
+                            json_pack("{s:s, s:i, s:i}", "resource_manager", rm, "clients",
+                                      r->sps_clients, "held", r->sps_held));
+        free(rm);
+    }
+    return row;
 }
 
 /* Appends `text` with every line indented by two spaces, as it sits inside the JSON array. */

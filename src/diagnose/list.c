@@ -10,6 +10,7 @@
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
+#include "gcluster/sps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,48 @@ static int add_queue_reasons(gc_kube *kube, list_state *s, gc_error *err)
     return rc;
 }
 
+/* Services get their clients counted: one more list (every proxy Job of the namespace, or of all
+ * of them), read only when the list has a service. A failed read leaves the counts unknown. */
+static void add_sps_clients(gc_kube *kube, const gc_list_request *r, list_state *s)
+{
+    bool any = false;
+    for (size_t i = 0; i < s->count; i++) {
+        s->rows[i].sps_clients = -1;
+        any = any || s->rows[i].pathways == GC_PATHWAYS_SPS;
+    }
+    if (!any)
+        return;
+    char *path = gc_kube_path("batch", "v1", r->all_namespaces ? NULL : gc_kube_namespace(kube),
+                              "jobs", NULL);
+    const char *query[] = {"labelSelector", GC_LABEL_SPS_SERVICE, NULL};
+    json_t *jobs = NULL;
+    gc_error ignored = {0};
+    int rc = gc_kube_get(kube, path, query, &jobs, &ignored);
+    free(path);
+    for (size_t i = 0; !rc && i < s->count; i++) {
+        gc_job_row *row = &s->rows[i];
+        if (row->pathways != GC_PATHWAYS_SPS)
+            continue;
+        /* The row's namespace only: a service of the same name elsewhere is another one. */
+        json_t *mine = json_array();
+        size_t j;
+        json_t *job;
+        json_array_foreach(json_object_get(jobs, "items"), j, job)
+        {
+            if (gc_kube_same(gc_kube_field(job, NULL, "namespace"), row->ns))
+                json_array_append(mine, job);
+        }
+        json_t *list = json_pack("{s:o}", "items", mine);
+        gc_sps_usage u = {0};
+        gc_sps_clients_of(row->name, list, &u);
+        row->sps_clients = (int)u.count;
+        row->sps_held = u.held;
+        gc_sps_usage_free(&u);
+        json_decref(list);
+    }
+    json_decref(jobs);
+}
+
 int gc_job_list_check(const gc_list_request *r, gc_error *err)
 {
     bool valid = true;
@@ -223,6 +266,8 @@ int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out
                      "JobSet (gcluster deploy does)");
     if (!rc && r->queue_reasons)
         rc = add_queue_reasons(kube, &s, err);
+    if (!rc)
+        add_sps_clients(kube, r, &s);
     for (size_t i = 0; i < s.count; i++)
         json_decref(s.queued[i]);
     free(s.queued);

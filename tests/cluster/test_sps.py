@@ -184,7 +184,11 @@ def test_two_clients_reach_their_own_proxy_and_a_third_waits(sps, venv_python, t
         for u in ("ada", "bob"):
             assert f"{jobs[u]} ({clients[u].user}, 1 slice)" in why, why
         assert "first in line" in why, why
-        # inspect shows the service: its resource manager and who is attached.
+        # list counts its clients, inspect shows its resource manager and who is attached.
+        row = sps.list_json()[NAME]
+        assert row["pathways"] == "sps"
+        assert row["sps"] == {"resource_manager": f"{NAME}-pathways-head-0-0.{NAME}:29001",
+                              "clients": 3, "held": 2}, row
         text = sps.gcluster("job", "inspect", NAME, *CLUSTER, check=0).stdout
         assert (f"Service:    resource manager {NAME}-pathways-head-0-0.{NAME}:29001; 2 slices "
                 "of tpuv6e:4x4, 2 held") in text, text
