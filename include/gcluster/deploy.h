@@ -209,6 +209,10 @@ typedef struct gc_cloud_step {
     char **create;        /* what makes the step done */
     char *input;          /* what `create` reads on its stdin (a file gcloud takes), or NULL */
     bool removes;         /* `create` deletes: done when `check` no longer finds it (destroy) */
+    /* Settings: what `check` prints for the resource as the blueprint makes it; other output
+     * is drift (GC_CLOUD_DIFFERS), which `update` repairs where gcloud can (NULL: reported). */
+    char *expect;
+    char **update;
 } gc_cloud_step;
 
 typedef struct gc_cloud_plan {
@@ -263,6 +267,8 @@ typedef enum gc_cloud_state {
     GC_CLOUD_MISSING,
     GC_CLOUD_CREATED,
     GC_CLOUD_FAILED,
+    GC_CLOUD_DIFFERS, /* present with other settings (see `detail`) */
+    GC_CLOUD_UPDATED, /* was GC_CLOUD_DIFFERS, and `update` ran */
 } gc_cloud_state;
 
 typedef struct gc_cloud_outcome {

@@ -49,6 +49,8 @@ static const char *state_word(gc_cloud_state state)
         return "deleted";
     case GC_CLOUD_FAILED:
         return "failed";
+    case GC_CLOUD_DIFFERS:
+    case GC_CLOUD_UPDATED:
     case GC_CLOUD_NOT_CHECKED:
         break;
     }

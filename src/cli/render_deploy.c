@@ -150,6 +150,10 @@ static const char *state_name(gc_cloud_state state, bool applied)
         return "created";
     case GC_CLOUD_FAILED:
         return "failed";
+    case GC_CLOUD_DIFFERS:
+        return "present with other settings";
+    case GC_CLOUD_UPDATED:
+        return "updated";
     case GC_CLOUD_NOT_CHECKED:
         break;
     }
@@ -158,7 +162,9 @@ static const char *state_name(gc_cloud_state state, bool applied)
 
 static const char *state_key(gc_cloud_state state)
 {
-    static const char *const names[] = {"not_checked", "present", "missing", "created", "failed"};
+    static const char *const names[] = {"not_checked", "present", "missing", "created",
+                                        "failed",      "differs", "updated"};
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_UPDATED + 1, "every state");
     return names[state];
 }
 
@@ -172,9 +178,12 @@ static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_re
         const gc_cloud_outcome *o = &cloud->outcomes[i];
         cli_line(out, "  %2zu. %s %s: %s", i + 1, gc_cloud_step_kind_name(s->kind), s->name,
                  state_name(o->state, cloud->applied));
-        if (o->state != GC_CLOUD_PRESENT)
+        /* what would be run: a drift gcloud cannot repair has no command */
+        if (o->state != GC_CLOUD_PRESENT && (o->state != GC_CLOUD_DIFFERS || s->update))
             cli_line(out, "      %s", o->command);
         if (o->state == GC_CLOUD_NOT_CHECKED && o->detail && i == 0)
+            cli_line(out, "      (%s)", o->detail);
+        if (o->state == GC_CLOUD_DIFFERS && o->detail)
             cli_line(out, "      (%s)", o->detail);
         if (o->state == GC_CLOUD_CREATED || o->state == GC_CLOUD_FAILED)
             render_output(out, o->detail);

@@ -60,6 +60,23 @@ static int check(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *o
             gc_process_result_free(&r);
             return 0;
         }
+        if (found && s->expect) {
+            /* present: are its settings the blueprint's? */
+            const char *out = r.out.data ? r.out.data : "";
+            size_t len = strcspn(out, "\r\n");
+            while (len && (out[len - 1] == ' ' || out[len - 1] == '\t'))
+                len--;
+            if (len == strlen(s->expect) && !strncmp(out, s->expect, len)) {
+                o->state = GC_CLOUD_PRESENT;
+            } else {
+                o->state = GC_CLOUD_DIFFERS;
+                o->detail = gc_xasprintf("it has %.*s where the blueprint gives %s%s", (int)len,
+                                         out, s->expect,
+                                         s->update ? "" : "; gcloud cannot change that in place");
+            }
+            gc_process_result_free(&r);
+            return 0;
+        }
         if (!found && !says_not_found(&r.err)) {
             o->state = GC_CLOUD_NOT_CHECKED;
             o->detail = first_line(&r.err);
@@ -110,6 +127,34 @@ static int create(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *
                          s->module_id[0] ? s->module_id : "-");
     } else if (!rc) {
         o->state = GC_CLOUD_CREATED;
+    }
+    gc_process_result_free(&r);
+    return rc;
+}
+
+/* Brings a step that differs back to the blueprint's settings. */
+static int update(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *o,
+                  const gc_events *ev, gc_error *err)
+{
+    gc_notice(ev, "running %s", o->command);
+    gc_process_result r;
+    gc_process p = {.program = gcloud,
+                    .argv = s->update,
+                    .timeout_ms = CREATE_TIMEOUT_MS,
+                    .max_stdout = OUTPUT_MAX,
+                    .max_stderr = OUTPUT_MAX};
+    int rc = gc_process_run(&p, &r, err);
+    if (!rc && !gc_process_succeeded(&r)) {
+        char how[256];
+        gc_process_describe(&r, &p, how, sizeof(how));
+        o->state = GC_CLOUD_FAILED;
+        rc = gc_fail(err, GC_EXIT_RUNTIME,
+                     "gcloud %s updating %s %s (module %s): %s; fix the cause and run gcluster "
+                     "deploy again",
+                     how, gc_cloud_step_kind_name(s->kind), s->name,
+                     s->module_id[0] ? s->module_id : "-", r.err.data ? r.err.data : "");
+    } else if (!rc) {
+        o->state = GC_CLOUD_UPDATED;
     }
     gc_process_result_free(&r);
     return rc;
@@ -287,8 +332,14 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
                              gc_cloud_step_kind_name(s->kind), s->name, s->check[0], o->detail);
             continue;
         }
+        if (o->state == GC_CLOUD_DIFFERS && s->update) {
+            free(o->command);
+            o->command = gc_argv_shell_line(s->update);
+        }
         if (apply && o->state == GC_CLOUD_MISSING)
             rc = create(found, s, o, ev, err);
+        else if (apply && o->state == GC_CLOUD_DIFFERS && s->update)
+            rc = update(found, s, o, ev, err);
     }
     for (size_t i = 0; i < n; i++)
         free(ahead[i].detail);

@@ -126,6 +126,8 @@ void gc_cloud_plan_free(gc_cloud_plan *plan)
         gc_argv_free(plan->steps[i].check);
         gc_argv_free(plan->steps[i].create);
         free(plan->steps[i].input);
+        free(plan->steps[i].expect);
+        gc_argv_free(plan->steps[i].update);
     }
     free(plan->steps);
     gc_strings_free(&plan->notes);

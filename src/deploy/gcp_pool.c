@@ -321,6 +321,35 @@ char *gc_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
     return line;
 }
 
+/* A pool that exists is compared on what a rerun can see and deploy decides: an autoscaled
+ * pool's largest size (updated in place), a fixed pool's machine type (reported: GKE cannot
+ * change it; the pool has to be made again). */
+static void pool_settings(const planner *p, gc_cloud_step *s, const gc_pool_spec *pool,
+                          const gc_bp_module *m)
+{
+    gcp_ref ref = {.kind = GC_CLOUD_NODE_POOL, .name = pool->name};
+    deploy_argv c = deploy_gcp_command(p, &ref, "describe");
+    /* autoscaled as gc_pool_create_argv makes it: flex-start and queued pools of a fixed size
+     * scale from 0 up to it */
+    bool fixed = pool->static_nodes >= 0;
+    if (!fixed || deploy_gcp_bool(p, m, "enable_queued_provisioning", false) ||
+        deploy_gcp_bool(p, m, "enable_flex_start", false)) {
+        long min = fixed ? 0 : pool->min_nodes, max = fixed ? pool->static_nodes : pool->max_nodes;
+        deploy_argv_flag(&c, "format", "value(autoscaling.totalMaxNodeCount)");
+        s->expect = gc_xasprintf("%ld", max);
+        deploy_argv u = deploy_gcp_command(p, &ref, "update");
+        deploy_argv_words(&u, "--enable-autoscaling", NULL);
+        deploy_argv_count(&u, "total-min-nodes", min);
+        deploy_argv_count(&u, "total-max-nodes", max);
+        s->update = u.items;
+    } else {
+        deploy_argv_flag(&c, "format", "value(config.machineType)");
+        s->expect = gc_xstrdup(pool->machine_type);
+    }
+    gc_argv_free(s->check);
+    s->check = c.items;
+}
+
 int deploy_gcp_plan_pools(planner *p)
 {
     const gc_blueprint *bp = p->bp;
@@ -352,6 +381,7 @@ int deploy_gcp_plan_pools(planner *p)
                                                            .cluster = p->cluster,
                                                            .location = p->location});
         s->input = m ? system_config(p, m) : NULL;
+        pool_settings(p, s, pool, m);
         const char *unknown_networks = NULL;
         json_decref(m ? deploy_gcp_additional_networks(p, m, &unknown_networks) : NULL);
         if (unknown_networks)

@@ -73,16 +73,23 @@ static const char fake[] =
     "case $verb in\n"
     "describe) if [ -n \"$setting\" ]; then [ -e \"%s/$setting\" ] && echo True || echo False;"
     " exit 0; fi\n"
+    "  [ -s \"%s/$name\" ] && { cat \"%s/$name\"; exit 0; }\n"
     "  [ -e \"%s/$name\" ] && { echo \"$name\"; exit 0; }\n"
     "  echo \"ERROR: (gcloud) NOT_FOUND: The resource '$name' was not found\" >&2; exit 1;;\n"
     "create) if grep -qx \"$name\" '%s' 2>/dev/null; then echo \"ERROR: quota exceeded for $name\" "
     ">&2; exit 1; fi\n"
     "  echo \"Creating $name...\" >&2; touch \"%s/$name\"\n"
+    /* a node pool keeps what its settings check reads: the largest size, else the machine */
+    "  case \"$*\" in *'node-pools create'*) v=$(printf '%%s\\n' \"$@\" | sed -n "
+    "'s/^--total-max-nodes=//p;s/^--machine-type=//p' | tail -1); echo \"$v\" > \"%s/$name\";; "
+    "esac\n"
     "  case \"$*\" in *'clusters create'*) touch '%s/default-pool';; esac; exit 0;;\n"
     "delete) if grep -qx \"$name\" '%s' 2>/dev/null; then echo \"ERROR: $name is in use\" "
     ">&2; exit 1; fi\n"
     "  rm -f \"%s/$name\"; exit 0;;\n"
-    "update) touch \"%s/$setting\"; exit 0;;\n"
+    "update) case \"$*\" in *'node-pools update'*) printf '%%s\\n' \"$@\" | sed -n "
+    "'s/^--total-max-nodes=//p' > \"%s/$name\"; exit 0;; esac\n"
+    "  touch \"%s/$setting\"; exit 0;;\n"
     "*) exit 0;;\n"
     "esac\n";
 
@@ -98,7 +105,8 @@ static int setup(void **st)
     mkdir(bin, 0755);
     gcloud = gc_xasprintf("%s/gcloud", bin);
     kube_test_write(gcloud, fake, calls, state, state, state, state, state, state, state, state,
-                    state, state, state, state, fail_on, state, state, fail_on, state, state);
+                    state, state, state, state, state, state, fail_on, state, state, state, fail_on,
+                    state, state, state);
     chmod(gcloud, 0755);
     free(bin);
     return 0;
@@ -799,6 +807,68 @@ static void describes_run_concurrently_and_bounded(void **st)
     gc_blueprint_free(&bp);
 }
 
+/* A rerun compares settings: an autoscaled pool whose largest size was changed is reported and,
+ * when applying, updated in place; a fixed pool on another machine is reported and left (GKE
+ * cannot change it); after the update a rerun finds everything as the blueprint says. */
+static void settings_drift_is_reported_and_updated(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load(&bp, &plan);
+    gc_cloud_report report;
+    gc_error err;
+    run(&plan, true, &report, &err, 0);
+    gc_cloud_report_free(&report);
+    size_t flex = step_index(&plan, GC_CLOUD_NODE_POOL, "flex-pool");
+    size_t fixed = step_index(&plan, GC_CLOUD_NODE_POOL, "tpu-7x-pool-0");
+    assert_non_null(plan.steps[flex].update);
+    assert_null(plan.steps[fixed].update);
+    char *path = gc_xasprintf("%s/flex-pool", state);
+    kube_test_write(path, "7\n");
+    free(path);
+    path = gc_xasprintf("%s/tpu-7x-pool-0", state);
+    kube_test_write(path, "n2-standard-8\n");
+    free(path);
+
+    run(&plan, false, &report, &err, 0);
+    assert_int_equal(report.outcomes[flex].state, GC_CLOUD_DIFFERS);
+    char *want = gc_xasprintf("it has 7 where the blueprint gives %s", plan.steps[flex].expect);
+    assert_string_equal(report.outcomes[flex].detail, want);
+    free(want);
+    char *line = gc_argv_shell_line(plan.steps[flex].update);
+    assert_string_equal(report.outcomes[flex].command, line);
+    assert_has(line, "gcloud container node-pools update flex-pool --project=my-project "
+                     "--cluster=ev-set --location=us-central1 --enable-autoscaling "
+                     "--total-min-nodes=0 --total-max-nodes=");
+    free(line);
+    assert_int_equal(report.outcomes[fixed].state, GC_CLOUD_DIFFERS);
+    assert_has(report.outcomes[fixed].detail, "it has n2-standard-8 where the blueprint gives");
+    assert_has(report.outcomes[fixed].detail, "gcloud cannot change that in place");
+    gc_cloud_report_free(&report);
+
+    remove(calls);
+    run(&plan, true, &report, &err, 0);
+    assert_int_equal(report.outcomes[flex].state, GC_CLOUD_UPDATED);
+    assert_int_equal(report.outcomes[fixed].state, GC_CLOUD_DIFFERS);
+    char *got = changes();
+    want = gc_xasprintf("%s\n", report.outcomes[flex].command);
+    assert_string_equal(got, want); /* the update alone */
+    free(got);
+    free(want);
+    gc_cloud_report_free(&report);
+
+    remove(calls);
+    run(&plan, true, &report, &err, 0);
+    assert_int_equal(report.outcomes[flex].state, GC_CLOUD_PRESENT);
+    got = changes();
+    assert_string_equal(got, "");
+    free(got);
+    gc_cloud_report_free(&report);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -812,6 +882,7 @@ int main(void)
         cmocka_unit_test_setup(advanced_blueprint_keeps_the_safety_settings, fresh),
         cmocka_unit_test_setup(destroy_reverses_deploy_and_resumes, fresh),
         cmocka_unit_test_setup(describes_run_concurrently_and_bounded, fresh),
+        cmocka_unit_test_setup(settings_drift_is_reported_and_updated, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
