@@ -28,21 +28,6 @@ static const char NODE_FIELDS[] =
     " \"status\": {\"allocatable\": {\"google.com/tpu\": true, \"nvidia.com/gpu\": true},"
     "             \"conditions\": [{\"type\": true, \"status\": true}]}}";
 
-static const char *str(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(obj, key));
-}
-
-static const char *label(const json_t *item, const char *key)
-{
-    return str(json_object_get(json_object_get(item, "metadata"), "labels"), key);
-}
-
-static const char *meta(const json_t *item, const char *key)
-{
-    return str(json_object_get(item, "metadata"), key);
-}
-
 static char *dup_or_null(const char *s)
 {
     return s ? gc_xstrdup(s) : NULL;
@@ -65,19 +50,6 @@ static void forget(void *ctx)
     json_array_clear(ctx);
 }
 
-static bool node_ready(const json_t *node)
-{
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, c)
-    {
-        const char *type = str(c, "type"), *status = str(c, "status");
-        if (type && status && !strcmp(type, "Ready"))
-            return !strcmp(status, "True");
-    }
-    return false;
-}
-
 static gc_cluster_pool *find_pool(gc_cluster_report *r, const char *name)
 {
     for (size_t i = 0; i < r->pool_count; i++)
@@ -93,29 +65,32 @@ static gc_cluster_pool *find_pool(gc_cluster_report *r, const char *name)
 static long long chips(const json_t *node)
 {
     const json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
-    const char *tpu = str(alloc, "google.com/tpu"), *gpu = str(alloc, "nvidia.com/gpu");
+    const char *tpu = gc_kube_string(alloc, "google.com/tpu"),
+               *gpu = gc_kube_string(alloc, "nvidia.com/gpu");
     double v = gc_quantity_value(tpu ? tpu : gpu ? gpu : "0");
     return v > 0 ? gc_saturating_from_double(v) : 0;
 }
 
 static void add_node(gc_cluster_report *r, const json_t *node)
 {
-    const char *pool_name = label(node, "cloud.google.com/gke-nodepool");
+    const char *pool_name = gc_kube_field(node, "labels", "cloud.google.com/gke-nodepool");
     gc_cluster_pool *p = find_pool(r, pool_name ? pool_name : "(none)");
-    const char *accel = label(node, "cloud.google.com/gke-tpu-accelerator");
+    const char *accel = gc_kube_field(node, "labels", "cloud.google.com/gke-tpu-accelerator");
     if (!accel)
-        accel = label(node, "cloud.google.com/gke-accelerator");
+        accel = gc_kube_field(node, "labels", "cloud.google.com/gke-accelerator");
     if (!p->machine_type)
-        p->machine_type = dup_or_null(label(node, "node.kubernetes.io/instance-type"));
+        p->machine_type =
+            dup_or_null(gc_kube_field(node, "labels", "node.kubernetes.io/instance-type"));
     if (!p->accelerator)
         p->accelerator = dup_or_null(accel);
     if (!p->topology)
-        p->topology = dup_or_null(label(node, "cloud.google.com/gke-tpu-topology"));
+        p->topology =
+            dup_or_null(gc_kube_field(node, "labels", "cloud.google.com/gke-tpu-topology"));
     if (!p->zone)
-        p->zone = dup_or_null(label(node, "topology.kubernetes.io/zone"));
+        p->zone = dup_or_null(gc_kube_field(node, "labels", "topology.kubernetes.io/zone"));
     p->nodes++;
     r->nodes++;
-    if (node_ready(node)) {
+    if (gc_kube_condition_true(node, "Ready")) {
         p->ready++;
         r->ready++;
     }
@@ -135,11 +110,11 @@ static const json_t *flavor_resource(const json_t *flavors, const char *flavor,
     const json_t *f, *res;
     json_array_foreach(flavors, i, f)
     {
-        if (!str(f, "name") || strcmp(str(f, "name"), flavor) != 0)
+        if (!gc_kube_same(gc_kube_string(f, "name"), flavor))
             continue;
         json_array_foreach(json_object_get(f, "resources"), j, res)
         {
-            if (str(res, "name") && !strcmp(str(res, "name"), resource))
+            if (gc_kube_same(gc_kube_string(res, "name"), resource))
                 return res;
         }
     }
@@ -166,7 +141,8 @@ static void add_quotas(gc_cluster_queue *q, const json_t *cq)
         {
             json_array_foreach(json_object_get(flavor, "resources"), r, res)
             {
-                const char *fname = str(flavor, "name"), *rname = str(res, "name");
+                const char *fname = gc_kube_string(flavor, "name"),
+                           *rname = gc_kube_string(res, "name");
                 if (!fname || !rname)
                     continue;
                 q->quotas = gc_xrealloc(q->quotas, (q->quota_count + 1) * sizeof(*q->quotas));
@@ -192,10 +168,10 @@ static void add_cluster_queue(gc_cluster_report *r, const json_t *cq)
     gc_cluster_queue *q = &r->cluster_queues[r->cluster_queue_count++];
     memset(q, 0, sizeof(*q));
     const json_t *status = json_object_get(cq, "status");
-    q->name = gc_xstrdup(meta(cq, "name") ? meta(cq, "name") : "");
-    q->cohort = dup_or_null(str(json_object_get(cq, "spec"), "cohort"));
+    q->name = gc_xstrdup(gc_kube_field(cq, NULL, "name") ? gc_kube_field(cq, NULL, "name") : "");
+    q->cohort = dup_or_null(gc_kube_string(json_object_get(cq, "spec"), "cohort"));
     if (!q->cohort) /* v1beta2 names it cohortName */
-        q->cohort = dup_or_null(str(json_object_get(cq, "spec"), "cohortName"));
+        q->cohort = dup_or_null(gc_kube_string(json_object_get(cq, "spec"), "cohortName"));
     q->pending = count(status, "pendingWorkloads");
     q->reserving = count(status, "reservingWorkloads");
     q->admitted = count(status, "admittedWorkloads");
@@ -208,38 +184,27 @@ static void add_local_queue(gc_cluster_report *r, const json_t *lq)
         gc_xrealloc(r->local_queues, (r->local_queue_count + 1) * sizeof(*r->local_queues));
     const json_t *status = json_object_get(lq, "status");
     r->local_queues[r->local_queue_count++] = (gc_local_queue){
-        .ns = gc_xstrdup(meta(lq, "namespace") ? meta(lq, "namespace") : ""),
-        .name = gc_xstrdup(meta(lq, "name") ? meta(lq, "name") : ""),
-        .cluster_queue = dup_or_null(str(json_object_get(lq, "spec"), "clusterQueue")),
+        .ns = gc_xstrdup(gc_kube_field(lq, NULL, "namespace") ? gc_kube_field(lq, NULL, "namespace")
+                                                              : ""),
+        .name = gc_xstrdup(gc_kube_field(lq, NULL, "name") ? gc_kube_field(lq, NULL, "name") : ""),
+        .cluster_queue = dup_or_null(gc_kube_string(json_object_get(lq, "spec"), "clusterQueue")),
         .pending = count(status, "pendingWorkloads"),
         .reserving = count(status, "reservingWorkloads"),
         .admitted = count(status, "admittedWorkloads"),
     };
 }
 
-static bool condition_true(const json_t *item, const char *type)
-{
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(json_object_get(item, "status"), "conditions"), i, c)
-    {
-        if (str(c, "type") && !strcmp(str(c, "type"), type))
-            return str(c, "status") && !strcmp(str(c, "status"), "True");
-    }
-    return false;
-}
-
 /* Kueue's own order of a Workload's life: finished, evicted, admitted, quota reserved, else
  * pending in its queue. */
 static const char *workload_state(const json_t *wl)
 {
-    if (condition_true(wl, "Finished"))
+    if (gc_kube_condition_true(wl, "Finished"))
         return "finished";
-    if (condition_true(wl, "Evicted"))
+    if (gc_kube_condition_true(wl, "Evicted"))
         return "evicted";
-    if (condition_true(wl, "Admitted"))
+    if (gc_kube_condition_true(wl, "Admitted"))
         return "admitted";
-    if (condition_true(wl, "QuotaReserved"))
+    if (gc_kube_condition_true(wl, "QuotaReserved"))
         return "reserved";
     return "pending";
 }
@@ -251,12 +216,13 @@ static void add_workload(gc_cluster_report *r, const json_t *wl)
         json_array_get(json_object_get(json_object_get(wl, "metadata"), "ownerReferences"), 0);
     const json_t *admission = json_object_get(json_object_get(wl, "status"), "admission");
     r->workloads[r->workload_count++] = (gc_cluster_workload){
-        .ns = gc_xstrdup(meta(wl, "namespace") ? meta(wl, "namespace") : ""),
-        .name = gc_xstrdup(meta(wl, "name") ? meta(wl, "name") : ""),
-        .job = dup_or_null(str(owner, "name")),
-        .queue = dup_or_null(str(json_object_get(wl, "spec"), "queueName")),
+        .ns = gc_xstrdup(gc_kube_field(wl, NULL, "namespace") ? gc_kube_field(wl, NULL, "namespace")
+                                                              : ""),
+        .name = gc_xstrdup(gc_kube_field(wl, NULL, "name") ? gc_kube_field(wl, NULL, "name") : ""),
+        .job = dup_or_null(gc_kube_string(owner, "name")),
+        .queue = dup_or_null(gc_kube_string(json_object_get(wl, "spec"), "queueName")),
         .state = gc_xstrdup(workload_state(wl)),
-        .cluster_queue = dup_or_null(str(admission, "clusterQueue")),
+        .cluster_queue = dup_or_null(gc_kube_string(admission, "clusterQueue")),
     };
 }
 
@@ -270,7 +236,7 @@ static char *image_tag(const json_t *deployment)
     const json_t *c;
     json_array_foreach(containers, i, c)
     {
-        const char *image = str(c, "image");
+        const char *image = gc_kube_string(c, "image");
         if (!image)
             continue;
         char *copy = gc_xstrdup(image);
@@ -290,7 +256,7 @@ static char *image_tag(const json_t *deployment)
 /* The preferred version a discovery document (GET /apis/GROUP) names, or NULL. */
 static char *served_version(const json_t *group)
 {
-    return dup_or_null(str(json_object_get(group, "preferredVersion"), "version"));
+    return dup_or_null(gc_kube_string(json_object_get(group, "preferredVersion"), "version"));
 }
 
 enum {

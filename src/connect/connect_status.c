@@ -21,27 +21,9 @@
 
 #define PROXY_CONTAINER "pathways-proxy"
 
-static const char *str(const json_t *object, const char *key)
-{
-    const char *s = json_string_value(json_object_get(object, key));
-    return s ? s : "";
-}
-
-static const json_t *status_condition(const json_t *pod, const char *type)
-{
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
-    {
-        if (!strcmp(str(c, "type"), type))
-            return c;
-    }
-    return NULL;
-}
-
 static bool going_away(const json_t *pod)
 {
-    const char *phase = str(json_object_get(pod, "status"), "phase");
+    const char *phase = gc_kube_string_or(json_object_get(pod, "status"), "phase", "");
     return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") ||
            !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
 }
@@ -56,9 +38,10 @@ static const json_t *head_pod(const json_t *pods)
     {
         if (going_away(pod))
             continue;
-        const char *created = str(json_object_get(pod, "metadata"), "creationTimestamp");
-        if (!best ||
-            strcmp(created, str(json_object_get(best, "metadata"), "creationTimestamp")) > 0)
+        const char *created =
+            gc_kube_string_or(json_object_get(pod, "metadata"), "creationTimestamp", "");
+        if (!best || strcmp(created, gc_kube_string_or(json_object_get(best, "metadata"),
+                                                       "creationTimestamp", "")) > 0)
             best = pod;
     }
     return best;
@@ -66,7 +49,7 @@ static const json_t *head_pod(const json_t *pods)
 
 static bool named(const json_t *cs, void *name)
 {
-    return !strcmp(str(cs, "name"), name);
+    return !strcmp(gc_kube_string_or(cs, "name", ""), name);
 }
 
 static const json_t *container_status(const json_t *pod, const char *name)
@@ -80,8 +63,8 @@ static void describe_waiting(const json_t *cs, char *out, size_t size)
 {
     const json_t *waiting = json_object_get(json_object_get(cs, "state"), "waiting");
     const json_t *last = json_object_get(json_object_get(cs, "lastState"), "terminated");
-    const char *reason = str(waiting, "reason");
-    const char *message = str(waiting, "message");
+    const char *reason = gc_kube_string_or(waiting, "reason", "");
+    const char *message = gc_kube_string_or(waiting, "message", "");
     char code[48] = "";
     if (last)
         snprintf(code, sizeof(code), " (last exit code %lld)",
@@ -115,7 +98,7 @@ static const json_t *proxy_container(const json_t *pod)
         const json_t *c;
         json_array_foreach(json_object_get(spec, lists[l]), i, c)
         {
-            if (!strcmp(str(c, "name"), PROXY_CONTAINER))
+            if (!strcmp(gc_kube_string_or(c, "name", ""), PROXY_CONTAINER))
                 return c;
         }
     }
@@ -132,29 +115,30 @@ connect_proxy_credentials connect_proxy_credentials_of(const json_t *pod)
     const json_t *last = NULL;
     json_array_foreach(json_object_get(proxy, "env"), i, e)
     {
-        if (!strcmp(str(e, "name"), GC_CONNECT_INSECURE_ENV))
+        if (!strcmp(gc_kube_string_or(e, "name", ""), GC_CONNECT_INSECURE_ENV))
             last = e;
     }
     if (last && json_object_get(last, "valueFrom"))
         return JOB_PROXY_UNKNOWN;
     if (last)
-        return !strcmp(str(last, "value"), "true") ? JOB_PROXY_PLAINTEXT : JOB_PROXY_ALTS;
+        return !strcmp(gc_kube_string_or(last, "value", ""), "true") ? JOB_PROXY_PLAINTEXT
+                                                                     : JOB_PROXY_ALTS;
     return json_array_size(json_object_get(proxy, "envFrom")) ? JOB_PROXY_UNKNOWN : JOB_PROXY_ALTS;
 }
 
 static void judge_pod(const json_t *pod, const char *what, connect_view *v)
 {
     const json_t *metadata = json_object_get(pod, "metadata");
-    const char *name = str(metadata, "name");
-    const char *phase = str(json_object_get(pod, "status"), "phase");
+    const char *name = gc_kube_string_or(metadata, "name", "");
+    const char *phase = gc_kube_string_or(json_object_get(pod, "status"), "phase", "");
     snprintf(v->pod, sizeof(v->pod), "%s", name);
-    snprintf(v->uid, sizeof(v->uid), "%s", str(metadata, "uid"));
+    snprintf(v->uid, sizeof(v->uid), "%s", gc_kube_string_or(metadata, "uid", ""));
     char why[768];
     if (strcmp(phase, "Running") != 0) {
-        const json_t *scheduled = status_condition(pod, "PodScheduled");
-        if (!strcmp(str(scheduled, "status"), "False")) {
+        const json_t *scheduled = gc_kube_condition(pod, "PodScheduled");
+        if (!strcmp(gc_kube_string_or(scheduled, "status", ""), "False")) {
             say(v, JOB_CONNECT_WAIT, "waiting for %s %s to be scheduled: %s", what, name,
-                str(scheduled, "message"));
+                gc_kube_string_or(scheduled, "message", ""));
             return;
         }
         const json_t *cs = container_status(pod, PROXY_CONTAINER);
@@ -166,8 +150,9 @@ static void judge_pod(const json_t *pod, const char *what, connect_view *v)
         return;
     }
     const json_t *proxy = container_status(pod, PROXY_CONTAINER);
-    bool ready = proxy ? json_is_true(json_object_get(proxy, "ready"))
-                       : !strcmp(str(status_condition(pod, "Ready"), "status"), "True");
+    bool ready =
+        proxy ? json_is_true(json_object_get(proxy, "ready"))
+              : !strcmp(gc_kube_string_or(gc_kube_condition(pod, "Ready"), "status", ""), "True");
     if (ready) {
         v->credentials = connect_proxy_credentials_of(pod);
         say(v, JOB_CONNECT_READY, "%s %s is running, its IFRT proxy ready", what, name);
@@ -240,11 +225,13 @@ void connect_judge_proxy(const char *job, const json_t *proxy_job, const json_t 
         return;
     }
     const json_t *failed = gc_kube_condition(proxy_job, "Failed");
-    if (gc_kube_same(str(failed, "status"), "True")) {
+    if (gc_kube_same(gc_kube_string_or(failed, "status", ""), "True")) {
         /* DeadlineExceeded: its client stopped moving the deadline (or could not reach the API
          * server for that long). */
-        say(v, JOB_CONNECT_ENDED, "proxy job %s failed: %s%s%s", job, str(failed, "reason"),
-            str(failed, "message")[0] ? ": " : "", str(failed, "message"));
+        say(v, JOB_CONNECT_ENDED, "proxy job %s failed: %s%s%s", job,
+            gc_kube_string_or(failed, "reason", ""),
+            gc_kube_string_or(failed, "message", "")[0] ? ": " : "",
+            gc_kube_string_or(failed, "message", ""));
         return;
     }
     if (gc_kube_condition_true(proxy_job, "Complete")) {

@@ -124,16 +124,11 @@ static int check_queue_state(deploy_run *d, const deploy_object_ref *ref, gc_dep
             gc_event(d->ev, GC_EVENT_PROGRESS_END, "%s", "");
             return rc;
         }
-        size_t i;
-        json_t *c;
-        json_array_foreach(json_object_get(json_object_get(cq, "status"), "conditions"), i, c)
-        {
-            if (strcmp(json_string_value(json_object_get(c, "type")), "Active"))
-                continue;
-            reason = json_string_value(json_object_get(c, "reason"));
-            message = json_string_value(json_object_get(c, "message"));
-            out->queue_active = json_is_string(json_object_get(c, "status")) &&
-                                !strcmp(json_string_value(json_object_get(c, "status")), "True");
+        const json_t *active = gc_kube_condition(cq, "Active");
+        if (active) {
+            reason = gc_kube_string(active, "reason");
+            message = gc_kube_string(active, "message");
+            out->queue_active = gc_kube_condition_true(cq, "Active");
         }
     }
     gc_event(d->ev, GC_EVENT_PROGRESS_END, "%s", "");

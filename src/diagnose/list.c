@@ -109,7 +109,7 @@ static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
                        "narrow the list with --name-contains, --status, or one namespace "
                        "instead of -A",
                        GC_JOB_LIST_MAX_ROWS);
-    const char *n = json_string_value(json_object_get(json_object_get(jobset, "metadata"), "name"));
+    const char *n = gc_kube_field(jobset, NULL, "name");
     if (s->r->name_contains && (!n || !strstr(n, s->r->name_contains)))
         return 0;
     gc_job_row row;

@@ -41,8 +41,7 @@ char *gc_job_jobset_path(gc_kube *kube, const char *name)
 static int note_namespace(json_t *item, void *ctx, gc_error *err)
 {
     (void)err;
-    const char *ns =
-        json_string_value(json_object_get(json_object_get(item, "metadata"), "namespace"));
+    const char *ns = gc_kube_field(item, NULL, "namespace");
     gc_buf *namespaces = ctx;
     if (ns)
         gc_buf_printf(namespaces, "%s%s", namespaces->len ? ", " : "", ns);

@@ -8,31 +8,12 @@
  */
 #include "gcluster/checked.h"
 #include "gcluster/job.h"
+#include "gcluster/kube.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-static const json_t *condition(const json_t *object, const char *type)
-{
-    const json_t *conditions = json_object_get(json_object_get(object, "status"), "conditions");
-    size_t i;
-    const json_t *c;
-    json_array_foreach(conditions, i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && !strcmp(t, type))
-            return c;
-    }
-    return NULL;
-}
-
-static bool condition_true(const json_t *object, const char *type)
-{
-    const char *s = json_string_value(json_object_get(condition(object, type), "status"));
-    return s && !strcmp(s, "True");
-}
 
 static void copy_field(char *dst, size_t size, const json_t *object, const char *key)
 {
@@ -61,9 +42,10 @@ void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *f)
 
     const char *terminal = json_string_value(json_object_get(status, "terminalState"));
     f->completed =
-        condition_true(jobset, "Completed") || (terminal && !strcmp(terminal, "Completed"));
-    f->failed = condition_true(jobset, "Failed") || (terminal && !strcmp(terminal, "Failed"));
-    const json_t *finish = condition(jobset, f->failed ? "Failed" : "Completed");
+        gc_kube_condition_true(jobset, "Completed") || (terminal && !strcmp(terminal, "Completed"));
+    f->failed =
+        gc_kube_condition_true(jobset, "Failed") || (terminal && !strcmp(terminal, "Failed"));
+    const json_t *finish = gc_kube_condition(jobset, f->failed ? "Failed" : "Completed");
     if (f->failed) {
         copy_field(f->failed_reason, sizeof(f->failed_reason), finish, "reason");
         copy_field(f->failed_message, sizeof(f->failed_message), finish, "message");
@@ -74,8 +56,8 @@ void gc_job_facts_from_jobset(const json_t *jobset, gc_job_facts *f)
     /* spec.suspend is what the controllers act on; the Suspended condition trails it (JobSet
      * updates it after the pods of a resumed job already run), so it only counts without one. */
     const json_t *suspend = json_object_get(spec, "suspend");
-    f->suspended = suspend ? json_is_true(suspend) : condition_true(jobset, "Suspended");
-    f->restarting = condition_true(jobset, "RestartingJobSet");
+    f->suspended = suspend ? json_is_true(suspend) : gc_kube_condition_true(jobset, "Suspended");
+    f->restarting = gc_kube_condition_true(jobset, "RestartingJobSet");
     f->restarts = (long)json_integer_value(json_object_get(status, "restarts"));
 
     size_t i;
@@ -112,16 +94,16 @@ void gc_job_facts_add_ready_jobs(gc_job_facts *f, const json_t *jobset)
 void gc_job_facts_add_workload(gc_job_facts *f, const json_t *workload)
 {
     f->workload_found = true;
-    f->quota_reserved = condition_true(workload, "QuotaReserved");
-    f->admitted = condition_true(workload, "Admitted");
-    f->evicted = condition_true(workload, "Evicted");
+    f->quota_reserved = gc_kube_condition_true(workload, "QuotaReserved");
+    f->admitted = gc_kube_condition_true(workload, "Admitted");
+    f->evicted = gc_kube_condition_true(workload, "Evicted");
     const json_t *why = NULL;
     if (f->evicted)
-        why = condition(workload, "Evicted");
+        why = gc_kube_condition(workload, "Evicted");
     else if (!f->quota_reserved)
-        why = condition(workload, "QuotaReserved");
+        why = gc_kube_condition(workload, "QuotaReserved");
     else if (!f->admitted)
-        why = condition(workload, "Admitted");
+        why = gc_kube_condition(workload, "Admitted");
     copy_field(f->workload_reason, sizeof(f->workload_reason), why, "reason");
     copy_field(f->workload_message, sizeof(f->workload_message), why, "message");
 }

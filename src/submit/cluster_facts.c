@@ -22,17 +22,6 @@
 #define ACCELERATOR_LABEL "cloud.google.com/gke-tpu-accelerator"
 #define TOPOLOGY_LABEL    "cloud.google.com/gke-tpu-topology"
 
-static const char *label(const json_t *object, const char *key)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(object, "metadata"), "labels"), key));
-}
-
-static const char *name_of(const json_t *object)
-{
-    return json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
-}
-
 static int collect_item(json_t *item, void *ctx, gc_error *err)
 {
     (void)err;
@@ -123,7 +112,7 @@ static const json_t *find_local_queue(const cluster_facts *f, const char *name)
     json_t *q;
     json_array_foreach(f->local_queues, i, q)
     {
-        const char *n = name_of(q);
+        const char *n = gc_kube_field(q, NULL, "name");
         if (n && !strcmp(n, name))
             return q;
     }
@@ -137,7 +126,8 @@ static char *queue_names(const cluster_facts *f)
     size_t i;
     json_t *q;
     json_array_foreach(f->local_queues, i, q)
-        gc_buf_printf(&b, "%s%s", i ? ", " : "", name_of(q) ? name_of(q) : "?");
+        gc_buf_printf(&b, "%s%s", i ? ", " : "",
+                      gc_kube_field(q, NULL, "name") ? gc_kube_field(q, NULL, "name") : "?");
     return gc_buf_detach(&b);
 }
 
@@ -150,7 +140,7 @@ static int choose_queue(const char *requested, const char *ns, cluster_facts *f,
     if (requested && find_local_queue(f, requested))
         chosen = requested;
     else if (!requested && count == 1)
-        chosen = name_of(json_array_get(f->local_queues, 0));
+        chosen = gc_kube_field(json_array_get(f->local_queues, 0), NULL, "name");
     else if (!requested && find_local_queue(f, "user-queue"))
         chosen = "user-queue";
     if (chosen) {
@@ -212,12 +202,12 @@ static node_shape *find_shape(cluster_facts *f, const char *machine, const char 
 
 static void add_node(json_t *node, cluster_facts *f)
 {
-    const char *pool = label(node, NODE_POOL_LABEL);
-    const char *machine = label(node, "node.kubernetes.io/instance-type");
-    const char *accelerator = label(node, ACCELERATOR_LABEL);
-    const char *topology = label(node, TOPOLOGY_LABEL);
+    const char *pool = gc_kube_field(node, "labels", NODE_POOL_LABEL);
+    const char *machine = gc_kube_field(node, "labels", "node.kubernetes.io/instance-type");
+    const char *accelerator = gc_kube_field(node, "labels", ACCELERATOR_LABEL);
+    const char *topology = gc_kube_field(node, "labels", TOPOLOGY_LABEL);
     if (!accelerator)
-        accelerator = label(node, "cloud.google.com/gke-accelerator");
+        accelerator = gc_kube_field(node, "labels", "cloud.google.com/gke-accelerator");
     pool = pool ? pool : "";
     machine = machine ? machine : "";
     accelerator = accelerator ? accelerator : "";
@@ -275,7 +265,7 @@ static int on_node(json_t *node, void *ctx, gc_error *err)
     (void)err;
     node_read *r = ctx;
     add_node(node, r->f);
-    const char *pool = label(node, NODE_POOL_LABEL);
+    const char *pool = gc_kube_field(node, "labels", NODE_POOL_LABEL);
     if (pool && !has_string(&r->pools, pool))
         gc_strings_push(&r->pools, pool);
     r->hosts++;
@@ -485,7 +475,7 @@ static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_f
     json_t *q;
     json_array_foreach(round->kueue.cluster_queues, i, q)
     {
-        const char *n = name_of(q);
+        const char *n = gc_kube_field(q, NULL, "name");
         if (n && !strcmp(n, f->cluster_queue) && !f->cluster_queue_object)
             f->cluster_queue_object = json_incref(q);
     }

@@ -263,8 +263,7 @@ static int name_taken(gc_kube *kube, const char *path, const json_t *existing, c
         gc_job_facts_from_jobset(existing, &facts);
         gc_job_status_derive(&facts, &st);
         snprintf(status, sizeof(status), "%s", st.text);
-        gc_clock_format_age(json_string_value(json_object_get(json_object_get(existing, "metadata"),
-                                                              "creationTimestamp")),
+        gc_clock_format_age(gc_kube_field(existing, NULL, "creationTimestamp"),
                             (long long)time(NULL), age, sizeof(age));
     }
     json_decref(read);

@@ -229,6 +229,7 @@ static void kueue_serving_only_v1beta1(void **state)
  * is already there as deploy would write it; everything else is new, and Kueue makes the
  * ClusterQueue Active at once. */
 static bool serve_jobset = true; /* false: /apis/jobset.x-k8s.io answers 404 */
+static bool typeless_condition;
 
 static void serve_cluster_with_versions(const char *kueue_tag, const char *jobset_tag)
 {
@@ -295,10 +296,16 @@ static void serve_cluster_with_versions(const char *kueue_tag, const char *jobse
         if (!strcmp(name, "flavor-tpu-v6e-slice"))
             json_object_set_new(script, key, json_pack("[{s:O}]", "json", applied));
         else if (!strcmp(name, "cluster-queue"))
-            json_object_set_new(script, key,
-                                json_pack("[{s:i}, {s:{s:{s:[{s:s, s:s, s:s}]}}}]", "status", 404,
-                                          "json", "status", "conditions", "type", "Active",
-                                          "status", "True", "reason", "Ready"));
+            json_object_set_new(
+                script, key,
+                json_pack("[{s:i}, {s:{s:{s:[o, {s:s, s:s, s:s}]}}}]", "status", 404, "json",
+                          "status", "conditions",
+                          /* A condition without a type (a malformed reply) comes first when
+                           * the test asks for one: it is skipped, not read. */
+                          typeless_condition
+                              ? json_pack("{s:s, s:s}", "status", "False", "reason", "Odd")
+                              : json_pack("{s:s, s:s}", "type", "Progressing", "status", "True"),
+                          "type", "Active", "status", "True", "reason", "Ready"));
         json_decref(applied);
     }
     char *text = json_dumps(script, JSON_COMPACT);
@@ -369,6 +376,31 @@ static void kueue_present_jobset_missing(void **state)
     assert_int_equal(o.report.objects[2].outcome, GC_APPLY_CREATED);
     assert_int_equal(o.report.warnings.count, 0);
     assert_null(strstr(o.events.data ? o.events.data : "", "not applied"));
+    outcome_free(&o);
+}
+
+/* A server reply whose ClusterQueue has a condition without `type` is read past, not trusted:
+ * the queue is still found Active by its Active condition. */
+static void a_condition_without_type_is_handled(void **state)
+{
+    (void)state;
+    typeless_condition = true;
+    serve_cluster_with_kueue();
+    typeless_condition = false;
+    outcome o;
+    gc_deploy_request r = {0};
+    run_deploy(&o, &r);
+    assert_int_equal(o.rc, 0);
+    bool seen = false;
+    for (size_t i = 0; i < o.report.object_count; i++) {
+        const gc_deploy_object *obj = &o.report.objects[i];
+        if (strcmp(obj->kind, "ClusterQueue"))
+            continue;
+        seen = true;
+        assert_true(obj->queue_checked);
+        assert_true(obj->queue_active);
+    }
+    assert_true(seen);
     outcome_free(&o);
 }
 
@@ -575,6 +607,7 @@ int main(void)
         cmocka_unit_test_setup(cluster_without_kueue_or_jobset, kube_test_env_reset),
         cmocka_unit_test_setup(kueue_serving_only_v1beta1, kube_test_env_reset),
         cmocka_unit_test_setup(kueue_present_jobset_missing, kube_test_env_reset),
+        cmocka_unit_test_setup(a_condition_without_type_is_handled, kube_test_env_reset),
         cmocka_unit_test_setup(deploy_reports_each_object_and_the_queue_state, kube_test_env_reset),
         cmocka_unit_test_setup(installed_versions_are_checked, kube_test_env_reset),
         cmocka_unit_test_setup(plan_changes_nothing_and_says_what_would, kube_test_env_reset),
