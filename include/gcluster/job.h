@@ -20,13 +20,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a
- * letter or digit. */
-bool gc_is_dns1035_label(const char *s);
-/* DNS-1123 label, what namespaces and container names are: the same, but may start with a
- * digit. */
-bool gc_is_dns1123_label(const char *s);
-
 typedef struct gc_kube gc_kube;
 
 /* One job's state, derived from its JobSet, its Kueue Workload and its pods. */

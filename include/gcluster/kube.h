@@ -344,4 +344,19 @@ const json_t *gc_kube_last_termination(const json_t *cs);
 bool gc_kube_each_container(const json_t *pod, bool (*match)(const json_t *cs, void *ctx),
                             void *ctx, gc_kube_container_state *out);
 
+/* Kubernetes name forms (kube/names.c). A DNS-1123 label (namespaces, container names, most
+ * object names): 1 to 63 lower-case letters, digits and '-', alphanumeric at both ends. */
+bool gc_kube_is_dns_label(const char *s);
+/* A DNS-1035 label (Service names, JobSet names, whose Services take them): the same, starting
+ * with a letter. */
+bool gc_kube_is_dns1035_label(const char *s);
+/* A DNS-1123 subdomain (object names, label key prefixes): 1 to 253 lower-case letters, digits,
+ * '-' and '.', alphanumeric at both ends. */
+bool gc_kube_is_dns_subdomain(const char *s);
+/* A label value: empty, or at most 63 of [A-Za-z0-9-_.] starting and ending alphanumeric. */
+bool gc_kube_is_label_value(const char *s);
+/* A label key: an optional DNS subdomain prefix and '/', then a non-empty name of the label
+ * value's form. */
+bool gc_kube_is_label_key(const char *s);
+
 #endif

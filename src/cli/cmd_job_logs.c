@@ -102,7 +102,7 @@ static int check_flags(const logs_args *a, gc_error *err)
                        "--host must be 0 or more, not %ld: the index of a host within the slice",
                        a->r.host);
     /* Container names are DNS labels; anything else names no container of any pod. */
-    if (a->r.container && !gc_is_dns1123_label(a->r.container))
+    if (a->r.container && !gc_kube_is_dns_label(a->r.container))
         return gc_fail(err, GC_EXIT_USAGE,
                        "--container \"%s\" is not a container name (lower-case letters, digits "
                        "and '-'); job inspect shows each pod's containers",

@@ -3,6 +3,7 @@
  */
 #include "cli/cli.h"
 
+#include "gcluster/kube.h"
 #include "gcluster/sys.h"
 
 #include <limits.h>
@@ -36,7 +37,7 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--location needs --cluster (or pick a kubeconfig context with --context)");
     /* Checked before the kubeconfig is read or gcloud asked for credentials. */
-    if (g->ns && g->ns[0] && !gc_is_dns1123_label(g->ns))
+    if (g->ns && g->ns[0] && !gc_kube_is_dns_label(g->ns))
         return gc_fail(err, GC_EXIT_USAGE,
                        "--namespace \"%s\" is not a namespace name: lower-case letters, digits "
                        "and '-', at most 63, starting and ending with a letter or digit",

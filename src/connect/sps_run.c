@@ -15,6 +15,7 @@
  */
 #include "gcluster/connect.h"
 #include "gcluster/job.h"
+#include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "gcluster/sps.h"
 #include "gcluster/sys.h"
@@ -64,7 +65,7 @@ int gc_sps_run_check(const gc_sps_run_request *r, gc_error *err)
                        "NAME:29001)");
     char name[64];
     service_name(r->service, name, sizeof(name));
-    if (!gc_is_dns1035_label(name))
+    if (!gc_kube_is_dns1035_label(name))
         return gc_fail(err, GC_EXIT_USAGE,
                        "--pathways-service %s: not a service name (a DNS label: lower-case "
                        "letters, digits and '-')",

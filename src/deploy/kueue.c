@@ -168,55 +168,6 @@ static int string_var(const json_t *vars, const char *name, const char **out, gc
 /* Kubernetes names and labels: a value the API server would refuse (or one with bytes a
  * terminal acts on) is found here, naming the variable it came from, not by the server later. */
 
-static bool is_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* A label value: at most 63 of [A-Za-z0-9-_.], starting and ending with a letter or digit. */
-static bool is_label_value(const char *s)
-{
-    size_t len = strlen(s);
-    if (len > 63 || (len && (!is_alnum(s[0]) || !is_alnum(s[len - 1]))))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_alnum(s[i]) && !strchr("-_.", s[i]))
-            return false;
-    return true;
-}
-
-/* A DNS subdomain (`max` 253: object names) or label (`max` 63: namespaces): lower-case
- * letters, digits and '-' (and '.' between labels of a subdomain), alphanumeric at both ends. */
-static bool is_dns_name(const char *s, size_t max)
-{
-    size_t len = strlen(s);
-    if (!len || len > max || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
-              (s[i] == '.' && max > 63)))
-            return false;
-    return true;
-}
-
-/* A label key: an optional DNS subdomain and '/', then a name of the label value's form. */
-static bool is_label_key(const char *s)
-{
-    const char *slash = strrchr(s, '/');
-    const char *name = slash ? slash + 1 : s;
-    if (slash) {
-        char prefix[254];
-        size_t plen = (size_t)(slash - s);
-        if (plen >= sizeof(prefix))
-            return false;
-        memcpy(prefix, s, plen);
-        prefix[plen] = '\0';
-        if (!is_dns_name(prefix, 253))
-            return false;
-    }
-    return *name && is_label_value(name);
-}
-
 #define LABEL_VALUE_FORM                                                                           \
     "at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
 #define DNS_LABEL_FORM                                                                             \
@@ -227,7 +178,7 @@ static int name_var(const gc_blueprint *bp, const json_t *vars, const char *name
                     const char *use, const char **out, gc_error *err)
 {
     int rc = string_var(vars, name, out, err);
-    if (rc || (dns_label ? is_dns_name(*out, 63) : is_label_value(*out)))
+    if (rc || (dns_label ? gc_kube_is_dns_label(*out) : gc_kube_is_label_value(*out)))
         return rc;
     return gc_fail(err, GC_EXIT_USAGE,
                    "%s: kueue.config_template_vars.%s \"%.64s%s\" is not a Kubernetes %s (it "
@@ -250,9 +201,9 @@ static int check_object_names(const gc_blueprint *bp, const json_t *objects, gc_
         const char *name = json_string_value(json_object_get(meta, "name"));
         const json_t *ns = json_object_get(meta, "namespace");
         const char *what = NULL, *shown = NULL, *form = NULL;
-        if (!name || !is_dns_name(name, 253))
+        if (!name || !gc_kube_is_dns_subdomain(name))
             what = "metadata.name", shown = name ? name : "", form = "a DNS subdomain name";
-        else if (ns && !(json_is_string(ns) && is_dns_name(json_string_value(ns), 63)))
+        else if (ns && !(json_is_string(ns) && gc_kube_is_dns_label(json_string_value(ns))))
             what = "metadata.namespace", shown = json_is_string(ns) ? json_string_value(ns) : "",
             form = "a namespace name (" DNS_LABEL_FORM ")";
         const json_t *maps[] = {json_object_get(meta, "labels"),
@@ -264,11 +215,12 @@ static int check_object_names(const gc_blueprint *bp, const json_t *objects, gc_
             const json_t *value;
             json_object_foreach((json_t *)maps[m], key, value)
             {
-                if (!is_label_key(key))
+                if (!gc_kube_is_label_key(key))
                     what = m ? "spec.nodeLabels key" : "metadata.labels key", shown = key,
                     form =
                         "a label key (an optional DNS prefix and '/', then " LABEL_VALUE_FORM ")";
-                else if (!json_is_string(value) || !is_label_value(json_string_value(value)))
+                else if (!json_is_string(value) ||
+                         !gc_kube_is_label_value(json_string_value(value)))
                     what = m ? "spec.nodeLabels value" : "metadata.labels value",
                     shown = json_is_string(value) ? json_string_value(value) : "(not a string)",
                     form = "a label value (" LABEL_VALUE_FORM ")";
@@ -406,7 +358,7 @@ static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const 
     int rc =
         name_var(bp, vars, "accelerator_type", false,
                  "the " LABEL_ACCELERATOR " node label the TPU flavor selects", &accelerator, err);
-    if (!rc && !is_label_value(head_pool))
+    if (!rc && !gc_kube_is_label_value(head_pool))
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "%s: the Pathways head pool name \"%.64s\" is not a Kubernetes label value "
                      "(it becomes the " LABEL_NODEPOOL " node label pathways-flavor selects): use "
@@ -418,7 +370,7 @@ static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const 
     else if (!rc && t && !json_is_null(t))
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "kueue.config_template_vars.tpu_topology must be a string (e.g. \"4x4\")");
-    if (!rc && *topology && !is_label_value(topology))
+    if (!rc && *topology && !gc_kube_is_label_value(topology))
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "%s: kueue.config_template_vars.tpu_topology \"%.64s\" is not a Kubernetes "
                      "label value (it becomes the cloud.google.com/gke-tpu-topology node label): "

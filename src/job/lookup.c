@@ -18,7 +18,7 @@
  * job and is refused before any request. */
 int gc_job_name_check(const char *name, gc_error *err)
 {
-    if (name && gc_is_dns1035_label(name))
+    if (name && gc_kube_is_dns1035_label(name))
         return 0;
     size_t n = name ? strlen(name) : 0;
     if (n > 63)

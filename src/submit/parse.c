@@ -6,6 +6,7 @@
 #include "submit/parse.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/kube.h"
 #include "gcluster/sys.h"
 
 #include <arpa/inet.h>
@@ -14,64 +15,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool gc_is_dns1123_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
-bool gc_is_dns1035_label(const char *s)
-{
-    return gc_is_dns1123_label(s) && islower((unsigned char)s[0]);
-}
-
-bool submit_is_dns1123_subdomain(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!islower(c) && !isdigit(c) && c != '-' && c != '.')
-            return false;
-    }
-    return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
-
-/* A label value: at most 63 of [A-Za-z0-9-_.], starting and ending alphanumeric, or empty. */
-bool submit_is_label_value(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0)
-        return true;
-    if (n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
-            return false;
-    return true;
-}
-
-/* A label key: an optional DNS subdomain prefix and '/', then a name like a label value. */
-bool submit_is_label_key(const char *s)
-{
-    const char *slash = strrchr(s, '/');
-    const char *name = slash ? slash + 1 : s;
-    if (!*name || !submit_is_label_value(name))
-        return false;
-    if (!slash)
-        return true;
-    char *prefix = gc_xstrndup(s, (size_t)(slash - s));
-    bool ok = submit_is_dns1123_subdomain(prefix);
-    free(prefix);
-    return ok;
-}
 
 void submit_split_words(const char *text, gc_strings *out)
 {
@@ -450,7 +393,7 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
     const char *claim = !strncmp(source, "pvc://", 6) ? source + 6 : source;
     if (claim == source && strstr(source, "://"))
         return mount_error(spec, "unsupported scheme", err);
-    if (!submit_is_dns1123_subdomain(claim))
+    if (!gc_kube_is_dns_subdomain(claim))
         return mount_error(spec, "not a valid PersistentVolumeClaim name", err);
     m->kind = GC_MOUNT_PVC;
     m->source = gc_xstrdup(claim);
@@ -479,14 +422,14 @@ int submit_parse_node_constraint(const char *spec, gc_node_term *term, gc_error 
                        "several values",
                        spec);
     term->key = gc_xstrndup(spec, (size_t)(eq - spec));
-    if (!submit_is_label_key(term->key))
+    if (!gc_kube_is_label_key(term->key))
         return gc_fail(err, GC_EXIT_USAGE, "--node-constraint: \"%s\" is not a valid label key",
                        term->key);
     const char *p = eq + 1;
     for (;;) {
         size_t n = strcspn(p, "|");
         char *value = gc_xstrndup(p, n);
-        bool ok = n > 0 && submit_is_label_value(value);
+        bool ok = n > 0 && gc_kube_is_label_value(value);
         if (ok)
             gc_strings_push(&term->values, value);
         free(value);

@@ -10,10 +10,6 @@
 
 #include <stdbool.h>
 
-bool submit_is_dns1123_subdomain(const char *s);
-bool submit_is_label_value(const char *s);
-bool submit_is_label_key(const char *s);
-
 /* Whitespace-separated words; runs of spaces never produce empty words. */
 void submit_split_words(const char *text, gc_strings *out);
 /* Comma-separated items, trimmed; empty items are dropped. */

@@ -8,6 +8,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/image.h"
+#include "gcluster/kube.h"
 #include "gcluster/submit.h"
 #include "gcluster/sys.h"
 #include "submit/parse.h"
@@ -44,7 +45,7 @@ static int check_name(const gc_submit_request *r, gc_error *err)
                        "--name is required: the name of the JobSet to create (lower-case "
                        "letters, digits and '-')");
     size_t n = strlen(r->name);
-    if (!gc_is_dns1035_label(r->name) && n <= LABEL_VALUE_MAX)
+    if (!gc_kube_is_dns1035_label(r->name) && n <= LABEL_VALUE_MAX)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--name \"%s\" is not a valid name: use lower-case letters, digits and "
                        "'-', starting with a letter and ending with a letter or digit (it names "
@@ -130,7 +131,7 @@ static int check_pathways_flags(const gc_submit_request *r, gc_error *err)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--pathways-max-slice-restarts only applies to elastic jobs: add "
                        "--pathways-elastic-slices N (N > 0) or drop it");
-    if (r->pathways_head_np && !submit_is_label_value(r->pathways_head_np))
+    if (r->pathways_head_np && !gc_kube_is_label_value(r->pathways_head_np))
         return gc_fail(err, GC_EXIT_USAGE, "--pathways-head-np \"%s\" is not a node pool name",
                        r->pathways_head_np);
     return 0;
@@ -474,7 +475,7 @@ static int fill_node_constraints(const gc_submit_request *r, gc_workload *w, gc_
     }
     gc_strings_free(&specs);
     if (!rc && r->placement_policy) {
-        if (!submit_is_label_value(r->placement_policy))
+        if (!gc_kube_is_label_value(r->placement_policy))
             return gc_fail(err, GC_EXIT_USAGE, "--placement-policy \"%s\" is not a valid name",
                            r->placement_policy);
         add_node_term(w, "cloud.google.com/gke-placement-group", r->placement_policy);
@@ -557,7 +558,7 @@ static int fill_exit_codes(const gc_submit_request *r, gc_workload *w, gc_error 
 
 static int check_object_name(const char *flag, const char *value, gc_error *err)
 {
-    if (value && !submit_is_dns1123_subdomain(value))
+    if (value && !gc_kube_is_dns_subdomain(value))
         return gc_fail(err, GC_EXIT_USAGE,
                        "%s \"%s\" is not a valid Kubernetes object name (lower-case letters, "
                        "digits, '-' and '.')",
