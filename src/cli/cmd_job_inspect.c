@@ -43,7 +43,9 @@ static const cli_option inspect_options[] = {
                "output format (default text; README.md describes the fields)"),
     CLI_VALUES('o', "output", inspect_args, output, "PATH", &cli_paths,
                "write the report to PATH instead of the terminal (Google's inspect file)"),
-    CLI_BOOL('s', "show", inspect_args, show, "with -o: print the report on the terminal too"),
+    CLI_BOOL('s', "show", inspect_args, show,
+             "with -o: print the report on the terminal too; with a job name, also the job's "
+             "generated manifest (as --manifest)"),
     CLI_JOB_GLOBALS,
     CLI_END,
 };
@@ -104,7 +106,10 @@ static int inspect_with(gc_kube *kube, void *ctx, gc_error *err)
     int rc;
     if (a->name) {
         gc_inspect_report report;
-        rc = gc_job_inspect(kube, a->name, a->manifest, &report, err);
+        /* Google's report of a named job carries the JobSet's spec, and Cluster Toolkit's
+         * guide reads "the JobSet status and generated manifest" from `inspect --name J
+         * --show`: with a name, -s adds the stored manifest. */
+        rc = gc_job_inspect(kube, a->name, a->manifest || a->show, &report, err);
         if (!rc) {
             rc = render_job(a, &report, &text, err);
             gc_inspect_report_free(&report);
