@@ -66,7 +66,8 @@ static int check(const char *gcloud, const gc_cloud_step *s, gc_cloud_outcome *o
             size_t len = strcspn(out, "\r\n");
             while (len && (out[len - 1] == ' ' || out[len - 1] == '\t'))
                 len--;
-            if (len == strlen(s->expect) && !strncmp(out, s->expect, len)) {
+            /* nothing printed: the setting cannot be read (an older gcloud), not drift */
+            if (!len || (len == strlen(s->expect) && !strncmp(out, s->expect, len))) {
                 o->state = GC_CLOUD_PRESENT;
             } else {
                 o->state = GC_CLOUD_DIFFERS;
