@@ -36,8 +36,12 @@
 
 typedef struct gc_connect_request {
     const char *name;
-    const char *address;  /* --address: where to listen; NULL: 127.0.0.1 */
-    long local_port;      /* --local-port (0: any free port) */
+    const char *address; /* --address: where to listen; NULL: 127.0.0.1 */
+    long local_port;     /* --local-port (0: any free port) */
+    /* --port [LOCAL:]REMOTE, repeatable: more ports of the same pod (a Jupyter or VS Code
+     * server), each on its own local port (0, or :REMOTE: any free one) on --address. */
+    const char *const *ports;
+    size_t port_count;
     const char *wait;     /* --wait: a duration; NULL: GC_CONNECT_DEFAULT_WAIT */
     char *const *command; /* -- CMD [ARGS...], NULL-terminated, run with the JAX variables set;
                              NULL: none */
@@ -77,7 +81,8 @@ typedef struct gc_connect_result {
 } gc_connect_result;
 
 /* Every check of the request before anything is sent: the name, --address, --local-port,
- * --wait, that the command can be found. GC_EXIT_USAGE. */
+ * --port (the form, no local port twice nor the proxy's), --wait, that the command can be found.
+ * GC_EXIT_USAGE. */
 int gc_job_connect_check(const gc_connect_request *r, gc_error *err);
 
 /* Runs connect until it ends (see above). Progress while waiting (queued, admitted, head pod

@@ -1,6 +1,6 @@
 /*
- * gcluster job connect NAME [--local-port 29000] [--address 127.0.0.1] [--wait DURATION] [--env]
- *                          [-- CMD [ARGS...]]
+ * gcluster job connect NAME [--local-port 29000] [--port [LOCAL:]REMOTE]... [--address 127.0.0.1]
+ *                          [--wait DURATION] [--env] [-- CMD [ARGS...]]
  */
 #include "cli/cli.h"
 
@@ -10,6 +10,7 @@ typedef struct connect_args {
     cli_globals g;
     const char *name;
     bool env;
+    cli_list ports;
     gc_connect_request r;
     char *command[CLI_POSITIONAL_MAX + 1]; /* after --: CMD [ARGS...] */
 } connect_args;
@@ -19,6 +20,9 @@ static const cli_option connect_options[] = {
                "the job (or give it as an argument)"),
     CLI_INT(0, "local-port", connect_args, r.local_port, "PORT",
             "local port to listen on (default 29000; 0: any free port)"),
+    CLI_LIST(0, "port", connect_args, ports, "[LOCAL:]REMOTE",
+             "also forward this port of the head pod (Jupyter, a VS Code server), repeatable; "
+             "LOCAL defaults to REMOTE, 0 or :REMOTE picks a free one"),
     CLI_STRING(0, "address", connect_args, r.address, "ADDRESS",
                "local address to listen on (default 127.0.0.1)"),
     CLI_STRING(0, "wait", connect_args, r.wait, "DURATION",
@@ -50,6 +54,8 @@ static int connect_check(void *args, const cli_parsed *parsed, gc_error *err)
         a->r.command = a->command;
     }
     a->r.stop_fd = -1;
+    a->r.ports = a->ports.items;
+    a->r.port_count = a->ports.count;
     if (a->env && a->r.command)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--env prints the variables for a shell; with -- CMD they are set for CMD "
@@ -68,8 +74,8 @@ static const cli_opening connect_opening = {
 const cli_command cmd_job_connect = {
     .name = "connect",
     .summary = "reach a headless job's IFRT proxy from here (a self-healing tunnel)",
-    .usage = "job connect NAME [--local-port 29000] [--address 127.0.0.1] [--wait DURATION] "
-             "[--env] [-- CMD [ARGS...]]",
+    .usage = "job connect NAME [--local-port 29000] [--port [LOCAL:]REMOTE]... "
+             "[--address 127.0.0.1] [--wait DURATION] [--env] [-- CMD [ARGS...]]",
     .description =
         "Waits until the job's head pod is running and its IFRT proxy ready, then forwards every\n"
         "connection to the local port through the API server to port 29000 of the head pod.\n"
@@ -77,6 +83,11 @@ const cli_command cmd_job_connect = {
         "with them set and exits with its status. A broken connection to the API server or a\n"
         "replaced head pod is healed: the local port stays, new connections go to the new pod.\n"
         "Ends with Ctrl-C, with CMD, or when the job ends (exit 1, saying why).\n"
+        "\n"
+        "--port forwards more ports of the same pod the same way, each on its own local port,\n"
+        "in kubectl port-forward's form: --port 8888 (local 8888 to the pod's 8888), --port\n"
+        "8080:8888, --port :8888 (any free local port; the line \"forwarding ...\" says which).\n"
+        "Jupyter in a sidecar of the head pod: --port 8888. They heal like the proxy's port.\n"
         "\n"
         "A JAX program (jax, jaxlib and pathwaysutils from PyPI) must call\n"
         "pathwaysutils.initialize() before it uses JAX: that registers the proxy backend, which\n"

@@ -10,6 +10,7 @@
 #include "gcluster/connect.h"
 
 #include "connect/connect_status.h"
+#include "connect/ports.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
@@ -48,8 +49,9 @@ typedef struct connect_run {
     long long wait_ms;
 
     gc_kube_forwarder *fwd;
-    char listen[96];   /* "127.0.0.1:29000" as bound */
-    char backend[128]; /* "JAX_BACKEND_TARGET=grpc://127.0.0.1:29000" */
+    connect_ports ports; /* --port: the extra ones */
+    char listen[96];     /* "127.0.0.1:29000" as bound */
+    char backend[128];   /* "JAX_BACKEND_TARGET=grpc://127.0.0.1:29000" */
 
     /* Checking on the job. */
     gc_kube_background *checks;
@@ -140,6 +142,9 @@ int gc_job_connect_check(const gc_connect_request *r, gc_error *err)
     if (rc)
         return rc;
     freeaddrinfo(res);
+    rc = connect_ports_parse(r, NULL, err);
+    if (rc)
+        return rc;
     if (r->command) {
         if (!r->command[0] || !r->command[0][0])
             return gc_fail(err, GC_EXIT_USAGE,
@@ -197,8 +202,12 @@ static int listen_local(connect_run *c, gc_error *err)
     if (rc)
         return rc;
     int e = gc_kube_forwarder_listen(res->ai_addr, res->ai_addrlen, &c->fwd);
-    freeaddrinfo(res);
     const char *address = c->r->address ? c->r->address : "127.0.0.1";
+    if (!e && !(rc = connect_ports_parse(c->r, &c->ports, err)))
+        rc = connect_ports_listen(&c->ports, res->ai_addr, res->ai_addrlen, address, c->ev, err);
+    freeaddrinfo(res);
+    if (rc)
+        return rc;
     if (e == EADDRINUSE)
         return gc_fail(err, GC_EXIT_RUNTIME,
                        "cannot listen on %s port %ld: it is in use (another job connect or "
@@ -295,6 +304,10 @@ static int announce(connect_run *c, gc_error *err)
     const char *env[4] = {"JAX_PLATFORMS=proxy", c->backend};
     size_t count = 2;
     credentials_advice(c, env, &count);
+    int rc =
+        connect_ports_open(&c->ports, c->kube, c->pod, what(c), c->r->stop_fd, true, c->ev, err);
+    if (rc)
+        return rc;
     if (c->hooks && c->hooks->ready) {
         gc_connect_ready ready = {.pod = c->pod, .listen = c->listen, .env = env};
         c->hooks->ready(c->hooks->ctx, &ready);
@@ -417,7 +430,7 @@ static void release_check(connect_run *c)
 static void lose_target(connect_run *c, const char *successor)
 {
     report_failures(c, true);
-    size_t open = gc_kube_forwarder_drop(c->fwd);
+    size_t open = gc_kube_forwarder_drop(c->fwd) + connect_ports_drop(&c->ports);
     if (successor)
         gc_warn(c->ev, "%s %s was replaced by %s; %zu open connection%s closed", what(c), c->pod,
                 successor, open, plural(open));
@@ -576,7 +589,7 @@ static int wait_timeout(connect_run *c, long long now)
         t = until(now, c->wait_deadline_ms, t);
     int forwarder = gc_kube_forwarder_timeout_ms(c->fwd);
     t = forwarder >= 0 && forwarder < t ? forwarder : t;
-    return t;
+    return connect_ports_timeout(&c->ports, c->announced && tunnel, now, t);
 }
 
 static void build_poll_set(connect_run *c, poll_set *p)
@@ -585,6 +598,7 @@ static void build_poll_set(connect_run *c, poll_set *p)
     p->stop = c->r->stop_fd >= 0 && !c->stop_closed ? add_fd(p, c->r->stop_fd, POLLIN) : -1;
     p->child = c->child_running && c->child.fd >= 0 ? add_fd(p, c->child.fd, POLLIN) : -1;
     gc_kube_forwarder_poll(c->fwd, &p->fds, &p->count, &p->cap);
+    connect_ports_poll(&c->ports, &p->fds, &p->count, &p->cap);
 }
 
 static int waited_too_long(const connect_run *c, gc_error *err)
@@ -613,6 +627,12 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
         if (rc)
             return rc;
     }
+    if (c->announced && gc_kube_forwarder_has_tunnel(c->fwd)) {
+        int rc = connect_ports_open(&c->ports, c->kube, c->pod, what(c), c->r->stop_fd, false,
+                                    c->ev, err);
+        if (rc)
+            return rc;
+    }
     now = gc_clock_ms();
     if (!gc_kube_forwarder_has_tunnel(c->fwd) && now >= c->wait_deadline_ms)
         return waited_too_long(c, err);
@@ -633,6 +653,7 @@ static int turn(connect_run *c, poll_set *p, bool *finished, gc_error *err)
     gc_error why = {0};
     if (gc_kube_forwarder_serve(c->fwd, p->fds, &open, &why))
         tunnel_broke(c, why.message, open);
+    connect_ports_serve(&c->ports, p->fds, c->pod, what(c), c->ev);
     report_failures(c, false);
     return 0;
 }
@@ -678,6 +699,7 @@ static void teardown(connect_run *c)
         gc_process_result_free(&r);
     }
     gc_kube_forwarder_free(c->fwd);
+    connect_ports_free(&c->ports);
     gc_kube_background_free(c->checks); /* abandons a round under way before its objects go */
     release_check(c);
     free(c->jobset_path);

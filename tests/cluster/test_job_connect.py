@@ -15,6 +15,7 @@ tunnel_echoes_and_half_closes).
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -367,6 +368,49 @@ def test_api_connection_cut_mid_transfer_heals(testenv, headless, started, tmp_p
         assert c.stop() == 0
     finally:
         proxy.close()
+
+
+def test_extra_port_reaches_a_second_server_and_heals(testenv, headless, started, tmp_path):
+    """--port :8888 forwards a second port of the head pod (a notebook server there) on its own
+    listener, and that listener works again through a new tunnel after the API connection is
+    cut."""
+    job, cli = headless
+    pod = proxy_ready(cli, job)
+    notebook = Banner("notebook server")
+    proxy = FaultProxy(api_port(testenv))
+    forward = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
+               "metadata": {"name": pod, "namespace": "default"},
+               "spec": {"forwards": [{"ports": [8888],
+                                      "target": {"address": "127.0.0.1", "port": notebook.port}}]}}
+    try:
+        applied = subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(forward),
+                                 capture_output=True, text=True, env=cli.env(), timeout=60)
+        assert applied.returncode == 0, applied.stderr
+        c = started(cli, job, "--port", ":8888",
+                    kubeconfig=proxied_kubeconfig(testenv, tmp_path, proxy))
+        c.port()
+        said = re.compile(r"forwarding 127\.0\.0\.1:(\d+) to port 8888 of head pod " + pod)
+        local = wait_for(lambda: (m := said.search(c.stderr())) and int(m.group(1)), timeout=30,
+                         what="connect to say where port 8888 is")
+
+        def greets():
+            try:
+                return first_line(local) == b"notebook server\n"
+            except OSError:
+                return False
+
+        wait_for(greets, timeout=60, what="the notebook server through --port")
+        proxy.cut_all()
+        wait_for(lambda: "the tunnel to port 8888 of head pod" in c.stderr(), timeout=30,
+                 what="connect to say the port's tunnel broke")
+        wait_for(greets, timeout=60, what="the notebook server on the same port after the cut")
+        wait_for(lambda: f"reconnected: 127.0.0.1:{local} to port 8888" in c.stderr(),
+                 timeout=30, what="connect to say the port reconnected")
+        assert c.stop() == 0
+    finally:
+        proxy.close()
+        notebook.close()
+        unroute(cli, pod)
 
 
 def test_follows_the_replacement_head_pod(cli, started):

@@ -400,6 +400,42 @@ static void test_bad_requests(void **state)
                      GC_EXIT_USAGE);
 }
 
+/* --port takes kubectl port-forward's forms; a bad one, a local port given twice or the proxy's
+ * own local port is refused, naming the flag. */
+static void port_refused(const char *const *ports, size_t count, const char *message)
+{
+    refused(
+        &(gc_connect_request){
+            .name = "pw", .local_port = GC_CONNECT_PROXY_PORT, .ports = ports, .port_count = count},
+        message);
+}
+
+static void test_port_flags(void **state)
+{
+    (void)state;
+    gc_error err;
+    const char *good[] = {"8888", "8080:8889", ":8890", "0:8891", "0:8891"};
+    assert_int_equal(gc_job_connect_check(
+                         &(gc_connect_request){
+                             .name = "pw", .local_port = 29000, .ports = good, .port_count = 5},
+                         &err),
+                     0);
+    const char *form = ": give REMOTE or LOCAL:REMOTE, ports 1 to 65535 (LOCAL 0, or :REMOTE: any "
+                       "free local port), as in --port 8888 or --port 8080:8888";
+    const char *bad[] = {"jupyter", "8888:", "70000", "0", "1:2:3", "-1:80", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char want[256];
+        snprintf(want, sizeof(want), "--port %s%s", bad[i], form);
+        port_refused(&bad[i], 1, want);
+    }
+    port_refused((const char *[]){"8888", "8888:9999"}, 2,
+                 "--port 8888:9999: local port 8888 is given twice; each --port needs its own "
+                 "local port");
+    port_refused((const char *[]){"29000"}, 1,
+                 "--port 29000: local port 29000 is the proxy's (--local-port); pick another local "
+                 "port, as in --port 29001:29000");
+}
+
 static void expect_usage(const char *const *args, const char *message)
 {
     cli_result res;
@@ -435,6 +471,11 @@ static void test_cli_refuses_before_sending(void **state)
                                        NULL},
                  "--connect stays connected to the job it created: it does not go with "
                  "--dry-run-out");
+    expect_usage(
+        (const char *const[]){"job", "connect", "pw", "--port", "8888", "--port", "8888", NULL},
+        "--port 8888: local port 8888 is given twice");
+    expect_usage((const char *const[]){"job", "connect", "pw", "--port", "lab", NULL},
+                 "--port lab: give REMOTE or LOCAL:REMOTE");
 }
 
 /* --help says what a JAX program needs that connect cannot give it, and what connect decides. */
@@ -470,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_while_waiting, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_port_in_use, jt_open, jt_close),
         cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_port_flags),
         cmocka_unit_test(test_cli_refuses_before_sending),
         cmocka_unit_test(test_help_names_what_a_jax_program_needs),
     };
