@@ -160,6 +160,31 @@ int gc_job_cancel_check(const gc_cancel_request *r, gc_error *err)
     return check_request(r, &timeout, err);
 }
 
+/* A job submitted without JobSet (GCLUSTER_DISABLE_JOBSET=1, or a cluster without the JobSet
+ * API): its Indexed Job, labelled with its workload, and its headless Service. *found says
+ * whether there was one. */
+static int cancel_indexed_job(gc_kube *kube, const char *name, json_t **deleted, bool *found,
+                              gc_error *err)
+{
+    const char *ns = gc_kube_namespace(kube);
+    char *path = gc_kube_path("batch", "v1", ns, "jobs", name);
+    json_t *job = NULL;
+    gc_error get_err = {0};
+    *found = gc_kube_get(kube, path, NULL, &job, &get_err) == 0 &&
+             gc_kube_same(gc_kube_field(job, "labels", GC_LABEL_WORKLOAD), name);
+    json_decref(job);
+    int rc = *found ? gc_kube_delete(kube, path, "Foreground", deleted, err) : 0;
+    free(path);
+    if (!rc && *found) {
+        path = gc_kube_path(NULL, "v1", ns, "services", name);
+        gc_error svc_err = {0};
+        if (gc_kube_delete(kube, path, NULL, NULL, &svc_err) && svc_err.http_status != 404)
+            rc = gc_fail(err, svc_err.code, "%s", svc_err.message);
+        free(path);
+    }
+    return rc;
+}
+
 int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev,
                   gc_cancel_result *out, gc_error *err)
 {
@@ -175,15 +200,23 @@ int gc_job_cancel(gc_kube *kube, const gc_cancel_request *r, const gc_events *ev
     json_t *deleted = NULL;
     rc = gc_kube_delete(kube, path, "Foreground", &deleted, err);
     free(path);
-    if (rc && err->http_status == 404)
-        rc = gc_job_not_found(kube, r->name, err);
+    bool indexed = false;
+    if (rc && err->http_status == 404) {
+        gc_error not_found = *err;
+        rc = cancel_indexed_job(kube, r->name, &deleted, &indexed, err);
+        if (!rc && !indexed) {
+            *err = not_found;
+            rc = gc_job_not_found(kube, r->name, err);
+        }
+    }
     if (!rc) {
         out->name = gc_xstrdup(r->name);
         out->ns = gc_xstrdup(gc_kube_namespace(kube));
         out->uid = gc_job_strdup_or_null(gc_kube_field(deleted, NULL, "uid"));
     }
     json_decref(deleted);
-    if (!rc && r->wait)
+    /* --wait follows a JobSet's pods; a JobSet-less job's go with its Job in the background. */
+    if (!rc && r->wait && !indexed)
         rc = wait_until_gone(kube, r->name, timeout, ev, out, err);
     if (!rc)
         job_gateways_cleanup(kube, r->name, ev, &out->gateways_removed);

@@ -58,4 +58,11 @@ int submit_gateways_check(gc_kube *kube, const gc_submit_plan *plan, gc_error *e
 int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_run,
                            const gc_events *ev, gc_error *err);
 
+/* GCLUSTER_DISABLE_JOBSET=1: submit runs a job that fits as an Indexed Job (indexed_job.c). */
+bool submit_jobset_disabled(void);
+/* Creates `w` without JobSet: its headless Service, then its Indexed Job (server-side dry runs
+ * with `dry_run`). GC_EXIT_USAGE when `w` needs JobSet (several slices, Pathways). */
+int submit_indexed_job(gc_kube *kube, const gc_workload *w, bool dry_run, const gc_events *ev,
+                       gc_error *err);
+
 #endif
