@@ -1,5 +1,6 @@
 /*
- * gc_buf: a growable, always NUL-terminated byte string (in the spirit of redis' sds).
+ * gc_buf: a growable, always NUL-terminated byte string (in the spirit of redis' sds), and
+ * gc_strings, a list of owned strings.
  *
  * Out-of-memory ends the process through gc_fatal (see gc_xmalloc): a CLI that cannot allocate a
  * few KiB has no useful way to continue, and checking every append would hide the logic that
@@ -34,5 +35,17 @@ void *gc_xrealloc(void *ptr, size_t size);
 char *gc_xstrdup(const char *s);
 char *gc_xstrndup(const char *s, size_t n);
 char *gc_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* gc_strings: a list of owned strings (util/strings.c), the one list every room collects
+ * warnings, notes and words in. Zero-initialised is empty. */
+typedef struct gc_strings {
+    char **items;
+    size_t count;
+} gc_strings;
+
+/* Appends a copy of `s`. */
+void gc_strings_push(gc_strings *list, const char *s);
+/* Frees the strings and the list, and leaves it empty. */
+void gc_strings_free(gc_strings *list);
 
 #endif

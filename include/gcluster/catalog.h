@@ -131,13 +131,4 @@ void gc_tpu_worker_requests(const gc_tpu_machine *m, char cpu[16], char memory[1
 /* Short description of the accepted compute-type forms, for `job submit --help`. */
 const char *gc_catalog_help(void);
 
-/* Google Cloud name forms, checked before a value is stored, printed or passed to gcloud:
- * project IDs (6-30 of [a-z0-9-], a letter first, no trailing '-'; or DOMAIN:ID), GKE cluster
- * and node-pool names (the same, at most 40), regions and zones (us-central1, us-central1-a),
- * machine types ([a-z0-9-], a letter first, at most 63). */
-bool gc_catalog_is_project_id(const char *s);
-bool gc_catalog_is_gke_name(const char *s);
-bool gc_catalog_is_location(const char *s);
-bool gc_catalog_is_machine_type(const char *s);
-
 #endif

@@ -12,6 +12,7 @@
 #ifndef GCLUSTER_MANIFEST_H
 #define GCLUSTER_MANIFEST_H
 
+#include "gcluster/buf.h"
 #include "gcluster/catalog.h"
 #include "gcluster/error.h"
 
@@ -40,15 +41,6 @@
 
 #define GC_DEFAULT_PROXY_IMAGE  "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
 #define GC_DEFAULT_SERVER_IMAGE "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
-
-/* A list of owned strings. */
-typedef struct gc_strings {
-    char **items;
-    size_t count;
-} gc_strings;
-
-void gc_strings_push(gc_strings *list, const char *s);
-void gc_strings_free(gc_strings *list);
 
 typedef enum gc_mount_kind {
     GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver (inline, or a gateway) */

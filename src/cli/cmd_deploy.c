@@ -6,6 +6,7 @@
 #include "cli/render.h"
 #include "gcluster/deploy.h"
 #include "gcluster/emit.h"
+#include "gcluster/gcp.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -81,15 +82,6 @@ static const cli_option deploy_options[] = {
                "the report as JSON or YAML (with --dry-run-out: the objects' format)"),
     CLI_END,
 };
-
-/* GKE node pool names: lower-case letters, digits and hyphens, starting with a letter. */
-static bool valid_pool_name(const char *s)
-{
-    size_t len = strlen(s);
-    if (!len || len > 40 || !islower((unsigned char)s[0]) || s[len - 1] == '-')
-        return false;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
-}
 
 /* The objects without a cluster: YAML documents, or with -o json one JSON List. */
 static int write_objects(const gc_blueprint *bp, const char *head_pool, const char *path,
@@ -256,7 +248,7 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
                        "deploy takes one blueprint file: gcluster deploy BLUEPRINT.yaml "
                        "[--plan] (got %zu arguments)",
                        parsed->positional_count);
-    if (a->head_pool && !valid_pool_name(a->head_pool))
+    if (a->head_pool && !gc_gcp_is_gke_name(a->head_pool))
         return gc_fail(err, GC_EXIT_USAGE,
                        "--pathways-head-np %s: a node pool name is 1-40 lower-case letters, "
                        "digits and hyphens, starting with a letter",

@@ -5,6 +5,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/catalog.h"
+#include "gcluster/gcp.h"
 #include "gcluster/sys.h"
 
 #include <errno.h>
@@ -50,9 +51,9 @@ static const char *const value_forms[] = {
 static int check_value(size_t key, const char *value, const char *where, const char *fix,
                        gc_error *err)
 {
-    bool ok = key == 0   ? gc_catalog_is_project_id(value)
-              : key == 1 ? gc_catalog_is_gke_name(value)
-                         : gc_catalog_is_location(value);
+    bool ok = key == 0   ? gc_gcp_is_project_id(value)
+              : key == 1 ? gc_gcp_is_gke_name(value)
+                         : gc_gcp_is_location(value);
     if (ok)
         return 0;
     size_t len = strlen(value);

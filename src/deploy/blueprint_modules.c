@@ -9,6 +9,7 @@
 #include "expr.h"
 #include "gcluster/catalog.h"
 #include "gcluster/emit.h"
+#include "gcluster/gcp.h"
 #include "gcluster/text.h"
 #include "network_outputs.h"
 
@@ -98,16 +99,16 @@ static const struct {
     bool (*ok)(const char *value);
     const char *form;
 } setting_forms[] = {
-    {"name", gc_catalog_is_gke_name,
+    {"name", gc_gcp_is_gke_name,
      "a GKE name: at most 40 lower-case letters, digits and hyphens, starting with a letter and "
      "ending with a letter or digit"},
-    {"deployment_name", gc_catalog_is_gke_name,
+    {"deployment_name", gc_gcp_is_gke_name,
      "a GKE cluster name: at most 40 lower-case letters, digits and hyphens, starting with a "
      "letter and ending with a letter or digit"},
-    {"machine_type", gc_catalog_is_machine_type,
+    {"machine_type", gc_gcp_is_machine_type,
      "a machine type: lower-case letters, digits and hyphens, such as n2-standard-32"},
-    {"region", gc_catalog_is_location, "a Google Cloud region, such as us-central1"},
-    {"zone", gc_catalog_is_location, "a Google Cloud zone, such as us-central1-a"},
+    {"region", gc_gcp_is_location, "a Google Cloud region, such as us-central1"},
+    {"zone", gc_gcp_is_location, "a Google Cloud zone, such as us-central1-a"},
 };
 
 bool deploy_bp_is_printable(const char *s)
@@ -475,7 +476,7 @@ static int read_zones(bp_reader *r, const scope *s, gc_pool_spec *p)
             rc = wrong(r, s, "zones", zones, "a list of zone names");
             break;
         }
-        if (!gc_catalog_is_location(json_string_value(z))) {
+        if (!gc_gcp_is_location(json_string_value(z))) {
             rc =
                 deploy_bp_fail_at(r, json_is_array(raw) ? raw : s->raw,
                                   json_is_array(raw) ? NULL : "zones", json_is_array(raw) ? i : 0,

@@ -3,6 +3,7 @@
  * or <path>/<user>-runner when GCLUSTER_IMAGE_REPO is a path on any OCI registry
  * (registry.example.com:5000/team), as Google's gcluster allows since v1.110.
  */
+#include "gcluster/gcp.h"
 #include "gcluster/image.h"
 
 #include "gcluster/buf.h"
@@ -10,19 +11,6 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Artifact Registry repository ids: lower-case letters, digits and '-', starting with a letter
- * and ending with a letter or digit, at most 63 characters. */
-static bool is_repository_id(const char *s)
-{
-    size_t len = strlen(s);
-    if (len == 0 || len > 63 || !islower((unsigned char)s[0]) || s[len - 1] == '-')
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '-')
-            return false;
-    return true;
-}
 
 /* The user as an image path component: lower-cased, anything outside [a-z0-9] runs become one
  * '-' ("Jane.Doe@corp" -> "jane-doe-corp"), so every login name gives a valid name. */
@@ -66,7 +54,7 @@ static int repository_prefix(const char *repo, const char *project, const char *
         *prefix = gc_xstrndup(repo, len);
         return 0;
     }
-    if (!is_repository_id(repo))
+    if (!gc_gcp_is_name(repo, 1, 63))
         return gc_fail(err, GC_EXIT_USAGE,
                        "GCLUSTER_IMAGE_REPO=\"%s\" is not an Artifact Registry repository name "
                        "(lower-case letters, digits and '-', starting with a letter); set it to "

@@ -4,7 +4,7 @@
  * typo (or a control byte) into a message that names the value's source, instead of a context
  * name that never matches, a gcloud error, or text that draws on the terminal.
  */
-#include "gcluster/catalog.h"
+#include "gcluster/gcp.h"
 
 #include <string.h>
 
@@ -13,8 +13,6 @@ static bool is_lower_alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-/* Lower-case letters, digits and hyphens, `min` to `max` characters, starting with a letter and
- * not ending with a hyphen. */
 static bool is_lower_name(const char *s, size_t len, size_t min, size_t max)
 {
     if (len < min || len > max || !(s[0] >= 'a' && s[0] <= 'z') || s[len - 1] == '-')
@@ -27,7 +25,7 @@ static bool is_lower_name(const char *s, size_t len, size_t min, size_t max)
 
 /* 6 to 30 characters of that form; projects created in a Google Workspace domain before 2017
  * keep an ID scoped by it, "example.com:my-project". */
-bool gc_catalog_is_project_id(const char *s)
+bool gc_gcp_is_project_id(const char *s)
 {
     const char *colon = strchr(s, ':');
     if (colon) {
@@ -43,14 +41,14 @@ bool gc_catalog_is_project_id(const char *s)
 }
 
 /* GKE cluster and node-pool names: 1 to 40 characters of that form. */
-bool gc_catalog_is_gke_name(const char *s)
+bool gc_gcp_is_gke_name(const char *s)
 {
     return is_lower_name(s, strlen(s), 1, 40);
 }
 
 /* A region is words of lower-case letters joined by '-' and ending in a number (us-central1,
  * northamerica-northeast2); a zone is a region, '-' and one letter (us-east5-b). */
-bool gc_catalog_is_location(const char *s)
+bool gc_gcp_is_location(const char *s)
 {
     size_t len = strlen(s);
     if (len > 2 && s[len - 2] == '-' && s[len - 1] >= 'a' && s[len - 1] <= 'z')
@@ -68,15 +66,13 @@ bool gc_catalog_is_location(const char *s)
     return true;
 }
 
-/* Machine types: lower-case letters, digits and hyphens (n2-standard-32, ct6e-standard-4t,
- * n2-custom-8-16384), at most 63. */
-bool gc_catalog_is_machine_type(const char *s)
+bool gc_gcp_is_name(const char *s, size_t min, size_t max)
 {
-    size_t len = strlen(s);
-    if (!len || len > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[len - 1] == '-')
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
+    return is_lower_name(s, strlen(s), min, max);
+}
+
+/* Machine types: that form (n2-standard-32, ct6e-standard-4t, n2-custom-8-16384), at most 63. */
+bool gc_gcp_is_machine_type(const char *s)
+{
+    return is_lower_name(s, strlen(s), 1, 63);
 }
