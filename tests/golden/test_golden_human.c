@@ -2,7 +2,7 @@
  * The golden tier for what a person reads: every command's output (text, and JSON where the
  * command has it) on one fixed cluster, compared byte for byte with a reviewed file in
  * tests/golden/human/. The cluster is tests/golden/human/snapshot.json, recorded objects the
- * scripted loopback server (tests/kube/test_server.py) serves to every request; gcloud is a
+ * scripted loopback server (tests/unit/support/test_server.py) serves to every request; gcloud is a
  * stand-in that knows one project and its clusters and fails everything else, as an offline
  * machine does. A change to what a person reads shows in review as a change to these files.
  *
@@ -193,7 +193,7 @@ static void write_fake_gcloud(void)
 static int setup(void **state)
 {
     (void)state;
-    if (!kube_test_env_start(&env, GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py"))
+    if (!kube_test_env_start(&env, GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py"))
         return -1;
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", env.tmp);
     kube_test_write_kubeconfig(kubeconfig, &env.server, env.pki.ca, "ns1");

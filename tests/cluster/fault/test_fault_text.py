@@ -1,6 +1,6 @@
 """Hostile server text, secrets and oversized or endless answers.
 
-A scripted HTTPS server (tests/kube/test_server.py) plays an API server that puts escape
+A scripted HTTPS server (tests/unit/support/test_server.py) plays an API server that puts escape
 sequences, bells and carriage returns in its errors and echoes the request's Authorization header
 back; testenv holds an Event with the same in its reason and message. Nothing of it may reach the
 output raw (text, -v and -vv), and the bearer token never. Passwords in the server's and the
@@ -57,7 +57,7 @@ class Scripted:
                 "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1")
         port_file = tmp / "port"
         self.proc = subprocess.Popen(
-            [sys.executable, str(REPO / "tests" / "kube" / "test_server.py"), "--cert",
+            [sys.executable, str(REPO / "tests" / "unit" / "support" / "test_server.py"), "--cert",
              str(tmp / "server.pem"), "--key", str(tmp / "server.key"), "--port-file",
              str(port_file), "--lifetime", "600"])
         deadline = time.monotonic() + 30

@@ -32,7 +32,7 @@
 static int setup(void **state)
 {
     (void)state;
-    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py");
 }
 
 /* --- judging the job --------------------------------------------------------------------- */

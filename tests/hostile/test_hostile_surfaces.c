@@ -30,7 +30,7 @@ static int setup(void **state)
 {
     (void)state;
     files = kube_test_tmpdir();
-    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py");
 }
 
 static int teardown(void **state)

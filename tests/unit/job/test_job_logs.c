@@ -22,7 +22,7 @@
 static int setup(void **state)
 {
     (void)state;
-    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py");
 }
 
 /* Every line as "pod/container: text", in arrival order; stops after `stop_after` if set. */

@@ -1,6 +1,6 @@
 /*
  * The kube client's HTTP behaviour against a real loopback HTTPS server
- * (tests/kube/test_server.py) with a throwaway PKI: verbs, retries, Status errors, create
+ * (tests/unit/support/test_server.py) with a throwaway PKI: verbs, retries, Status errors, create
  * recovery, credentials, TLS verification, and redaction in traces.
  */
 #include <setjmp.h>

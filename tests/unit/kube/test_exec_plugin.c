@@ -1,5 +1,5 @@
 /*
- * Exec credential plugins, run for real: tests/unit/programs/fake_exec_plugin.c checks the
+ * Exec credential plugins, run for real: tests/unit/support/programs/fake_exec_plugin.c checks the
  * KUBERNETES_EXEC_INFO it receives, counts its runs in a file and prints an ExecCredential (or
  * fails in the ways real plugins fail).
  */

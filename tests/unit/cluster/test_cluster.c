@@ -25,7 +25,7 @@
 static int setup(void **state)
 {
     (void)state;
-    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py");
 }
 
 static json_t *node(const char *name, const char *pool, const char *accel, const char *topo,

@@ -19,7 +19,7 @@
 static int setup(void **state)
 {
     (void)state;
-    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py");
 }
 
 /* The JobSet's pods, Warning events and Workload (NULL: Kueue has none) as inspect reads them;

@@ -9,7 +9,7 @@ what the value is, numbers YAML writes as 1e3 or 480.5 taken as Kubernetes quant
 --vars pair dropped, a misspelt deployment-file key refused, cycles through module outputs
 named, and index overflow refused.
 
-Run: GCLUSTER=build/gcluster python3 -m pytest -q tests/deploy/test_hostile_blueprints.py
+Run: GCLUSTER=build/gcluster python3 -m pytest -q tests/hostile/test_hostile_blueprints.py
 """
 import json
 import os

@@ -24,7 +24,7 @@
 static int setup(void **state)
 {
     (void)state;
-    return jt_start(GCLUSTER_SOURCE_DIR "/tests/kube/test_server.py");
+    return jt_start(GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py");
 }
 
 /* Pathways JobSets of one slice: 5 pods, Running 5/5 when all run. */

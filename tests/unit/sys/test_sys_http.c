@@ -1,5 +1,5 @@
 /*
- * The HTTP request layer against the scripted loopback server (tests/kube/test_server.py):
+ * The HTTP request layer against the scripted loopback server (tests/unit/support/test_server.py):
  * methods and bodies as sent, responses into a buffer or a callback, the headers of the answer,
  * and the -v trace, which must never show a credential.
  */

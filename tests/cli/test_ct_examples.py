@@ -14,7 +14,7 @@ For each blueprint:
   variables each blueprint passes are written out by hand below, with their arithmetic.
 
 Quantities are compared by value, as the API server stores them (2000G and 2T are one
-quantity). Run: GCLUSTER=build/gcluster python3 -m pytest -q tests/deploy/test_ct_examples.py
+quantity). Run: GCLUSTER=build/gcluster python3 -m pytest -q tests/cli/test_ct_examples.py
 """
 import json
 import os
@@ -403,7 +403,7 @@ def test_deployment_file_supplies_the_vars(deployment):
     dry_run(bp, "-d", str(CT / deployment), *fill(bp, merged))
 
 
-# --plan, offline: the cluster is tests/kube/test_server.py on loopback, scripted as a cluster
+# --plan, offline: the cluster is tests/unit/support/test_server.py on loopback, scripted as a cluster
 # that serves Kueue and JobSet and has no node pools yet. The plan must exit 0, send every
 # object only as a server-side-apply dry run (dryRun=All), and send nothing else that writes.
 
@@ -424,7 +424,7 @@ def server(tmp_path_factory):
                     "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out",
                     str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
                     "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "kube" / "test_server.py"),
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "unit" / "support" / "test_server.py"),
                              "--cert", str(cert), "--key", str(key), "--port-file",
                              str(port_file), "--lifetime", "600"])
     try:
