@@ -64,8 +64,9 @@ release-build: deps
 
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
-# The unit tier (tests/unit/, tests/cli/, tests/hostile/): pure C against loopback servers written in C and Python, and
-# tests/cli's pytest over Cluster Toolkit's blueprints (pytest and PyYAML from
+# The unit tier (label unit: tests/unit/<room>/, tests/cli/, tests/hostile/): pure C against
+# loopback servers written in C and Python, and the pytest files over Cluster Toolkit's
+# blueprints and hostile ones (pytest and PyYAML from
 # tests/requirements.txt); it needs no Go. (--no-tests=error: a tier whose label matches no test
 # fails instead of passing empty.)
 unit-test: gcluster

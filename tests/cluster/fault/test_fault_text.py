@@ -1,6 +1,6 @@
 """Hostile server text, secrets and oversized or endless answers.
 
-A scripted HTTPS server (tests/unit/support/test_server.py) plays an API server that puts escape
+A scripted HTTPS server (test_server.py, in tests/unit/support/) plays an API server that puts escape
 sequences, bells and carriage returns in its errors and echoes the request's Authorization header
 back; testenv holds an Event with the same in its reason and message. Nothing of it may reach the
 output raw (text, -v and -vv), and the bearer token never. Passwords in the server's and the

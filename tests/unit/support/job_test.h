@@ -1,7 +1,7 @@
 /*
  * Helpers for the tests of the job commands (inspect, list, logs, cancel, the watch): a client
- * in namespace ns1 of the scripted loopback server (tests/unit/support/test_server.py), objects shaped
- * like the ones JobSet, Kueue and the kubelet write, and a gc_events that records what it is
+ * in namespace ns1 of the scripted loopback server (tests/unit/support/test_server.py), objects
+ * shaped like the ones JobSet, Kueue and the kubelet write, and a gc_events that records what it is
  * told. One server per test program; every test starts with an empty script and request log.
  */
 #ifndef GCLUSTER_TEST_JOB_TEST_H
@@ -22,7 +22,7 @@
 #define JT_WORKLOADS   "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns1/workloads"
 
 /* Group setup: the PKI and the server (tests pass GCLUSTER_SOURCE_DIR
- * "/tests/unit/support/test_server.py"). jt_stop is the group teardown. */
+ * "/tests/unit/support/test_server.py", the one loopback server). jt_stop is the group teardown. */
 int jt_start(const char *server_script);
 int jt_stop(void **state);
 /* cmocka test setup and teardown: an empty server, a fresh client, an empty event record. */

@@ -440,7 +440,8 @@ int kube_test_env_setup(void **state)
 {
     kube_test_env *env = calloc(1, sizeof(*env));
     *state = env;
-    return kube_test_env_start(env, GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py") ? 0 : -1;
+    const char *server = GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py";
+    return kube_test_env_start(env, server) ? 0 : -1;
 }
 
 int kube_test_env_teardown(void **state)

@@ -1,6 +1,6 @@
 /*
  * Helpers for the kube client's tests: temporary directories, a throwaway PKI made with the
- * openssl CLI, and the scripted loopback HTTPS server in tests/unit/support/test_server.py.
+ * openssl CLI, and the scripted loopback HTTPS server beside this file (test_server.py).
  * Every wait here is bounded, and everything listens on 127.0.0.1 only.
  */
 #ifndef GCLUSTER_TEST_KUBE_TEST_H
@@ -55,7 +55,8 @@ typedef struct kube_test_server {
 bool kube_test_server_start_script(kube_test_server *s, const kube_test_pki *pki, const char *dir,
                                    const char *script);
 #define kube_test_server_start(s, pki, dir)                                                        \
-    kube_test_server_start_script(s, pki, dir, GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py")
+    kube_test_server_start_script(s, pki, dir,                                                     \
+                                  GCLUSTER_SOURCE_DIR "/tests/unit/support/test_server.py")
 void kube_test_server_stop(kube_test_server *s);
 /* Writes a kubeconfig whose current context talks to `s` (trusting `ca`) with token "tok", in
  * namespace `ns` (NULL: none set). */
