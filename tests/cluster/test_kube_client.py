@@ -1,7 +1,7 @@
 """The kube client (src/kube) against a real API server: the testenv control plane.
 
-Every call goes through kube_probe (tests/unit/support/programs/kube_probe.c), a thin command-line driver over the
-public client API, so what is tested here is exactly what gcluster's commands use: create with
+Every call goes through kube_probe (tests/unit/support/programs/kube_probe.c), a thin
+command-line driver over the public client API, so what is tested here is exactly what gcluster's commands use: create with
 strict validation and server-side dry run, conflicts and schema errors from the real server,
 paging, watch with resume over connections that are cut, delete propagation through the real
 garbage collector, server-side apply, pod logs, HTTP/2, and redaction in traces.
