@@ -135,17 +135,20 @@ def pattern(n, seed):
     return (block * (n // len(block) + 1))[:n]
 
 
-def port_forward_object(pod, port):
+def port_forward_object(pod, targets):
     return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
             "metadata": {"name": pod, "namespace": "default"},
-            "spec": {"forwards": [{"ports": [29000],
-                                   "target": {"address": "127.0.0.1", "port": port}}]}}
+            "spec": {"forwards": [{"ports": [pod_port],
+                                   "target": {"address": "127.0.0.1", "port": port}}
+                                  for pod_port, port in targets.items()]}}
 
 
-def route(cli, pod, port):
-    """Sends port 29000 of `pod` to 127.0.0.1:port instead of the echo server."""
+def route(cli, pod, port, more=None):
+    """Sends port 29000 of `pod` to 127.0.0.1:port instead of the echo server (and each port of
+    `more`, {pod port: local port}, to its local port)."""
     proc = subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(
-        port_forward_object(pod, port)), capture_output=True, text=True, env=cli.env(), timeout=60)
+        port_forward_object(pod, {29000: port, **(more or {})})), capture_output=True, text=True,
+        env=cli.env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -370,6 +373,13 @@ def test_api_connection_cut_mid_transfer_heals(testenv, headless, started, tmp_p
         proxy.close()
 
 
+def extra_port(c, remote, pod):
+    """The local port connect said it forwards to `remote` of `pod` (--port :REMOTE)."""
+    said = re.compile(rf"forwarding 127\.0\.0\.1:(\d+) to port {remote} of head pod {pod}")
+    return wait_for(lambda: (m := said.search(c.stderr())) and int(m.group(1)), timeout=30,
+                    what=f"connect to say where port {remote} is")
+
+
 def test_extra_port_reaches_a_second_server_and_heals(testenv, headless, started, tmp_path):
     """--port :8888 forwards a second port of the head pod (a notebook server there) on its own
     listener, and that listener works again through a new tunnel after the API connection is
@@ -378,10 +388,7 @@ def test_extra_port_reaches_a_second_server_and_heals(testenv, headless, started
     pod = proxy_ready(cli, job)
     notebook = Banner("notebook server")
     proxy = FaultProxy(api_port(testenv))
-    forward = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
-               "metadata": {"name": pod, "namespace": "default"},
-               "spec": {"forwards": [{"ports": [8888],
-                                      "target": {"address": "127.0.0.1", "port": notebook.port}}]}}
+    forward = port_forward_object(pod, {8888: notebook.port})
     try:
         applied = subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(forward),
                                  capture_output=True, text=True, env=cli.env(), timeout=60)
@@ -389,9 +396,7 @@ def test_extra_port_reaches_a_second_server_and_heals(testenv, headless, started
         c = started(cli, job, "--port", ":8888",
                     kubeconfig=proxied_kubeconfig(testenv, tmp_path, proxy))
         c.port()
-        said = re.compile(r"forwarding 127\.0\.0\.1:(\d+) to port 8888 of head pod " + pod)
-        local = wait_for(lambda: (m := said.search(c.stderr())) and int(m.group(1)), timeout=30,
-                         what="connect to say where port 8888 is")
+        local = extra_port(c, 8888, pod)
 
         def greets():
             try:
@@ -417,16 +422,18 @@ def test_follows_the_replacement_head_pod(cli, started):
     job = "cx-replace"
     submit_pathways(cli, job, slices="1", headless=True)
     old = wait_for(lambda: proxy_ready(cli, job), timeout=READY_TIMEOUT, what="the head pod")
-    c = started(cli, job)
+    c = started(cli, job, "--port", ":8888")
     port = c.port()
     assert echo(port, b"old pod") == b"old pod"
+    notebook_port = extra_port(c, 8888, old)
 
     cli.kubectl("delete", "pod", old, "--wait=false")
     new = wait_for(lambda: (lambda p: p if p and p != old else None)(proxy_ready(cli, job)),
                    timeout=READY_TIMEOUT, what="the replacement head pod")
     banner = Banner(f"this is {new}")
+    notebook = Banner(f"notebook in {new}")
     try:
-        route(cli, new, banner.port)
+        route(cli, new, banner.port, {8888: notebook.port})
 
         def reaches_new_pod():
             try:
@@ -435,6 +442,14 @@ def test_follows_the_replacement_head_pod(cli, started):
                 return False
 
         wait_for(reaches_new_pod, timeout=60, what=f"connections to reach {new}")
+
+        def notebook_on_new_pod():  # --port follows the proxy's port to the new pod
+            try:
+                return first_line(notebook_port) == f"notebook in {new}\n".encode()
+            except OSError:
+                return False
+
+        wait_for(notebook_on_new_pod, timeout=60, what=f"--port 8888 to reach {new}")
         assert c.proc.poll() is None, c.stderr()
         err = c.stderr()
         assert f"head pod {old}" in err and ("is gone" in err or "was replaced" in err), err
@@ -443,6 +458,7 @@ def test_follows_the_replacement_head_pod(cli, started):
     finally:
         unroute(cli, new)
         banner.close()
+        notebook.close()
 
 
 def test_cancelling_the_job_ends_connect(cli, started):
