@@ -25,13 +25,12 @@
  * (its container exited, or the API server ended it) is asked again now and then until the
  * caller stops following; then every stream reads what is left without following, and ends.
  */
-#include "kube/internal.h"
+#include "kube/log_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LINE            (1 << 20)
 #define MAX_RESUME_FAILURES 8 /* consecutive attempts without progress, when not following */
 #define POLL_MS             1000
 #define DEFAULT_STALL_S     20
@@ -57,228 +56,6 @@
  * HTTP/2 connection's worth keeps the API server busy enough to read a thousand containers in
  * seconds. Followed streams never end on their own, so all of them are open. */
 #define MAX_OPEN_STREAMS GC_KUBE_LOGS_MAX_OPEN
-
-struct logs_run;
-
-/* A log line's time stamp. */
-typedef struct stamp {
-    long long sec;
-    long nsec;
-} stamp;
-
-typedef struct log_stream {
-    struct logs_run *run;
-    size_t index;
-    const gc_kube_log_source *src;
-    char *name; /* "pod/container", for messages */
-    char *log_path, *pod_path;
-    const char *query[20];
-    char tail[32], since[32], since_time[32];
-    kube_request req;
-    kube_exchange x; /* the current attempt; x.http.body holds a non-2xx answer */
-    CURL *e;
-    gc_buf partial; /* an incomplete line */
-
-    /* Where the stream is: the last line delivered, and how many delivered lines carry
-     * exactly its time stamp. */
-    bool positioned;
-    stamp last;
-    size_t last_count;
-    size_t lines; /* delivered in all */
-
-    /* The attempt under way. */
-    bool locating;   /* asking for the pod, before a resume */
-    bool resuming;   /* dropping lines up to `last` */
-    size_t dropped;  /* lines carrying `last`'s time stamp dropped so far */
-    bool continuing; /* the next text continues a line longer than MAX_LINE ... */
-    bool dropping;   /* ... whose start was dropped */
-    bool previous;   /* reading the container's previous instance */
-    bool progressed; /* delivered a line */
-    long long started_ms;
-    long stall_ms;        /* no bytes for this long ends the attempt; 0: no limit */
-    long long last_bytes; /* when the attempt last received something */
-    bool stalled;         /* ended by stall_ms */
-
-    /* What the next attempt does. */
-    bool original;   /* nothing delivered yet: the caller's request as given */
-    bool from_start; /* a new instance's whole log */
-    bool located;    /* the pod was checked for this resume */
-    bool ended;      /* the last attempt ended normally (following: ask again) */
-    bool final;      /* no more following: read what is left */
-    int failures;    /* consecutive attempts without progress */
-    int ended_streak;
-    bool refreshed;
-    long long start_at; /* > 0: (re)start at this time */
-
-    bool admitted; /* counted among the open streams (MAX_OPEN_STREAMS) until it ends */
-    bool running, done, failed, incomplete;
-    /* Why it failed, or why it is incomplete; allocated then: 4 KiB in every one of a thousand
-     * streams would be most of what they take. */
-    gc_error *error;
-} log_stream;
-
-typedef struct logs_run {
-    gc_kube *k;
-    CURLM *multi;
-    log_stream *streams;
-    size_t count;
-    gc_kube_log_options opts;
-    gc_kube_log_line_fn on_line;
-    gc_kube_log_continue_fn keep_going;
-    void *ctx;
-    bool stop;          /* the line handler said so */
-    bool following;     /* follow, and keep_going has not ended it */
-    log_stream *opener; /* the first stream of the wave, while its connection is set up */
-    size_t room;        /* streams the wave may still start */
-    size_t max_open;    /* streams admitted at once */
-    size_t open;        /* streams admitted and not ended */
-    long long notice_at;
-    bool noticed;         /* a reconnect notice is standing */
-    kube_multi_pace pace; /* the loop's waits (kube_multi_wait) */
-} logs_run;
-
-static const gc_events *events(const log_stream *s)
-{
-    return s->run->k->trace.events;
-}
-
-/* --- time stamps ------------------------------------------------------------------------ */
-
-static int stamp_cmp(stamp a, stamp b)
-{
-    if (a.sec != b.sec)
-        return a.sec < b.sec ? -1 : 1;
-    return a.nsec < b.nsec ? -1 : a.nsec > b.nsec;
-}
-
-/* The time stamp the kubelet puts in front of a line ("2026-01-02T03:04:05.123456789Z "), and
- * how many bytes it takes with its space. */
-static bool parse_stamp(const char *line, size_t len, stamp *out, size_t *used)
-{
-    const char *space = memchr(line, ' ', len < 48 ? len : 48);
-    if (!space || space - line < 20)
-        return false;
-    char text[48];
-    size_t n = (size_t)(space - line);
-    memcpy(text, line, n);
-    text[n] = '\0';
-    time_t sec;
-    if (!gc_clock_parse_rfc3339(text, &sec))
-        return false;
-    long nsec = 0, scale = 100000000;
-    if (text[19] == '.')
-        for (const char *p = text + 20; *p >= '0' && *p <= '9' && scale; p++, scale /= 10)
-            nsec += (*p - '0') * scale;
-    *out = (stamp){.sec = sec, .nsec = nsec};
-    *used = n + 1;
-    return true;
-}
-
-static void format_stamp(stamp t, bool nanoseconds, char *out, size_t size)
-{
-    time_t sec = (time_t)t.sec;
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    char day[32]; /* 19 characters: YYYY-MM-DDTHH:MM:SS */
-    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-    if (nanoseconds)
-        snprintf(out, size, "%.19s.%09dZ", day, (int)(t.nsec % 1000000000L));
-    else
-        snprintf(out, size, "%.19sZ", day);
-}
-
-/* --- lines ------------------------------------------------------------------------------ */
-
-static void deliver(log_stream *s, const char *line, size_t len)
-{
-    logs_run *run = s->run;
-    if (run->stop)
-        return;
-    if (run->on_line(s->index, line, len, run->ctx))
-        run->stop = true;
-    s->lines++;
-    s->progressed = true;
-    s->original = false;
-}
-
-/* One line (or, !complete, the first piece of a line longer than MAX_LINE): dropped when a
- * resume repeats it, else delivered without the time stamp the caller did not ask for. */
-static void take_line(log_stream *s, const char *line, size_t len, bool complete)
-{
-    if (s->continuing) { /* the rest of a long line: as its start went */
-        if (!s->dropping)
-            deliver(s, line, len);
-        s->continuing = !complete;
-        return;
-    }
-    s->continuing = !complete;
-    stamp t;
-    size_t used = 0;
-    bool stamped = parse_stamp(line, len, &t, &used);
-    if (stamped && s->resuming) {
-        int order = stamp_cmp(t, s->last);
-        s->dropping = order < 0 || (order == 0 && s->dropped < s->last_count);
-        if (s->dropping) {
-            s->dropped += order == 0;
-            return;
-        }
-        s->resuming = false;
-    }
-    s->dropping = false;
-    if (stamped) {
-        if (s->positioned && stamp_cmp(t, s->last) == 0) {
-            s->last_count++;
-        } else {
-            s->last = t;
-            s->last_count = 1;
-        }
-        s->positioned = true;
-        s->from_start = false;
-    }
-    if (stamped && !s->run->opts.timestamps)
-        deliver(s, line + used, len - used);
-    else
-        deliver(s, line, len);
-}
-
-/* Whole lines go straight from curl's buffer to the caller; only a line's incomplete end is
- * copied (into `partial`), so 64 followed streams hold 64 short line ends, not 64 chunks. */
-static void split_lines(log_stream *s, const char *data, size_t len)
-{
-    const char *end = data + len;
-    const char *nl = memchr(data, '\n', len);
-    if (nl && s->partial.len) { /* finish the line begun in an earlier chunk */
-        gc_buf_append(&s->partial, data, (size_t)(nl - data));
-        take_line(s, s->partial.data, s->partial.len, true);
-        gc_buf_reset(&s->partial);
-        data = nl + 1;
-        nl = memchr(data, '\n', (size_t)(end - data));
-    }
-    for (; nl; nl = memchr(data, '\n', (size_t)(end - data))) {
-        take_line(s, data, (size_t)(nl - data), true);
-        data = nl + 1;
-    }
-    gc_buf_append(&s->partial, data, (size_t)(end - data));
-    if (s->partial.len >= MAX_LINE) { /* a line this long is handed out in pieces */
-        take_line(s, s->partial.data, s->partial.len, false);
-        gc_buf_reset(&s->partial);
-    }
-}
-
-static bool on_log_data(const char *data, size_t len, void *ctx)
-{
-    log_stream *s = ctx;
-    s->last_bytes = gc_clock_ms();
-    split_lines(s, data, len);
-    return !s->run->stop;
-}
-
-static void flush_partial(log_stream *s)
-{
-    if (s->partial.len)
-        take_line(s, s->partial.data, s->partial.len, true);
-    gc_buf_reset(&s->partial);
-}
 
 /* --- attempts --------------------------------------------------------------------------- */
 
@@ -319,7 +96,7 @@ static void log_request(log_stream *s)
         s->query[n++] = s->since;
     }
     if (!s->original && !s->from_start && s->positioned) {
-        format_stamp(s->last, false, s->since_time, sizeof(s->since_time));
+        kube_log_format_stamp(s->last, false, s->since_time, sizeof(s->since_time));
         s->query[n++] = "sinceTime";
         s->query[n++] = s->since_time;
         s->resuming = true;
@@ -331,7 +108,7 @@ static void log_request(log_stream *s)
                             .extra = s->query,
                             .idempotent = true,
                             .streaming = true};
-    s->x.on_data = on_log_data;
+    s->x.on_data = kube_log_on_log_data;
     s->x.ctx = s;
     s->stall_ms = following(s) && !s->previous ? 0 : s->run->opts.stall_seconds * 1000L;
 }
@@ -420,7 +197,7 @@ static void mark_incomplete(log_stream *s, const char *why)
         return;
     char after[48] = "";
     if (s->positioned)
-        format_stamp(s->last, true, after, sizeof(after));
+        kube_log_format_stamp(s->last, true, after, sizeof(after));
     gc_fail(stream_error(s), GC_EXIT_INCOMPLETE, "%s: %s; lines %s%s may be missing", s->name, why,
             after[0] ? "after " : "", after);
     s->incomplete = true;
@@ -524,7 +301,7 @@ static void refused(log_stream *s, const char *what)
 /* The log request ended without an error. */
 static void ended(log_stream *s)
 {
-    flush_partial(s);
+    kube_log_flush_partial(s);
     s->refreshed = false;
     s->failures = 0;
     s->located = false;
@@ -800,7 +577,7 @@ static void end_following(logs_run *run)
             continue;
         if (s->running && !s->locating) {
             stop_stream(s, CURLE_OK);
-            flush_partial(s);
+            kube_log_flush_partial(s);
             s->done = true;
         } else if (s->ended && !s->running) {
             s->done = true;
