@@ -39,6 +39,9 @@ static const char fake[] =
     "if [ -e '%s/no-account' ]; then\n"
     "  echo 'ERROR: (gcloud) You do not currently have an active account selected.' >&2; exit 1\n"
     "fi\n"
+    /* ESCAPES: gcloud's message carries terminal escape sequences */
+    "if [ -e '%s/escapes' ]; then printf 'ERROR: \\033[31mred\\033]0;title\\007\\n' >&2; exit 1; "
+    "fi\n"
     /* SLOW: each describe takes a moment and notes how many ran at once */
     "case \"$*\" in *' describe '*) if [ -e '%s/../slow' ]; then\n"
     "  mkdir -p '%s/../running'; touch \"%s/../running/$$\"\n"
@@ -105,8 +108,8 @@ static int setup(void **st)
     mkdir(bin, 0755);
     gcloud = gc_xasprintf("%s/gcloud", bin);
     kube_test_write(gcloud, fake, calls, state, state, state, state, state, state, state, state,
-                    state, state, state, state, state, state, fail_on, state, state, state, fail_on,
-                    state, state, state);
+                    state, state, state, state, state, state, state, fail_on, state, state, state,
+                    fail_on, state, state, state);
     chmod(gcloud, 0755);
     free(bin);
     return 0;
@@ -470,6 +473,29 @@ static void gcloud_without_an_account(void **st)
     free(marker);
     gc_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
+}
+
+/* What gcloud printed is outside text: `deploy --plan` shows it escaped, so an escape sequence in
+ * it never reaches the terminal. */
+static void gcloud_output_is_shown_escaped(void **st)
+{
+    (void)st;
+    char *marker = gc_xasprintf("%s/escapes", state);
+    kube_test_write(marker, "\n");
+    char *path = gc_xasprintf("PATH=%s/bin:/usr/bin:/bin", tmp);
+    char *home = gc_xasprintf("HOME=%s", tmp);
+    const char *env[] = {path, home, NULL};
+    const char *args[] = {"deploy", FIXTURE, "--plan", "--kubeconfig", "/nonexistent", NULL};
+    cli_result res;
+    run_cli(&res, args, env);
+    assert_has(res.out.data, "(ERROR: \\x1b[31mred\\x1b]0;title\\x07)");
+    assert_null(memchr(res.out.data, 0x1b, res.out.len));
+    assert_null(memchr(res.out.data, 0x07, res.out.len));
+    cli_result_free(&res);
+    remove(marker);
+    free(marker);
+    free(path);
+    free(home);
 }
 
 /* --plan and --dry-run-out with a kubeconfig that has no context for the blueprint's cluster:
@@ -883,6 +909,7 @@ int main(void)
         cmocka_unit_test_setup(destroy_reverses_deploy_and_resumes, fresh),
         cmocka_unit_test_setup(describes_run_concurrently_and_bounded, fresh),
         cmocka_unit_test_setup(settings_drift_is_reported_and_updated, fresh),
+        cmocka_unit_test_setup(gcloud_output_is_shown_escaped, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
