@@ -157,6 +157,9 @@ typedef struct gc_submit_plan {
     /* The gateways of the workload's profile= mounts (gcluster/manifest.h): PersistentVolume and
      * PersistentVolumeClaim pairs, created before the job; an empty array when there are none. */
     json_t *gateways;
+    /* --gke-custom-templates-path: the overlays read from it, an object from file name
+     * (GC_TEMPLATE_*) to the merge patch in it; NULL without the flag. */
+    json_t *overlays;
 } gc_submit_plan;
 
 /* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after
@@ -176,6 +179,42 @@ int gc_submit_refine(gc_submit_plan *plan, const gc_cluster_shapes *cluster, gc_
  * discovered, then the gateways of profile= mounts and the JobSet, one document each.
  * Byte-for-byte stable for a given request. */
 int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *err);
+
+/*
+ * Overlays (job submit --gke-custom-templates-path DIR, job gke-template-extract): each file of
+ * DIR is a YAML mapping merged onto every object of its kind that submit generates, as a JSON
+ * merge patch (RFC 7386), before the checks and dry runs that every object goes through.
+ */
+#define GC_TEMPLATE_JOBSET          "jobset.yaml"
+#define GC_TEMPLATE_PATHWAYS_JOBSET "pathways_jobset.yaml"
+#define GC_TEMPLATE_INDEXED_JOB     "indexed_job.yaml"
+#define GC_TEMPLATE_INDEXED_SERVICE "indexed_job_service.yaml"
+
+typedef struct gc_template_kind {
+    const char *file; /* GC_TEMPLATE_* */
+    const char *what; /* "the JobSet of a job without Pathways" */
+} gc_template_kind;
+
+/* Every file an overlay directory may hold, ended by a {NULL, NULL} entry. */
+extern const gc_template_kind gc_template_kinds[];
+
+/* Reads the overlays of DIR into plan->overlays. GC_EXIT_USAGE naming the file (and line and
+ * column) for a file that is not one of gc_template_kinds, YAML that does not parse, a file that
+ * is not one mapping, and an overlay that sets what gcluster owns (apiVersion, kind, status,
+ * metadata.name, .namespace, .generateName, the Kueue queue and workload labels), naming the
+ * field. A file of comments only changes nothing. */
+int gc_submit_overlays_load(gc_submit_plan *plan, const char *dir, gc_error *err);
+
+/* The JobSet of the plan's workload with its overlay merged on: what every submit path emits,
+ * checks and creates (caller owns *jobset). */
+int gc_submit_plan_jobset(const gc_submit_plan *plan, json_t **jobset, gc_error *err);
+
+/* job gke-template-extract: writes one file per gc_template_kinds entry into `dir` (made when
+ * missing, its parent must exist): the object gcluster generates for an example job, as a
+ * commented reference, then an overlay that changes nothing, to be edited. Existing files are
+ * refused (nothing written) unless `overwrite`. The paths written are pushed to `written`. */
+int gc_submit_templates_extract(const char *dir, bool overwrite, gc_strings *written,
+                                gc_error *err);
 
 /* A command the user may run next, with a short note on what it is for (or NULL). */
 typedef struct gc_next_step {

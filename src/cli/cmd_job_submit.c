@@ -35,6 +35,7 @@ typedef struct submit_args {
     const char *sps_service;
     long local_port;
     bool local_port_set;
+    const char *templates_dir; /* --gke-custom-templates-path */
 } submit_args;
 
 #define R(field) r.field
@@ -71,6 +72,9 @@ static const cli_option submit_options[] = {
                "comma-separated secrets for pulling images"),
     CLI_BOOL(0, "verbose", submit_args, R(verbose),
              "verbose TPU/GPU logging in the workload (and trace API requests, like -v)"),
+    CLI_VALUES(0, "gke-custom-templates-path", submit_args, templates_dir, "DIR", &cli_paths,
+               "merge the overlays in DIR onto the generated objects (job gke-template-extract "
+               "writes them; README.md)"),
 
     CLI_GROUP("Compute"),
     CLI_VALUES(0, "compute-type", submit_args, R(compute_type), "TYPE", &cli_compute_types,
@@ -213,7 +217,7 @@ static int write_manifest(const gc_submit_plan *plan, cli_format format, gc_erro
     int rc = 0;
     if (format == CLI_FORMAT_JSON) {
         json_t *jobset;
-        rc = gc_workload_jobset(&plan->workload, &jobset, err);
+        rc = gc_submit_plan_jobset(plan, &jobset, err);
         /* With gateways, every object in one document, as kubectl writes several (a List). */
         if (!rc && json_array_size(plan->gateways)) {
             json_t *items = json_deep_copy(plan->gateways);
@@ -411,12 +415,18 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     r->location = a->g.location;
     r->skip_prereqs = a->g.skip_prereqs;
     r->ns = a->g.ns;
+    if (a->run_sps && a->templates_dir)
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--gke-custom-templates-path changes the objects a submit generates; "
+                       "--pathways-run-sps-workload generates none (drop one of them)");
     if (a->run_sps)
         return run_sps_workload(a, parsed, err);
 
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;
     rc = gc_submit_prepare(r, &plan, err);
+    if (!rc && a->templates_dir)
+        rc = gc_submit_overlays_load(&plan, a->templates_dir, err);
     for (size_t i = 0; !rc && i < plan.notices.count; i++)
         gc_notice(cli_events(), "%s", plan.notices.items[i]);
     char *command[CLI_POSITIONAL_MAX + 1] = {0};

@@ -74,6 +74,7 @@ extern const cli_command cmd_job_config_set;
 extern const cli_command cmd_job_config_list;
 extern const cli_command cmd_job_wait;
 extern const cli_command cmd_job_connect;
+extern const cli_command cmd_job_template_extract;
 extern const cli_command cmd_deploy;
 extern const cli_command cmd_destroy;
 extern const cli_command cmd_completion;

@@ -25,8 +25,9 @@ static const cli_command cmd_job_config = {
 };
 
 static const cli_command *const job_commands[] = {
-    &cmd_job_submit, &cmd_job_inspect, &cmd_job_why,     &cmd_job_list,   &cmd_job_logs,
-    &cmd_job_cancel, &cmd_job_wait,    &cmd_job_connect, &cmd_job_config, NULL};
+    &cmd_job_submit, &cmd_job_inspect,          &cmd_job_why,  &cmd_job_list,
+    &cmd_job_logs,   &cmd_job_cancel,           &cmd_job_wait, &cmd_job_connect,
+    &cmd_job_config, &cmd_job_template_extract, NULL};
 
 static const cli_command cmd_job = {
     .name = "job",

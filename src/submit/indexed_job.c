@@ -19,9 +19,10 @@ bool submit_jobset_disabled(void)
     return v && !strcmp(v, "1");
 }
 
-int submit_indexed_job(gc_kube *kube, const gc_workload *w, bool dry_run, const gc_events *ev,
+int submit_indexed_job(gc_kube *kube, const gc_submit_plan *plan, bool dry_run, const gc_events *ev,
                        gc_error *err)
 {
+    const gc_workload *w = &plan->workload;
     json_t *objects = NULL;
     int rc = gc_workload_indexed_job(w, &objects, err);
     const char *ns = gc_kube_namespace(kube);
@@ -30,6 +31,9 @@ int submit_indexed_job(gc_kube *kube, const gc_workload *w, bool dry_run, const 
     json_array_foreach(rc ? NULL : objects, i, object)
     {
         bool service = !strcmp(gc_kube_string(object, "kind"), "Service");
+        submit_overlay_apply(plan->overlays,
+                             service ? GC_TEMPLATE_INDEXED_SERVICE : GC_TEMPLATE_INDEXED_JOB,
+                             object);
         char *path = service ? gc_kube_path(NULL, "v1", ns, "services", NULL)
                              : gc_kube_path("batch", "v1", ns, "jobs", NULL);
         rc = gc_kube_create(kube, path, object, (dry_run ? GC_KUBE_DRY_RUN : 0) | GC_KUBE_STRICT,

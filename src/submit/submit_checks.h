@@ -62,7 +62,13 @@ int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_r
 bool submit_jobset_disabled(void);
 /* Creates `w` without JobSet: its headless Service, then its Indexed Job (server-side dry runs
  * with `dry_run`). GC_EXIT_USAGE when `w` needs JobSet (several slices, Pathways). */
-int submit_indexed_job(gc_kube *kube, const gc_workload *w, bool dry_run, const gc_events *ev,
+int submit_indexed_job(gc_kube *kube, const gc_submit_plan *plan, bool dry_run, const gc_events *ev,
                        gc_error *err);
+
+/* Overlays (overlay.c): merges `patch` onto `target` as RFC 7386 says (a mapping key by key, null
+ * removes, any other value replaces); and the overlay of `file` (GC_TEMPLATE_*) of `overlays`,
+ * if there is one, onto `object`. */
+void submit_merge_patch(json_t *target, const json_t *patch);
+void submit_overlay_apply(const json_t *overlays, const char *file, json_t *object);
 
 #endif

@@ -298,18 +298,19 @@ static char *jobsets_path(gc_kube *kube)
     return gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
 }
 
-static int create_jobset(gc_kube *kube, const gc_workload *w, json_t *jobset, const gc_events *ev,
-                         gc_error *err)
+static int create_jobset(gc_kube *kube, const gc_submit_plan *plan, json_t *jobset,
+                         const gc_events *ev, gc_error *err)
 {
+    const gc_workload *w = &plan->workload;
     if (submit_jobset_disabled())
-        return submit_indexed_job(kube, w, false, ev, err);
+        return submit_indexed_job(kube, plan, false, ev, err);
     char *path = jobsets_path(kube);
     json_t *answer = NULL; /* the created JobSet, or the one that has the name already */
     int rc = gc_kube_create(kube, path, jobset, GC_KUBE_STRICT, &answer, err);
     /* No JobSet API: a job that fits runs without it. */
     if (rc && err->http_status == 404 && gc_workload_fits_indexed_job(w)) {
         memset(err, 0, sizeof(*err));
-        rc = submit_indexed_job(kube, w, false, ev, err);
+        rc = submit_indexed_job(kube, plan, false, ev, err);
     } else if (rc) {
         rc = explain_create_failure(kube, path, answer, w, err);
     }
@@ -479,7 +480,7 @@ static int build_jobset(submit_run *s, cluster_facts *f, json_t **jobset, gc_err
 {
     int rc = apply_cluster_facts(s, f, err);
     if (!rc)
-        rc = gc_workload_jobset(&s->plan->workload, jobset, err);
+        rc = gc_submit_plan_jobset(s->plan, jobset, err);
     if (!rc && !s->plan->skip_prereqs)
         rc = submit_queue_fit(f, *jobset, &s->plan->workload, err);
     return rc;
@@ -511,7 +512,7 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
     if (!rc)
         rc = submit_gateways_create(kube, plan, plan->mode != GC_SUBMIT_CREATE, ev, err);
     if (!rc && plan->mode == GC_SUBMIT_CREATE)
-        rc = create_jobset(kube, &plan->workload, jobset, ev, err);
+        rc = create_jobset(kube, plan, jobset, ev, err);
     if (!rc)
         fill_result(kube, plan, result);
     json_decref(jobset);

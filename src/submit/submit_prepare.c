@@ -683,5 +683,6 @@ void gc_submit_plan_free(gc_submit_plan *p)
     gc_strings_free(&p->notices);
     free((char *)p->image_build.repository);
     json_decref(p->gateways);
+    json_decref(p->overlays);
     memset(p, 0, sizeof(*p));
 }

@@ -38,7 +38,7 @@ int gc_submit_render_offline(const gc_submit_plan *plan, gc_buf *out, gc_error *
 {
     note_defaults(plan, out);
     json_t *jobset;
-    int rc = gc_workload_jobset(&plan->workload, &jobset, err);
+    int rc = gc_submit_plan_jobset(plan, &jobset, err);
     if (rc)
         return rc;
     size_t gateways = plan->gateways ? json_array_size(plan->gateways) : 0;
