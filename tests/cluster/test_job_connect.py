@@ -342,6 +342,9 @@ def test_api_connection_cut_mid_transfer_heals(testenv, headless, started, tmp_p
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
             s.sendall(pattern(1 << 20, 2))
             s.recv(1)
+            # Counted before the cut: connect may open its new tunnel as soon as the old one
+            # breaks, before this test has read the old connection to its end.
+            connections_at_cut = proxy.stats["connections"]
             proxy.cut_all()
             assert proxy.stats["cuts"] >= 1  # the tunnel's connection, at least
             # That connection is closed (the client reconnects), not left hanging.
@@ -351,8 +354,6 @@ def test_api_connection_cut_mid_transfer_heals(testenv, headless, started, tmp_p
                     pass
             except ConnectionResetError:
                 pass
-
-        connections_at_cut = proxy.stats["connections"]
 
         # The listener stayed: new connections on the same port work again, through a new
         # tunnel (a new connection to the API server), and connect said it healed.
