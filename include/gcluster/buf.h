@@ -47,5 +47,8 @@ typedef struct gc_strings {
 void gc_strings_push(gc_strings *list, const char *s);
 /* Frees the strings and the list, and leaves it empty. */
 void gc_strings_free(gc_strings *list);
+/* Appends the whitespace-separated words of `text` (NULL: none); runs of spaces never make empty
+ * words. */
+void gc_strings_split_words(const char *text, gc_strings *out);
 
 #endif

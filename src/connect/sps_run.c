@@ -166,24 +166,6 @@ static void proxy_job_name(const char *user, char *out, size_t size)
     snprintf(out, size, "isc-proxy-%s-%s", clean, suffix);
 }
 
-static void split_words(const char *text, gc_strings *out)
-{
-    const char *p = text ? text : "";
-    while (*p) {
-        while (*p && isspace((unsigned char)*p))
-            p++;
-        size_t n = 0;
-        while (p[n] && !isspace((unsigned char)p[n]))
-            n++;
-        if (n) {
-            char *word = gc_xasprintf("%.*s", (int)n, p);
-            gc_strings_push(out, word);
-            free(word);
-        }
-        p += n;
-    }
-}
-
 static int create_proxy(sps_client *s, const char *image, gc_error *err)
 {
     const gc_sps_run_request *r = s->r;
@@ -196,7 +178,7 @@ static int create_proxy(sps_client *s, const char *image, gc_error *err)
         env[i].value = (char *)eq + 1;
     }
     gc_strings args = {0};
-    split_words(r->proxy_args, &args);
+    gc_strings_split_words(r->proxy_args, &args);
     gc_sps_proxy p = {.name = s->job,
                       .service = s->service,
                       .user = user,

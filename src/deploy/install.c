@@ -312,20 +312,6 @@ static int apply_release(gc_kube *kube, const component *c, gc_deploy_install *i
     return rc;
 }
 
-static bool condition_true(const json_t *obj, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *s = json_string_value(json_object_get(c, "status"));
-        if (t && s && !strcmp(t, type))
-            return !strcmp(s, "True");
-    }
-    return false;
-}
-
 /* The Deployment rolled out its current spec and is Available. */
 static int deployment_ready(gc_kube *kube, const char *ns, const char *name, bool *ready,
                             gc_error *err)
@@ -343,7 +329,7 @@ static int deployment_ready(gc_kube *kube, const char *ns, const char *name, boo
         json_integer_value(json_object_get(json_object_get(d, "spec"), "replicas"));
     *ready = json_integer_value(json_object_get(status, "observedGeneration")) >= generation &&
              json_integer_value(json_object_get(status, "updatedReplicas")) >= replicas &&
-             condition_true(d, "Available");
+             gc_kube_condition_true(d, "Available");
     json_decref(d);
     return 0;
 }

@@ -16,24 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void submit_split_words(const char *text, gc_strings *out)
-{
-    const char *p = text ? text : "";
-    while (*p) {
-        while (*p && isspace((unsigned char)*p))
-            p++;
-        size_t n = 0;
-        while (p[n] && !isspace((unsigned char)p[n]))
-            n++;
-        if (n) {
-            char *word = gc_xstrndup(p, n);
-            gc_strings_push(out, word);
-            free(word);
-        }
-        p += n;
-    }
-}
-
 void submit_split_commas(const char *text, gc_strings *out)
 {
     const char *p = text ? text : "";

@@ -10,8 +10,6 @@
 
 #include <stdbool.h>
 
-/* Whitespace-separated words; runs of spaces never produce empty words. */
-void submit_split_words(const char *text, gc_strings *out);
 /* Comma-separated items, trimmed; empty items are dropped. */
 void submit_split_commas(const char *text, gc_strings *out);
 

@@ -568,9 +568,9 @@ static void fill_pathways(const gc_submit_request *r, gc_workload *w)
     w->elastic_slices = (int)r->pathways_elastic_slices;
     w->max_slice_restarts = (int)r->pathways_max_slice_restarts;
     w->max_slice_restarts_set = r->pathways_max_slice_restarts_set;
-    submit_split_words(r->pathways_proxy_args, &w->proxy_args);
-    submit_split_words(r->pathways_server_args, &w->server_args);
-    submit_split_words(r->pathways_worker_args, &w->worker_args);
+    gc_strings_split_words(r->pathways_proxy_args, &w->proxy_args);
+    gc_strings_split_words(r->pathways_server_args, &w->server_args);
+    gc_strings_split_words(r->pathways_worker_args, &w->worker_args);
 }
 
 /* A build names its image from the context's content, so the manifest can carry the exact

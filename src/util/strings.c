@@ -3,6 +3,7 @@
  */
 #include "gcluster/buf.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 
 void gc_strings_push(gc_strings *list, const char *s)
@@ -18,4 +19,22 @@ void gc_strings_free(gc_strings *list)
     free(list->items);
     list->items = NULL;
     list->count = 0;
+}
+
+void gc_strings_split_words(const char *text, gc_strings *out)
+{
+    const char *p = text ? text : "";
+    while (*p) {
+        while (*p && isspace((unsigned char)*p))
+            p++;
+        size_t n = 0;
+        while (p[n] && !isspace((unsigned char)p[n]))
+            n++;
+        if (n) {
+            char *word = gc_xstrndup(p, n);
+            gc_strings_push(out, word);
+            free(word);
+        }
+        p += n;
+    }
 }
