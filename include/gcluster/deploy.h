@@ -2,7 +2,7 @@
  * deploy: from a Cluster Toolkit blueprint to a Pathways-ready cluster.
  *
  * Three steps, each usable alone (the tests drive them one by one):
- *   1. gc_blueprint_load: the YAML file, $(vars.NAME) expanded, the modules that matter read
+ *   1. deploy_blueprint_load: the YAML file, $(vars.NAME) expanded, the modules that matter read
  *      into a gc_blueprint (the cluster, its node pools, the Kueue settings); every other module
  *      is kept by name so it can be listed as not handled.
  *   2. gc_kueue_objects: the Kueue configuration as objects (built in, or the user's template).
@@ -59,8 +59,8 @@ typedef enum gc_bp_module_kind {
 /* One module of the blueprint with its settings evaluated (expressions over vars and the module
  * outputs deploy models; ghpc_stage paths relative to the blueprint's folder). A value that only
  * Terraform can know (another module's output) is kept as an opaque marker: test any value with
- * gc_blueprint_unknown before using it. Settings the module leaves out are not filled in here;
- * gc_blueprint_setting applies the toolkit's fallbacks. */
+ * deploy_blueprint_unknown before using it. Settings the module leaves out are not filled in here;
+ * deploy_blueprint_setting applies the toolkit's fallbacks. */
 typedef struct gc_bp_module {
     char *id;
     char *source;
@@ -130,31 +130,12 @@ typedef struct gc_blueprint {
 
 } gc_blueprint;
 
-/* Loads `path`; `overrides` ("NAME=VALUE" strings from --vars, `count` of them) replace entries
- * of `vars` before expansion (values are read as YAML scalars: 2 is a number, true a boolean).
- * Errors name the file, line and column. */
-int gc_blueprint_load(const char *path, const char *const *overrides, size_t count,
-                      gc_blueprint *bp, gc_error *err);
 void gc_blueprint_free(gc_blueprint *bp);
 /* The same with a deployment file and a validation level. */
 int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_blueprint *bp,
                       gc_error *err);
 /* "ERROR", "WARNING" or "IGNORE". */
 int gc_validation_level_parse(const char *text, gc_validation_level *out, gc_error *err);
-
-/* The module with that id, or NULL. */
-const gc_bp_module *gc_blueprint_module(const gc_blueprint *bp, const char *id);
-/* What module `m` gets for input `key`, as the toolkit wires it: its setting, else (for
- * enable_pathways_for_tpus) the gke-cluster it uses, else the blueprint variable of the same
- * name. Borrowed; NULL when none or null. May be unknown (gc_blueprint_unknown). */
-const json_t *gc_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m, const char *key);
-/* NULL when `value` (and everything in it) is known; else the module output it waits for
- * ("gke-tpu-v6e-net-1.instance_additional_networks"). */
-const char *gc_blueprint_unknown(const json_t *value);
-
-/* Every node pool the cluster needs: the blueprint's, plus the Pathways head pool (named
- * `head_pool`) first when the blueprint enables Pathways. Borrowed strings; free the array. */
-gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool, size_t *count);
 
 /* The Kueue configuration of the blueprint, as an array of API objects in apply order
  * (ResourceFlavors, ClusterQueues, LocalQueues, PriorityClasses, anything else of a user
@@ -167,16 +148,6 @@ int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *
  * quotas): GC_EXIT_USAGE as gc_kueue_objects would fail once connected. For callers that want
  * bad input refused before anything is sent. */
 int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err);
-
-/* Renders a Terraform-style template: ${name} from `vars` (strings and numbers), $${ for a
- * literal ${ and %%{ for a literal %{; %{...} directives and unknown names are errors that
- * name `label`, line and column. */
-int gc_template_render(const char *text, size_t len, const json_t *vars, const char *label,
-                       gc_buf *out, gc_error *err);
-
-void gc_argv_free(char **argv);
-/* The argv as one line a shell reads back the same (arguments quoted where needed). */
-char *gc_argv_shell_line(char *const *argv);
 
 /* The Google Cloud half of deploy: everything the blueprint's handled modules create in a
  * project, in the order they depend on each other (networks, service accounts, the cluster,
@@ -230,25 +201,11 @@ typedef struct gc_cloud_target {
     const char *head_pool; /* NULL: cpu-np */
 } gc_cloud_target;
 
-/* The gcloud argv (free with gc_argv_free) that creates one gke-node-pool pool of `bp` with the
- * module's settings. */
-char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
-                           const gc_cloud_target *t);
-
-/* The same as the one line a user pastes (with what it reads on stdin piped in). */
-char *gc_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
-                             const gc_cloud_target *t);
-/* A step's create as one shell line, its input piped in with printf. */
-char *gc_cloud_step_line(const gc_cloud_step *s);
-
 /* The plan for `bp`. GC_EXIT_USAGE with the fix (`pass --vars zone=...`) when a value the
  * steps need is missing. */
 int gc_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
                         gc_error *err);
 void gc_cloud_plan_free(gc_cloud_plan *plan);
-/* Whether the cloud plan acts on modules with this source (vpc, service-account,
- * resource-policy, gke-cluster, gke-node-pool). */
-bool gc_cloud_handles(const char *source);
 const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind);
 
 /* destroy: what deploy creates, in the reverse of deploy's order, each step a describe of

@@ -16,7 +16,8 @@
  *      the nodes (GC_DIAGNOSE_WANT_NODES: Nodes and the other jobs' pods, one round trip), or
  *      the last lines of `log_pod`/`log_container` (GC_DIAGNOSE_WANT_LOG, asked for once the
  *      Jobs are known, since the failed Job's pods come first);
- * and calls gc_diagnose again with them. A healthy running job wants nothing more.
+ * and diagnose/ runs the engine (diagnose_job) again with them. A healthy running job wants
+ * nothing more.
  */
 #ifndef GCLUSTER_DIAGNOSE_H
 #define GCLUSTER_DIAGNOSE_H
@@ -77,9 +78,6 @@ typedef struct gc_diagnosis {
     char log_pod[254]; /* the failed container whose log tells why ("" if none) */
     char log_container[64];
 } gc_diagnosis;
-
-/* Diagnoses one job; never fails (an input of the wrong shape counts as missing). */
-void gc_diagnose(const gc_diagnose_input *in, gc_diagnosis *out);
 
 /* The `-o json` shape: {"state", "reason", "cause", "fix", "evidence": [...]}. */
 json_t *gc_diagnosis_json(const gc_diagnosis *d);

@@ -60,8 +60,6 @@ int gc_kube_open(const gc_kube_options *opts, gc_kube **out, gc_error *err);
 void gc_kube_close(gc_kube *kube);
 
 const char *gc_kube_namespace(const gc_kube *kube);
-const char *gc_kube_context_name(const gc_kube *kube);
-const char *gc_kube_server(const gc_kube *kube);
 /* HTTP requests sent so far (retries included), for -v summaries and tests. */
 unsigned gc_kube_request_count(const gc_kube *kube);
 /* The round trips those requests cost: requests sent together (gc_kube_read_all, log streams)
@@ -273,9 +271,6 @@ int gc_kube_logs(gc_kube *kube, const gc_kube_log_source *sources, size_t count,
                  const gc_kube_log_options *opts, gc_kube_log_line_fn on_line,
                  gc_kube_log_continue_fn keep_going, void *ctx, gc_error *err);
 
-/* Kubernetes resource quantities ("32", "1.5k", "2000G", "512Gi", "500m", "1e3"): digits with an
- * optional fraction, then a decimal or binary suffix or an exponent. */
-bool gc_quantity_valid(const char *text);
 /* The API server's canonical spelling ("2000G" -> "2T"); NULL if `text` is not a quantity.
  * Caller frees. */
 char *gc_quantity_canonical(const char *text);

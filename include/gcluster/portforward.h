@@ -14,9 +14,10 @@
  *
  * The server side has no flow control: whatever is sent is buffered by the API server and the
  * kubelet, and a connection whose reader is slow holds up every other connection of its tunnel.
- * So the caller bounds both directions: it reads its local sockets only while
- * gc_kube_tunnel_queued() is small, and holds the tunnel (gc_kube_tunnel_hold) while one of its
- * local sockets does not take the bytes the pod sends.
+ * So the forwarder below bounds both directions: it reads its local sockets only while the
+ * tunnel's send queue is small, and holds the tunnel while one of its local sockets does not
+ * take the bytes the pod sends. The tunnel's own functions are kube/'s (kube/tunnel/internal.h):
+ * only the forwarder calls them.
  */
 #ifndef GCLUSTER_PORTFORWARD_H
 #define GCLUSTER_PORTFORWARD_H
@@ -41,8 +42,8 @@ typedef enum gc_tunnel_event_type {
 
 typedef struct gc_tunnel_event {
     gc_tunnel_event_type type;
-    uint32_t conn;    /* the connection, as gc_kube_tunnel_connect returned it */
-    void *user;       /* what the caller gave gc_kube_tunnel_connect */
+    uint32_t conn;    /* the connection, as kube_tunnel_connect returned it */
+    void *user;       /* what the caller gave kube_tunnel_connect */
     const void *data; /* DATA: valid during the callback only */
     size_t len;
     /* CLOSED: why it failed (the pod side's error text, a reset, the tunnel ending), or NULL
@@ -50,8 +51,8 @@ typedef struct gc_tunnel_event {
     const char *text;
 } gc_tunnel_event;
 
-/* Called from gc_kube_tunnel_pump, and with CLOSED from gc_kube_tunnel_shutdown when that
- * completes a connection. It may call gc_kube_tunnel_connect, _send, _shutdown and _reset, but
+/* Called from kube_tunnel_pump, and with CLOSED from kube_tunnel_shutdown when that
+ * completes a connection. It may call kube_tunnel_connect, _send, _shutdown and _reset, but
  * not _pump or _close. */
 typedef void (*gc_tunnel_event_fn)(void *ctx, const gc_tunnel_event *ev);
 
@@ -63,51 +64,6 @@ typedef struct gc_tunnel_options {
     gc_tunnel_event_fn on_event;
     void *ctx;
 } gc_tunnel_options;
-
-/* Connects, upgrades and checks the answer (blocking, until o->deadline_ms at most). A refused
- * WebSocket is retried as SPDY; a 401 once with a fresh credential. Failures say what the API
- * server answered (a missing pod is err->http_status 404; no permission is 403 with the RBAC
- * rule to ask for). */
-int gc_kube_tunnel_open(gc_kube *kube, const gc_tunnel_options *o, gc_kube_tunnel **out,
-                        gc_error *err);
-/* Ends the tunnel politely (its open connections are reset, the server is told GOAWAY and, in a
- * WebSocket, gets a close frame, sent within a moment if the socket takes it) and frees it. */
-void gc_kube_tunnel_close(gc_kube_tunnel *t);
-
-/* For the caller's poll(2): the socket, the events to wait for (POLLIN unless held, POLLOUT
- * while bytes wait to be sent), and the longest wait before gc_kube_tunnel_pump must run again
- * (for keep-alive pings, 0 while received bytes wait inside TLS, -1 while held: nothing is
- * due). */
-int gc_kube_tunnel_fd(const gc_kube_tunnel *t);
-short gc_kube_tunnel_poll_events(const gc_kube_tunnel *t);
-int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t);
-
-/* After poll (revents for its socket, 0 when it was not polled): reads what arrived, reporting
- * events, and sends what is queued; pings the server every 10 s. Returns GC_EXIT_RUNTIME once the
- * tunnel is over (the server closed it, the connection broke, 30 s without an answer to a ping),
- * with the reason in err, after reporting every open connection CLOSED. */
-int gc_kube_tunnel_pump(gc_kube_tunnel *t, short revents, gc_error *err);
-
-/* Stops reading from the API server while `hold` is true (a local reader is behind). */
-void gc_kube_tunnel_hold(gc_kube_tunnel *t, bool hold);
-/* Bytes queued for the API server and not yet sent. */
-size_t gc_kube_tunnel_queued(const gc_kube_tunnel *t);
-/* False once the server said GOAWAY: open connections go on, new ones need a new tunnel. */
-bool gc_kube_tunnel_accepting(const gc_kube_tunnel *t);
-/* How the tunnel is framed: "WebSocket" or "SPDY". */
-const char *gc_kube_tunnel_kind(const gc_kube_tunnel *t);
-
-/* A new forwarded connection to the pod's port; GC_TUNNEL_OPENED follows when the pod side
- * takes it. Read the local socket only after that: bytes are held until then. */
-int gc_kube_tunnel_connect(gc_kube_tunnel *t, void *user, uint32_t *conn, gc_error *err);
-int gc_kube_tunnel_send(gc_kube_tunnel *t, uint32_t conn, const void *data, size_t len,
-                        gc_error *err);
-/* Half-closes: the pod side reads end of file after the bytes sent so far. */
-int gc_kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err);
-/* Abandons the connection (the pod side sees a reset); no event follows. */
-void gc_kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn);
-/* Connections open (taken and not yet CLOSED or reset). */
-size_t gc_kube_tunnel_count(const gc_kube_tunnel *t);
 
 /* --- the forwarder: a local listener whose connections a tunnel carries -------------------- */
 
@@ -124,7 +80,7 @@ int gc_kube_forwarder_listen(const struct sockaddr *addr, socklen_t len, gc_kube
 /* The listener's address as bound (a port 0 is the port the system chose). */
 void gc_kube_forwarder_bound(const gc_kube_forwarder *f, struct sockaddr_storage *bound);
 
-/* Opens a tunnel (gc_kube_tunnel_open with `o`, whose on_event and ctx are the forwarder's own)
+/* Opens a tunnel (kube_tunnel_open with `o`, whose on_event and ctx are the forwarder's own)
  * for the connections accepted from now on; there is none before, and none after a drop. */
 int gc_kube_forwarder_open(gc_kube_forwarder *f, gc_kube *kube, const gc_tunnel_options *o,
                            gc_error *err);

@@ -50,9 +50,6 @@ typedef struct gc_sps_usage {
     int held; /* slices held by clients that are not waiting */
 } gc_sps_usage;
 
-/* Whether `jobset` is a Shared Pathways Service. */
-bool gc_sps_is_service(const json_t *jobset);
-
 /* Reads a service JobSet and the list of its proxy Jobs (a JobList, or NULL). GC_EXIT_USAGE when
  * `jobset` is not a service. Free with gc_sps_usage_free. */
 int gc_sps_usage_read(const json_t *jobset, const json_t *proxy_jobs, gc_sps_usage *u,
@@ -65,10 +62,6 @@ void gc_sps_clients_of(const char *service, const json_t *proxy_jobs, gc_sps_usa
 
 /* The client whose Job is `job`, or NULL. */
 const gc_sps_client *gc_sps_find(const gc_sps_usage *u, const char *job);
-
-/* Where `job` stands: its place among the waiting clients (1 = first), 0 when it is not
- * waiting. */
-size_t gc_sps_position(const gc_sps_usage *u, const char *job);
 
 /* Whether `job`, waiting, may take its slices now: it is first in line and they are free. */
 bool gc_sps_may_start(const gc_sps_usage *u, const char *job);

@@ -126,7 +126,7 @@ typedef struct gc_submit_compute {
     bool numa_affinity; /* --cpu-affinity numa */
     bool disable_parallel_containers;
     /* The slice shape is for the cluster's nodes to tell (bare tpu7x, a machine type without
-     * --topology): workload.compute is unset until gc_submit_refine. */
+     * --topology): workload.compute is unset until submit_refine. */
     bool pending;
 } gc_submit_compute;
 
@@ -165,15 +165,9 @@ typedef struct gc_submit_plan {
 /* Every check that needs no cluster, then the plan (free it with gc_submit_plan_free, also after
  * a failure). Returns GC_EXIT_USAGE with one clear message on bad input. Offline, a compute type
  * whose slice shape only the cluster's nodes can tell is an error; otherwise it is left pending
- * for gc_submit_refine. */
+ * for submit_refine. */
 int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *plan, gc_error *err);
 void gc_submit_plan_free(gc_submit_plan *plan);
-
-/* Resolves the compute type once more, against the cluster's TPU and GPU nodes, when the offline
- * answer was pending or assumed a TPU host type; when that changes the answer, everything that
- * follows from it (hosts per slice, the Pathways instance type, the checks that depend on it) is
- * derived again. Otherwise the plan stays as it is. */
-int gc_submit_refine(gc_submit_plan *plan, const gc_cluster_shapes *cluster, gc_error *err);
 
 /* The YAML a dry run writes: a comment saying which values were defaulted rather than
  * discovered, then the gateways of profile= mounts and the JobSet, one document each.

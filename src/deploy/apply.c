@@ -98,10 +98,10 @@ static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, co
         p->nodes = nodes ? (long)json_integer_value(nodes) : -1;
         if (nodes)
             continue;
-        p->create_command = gc_pool_create_command(t->bp, &pools[i],
-                                                   &(gc_cloud_target){.project = t->project,
-                                                                      .cluster = t->cluster,
-                                                                      .location = t->location});
+        p->create_command = deploy_pool_create_command(t->bp, &pools[i],
+                                                       &(gc_cloud_target){.project = t->project,
+                                                                          .cluster = t->cluster,
+                                                                          .location = t->location});
     }
     report->pools_listed = true;
     json_decref(counts);
@@ -216,7 +216,7 @@ static void summarize(const gc_blueprint *bp, const target *t, const char *head_
     report->unhandled =
         gc_xcalloc(bp->unhandled_count ? bp->unhandled_count : 1, sizeof(*report->unhandled));
     for (size_t i = 0; i < bp->unhandled_count; i++)
-        if (!gc_cloud_handles(bp->unhandled[i].source))
+        if (!deploy_cloud_handles(bp->unhandled[i].source))
             report->unhandled[report->unhandled_count++] =
                 (gc_module_ref){.id = dup_or_null(bp->unhandled[i].id),
                                 .source = dup_or_null(bp->unhandled[i].source)};
@@ -366,7 +366,7 @@ int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
     if (!rc)
         gc_cluster_objects(bp, objects);
     size_t pool_count;
-    gc_pool_spec *pools = gc_blueprint_all_pools(bp, head_pool, &pool_count);
+    gc_pool_spec *pools = deploy_blueprint_all_pools(bp, head_pool, &pool_count);
     if (!rc)
         rc = list_pools(&d, pools, pool_count, &t, err);
     if (!rc && json_array_size(objects)) {

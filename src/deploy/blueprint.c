@@ -16,6 +16,7 @@
  *   toolkit's expansion does (not for flex-start pools, which autoscale).
  * - Modules deploy does not act on are kept by id and source and listed as not handled.
  */
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 
 #include "blueprint_internal.h"
@@ -312,8 +313,8 @@ int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_bluepr
     return rc;
 }
 
-int gc_blueprint_load(const char *path, const char *const *overrides, size_t count,
-                      gc_blueprint *bp, gc_error *err)
+int deploy_blueprint_load(const char *path, const char *const *overrides, size_t count,
+                          gc_blueprint *bp, gc_error *err)
 {
     gc_blueprint_options o = {.vars = overrides, .var_count = count};
     return gc_blueprint_open(path, &o, bp, err);
@@ -334,18 +335,19 @@ int gc_validation_level_parse(const char *text, gc_validation_level *out, gc_err
                    text ? text : "");
 }
 
-const gc_bp_module *gc_blueprint_module(const gc_blueprint *bp, const char *id)
+const gc_bp_module *deploy_blueprint_module(const gc_blueprint *bp, const char *id)
 {
     return deploy_bp_find_module(bp, id);
 }
 
-const json_t *gc_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m, const char *key)
+const json_t *deploy_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m,
+                                       const char *key)
 {
     const json_t *v = json_object_get(m->settings, key);
     if (!v) {
         const gc_bp_module *cluster = deploy_bp_wired_cluster(bp, m);
         if (cluster && !strcmp(key, "enable_pathways_for_tpus"))
-            return gc_blueprint_setting(bp, cluster, key);
+            return deploy_blueprint_setting(bp, cluster, key);
         v = json_object_get(bp->vars, key);
     }
     return json_is_null(v) ? NULL : v;
@@ -400,7 +402,8 @@ void gc_blueprint_free(gc_blueprint *bp)
     memset(bp, 0, sizeof(*bp));
 }
 
-gc_pool_spec *gc_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool, size_t *count)
+gc_pool_spec *deploy_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool,
+                                         size_t *count)
 {
     size_t n = bp->pool_count + (bp->pathways ? 1 : 0);
     gc_pool_spec *pools = gc_xcalloc(n ? n : 1, sizeof(*pools));

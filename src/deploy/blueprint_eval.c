@@ -4,6 +4,7 @@
  * (gke-node-pool's from its machine type and topology, the network modules' in
  * network_outputs.c); everything it makes is charged to the reader's budget. See blueprint.c.
  */
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 
 #include "blueprint_internal.h"
@@ -368,7 +369,7 @@ char *deploy_bp_pool_topology(bp_reader *r, const gc_bp_module *m)
         t = gc_xstrdup(json_string_value(json_object_get(policy, "tpu_topology")));
     json_decref(policy);
     const json_t *own = json_object_get(m->settings, "tpu_topology");
-    if (!t && json_is_string(own) && !gc_blueprint_unknown(own))
+    if (!t && json_is_string(own) && !deploy_blueprint_unknown(own))
         t = gc_xstrdup(json_string_value(own));
     for (size_t i = 0; !t && i < m->use_count; i++) {
         const gc_bp_module *used = deploy_bp_find_module(r->bp, m->use[i]);
@@ -600,7 +601,7 @@ int deploy_bp_evaluate_modules(bp_reader *r)
     return 0;
 }
 
-const char *gc_blueprint_unknown(const json_t *value)
+const char *deploy_blueprint_unknown(const json_t *value)
 {
     return deploy_unknown_name(value);
 }

@@ -265,7 +265,7 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
     report->outcomes = gc_xcalloc(plan->count ? plan->count : 1, sizeof(*report->outcomes));
     report->count = plan->count;
     for (size_t i = 0; i < plan->count; i++)
-        report->outcomes[i].command = gc_cloud_step_line(&plan->steps[i]);
+        report->outcomes[i].command = deploy_cloud_step_line(&plan->steps[i]);
     if (!plan->count)
         return 0; /* nothing in Google Cloud: gcloud is not needed */
     char *found = gcloud ? gc_xstrdup(gcloud) : gc_process_find_program("gcloud");
@@ -335,7 +335,7 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
         }
         if (o->state == GC_CLOUD_DIFFERS && s->update) {
             free(o->command);
-            o->command = gc_argv_shell_line(s->update);
+            o->command = deploy_argv_shell_line(s->update);
         }
         if (apply && o->state == GC_CLOUD_MISSING)
             rc = create(found, s, o, ev, err);

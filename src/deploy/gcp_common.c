@@ -37,7 +37,7 @@ bool deploy_gcp_source_is(const gc_bp_module *m, const char *path)
 const gc_bp_module *deploy_gcp_used(const gc_blueprint *bp, const gc_bp_module *m, const char *path)
 {
     for (size_t i = 0; m && i < m->use_count; i++) {
-        const gc_bp_module *used = gc_blueprint_module(bp, m->use[i]);
+        const gc_bp_module *used = deploy_blueprint_module(bp, m->use[i]);
         if (deploy_gcp_source_is(used, path))
             return used;
     }
@@ -47,7 +47,7 @@ const gc_bp_module *deploy_gcp_used(const gc_blueprint *bp, const gc_bp_module *
 const json_t *deploy_gcp_setting(const planner *p, const gc_bp_module *m, const char *key)
 {
     const json_t *v = m ? json_object_get(m->settings, key) : NULL;
-    if (v && gc_blueprint_unknown(v))
+    if (v && deploy_blueprint_unknown(v))
         return NULL;
     if (!v)
         v = json_object_get(p->bp->vars, key);
@@ -56,7 +56,7 @@ const json_t *deploy_gcp_setting(const planner *p, const gc_bp_module *m, const 
 
 bool deploy_gcp_unknown(const gc_bp_module *m, const char *key)
 {
-    return m && gc_blueprint_unknown(json_object_get(m->settings, key));
+    return m && deploy_blueprint_unknown(json_object_get(m->settings, key));
 }
 
 const char *deploy_gcp_string(const planner *p, const gc_bp_module *m, const char *key,

@@ -24,12 +24,12 @@ json_t *deploy_gcp_additional_networks(const planner *p, const gc_bp_module *m,
     *unknown = NULL;
     const json_t *own = json_object_get(m->settings, "additional_networks");
     if (own) {
-        *unknown = gc_blueprint_unknown(own);
+        *unknown = deploy_blueprint_unknown(own);
         return !*unknown && json_array_size(own) ? json_deep_copy(own) : NULL;
     }
     json_t *all = NULL;
     for (size_t i = 0; i < m->use_count; i++) {
-        const gc_bp_module *used = gc_blueprint_module(p->bp, m->use[i]);
+        const gc_bp_module *used = deploy_blueprint_module(p->bp, m->use[i]);
         json_t *out = deploy_network_output(used, "additional_networks", bp_var, (void *)p->bp);
         if (!out && deploy_gcp_source_is(used, SOURCE_MULTIVPC))
             *unknown = used->id;

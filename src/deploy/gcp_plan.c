@@ -86,7 +86,7 @@ int gc_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_clo
     deploy_gcp_planner_init(&p, bp, t);
     bool any = false;
     for (size_t i = 0; i < bp->module_count; i++)
-        any = any || gc_cloud_handles(bp->modules[i].source);
+        any = any || deploy_cloud_handles(bp->modules[i].source);
     if (!any)
         return 0; /* only Kubernetes objects: nothing to create in Google Cloud */
     if (!p.project)
@@ -123,18 +123,18 @@ void gc_cloud_plan_free(gc_cloud_plan *plan)
         free(plan->steps[i].name);
         free(plan->steps[i].module_id);
         free(plan->steps[i].present_output);
-        gc_argv_free(plan->steps[i].check);
-        gc_argv_free(plan->steps[i].create);
+        deploy_argv_free(plan->steps[i].check);
+        deploy_argv_free(plan->steps[i].create);
         free(plan->steps[i].input);
         free(plan->steps[i].expect);
-        gc_argv_free(plan->steps[i].update);
+        deploy_argv_free(plan->steps[i].update);
     }
     free(plan->steps);
     gc_strings_free(&plan->notes);
     memset(plan, 0, sizeof(*plan));
 }
 
-bool gc_cloud_handles(const char *source)
+bool deploy_cloud_handles(const char *source)
 {
     static const char *const handled[] = {SOURCE_VPC, SOURCE_SERVICE_ACCOUNT, SOURCE_CLUSTER,
                                           SOURCE_RESOURCE_POLICY, SOURCE_NODE_POOL};

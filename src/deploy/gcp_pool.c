@@ -178,13 +178,13 @@ static char *system_config(const planner *p, const gc_bp_module *m)
     return gc_buf_detach(&b);
 }
 
-char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
-                           const gc_cloud_target *t)
+char **deploy_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
+                               const gc_cloud_target *t)
 {
     planner pl = {0};
     deploy_gcp_planner_init(&pl, bp, t);
     planner *p = &pl;
-    const gc_bp_module *m = gc_blueprint_module(bp, pool->module_id);
+    const gc_bp_module *m = deploy_blueprint_module(bp, pool->module_id);
     if (!m && pl.cluster_module && !strcmp(pool->name, pl.head_pool))
         return deploy_gcp_head_pool_argv(p, pl.cluster_module);
     deploy_argv b =
@@ -307,16 +307,16 @@ char **gc_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
     return b.items;
 }
 
-char *gc_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
-                             const gc_cloud_target *t)
+char *deploy_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
+                                 const gc_cloud_target *t)
 {
     planner pl = {0};
     deploy_gcp_planner_init(&pl, bp, t);
-    const gc_bp_module *m = gc_blueprint_module(bp, pool->module_id);
-    gc_cloud_step s = {.create = gc_pool_create_argv(bp, pool, t),
+    const gc_bp_module *m = deploy_blueprint_module(bp, pool->module_id);
+    gc_cloud_step s = {.create = deploy_pool_create_argv(bp, pool, t),
                        .input = m ? system_config(&pl, m) : NULL};
-    char *line = gc_cloud_step_line(&s);
-    gc_argv_free(s.create);
+    char *line = deploy_cloud_step_line(&s);
+    deploy_argv_free(s.create);
     free(s.input);
     return line;
 }
@@ -329,7 +329,7 @@ static void pool_settings(const planner *p, gc_cloud_step *s, const gc_pool_spec
 {
     gcp_ref ref = {.kind = GC_CLOUD_NODE_POOL, .name = pool->name};
     deploy_argv c = deploy_gcp_command(p, &ref, "describe");
-    /* autoscaled as gc_pool_create_argv makes it: flex-start and queued pools of a fixed size
+    /* autoscaled as deploy_pool_create_argv makes it: flex-start and queued pools of a fixed size
      * scale from 0 up to it */
     bool fixed = pool->static_nodes >= 0;
     if (!fixed || deploy_gcp_bool(p, m, "enable_queued_provisioning", false) ||
@@ -346,7 +346,7 @@ static void pool_settings(const planner *p, gc_cloud_step *s, const gc_pool_spec
         deploy_argv_flag(&c, "format", "value(config.machineType)");
         s->expect = gc_xstrdup(pool->machine_type);
     }
-    gc_argv_free(s->check);
+    deploy_argv_free(s->check);
     s->check = c.items;
 }
 
@@ -357,7 +357,7 @@ int deploy_gcp_plan_pools(planner *p)
         const gc_pool_spec *pool = &bp->pools[i];
         if (bp->pathways && !strcmp(pool->name, p->head_pool))
             continue; /* the cluster module's cpu-np */
-        const gc_bp_module *m = gc_blueprint_module(bp, pool->module_id);
+        const gc_bp_module *m = deploy_blueprint_module(bp, pool->module_id);
         /* A pool without zones gets the cluster's node locations, as gke-node-pool passes
          * node_locations = null; an empty $(vars.zone) in zones is refused where it is read. */
         const json_t *affinity = deploy_gcp_setting(p, m, "reservation_affinity");
@@ -376,10 +376,10 @@ int deploy_gcp_plan_pools(planner *p)
         }
         gc_cloud_step *s = deploy_gcp_step(p, GC_CLOUD_NODE_POOL, pool->name, m);
         pool_step_check(p, s, pool->name);
-        s->create = gc_pool_create_argv(bp, pool,
-                                        &(gc_cloud_target){.project = p->project,
-                                                           .cluster = p->cluster,
-                                                           .location = p->location});
+        s->create = deploy_pool_create_argv(bp, pool,
+                                            &(gc_cloud_target){.project = p->project,
+                                                               .cluster = p->cluster,
+                                                               .location = p->location});
         s->input = m ? system_config(p, m) : NULL;
         pool_settings(p, s, pool, m);
         const char *unknown_networks = NULL;

@@ -117,7 +117,7 @@ static char *wanted_version(const gc_blueprint *bp, const component *c)
         const gc_bp_module *m = &bp->modules[i];
         if (m->kind != GC_BP_MODULE_KUBECTL_APPLY)
             continue;
-        const json_t *s = gc_blueprint_setting(bp, m, c->setting);
+        const json_t *s = deploy_blueprint_setting(bp, m, c->setting);
         if (!json_is_object(s) || !json_is_true(json_object_get(s, "install")))
             continue;
         const char *v = json_string_value(json_object_get(s, "version"));

@@ -6,7 +6,7 @@
 
 #include "gcluster/deploy.h"
 
-/* A NULL-terminated argv that grows; free with gc_argv_free. */
+/* A NULL-terminated argv that grows; free with deploy_argv_free. */
 typedef struct deploy_argv {
     char **items;
     size_t count;
@@ -64,5 +64,54 @@ bool deploy_install_changed(const gc_deploy_report *report);
 int deploy_apply_after_install(gc_kube *kube, json_t *obj, const deploy_object_ref *ref,
                                bool wait_for_webhook, gc_apply_outcome *outcome, gc_error *err);
 void deploy_install_free(gc_deploy_install *in);
+
+/* The blueprint, its pools and the cloud plan's lines, as deploy/'s files share them (the
+ * public side, gcluster/deploy.h, is what cli/ calls). */
+/* Loads `path`; `overrides` ("NAME=VALUE" strings from --vars, `count` of them) replace entries
+ * of `vars` before expansion (values are read as YAML scalars: 2 is a number, true a boolean).
+ * Errors name the file, line and column. */
+int deploy_blueprint_load(const char *path, const char *const *overrides, size_t count,
+                          gc_blueprint *bp, gc_error *err);
+
+/* The module with that id, or NULL. */
+const gc_bp_module *deploy_blueprint_module(const gc_blueprint *bp, const char *id);
+/* What module `m` gets for input `key`, as the toolkit wires it: its setting, else (for
+ * enable_pathways_for_tpus) the gke-cluster it uses, else the blueprint variable of the same
+ * name. Borrowed; NULL when none or null. May be unknown (deploy_blueprint_unknown). */
+const json_t *deploy_blueprint_setting(const gc_blueprint *bp, const gc_bp_module *m,
+                                       const char *key);
+/* NULL when `value` (and everything in it) is known; else the module output it waits for
+ * ("gke-tpu-v6e-net-1.instance_additional_networks"). */
+const char *deploy_blueprint_unknown(const json_t *value);
+
+/* Every node pool the cluster needs: the blueprint's, plus the Pathways head pool (named
+ * `head_pool`) first when the blueprint enables Pathways. Borrowed strings; free the array. */
+gc_pool_spec *deploy_blueprint_all_pools(const gc_blueprint *bp, const char *head_pool,
+                                         size_t *count);
+
+/* Renders a Terraform-style template: ${name} from `vars` (strings and numbers), $${ for a
+ * literal ${ and %%{ for a literal %{; %{...} directives and unknown names are errors that
+ * name `label`, line and column. */
+int deploy_kueue_template_render(const char *text, size_t len, const json_t *vars,
+                                 const char *label, gc_buf *out, gc_error *err);
+
+void deploy_argv_free(char **argv);
+/* The argv as one line a shell reads back the same (arguments quoted where needed). */
+char *deploy_argv_shell_line(char *const *argv);
+
+/* The gcloud argv (free with deploy_argv_free) that creates one gke-node-pool pool of `bp` with the
+ * module's settings. */
+char **deploy_pool_create_argv(const gc_blueprint *bp, const gc_pool_spec *pool,
+                               const gc_cloud_target *t);
+
+/* The same as the one line a user pastes (with what it reads on stdin piped in). */
+char *deploy_pool_create_command(const gc_blueprint *bp, const gc_pool_spec *pool,
+                                 const gc_cloud_target *t);
+/* A step's create as one shell line, its input piped in with printf. */
+char *deploy_cloud_step_line(const gc_cloud_step *s);
+
+/* Whether the cloud plan acts on modules with this source (vpc, service-account,
+ * resource-policy, gke-cluster, gke-node-pool). */
+bool deploy_cloud_handles(const char *source);
 
 #endif

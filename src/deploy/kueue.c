@@ -23,6 +23,7 @@
  * namespace ("default") and accelerator_type derived from the TPU pools when unset, and a
  * Pathways blueprint whose own template leaves the head pool without a flavor gets a warning.
  */
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 
 #include "expr.h"
@@ -126,7 +127,7 @@ static int quota(const json_t *vars, const char *name, json_t **out, gc_error *e
     *out = deploy_kueue_quantity(v);
     if (*out)
         return 0;
-    const char *unknown = gc_blueprint_unknown(v);
+    const char *unknown = deploy_blueprint_unknown(v);
     if (!v || json_is_null(v))
         return gc_fail(err, GC_EXIT_USAGE,
                        "kueue.config_template_vars.%s is null (it has no value): give it a "

@@ -3,6 +3,7 @@
  * split into documents, ClusterQueues of one name merged, quotas in canonical form, and the
  * Pathways head pool's flavor checked. See kueue.c.
  */
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 
 #include "expr.h"
@@ -68,8 +69,8 @@ static int template_ref(void *ctx, const char *root, const char *attr, json_t **
     return 0;
 }
 
-int gc_template_render(const char *text, size_t len, const json_t *vars, const char *label,
-                       gc_buf *out, gc_error *err)
+int deploy_kueue_template_render(const char *text, size_t len, const json_t *vars,
+                                 const char *label, gc_buf *out, gc_error *err)
 {
     deploy_env env = {.ref = template_ref, .ctx = (void *)vars, .bare_names = true};
     return deploy_template_render(text, len, &env, label, out, err);
@@ -203,7 +204,8 @@ int deploy_kueue_user_objects(const gc_blueprint *bp, const json_t *vars, json_t
     /* The module renders the file as a template when its name ends in .tftpl or the blueprint
      * sets config_template_vars, and reads it as it is otherwise. */
     if (ends_with(bp->kueue_config_path, ".tftpl") || bp->kueue_user_vars)
-        rc = gc_template_render(text.data, text.len, vars, bp->kueue_config_path, &rendered, err);
+        rc = deploy_kueue_template_render(text.data, text.len, vars, bp->kueue_config_path,
+                                          &rendered, err);
     else
         gc_buf_append(&rendered, text.data, text.len);
     gc_yaml_doc doc = {0};

@@ -36,7 +36,7 @@ void deploy_argv_count(deploy_argv *b, const char *flag, long value)
     deploy_argv_push(b, gc_xasprintf("--%s=%ld", flag, value));
 }
 
-void gc_argv_free(char **argv)
+void deploy_argv_free(char **argv)
 {
     for (char **a = argv; a && *a; a++)
         free(*a);
@@ -51,7 +51,7 @@ static bool needs_quotes(const char *s)
            strlen(s);
 }
 
-char *gc_argv_shell_line(char *const *argv)
+char *deploy_argv_shell_line(char *const *argv)
 {
     gc_buf line;
     gc_buf_init(&line);
@@ -74,9 +74,9 @@ char *gc_argv_shell_line(char *const *argv)
     return gc_buf_detach(&line);
 }
 
-char *gc_cloud_step_line(const gc_cloud_step *s)
+char *deploy_cloud_step_line(const gc_cloud_step *s)
 {
-    char *line = gc_argv_shell_line(s->create);
+    char *line = deploy_argv_shell_line(s->create);
     if (!s->input)
         return line;
     /* printf '%s\n' 'line 1' 'line 2' | gcloud ... */
@@ -88,7 +88,7 @@ char *gc_cloud_step_line(const gc_cloud_step *s)
         size_t len = strcspn(text, "\n");
         char *piece = gc_xstrndup(text, len);
         char *argv[] = {piece, NULL};
-        char *quoted = gc_argv_shell_line(argv);
+        char *quoted = deploy_argv_shell_line(argv);
         gc_buf_printf(&b, " %s", quoted);
         free(quoted);
         free(piece);

@@ -94,7 +94,7 @@ static void unqueued(const gc_diagnose_input *in, gc_diagnosis *d)
     diagnose_evidence(d, "JobSet %s: spec.suspend=true, no label kueue.x-k8s.io/queue-name", name);
 }
 
-void gc_diagnose(const gc_diagnose_input *in, gc_diagnosis *d)
+void diagnose_job(const gc_diagnose_input *in, gc_diagnosis *d)
 {
     memset(d, 0, sizeof(*d));
     gc_job_facts f;

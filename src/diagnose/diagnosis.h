@@ -20,4 +20,7 @@ void diagnose_evidence(gc_diagnosis *d, const char *fmt, ...) __attribute__((for
 /* The `gcluster job logs` flags that pick this pod and container (" --role worker ..."). */
 void diagnose_logs_flags(const json_t *pod, const char *container, char *out, size_t size);
 
+/* Diagnoses one job; never fails (an input of the wrong shape counts as missing). */
+void diagnose_job(const gc_diagnose_input *in, gc_diagnosis *out);
+
 #endif

@@ -5,6 +5,7 @@
  * its Jobs); queue_reasons also lists Kueue Workloads to say why a queued job waits, and only
  * queued rows keep their (trimmed) JobSet until then. Nothing is read per job.
  */
+#include "diagnose/diagnosis.h"
 #include "gcluster/buf.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/job.h"
@@ -77,7 +78,7 @@ static char *reason_of(const json_t *jobset, const json_t *workload)
 {
     gc_diagnose_input in = {.jobset = jobset, .workload = workload};
     gc_diagnosis d;
-    gc_diagnose(&in, &d);
+    diagnose_job(&in, &d);
     return gc_xstrdup(d.reason);
 }
 

@@ -202,7 +202,7 @@ static int first_wants(const diagnose_why_inputs *in)
 {
     gc_diagnose_input din = {.jobset = in->jobset};
     gc_diagnosis d;
-    gc_diagnose(&din, &d);
+    diagnose_job(&din, &d);
     return d.wants;
 }
 
@@ -490,7 +490,7 @@ int diagnose_why_diagnose(gc_kube *kube, diagnose_why_inputs *in, long long now,
 {
     gc_diagnose_input din;
     engine_input(in, now, &din);
-    gc_diagnose(&din, out);
+    diagnose_job(&din, out);
     /* Each kind of read at most once: the answer may ask for another kind after a read. */
     int rc = 0;
     for (int want = out->wants & ~in->tried; want && !rc; want = out->wants & ~in->tried) {
@@ -501,7 +501,7 @@ int diagnose_why_diagnose(gc_kube *kube, diagnose_why_inputs *in, long long now,
         if (!rc && (want & GC_DIAGNOSE_WANT_LOG) && out->log_pod[0])
             read_log_tail(kube, in, out);
         engine_input(in, now, &din);
-        gc_diagnose(&din, out);
+        diagnose_job(&din, out);
     }
     for (size_t i = 0; i < in->unreadable.count; i++)
         diagnose_evidence(out, "%s", in->unreadable.items[i]);

@@ -3,6 +3,7 @@
  * (gcluster/sps.h). Pure: callers read the objects, this judges them.
  */
 #include "gcluster/sps.h"
+#include "job/internal.h"
 
 #include "gcluster/buf.h"
 #include "gcluster/kube.h"
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool gc_sps_is_service(const json_t *jobset)
+bool job_sps_is_service(const json_t *jobset)
 {
     return gc_kube_same(gc_kube_field(jobset, "annotations", GC_ANNOTATION_PATHWAYS), "sps");
 }
@@ -98,7 +99,7 @@ int gc_sps_usage_read(const json_t *jobset, const json_t *proxy_jobs, gc_sps_usa
 {
     memset(u, 0, sizeof(*u));
     const char *name = gc_kube_field(jobset, NULL, "name");
-    if (!gc_sps_is_service(jobset))
+    if (!job_sps_is_service(jobset))
         return gc_fail(err, GC_EXIT_USAGE,
                        "job %s is not a Shared Pathways Service (deploy one with job submit "
                        "--pathways-deploy-sps)",
@@ -143,7 +144,7 @@ const gc_sps_client *gc_sps_find(const gc_sps_usage *u, const char *job)
     return NULL;
 }
 
-size_t gc_sps_position(const gc_sps_usage *u, const char *job)
+size_t job_sps_position(const gc_sps_usage *u, const char *job)
 {
     size_t place = 0;
     for (size_t i = 0; i < u->count; i++) {
@@ -159,7 +160,7 @@ size_t gc_sps_position(const gc_sps_usage *u, const char *job)
 bool gc_sps_may_start(const gc_sps_usage *u, const char *job)
 {
     const gc_sps_client *me = gc_sps_find(u, job);
-    return me && me->waiting && gc_sps_position(u, job) == 1 && u->held + me->slices <= u->slices;
+    return me && me->waiting && job_sps_position(u, job) == 1 && u->held + me->slices <= u->slices;
 }
 
 static const char *plural(int n)
@@ -194,7 +195,7 @@ void gc_sps_wait_reason(const gc_sps_usage *u, const char *job, char *out, size_
                       c->slices, plural(c->slices));
         sep = ", ";
     }
-    size_t place = gc_sps_position(u, job), waiting = 0;
+    size_t place = job_sps_position(u, job), waiting = 0;
     const char *first = NULL;
     for (size_t i = 0; i < u->count; i++) {
         if (u->clients[i].waiting && !first)

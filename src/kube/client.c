@@ -209,12 +209,12 @@ const char *gc_kube_namespace(const gc_kube *kube)
     return kube->ns;
 }
 
-const char *gc_kube_context_name(const gc_kube *kube)
+const char *kube_context_name(const gc_kube *kube)
 {
     return kube->sel.context->id.name;
 }
 
-const char *gc_kube_server(const gc_kube *kube)
+const char *kube_server(const gc_kube *kube)
 {
     return kube->sel.cluster->server;
 }

@@ -298,4 +298,12 @@ int kube_list_rest(gc_kube *kube, const char *path, const gc_kube_list_options *
 /* Fills in kind ("Pod" for a "PodList") and apiVersion from the list when an item lacks them. */
 void kube_complete_item(json_t *item, const json_t *list);
 
+/* Only kube/ asks these (client.c, quantity.c). */
+const char *kube_context_name(const gc_kube *kube);
+const char *kube_server(const gc_kube *kube);
+
+/* Kubernetes resource quantities ("32", "1.5k", "2000G", "512Gi", "500m", "1e3"): digits with an
+ * optional fraction, then a decimal or binary suffix or an exponent. */
+bool kube_quantity_valid(const char *text);
+
 #endif

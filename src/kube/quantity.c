@@ -16,6 +16,7 @@
  */
 #include "gcluster/buf.h"
 #include "gcluster/kube.h"
+#include "kube/internal.h"
 
 #include <math.h>
 
@@ -85,7 +86,7 @@ static bool parse(const char *text, parsed_quantity *q)
     return true;
 }
 
-bool gc_quantity_valid(const char *text)
+bool kube_quantity_valid(const char *text)
 {
     parsed_quantity q;
     return parse(text, &q);

@@ -2,7 +2,7 @@
  * `job submit`'s compute type: resolved offline from the flags (--tpu-type, --device-type, a
  * dynamic slice's type), everything that follows from it (hosts per slice, the Pathways instance
  * type, the checks that depend on it), and resolved again against the cluster's nodes when the
- * offline answer was pending or assumed a host type (gc_submit_refine).
+ * offline answer was pending or assumed a host type (submit_refine).
  */
 #include "submit/submit_compute.h"
 
@@ -120,7 +120,7 @@ static bool same_compute(const gc_compute *a, const gc_compute *b)
            !strcmp(a->accelerator, b->accelerator) && !strcmp(a->topology, b->topology);
 }
 
-int gc_submit_refine(gc_submit_plan *p, const gc_cluster_shapes *cluster, gc_error *err)
+int submit_refine(gc_submit_plan *p, const gc_cluster_shapes *cluster, gc_error *err)
 {
     const gc_compute *offline = &p->workload.compute;
     if (!p->compute.pending && !(offline->kind == GC_ACCEL_TPU && offline->machine_assumed))

@@ -12,4 +12,10 @@
  * GC_EXIT_USAGE naming the flag when the flags name no known type. */
 int submit_resolve_compute(const gc_submit_request *r, gc_submit_plan *p, gc_error *err);
 
+/* Resolves the compute type once more, against the cluster's TPU and GPU nodes, when the offline
+ * answer was pending or assumed a TPU host type; when that changes the answer, everything that
+ * follows from it (hosts per slice, the Pathways instance type, the checks that depend on it) is
+ * derived again. Otherwise the plan stays as it is. */
+int submit_refine(gc_submit_plan *plan, const gc_cluster_shapes *cluster, gc_error *err);
+
 #endif

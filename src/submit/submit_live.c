@@ -23,6 +23,7 @@
 #include "gcluster/sys.h"
 #include "submit/cluster_facts.h"
 #include "submit/submit_checks.h"
+#include "submit/submit_compute.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -207,7 +208,7 @@ static int refine_compute(gc_submit_plan *plan, const cluster_facts *f, gc_error
     gc_node_shape *shapes = gc_xcalloc(f->shape_count ? f->shape_count : 1, sizeof(*shapes));
     gc_cluster_shapes cluster;
     submit_cluster_facts_shapes(f, shapes, &cluster);
-    int rc = gc_submit_refine(plan, &cluster, err);
+    int rc = submit_refine(plan, &cluster, err);
     free(shapes);
     return rc;
 }

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
@@ -286,7 +287,7 @@ static bool check_blueprint(const gc_buf *input)
     gc_blueprint bp;
     gc_error err = {0};
     const char *path = write_input("bp.yaml", input);
-    int rc = gc_blueprint_load(path, NULL, 0, &bp, &err);
+    int rc = deploy_blueprint_load(path, NULL, 0, &bp, &err);
     expect_usage_error(rc, &err, "blueprint", path);
     if (rc)
         return false;
@@ -314,7 +315,7 @@ static bool check_template(const gc_buf *input)
     gc_buf out;
     gc_buf_init(&out);
     gc_error err = {0};
-    int rc = gc_template_render(input->data, input->len, vars, "t", &out, &err);
+    int rc = deploy_kueue_template_render(input->data, input->len, vars, "t", &out, &err);
     expect_usage_error(rc, &err, "template", "t:");
     /* No variable value holds "${" or "%{", so in a rendering every one of them comes from a
      * literal $${ or %%{: a reference left unreplaced, or a directive passed through, shows as

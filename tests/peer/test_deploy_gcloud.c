@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 #include "gcluster/process.h"
 #include "kube_test.h"
@@ -49,7 +50,7 @@ static void assert_parses(const char *gcloud, char **argv, const char *config)
     gc_error err = {0};
     if (gc_process_run(&p, &r, &err))
         fail_msg("running gcloud: %s", err.message);
-    char *line = gc_argv_shell_line(argv);
+    char *line = deploy_argv_shell_line(argv);
     const char *text = r.err.data ? r.err.data : "";
     bool usage = r.exit_status == 2 || strstr(text, "unrecognized arguments") ||
                  strstr(text, "Invalid choice") ||
@@ -110,7 +111,7 @@ static void every_plan_line_parses(void **state)
                 if (!argvs[k])
                     continue;
                 /* Lines that differ only in names parse alike; run each shape once. */
-                char *line = gc_argv_shell_line(argvs[k]);
+                char *line = deploy_argv_shell_line(argvs[k]);
                 if (!json_object_get(seen, line)) {
                     json_object_set_new(seen, line, json_true());
                     assert_parses(gcloud, argvs[k], config);

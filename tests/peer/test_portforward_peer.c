@@ -541,25 +541,25 @@ static void tunnel_echoes_and_half_closes(void **state)
                            .on_event = on_tunnel_event,
                            .ctx = &f};
     gc_error err = {0};
-    if (gc_kube_tunnel_open(kube, &o, &f.t, &err))
+    if (kube_tunnel_open(kube, &o, &f.t, &err))
         fail_msg("%s; see %s", err.message, P.log_path);
-    assert_string_equal(gc_kube_tunnel_kind(f.t), "WebSocket");
+    assert_string_equal(kube_tunnel_kind_name(f.t), "WebSocket");
     uint8_t *payload = malloc(PAYLOAD);
     for (int i = 0; i < CONNS; i++) {
         uint32_t id;
-        assert_int_equal(gc_kube_tunnel_connect(f.t, (void *)(uintptr_t)i, &id, &err), 0);
+        assert_int_equal(kube_tunnel_connect(f.t, (void *)(uintptr_t)i, &id, &err), 0);
         pattern(payload, PAYLOAD, i);
-        assert_int_equal(gc_kube_tunnel_send(f.t, id, payload, PAYLOAD, &err), 0);
-        assert_int_equal(gc_kube_tunnel_shutdown(f.t, id, &err), 0);
+        assert_int_equal(kube_tunnel_send(f.t, id, payload, PAYLOAD, &err), 0);
+        assert_int_equal(kube_tunnel_shutdown(f.t, id, &err), 0);
     }
     long long deadline = gc_clock_ms() + WAIT_MS;
     while (!all_forwarded_closed(&f, CONNS)) {
         if (gc_clock_ms() > deadline)
             fail_msg("the forwarded connections did not end in %d ms; see %s", WAIT_MS, P.log_path);
-        struct pollfd p = {.fd = gc_kube_tunnel_fd(f.t), .events = gc_kube_tunnel_poll_events(f.t)};
-        int timeout = gc_kube_tunnel_timeout_ms(f.t);
+        struct pollfd p = {.fd = kube_tunnel_fd(f.t), .events = kube_tunnel_poll_events(f.t)};
+        int timeout = kube_tunnel_timeout_ms(f.t);
         poll(&p, 1, timeout < 100 ? timeout : 100);
-        if (gc_kube_tunnel_pump(f.t, p.revents, &err))
+        if (kube_tunnel_pump(f.t, p.revents, &err))
             fail_msg("the tunnel ended: %s", err.message);
     }
     for (int i = 0; i < CONNS; i++) {
@@ -571,9 +571,9 @@ static void tunnel_echoes_and_half_closes(void **state)
         assert_memory_equal(f.received[i].data, payload, PAYLOAD);
         gc_buf_free(&f.received[i]);
     }
-    assert_int_equal(gc_kube_tunnel_count(f.t), 0);
+    assert_int_equal(kube_tunnel_count(f.t), 0);
     free(payload);
-    gc_kube_tunnel_close(f.t);
+    kube_tunnel_close(f.t);
     gc_kube_close(kube);
     unlink(path);
 }
@@ -587,7 +587,7 @@ static void tunnel_to_a_missing_pod_says_so(void **state)
         .pod = "gone", .port = 29000, .deadline_ms = gc_clock_ms() + WAIT_MS, .cancel_fd = -1};
     gc_kube_tunnel *t;
     gc_error err = {0};
-    assert_int_equal(gc_kube_tunnel_open(kube, &o, &t, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(kube_tunnel_open(kube, &o, &t, &err), GC_EXIT_RUNTIME);
     assert_int_equal(err.http_status, 404);
     gc_kube_close(kube);
     unlink(path);

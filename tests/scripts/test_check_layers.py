@@ -111,13 +111,15 @@ CLEAN = {
         }
         """),
     "src/cli/main.c": textwrap.dedent("""\
+        #include "gcluster/catalog.h"
         #include "gcluster/kube.h"
+        #include "gcluster/sys.h"
 
         #include <stdio.h>
 
         int main(void)
         {
-            fprintf(stderr, "gcluster: %d\\n", gc_kube_open());
+            fprintf(stderr, "gcluster: %d\\n", gc_kube_open() + gc_file_size() + gc_catalog_find());
             return 0;
         }
         """),
@@ -331,6 +333,26 @@ class CheckLayers(unittest.TestCase):
     def test_the_escaping_renderer_may(self):
         self.write("src/cli/render.c", "#include <stdio.h>\n\nvoid cli_put(FILE *f, const char *s)"
                    "\n{\n    fprintf(f, \"%s\", s);\n}\n")
+        rc, out, err = self.run_check()
+        self.assertEqual(rc, 0, out + err)
+
+    def test_a_public_function_only_its_folder_calls(self):
+        self.write("include/gcluster/kube.h", "int gc_kube_open(void);\nint gc_kube_token(void);\n")
+        self.write("src/kube/token.c", '#include "gcluster/kube.h"\n\nint gc_kube_token(void)\n'
+                   "{\n    return 1;\n}\n")
+        self.write("src/kube/watch.c", '#include "gcluster/kube.h"\n\nint kube_watch(void)\n'
+                   "{\n    return gc_kube_token();\n}\n")
+        self.assert_fails("src/kube/token.c:0", "public",
+                          "gc_kube_token is public (include/gcluster/kube.h) but nothing outside "
+                          "src/kube/ calls it: name it kube_token and declare it in the folder's "
+                          "private header")
+
+    def test_a_public_function_called_from_another_folder_passes(self):
+        self.write("include/gcluster/kube.h", "int gc_kube_open(void);\nint gc_kube_token(void);\n")
+        self.write("src/kube/token.c", '#include "gcluster/kube.h"\n\nint gc_kube_token(void)\n'
+                   "{\n    return 1;\n}\n")
+        self.write("src/cli/token.c", '#include "gcluster/kube.h"\n\nint cli_token(void)\n'
+                   "{\n    return gc_kube_token();\n}\n")
         rc, out, err = self.run_check()
         self.assertEqual(rc, 0, out + err)
 

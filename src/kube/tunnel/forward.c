@@ -9,6 +9,7 @@
  * half-close; the pod side's as shutdown(SHUT_WR) once its bytes are delivered.
  */
 #include "gcluster/portforward.h"
+#include "kube/tunnel/internal.h"
 
 #include "gcluster/buf.h"
 #include "gcluster/error.h"
@@ -90,7 +91,7 @@ void gc_kube_forwarder_bound(const gc_kube_forwarder *f, struct sockaddr_storage
 static void client_close(gc_kube_forwarder *f, client *cl)
 {
     if (cl->linked && f->tunnel)
-        gc_kube_tunnel_reset(f->tunnel, cl->conn);
+        kube_tunnel_reset(f->tunnel, cl->conn);
     cl->linked = false;
     if (cl->fd >= 0)
         close(cl->fd);
@@ -161,7 +162,7 @@ int gc_kube_forwarder_open(gc_kube_forwarder *f, gc_kube *kube, const gc_tunnel_
     gc_tunnel_options mine = *o;
     mine.on_event = on_tunnel_event;
     mine.ctx = f;
-    return gc_kube_tunnel_open(kube, &mine, &f->tunnel, err);
+    return kube_tunnel_open(kube, &mine, &f->tunnel, err);
 }
 
 bool gc_kube_forwarder_has_tunnel(const gc_kube_forwarder *f)
@@ -180,12 +181,12 @@ size_t gc_kube_forwarder_drop(gc_kube_forwarder *f)
             continue;
         open++;
         if (cl->linked && f->tunnel)
-            gc_kube_tunnel_reset(f->tunnel, cl->conn);
+            kube_tunnel_reset(f->tunnel, cl->conn);
         cl->linked = false;
         cl->done = true;
         flush(f, cl);
     }
-    gc_kube_tunnel_close(f->tunnel);
+    kube_tunnel_close(f->tunnel);
     f->tunnel = NULL;
     return open;
 }
@@ -196,17 +197,16 @@ static void client_read(gc_kube_forwarder *f, client *cl)
 {
     char buf[CHUNK];
     gc_error err = {0};
-    for (int i = 0; i < READS_PER_TURN && gc_kube_tunnel_queued(f->tunnel) < TUNNEL_QUEUE_MAX;
-         i++) {
+    for (int i = 0; i < READS_PER_TURN && kube_tunnel_queued(f->tunnel) < TUNNEL_QUEUE_MAX; i++) {
         ssize_t n = recv(cl->fd, buf, sizeof(buf), 0);
-        if (n > 0 && !gc_kube_tunnel_send(f->tunnel, cl->conn, buf, (size_t)n, &err)) {
+        if (n > 0 && !kube_tunnel_send(f->tunnel, cl->conn, buf, (size_t)n, &err)) {
             if ((size_t)n < sizeof(buf))
                 return; /* it had no more */
             continue;
         }
         if (n == 0) {
             cl->local_eof = true;
-            if (gc_kube_tunnel_shutdown(f->tunnel, cl->conn, &err))
+            if (kube_tunnel_shutdown(f->tunnel, cl->conn, &err))
                 client_close(f, cl);
         } else if (n > 0 || (errno != EAGAIN && errno != EINTR)) {
             client_close(f, cl);
@@ -229,7 +229,7 @@ static void accept_clients(gc_kube_forwarder *f)
         cl->fd = fd;
         gc_buf_init(&cl->out);
         gc_error err = {0};
-        if (gc_kube_tunnel_connect(f->tunnel, cl, &cl->conn, &err)) {
+        if (kube_tunnel_connect(f->tunnel, cl, &cl->conn, &err)) {
             close(fd);
             gc_buf_free(&cl->out);
             free(cl);
@@ -279,10 +279,10 @@ void gc_kube_forwarder_poll(gc_kube_forwarder *f, struct pollfd **fds, size_t *c
 {
     f->first = *count;
     f->owner_count = 0;
-    bool forwarding = f->tunnel && gc_kube_tunnel_accepting(f->tunnel);
+    bool forwarding = f->tunnel && kube_tunnel_accepting(f->tunnel);
     f->listener = forwarding ? add_fd(f, fds, count, cap, f->listen_fd, POLLIN, NULL) : -1;
     bool behind = false;
-    bool room = f->tunnel && gc_kube_tunnel_queued(f->tunnel) < TUNNEL_QUEUE_MAX;
+    bool room = f->tunnel && kube_tunnel_queued(f->tunnel) < TUNNEL_QUEUE_MAX;
     for (size_t i = 0; i < f->client_count; i++) {
         client *cl = f->clients[i];
         size_t pending = cl->out.len - cl->out_at;
@@ -293,9 +293,9 @@ void gc_kube_forwarder_poll(gc_kube_forwarder *f, struct pollfd **fds, size_t *c
             add_fd(f, fds, count, cap, cl->fd, events, cl);
     }
     if (f->tunnel) {
-        gc_kube_tunnel_hold(f->tunnel, behind);
-        f->tunnel_at = add_fd(f, fds, count, cap, gc_kube_tunnel_fd(f->tunnel),
-                              gc_kube_tunnel_poll_events(f->tunnel), NULL);
+        kube_tunnel_hold(f->tunnel, behind);
+        f->tunnel_at = add_fd(f, fds, count, cap, kube_tunnel_fd(f->tunnel),
+                              kube_tunnel_poll_events(f->tunnel), NULL);
     } else {
         f->tunnel_at = -1;
     }
@@ -303,7 +303,7 @@ void gc_kube_forwarder_poll(gc_kube_forwarder *f, struct pollfd **fds, size_t *c
 
 int gc_kube_forwarder_timeout_ms(const gc_kube_forwarder *f)
 {
-    return f->tunnel ? gc_kube_tunnel_timeout_ms(f->tunnel) : -1;
+    return f->tunnel ? kube_tunnel_timeout_ms(f->tunnel) : -1;
 }
 
 /* A break closes every connection of the tunnel: the caller says so in one line, so the
@@ -313,15 +313,15 @@ static int pump(gc_kube_forwarder *f, short revents, size_t *open, gc_error *err
     if (!f->tunnel)
         return 0;
     unsigned failures = f->failures;
-    size_t carried = gc_kube_tunnel_count(f->tunnel);
+    size_t carried = kube_tunnel_count(f->tunnel);
     gc_error why = {0};
-    if (gc_kube_tunnel_pump(f->tunnel, revents, &why)) {
+    if (kube_tunnel_pump(f->tunnel, revents, &why)) {
         f->failures = failures;
         gc_kube_forwarder_drop(f);
         *open = carried;
         return gc_fail(err, GC_EXIT_RUNTIME, "%s", why.message);
     }
-    if (!gc_kube_tunnel_accepting(f->tunnel)) {
+    if (!kube_tunnel_accepting(f->tunnel)) {
         *open = gc_kube_forwarder_drop(f);
         return gc_fail(err, GC_EXIT_RUNTIME, "the server is going away (GOAWAY)");
     }
@@ -353,7 +353,7 @@ int gc_kube_forwarder_serve(gc_kube_forwarder *f, const struct pollfd *fds, size
             client_close(f, cl);
     }
     /* What the clients just gave goes out now, not after the next poll. */
-    if (!rc && f->tunnel && gc_kube_tunnel_queued(f->tunnel))
+    if (!rc && f->tunnel && kube_tunnel_queued(f->tunnel))
         rc = pump(f, POLLOUT, open, err);
     if (f->tunnel && f->listener >= 0 && (fds[f->listener].revents & POLLIN))
         accept_clients(f);
@@ -382,7 +382,7 @@ void gc_kube_forwarder_free(gc_kube_forwarder *f)
     sweep_clients(f);
     free(f->clients);
     free(f->owner);
-    gc_kube_tunnel_close(f->tunnel);
+    kube_tunnel_close(f->tunnel);
     if (f->listen_fd >= 0)
         close(f->listen_fd);
     free(f);

@@ -8,7 +8,7 @@
  *   websocket.c            RFC 6455 client frames: masked frames out, server frames in
  *   spdy.c                 SPDY/3.1 frames in and out, with zlib-compressed header blocks
  *   portforward.c          the session: forwarded TCP connections as SPDY stream pairs
- *   portforward_tunnel.c   the transport: the layers on a libcurl socket (gc_kube_tunnel_*),
+ *   portforward_tunnel.c   the transport: the layers on a libcurl socket (kube_tunnel_*),
  *                          the only file here that uses the kube client (kube/internal.h)
  *   forward.c              the forwarder: a local listener whose connections a tunnel
  *                          carries, for the caller's poll loop (gc_kube_forwarder_*)
@@ -26,6 +26,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/error.h"
+#include "gcluster/portforward.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -294,5 +295,55 @@ const uint8_t *kube_pf_output(const kube_pf *pf, size_t *len);
 void kube_pf_output_done(kube_pf *pf, size_t n);
 /* How many connections are open (opened and not yet CLOSED or reset). */
 size_t kube_pf_count(const kube_pf *pf);
+
+/* --- the tunnel (portforward_tunnel.c): the layers on a socket, for the forwarder ----------- */
+
+/* The server side has no flow control, so the caller bounds both directions: it reads its
+ * local sockets only while kube_tunnel_queued() is small, and holds the tunnel
+ * (kube_tunnel_hold) while one of its local sockets does not take the bytes the pod sends. */
+
+/* Connects, upgrades and checks the answer (blocking, until o->deadline_ms at most). A refused
+ * WebSocket is retried as SPDY; a 401 once with a fresh credential. Failures say what the API
+ * server answered (a missing pod is err->http_status 404; no permission is 403 with the RBAC
+ * rule to ask for). */
+int kube_tunnel_open(gc_kube *kube, const gc_tunnel_options *o, gc_kube_tunnel **out,
+                     gc_error *err);
+/* Ends the tunnel politely (its open connections are reset, the server is told GOAWAY and, in a
+ * WebSocket, gets a close frame, sent within a moment if the socket takes it) and frees it. */
+void kube_tunnel_close(gc_kube_tunnel *t);
+
+/* For the caller's poll(2): the socket, the events to wait for (POLLIN unless held, POLLOUT
+ * while bytes wait to be sent), and the longest wait before kube_tunnel_pump must run again
+ * (for keep-alive pings, 0 while received bytes wait inside TLS, -1 while held: nothing is
+ * due). */
+int kube_tunnel_fd(const gc_kube_tunnel *t);
+short kube_tunnel_poll_events(const gc_kube_tunnel *t);
+int kube_tunnel_timeout_ms(const gc_kube_tunnel *t);
+
+/* After poll (revents for its socket, 0 when it was not polled): reads what arrived, reporting
+ * events, and sends what is queued; pings the server every 10 s. Returns GC_EXIT_RUNTIME once the
+ * tunnel is over (the server closed it, the connection broke, 30 s without an answer to a ping),
+ * with the reason in err, after reporting every open connection CLOSED. */
+int kube_tunnel_pump(gc_kube_tunnel *t, short revents, gc_error *err);
+
+/* Stops reading from the API server while `hold` is true (a local reader is behind). */
+void kube_tunnel_hold(gc_kube_tunnel *t, bool hold);
+/* Bytes queued for the API server and not yet sent. */
+size_t kube_tunnel_queued(const gc_kube_tunnel *t);
+/* False once the server said GOAWAY: open connections go on, new ones need a new tunnel. */
+bool kube_tunnel_accepting(const gc_kube_tunnel *t);
+/* How the tunnel is framed: "WebSocket" or "SPDY". */
+const char *kube_tunnel_kind_name(const gc_kube_tunnel *t);
+
+/* A new forwarded connection to the pod's port; GC_TUNNEL_OPENED follows when the pod side
+ * takes it. Read the local socket only after that: bytes are held until then. */
+int kube_tunnel_connect(gc_kube_tunnel *t, void *user, uint32_t *conn, gc_error *err);
+int kube_tunnel_send(gc_kube_tunnel *t, uint32_t conn, const void *data, size_t len, gc_error *err);
+/* Half-closes: the pod side reads end of file after the bytes sent so far. */
+int kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err);
+/* Abandons the connection (the pod side sees a reset); no event follows. */
+void kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn);
+/* Connections open (taken and not yet CLOSED or reset). */
+size_t kube_tunnel_count(const gc_kube_tunnel *t);
 
 #endif

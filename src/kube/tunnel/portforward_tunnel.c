@@ -426,8 +426,7 @@ static gc_kube_tunnel *tunnel_from(attempt *a, const gc_tunnel_options *o, gc_er
     return t;
 }
 
-int gc_kube_tunnel_open(gc_kube *kube, const gc_tunnel_options *o, gc_kube_tunnel **out,
-                        gc_error *err)
+int kube_tunnel_open(gc_kube *kube, const gc_tunnel_options *o, gc_kube_tunnel **out, gc_error *err)
 {
     *out = NULL;
     kube_tunnel_kind kind = KUBE_TUNNEL_WEBSOCKET;
@@ -552,7 +551,7 @@ static int keep_alive(gc_kube_tunnel *t, gc_error *err)
     return 0;
 }
 
-int gc_kube_tunnel_pump(gc_kube_tunnel *t, short revents, gc_error *err)
+int kube_tunnel_pump(gc_kube_tunnel *t, short revents, gc_error *err)
 {
     if (t->over)
         return gc_fail(err, GC_EXIT_RUNTIME, "the port-forward tunnel is over");
@@ -566,17 +565,17 @@ int gc_kube_tunnel_pump(gc_kube_tunnel *t, short revents, gc_error *err)
     return rc;
 }
 
-int gc_kube_tunnel_fd(const gc_kube_tunnel *t)
+int kube_tunnel_fd(const gc_kube_tunnel *t)
 {
     return t->fd;
 }
 
-short gc_kube_tunnel_poll_events(const gc_kube_tunnel *t)
+short kube_tunnel_poll_events(const gc_kube_tunnel *t)
 {
-    return (short)((t->held ? 0 : POLLIN) | (gc_kube_tunnel_queued(t) ? POLLOUT : 0));
+    return (short)((t->held ? 0 : POLLIN) | (kube_tunnel_queued(t) ? POLLOUT : 0));
 }
 
-int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t)
+int kube_tunnel_timeout_ms(const gc_kube_tunnel *t)
 {
     if (t->buffered && !t->held)
         return 0;
@@ -587,7 +586,7 @@ int gc_kube_tunnel_timeout_ms(const gc_kube_tunnel *t)
     return at <= now ? 0 : (int)(at - now);
 }
 
-void gc_kube_tunnel_hold(gc_kube_tunnel *t, bool hold)
+void kube_tunnel_hold(gc_kube_tunnel *t, bool hold)
 {
     if (t->held && !hold) {
         /* The wait for an answer starts again now: the answer may be among what was not read. */
@@ -599,50 +598,49 @@ void gc_kube_tunnel_hold(gc_kube_tunnel *t, bool hold)
     t->held = hold;
 }
 
-size_t gc_kube_tunnel_queued(const gc_kube_tunnel *t)
+size_t kube_tunnel_queued(const gc_kube_tunnel *t)
 {
     size_t pending;
     kube_pf_output(t->pf, &pending);
     return pending + t->sending_len - t->sending_at;
 }
 
-bool gc_kube_tunnel_accepting(const gc_kube_tunnel *t)
+bool kube_tunnel_accepting(const gc_kube_tunnel *t)
 {
     return !t->goaway && !t->over;
 }
 
-const char *gc_kube_tunnel_kind(const gc_kube_tunnel *t)
+const char *kube_tunnel_kind_name(const gc_kube_tunnel *t)
 {
     return t->kind == KUBE_TUNNEL_WEBSOCKET ? "WebSocket" : "SPDY";
 }
 
-int gc_kube_tunnel_connect(gc_kube_tunnel *t, void *user, uint32_t *conn, gc_error *err)
+int kube_tunnel_connect(gc_kube_tunnel *t, void *user, uint32_t *conn, gc_error *err)
 {
     return kube_pf_open(t->pf, user, conn, err);
 }
 
-int gc_kube_tunnel_send(gc_kube_tunnel *t, uint32_t conn, const void *data, size_t len,
-                        gc_error *err)
+int kube_tunnel_send(gc_kube_tunnel *t, uint32_t conn, const void *data, size_t len, gc_error *err)
 {
     return kube_pf_send(t->pf, conn, data, len, err);
 }
 
-int gc_kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err)
+int kube_tunnel_shutdown(gc_kube_tunnel *t, uint32_t conn, gc_error *err)
 {
     return kube_pf_shutdown(t->pf, conn, err);
 }
 
-void gc_kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn)
+void kube_tunnel_reset(gc_kube_tunnel *t, uint32_t conn)
 {
     kube_pf_reset(t->pf, conn);
 }
 
-size_t gc_kube_tunnel_count(const gc_kube_tunnel *t)
+size_t kube_tunnel_count(const gc_kube_tunnel *t)
 {
     return kube_pf_count(t->pf);
 }
 
-void gc_kube_tunnel_close(gc_kube_tunnel *t)
+void kube_tunnel_close(gc_kube_tunnel *t)
 {
     if (!t)
         return;
@@ -652,7 +650,7 @@ void gc_kube_tunnel_close(gc_kube_tunnel *t)
         kube_pf_close(t->pf);
         long long deadline = gc_clock_ms() + CLOSE_LINGER_MS;
         gc_error ignored = {0};
-        while (gc_kube_tunnel_queued(t) && gc_clock_ms() < deadline) {
+        while (kube_tunnel_queued(t) && gc_clock_ms() < deadline) {
             struct pollfd p = {.fd = t->fd, .events = POLLOUT};
             if (poll(&p, 1, (int)(deadline - gc_clock_ms())) <= 0 || write_output(t, &ignored))
                 break;

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 #include "kube_test.h"
 
@@ -62,7 +63,7 @@ static const char *write_blueprint(const char *text)
 static void load_ok(const char *path, const char *const *vars, size_t count, gc_blueprint *bp)
 {
     gc_error err = {0};
-    int rc = gc_blueprint_load(path, vars, count, bp, &err);
+    int rc = deploy_blueprint_load(path, vars, count, bp, &err);
     if (rc)
         fail_msg("%s", err.message);
 }
@@ -72,7 +73,8 @@ static void expect_error(const char *text, const char *const *parts)
 {
     gc_blueprint bp;
     gc_error err = {0};
-    assert_int_equal(gc_blueprint_load(write_blueprint(text), NULL, 0, &bp, &err), GC_EXIT_USAGE);
+    assert_int_equal(deploy_blueprint_load(write_blueprint(text), NULL, 0, &bp, &err),
+                     GC_EXIT_USAGE);
     for (const char *const *p = parts; *p; p++)
         if (!strstr(err.message, *p))
             fail_msg("expected \"%s\" in: %s", *p, err.message);
@@ -177,7 +179,7 @@ static void test_all_pools_puts_head_first(void **state)
     gc_blueprint bp;
     load_ok(EXAMPLES "gke-tpu-v6e-pathways.yaml", NULL, 0, &bp);
     size_t count;
-    gc_pool_spec *pools = gc_blueprint_all_pools(&bp, "head-np", &count);
+    gc_pool_spec *pools = deploy_blueprint_all_pools(&bp, "head-np", &count);
     assert_int_equal(count, 3);
     assert_string_equal(pools[0].name, "head-np");
     assert_string_equal(pools[0].machine_type, "n4-standard-64");
@@ -192,7 +194,7 @@ static void test_shell_line_quotes(void **state)
 {
     (void)state;
     char *argv[] = {"echo", "a b", "it's", "", "--x=1,2", NULL};
-    char *line = gc_argv_shell_line(argv);
+    char *line = deploy_argv_shell_line(argv);
     assert_string_equal(line, "echo 'a b' 'it'\\''s' '' --x=1,2");
     free(line);
 }
@@ -355,8 +357,9 @@ static void test_bad_vars_flag(void **state)
     const char *vars[] = {"=1"};
     gc_blueprint bp;
     gc_error err = {0};
-    assert_int_equal(gc_blueprint_load(EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 1, &bp, &err),
-                     GC_EXIT_USAGE);
+    assert_int_equal(
+        deploy_blueprint_load(EXAMPLES "gke-tpu-v6e-pathways.yaml", vars, 1, &bp, &err),
+        GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "--vars =1: expected NAME=VALUE"));
 }
 
@@ -365,7 +368,8 @@ static void test_missing_file(void **state)
     (void)state;
     gc_blueprint bp;
     gc_error err = {0};
-    assert_int_equal(gc_blueprint_load("/nonexistent/bp.yaml", NULL, 0, &bp, &err), GC_EXIT_USAGE);
+    assert_int_equal(deploy_blueprint_load("/nonexistent/bp.yaml", NULL, 0, &bp, &err),
+                     GC_EXIT_USAGE);
     assert_non_null(strstr(err.message, "/nonexistent/bp.yaml"));
 }
 
@@ -379,9 +383,9 @@ static void open_ok(const char *text, const gc_blueprint_options *o, gc_blueprin
 
 static long long int_setting(const gc_blueprint *bp, const char *module, const char *key)
 {
-    const gc_bp_module *m = gc_blueprint_module(bp, module);
+    const gc_bp_module *m = deploy_blueprint_module(bp, module);
     assert_non_null(m);
-    const json_t *v = gc_blueprint_setting(bp, m, key);
+    const json_t *v = deploy_blueprint_setting(bp, m, key);
     if (!json_is_integer(v))
         fail_msg("%s.%s is not an integer", module, key);
     return (long long)json_integer_value(v);
@@ -430,25 +434,26 @@ static void test_expressions(void **state)
     assert_int_equal(int_setting(&bp, "other-mod", "mod"), 2);
     assert_int_equal(int_setting(&bp, "other-mod", "neg"), -5);
     assert_int_equal(int_setting(&bp, "other-mod", "later"), 2);
-    const gc_bp_module *m = gc_blueprint_module(&bp, "other-mod");
-    assert_true(json_real_value(gc_blueprint_setting(&bp, m, "div")) == 1.5);
-    assert_string_equal(json_string_value(gc_blueprint_setting(&bp, m, "cond")), "big");
-    assert_true(json_is_true(gc_blueprint_setting(&bp, m, "eq")));
-    assert_int_equal(json_integer_value(json_array_get(gc_blueprint_setting(&bp, m, "list"), 1)),
-                     24); /* a variable whose value is an expression */
+    const gc_bp_module *m = deploy_blueprint_module(&bp, "other-mod");
+    assert_true(json_real_value(deploy_blueprint_setting(&bp, m, "div")) == 1.5);
+    assert_string_equal(json_string_value(deploy_blueprint_setting(&bp, m, "cond")), "big");
+    assert_true(json_is_true(deploy_blueprint_setting(&bp, m, "eq")));
     assert_int_equal(
-        json_integer_value(json_object_get(gc_blueprint_setting(&bp, m, "merged"), "b")), 4);
-    assert_int_equal(json_array_size(gc_blueprint_setting(&bp, m, "flat")), 3);
-    assert_string_equal(json_string_value(gc_blueprint_setting(&bp, m, "escaped")),
+        json_integer_value(json_array_get(deploy_blueprint_setting(&bp, m, "list"), 1)),
+        24); /* a variable whose value is an expression */
+    assert_int_equal(
+        json_integer_value(json_object_get(deploy_blueprint_setting(&bp, m, "merged"), "b")), 4);
+    assert_int_equal(json_array_size(deploy_blueprint_setting(&bp, m, "flat")), 3);
+    assert_string_equal(json_string_value(deploy_blueprint_setting(&bp, m, "escaped")),
                         "$(vars.a) and \\4");
     assert_string_equal(json_string_value(json_object_get(bp.vars, "stage")), "./t.yaml.tftpl");
     assert_string_equal(json_string_value(json_object_get(bp.vars, "text")), "x-6");
     /* Outputs of modules deploy does not model are unknown, and so is what uses them. */
-    assert_string_equal(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "out")),
+    assert_string_equal(deploy_blueprint_unknown(deploy_blueprint_setting(&bp, m, "out")),
                         "other-mod.thing");
-    assert_non_null(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "outsum")));
-    assert_non_null(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "concat")));
-    assert_null(gc_blueprint_unknown(gc_blueprint_setting(&bp, m, "sum")));
+    assert_non_null(deploy_blueprint_unknown(deploy_blueprint_setting(&bp, m, "outsum")));
+    assert_non_null(deploy_blueprint_unknown(deploy_blueprint_setting(&bp, m, "concat")));
+    assert_null(deploy_blueprint_unknown(deploy_blueprint_setting(&bp, m, "sum")));
     gc_blueprint_free(&bp);
 }
 
@@ -506,8 +511,9 @@ static void test_node_pool_outputs(void **state)
             &(gc_blueprint_options){0}, &bp);
     assert_int_equal(int_setting(&bp, "use", "quota"), 32); /* 2 x 4 hosts x 4 chips */
     assert_int_equal(int_setting(&bp, "use", "gpus"), 24);  /* 3 nodes x 8 GPUs */
-    const gc_bp_module *m = gc_blueprint_module(&bp, "use");
-    assert_string_equal(json_string_value(gc_blueprint_setting(&bp, m, "accel")), "tpu-v6e-slice");
+    const gc_bp_module *m = deploy_blueprint_module(&bp, "use");
+    assert_string_equal(json_string_value(deploy_blueprint_setting(&bp, m, "accel")),
+                        "tpu-v6e-slice");
     /* Pool names as gke-node-pool gives them: <machine_type>-<id lower-cased, outside a-z0-9-
      * removed>, -N per slice when there are several. */
     assert_int_equal(bp.pool_count, 3);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 #include "gcluster/kube.h"
 #include "kube_test.h"
@@ -68,7 +69,7 @@ static void run_deploy(outcome *o, const gc_deploy_request *r)
     memset(o, 0, sizeof(*o));
     char *path = write_kubeconfig();
     gc_blueprint bp;
-    if (gc_blueprint_load(BLUEPRINT, NULL, 0, &bp, &o->err))
+    if (deploy_blueprint_load(BLUEPRINT, NULL, 0, &bp, &o->err))
         fail_msg("%s", o->err.message);
     gc_kube *kube;
     gc_kube_options opts = {.kubeconfig = path};

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 #include "kube_test.h"
 #include "run_cli.h"
@@ -139,7 +140,7 @@ static int fresh(void **st)
 static void load(gc_blueprint *bp, gc_cloud_plan *plan)
 {
     gc_error err = {0};
-    if (gc_blueprint_load(FIXTURE, NULL, 0, bp, &err))
+    if (deploy_blueprint_load(FIXTURE, NULL, 0, bp, &err))
         fail_msg("%s", err.message);
     if (gc_cloud_plan_build(bp, &(gc_cloud_target){0}, plan, &err))
         fail_msg("%s", err.message);
@@ -156,7 +157,7 @@ static size_t step_index(const gc_cloud_plan *plan, gc_cloud_step_kind kind, con
 
 static char *create_line(const gc_cloud_plan *plan, gc_cloud_step_kind kind, const char *name)
 {
-    return gc_argv_shell_line(plan->steps[step_index(plan, kind, name)].create);
+    return deploy_argv_shell_line(plan->steps[step_index(plan, kind, name)].create);
 }
 
 static void assert_has(const char *haystack, const char *needle)
@@ -579,7 +580,7 @@ static void missing_values_say_the_fix(void **st)
                     "    use: [cluster]\n    settings: {machine_type: n2-standard-8}\n");
     gc_blueprint bp;
     gc_error err = {0};
-    if (gc_blueprint_load(file, NULL, 0, &bp, &err))
+    if (deploy_blueprint_load(file, NULL, 0, &bp, &err))
         fail_msg("%s", err.message);
     /* A pool without zones inherits the cluster's node locations (gke-node-pool passes
      * node_locations = null), so its create has no --node-locations. */
@@ -631,7 +632,7 @@ static void kubernetes_only_blueprint_plans_nothing(void **st)
                           "    settings: {kueue: {install: true}}\n");
     gc_blueprint bp;
     gc_error err = {0};
-    if (gc_blueprint_load(file, NULL, 0, &bp, &err))
+    if (deploy_blueprint_load(file, NULL, 0, &bp, &err))
         fail_msg("%s", err.message);
     gc_cloud_plan plan;
     assert_int_equal(gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err), 0);
@@ -659,9 +660,9 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
     gc_blueprint bp;
     gc_cloud_plan plan;
     gc_error err = {0};
-    if (gc_blueprint_load(GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples/"
-                                              "gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
-                          vars, sizeof(vars) / sizeof(*vars), &bp, &err))
+    if (deploy_blueprint_load(GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples/"
+                                                  "gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
+                              vars, sizeof(vars) / sizeof(*vars), &bp, &err))
         fail_msg("%s", err.message);
     if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
         fail_msg("%s", err.message);
@@ -695,7 +696,7 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
     free(line);
     const gc_cloud_step *pool =
         &plan.steps[step_index(&plan, GC_CLOUD_NODE_POOL, "gke-tpu-v6e-pool-0")];
-    line = gc_argv_shell_line(pool->create);
+    line = deploy_argv_shell_line(pool->create);
     assert_has(line, " --max-surge-upgrade=0 --max-unavailable-upgrade=1 "
                      "--system-config-from-file=/dev/stdin");
     free(line);
@@ -707,9 +708,10 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
     assert_has(line, " --max-surge-upgrade=0 --max-unavailable-upgrade=1 ");
     free(line);
     size_t count;
-    gc_pool_spec *pools = gc_blueprint_all_pools(&bp, NULL, &count);
-    char *hint = gc_pool_create_command(&bp, &pools[0], &(gc_cloud_target){0});
-    char *step = gc_cloud_step_line(&plan.steps[step_index(&plan, GC_CLOUD_NODE_POOL, "cpu-np")]);
+    gc_pool_spec *pools = deploy_blueprint_all_pools(&bp, NULL, &count);
+    char *hint = deploy_pool_create_command(&bp, &pools[0], &(gc_cloud_target){0});
+    char *step =
+        deploy_cloud_step_line(&plan.steps[step_index(&plan, GC_CLOUD_NODE_POOL, "cpu-np")]);
     assert_string_equal(hint, step);
     assert_has(hint, "--service-account=gke-tpu-v6e-gke-wl-sa@my-project.iam.gserviceaccount.com");
     free(hint);
@@ -862,7 +864,7 @@ static void settings_drift_is_reported_and_updated(void **st)
     char *want = gc_xasprintf("it has 7 where the blueprint gives %s", plan.steps[flex].expect);
     assert_string_equal(report.outcomes[flex].detail, want);
     free(want);
-    char *line = gc_argv_shell_line(plan.steps[flex].update);
+    char *line = deploy_argv_shell_line(plan.steps[flex].update);
     assert_string_equal(report.outcomes[flex].command, line);
     assert_has(line, "gcloud container node-pools update flex-pool --project=my-project "
                      "--cluster=ev-set --location=us-central1 --enable-autoscaling "

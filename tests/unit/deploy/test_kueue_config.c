@@ -9,8 +9,10 @@
 
 #include <cmocka.h>
 
+#include "deploy/internal.h"
 #include "gcluster/deploy.h"
 #include "gcluster/kube.h"
+#include "kube/internal.h"
 #include "kube_test.h"
 
 #include <stdio.h>
@@ -65,7 +67,7 @@ static void render(rendered *out, const char *path, const char *const *vars, siz
     memset(out, 0, sizeof(*out));
     gc_buf_init(&out->warnings);
     gc_blueprint bp;
-    out->rc = gc_blueprint_load(path, vars, count, &bp, &out->err);
+    out->rc = deploy_blueprint_load(path, vars, count, &bp, &out->err);
     if (out->rc)
         fail_msg("%s", out->err.message);
     out->rc = gc_kueue_objects(&bp, head_pool, "v1beta2", &out->objects, &out->warnings, &out->err);
@@ -408,14 +410,14 @@ static void test_template_render_escapes(void **state)
     gc_buf_init(&out);
     gc_error err = {0};
     const char *text = "${a}-${n}-${t} $${a} %%{b} $ { %x";
-    assert_int_equal(gc_template_render(text, strlen(text), vars, "t", &out, &err), 0);
+    assert_int_equal(deploy_kueue_template_render(text, strlen(text), vars, "t", &out, &err), 0);
     assert_string_equal(out.data, "x-7-true ${a} %{b} $ { %x");
     gc_buf_free(&out);
     /* Terraform's directives and expressions, as the toolkit's templates use them. */
     gc_buf_init(&out);
     text = "l:\n  %{ if a != \"\" }k: ${a}%{ endif }\n  %{ if a == \"\" }no%{ else }yes%{ endif }"
            "\nq: ${n * 2 + 1}\n%{~ if t ~}\n  s\n%{~ endif ~}\n!";
-    assert_int_equal(gc_template_render(text, strlen(text), vars, "t", &out, &err), 0);
+    assert_int_equal(deploy_kueue_template_render(text, strlen(text), vars, "t", &out, &err), 0);
     assert_string_equal(out.data, "l:\n  k: x\n  yes\nq: 15s!");
     gc_buf_free(&out);
     json_decref(vars);
@@ -450,7 +452,7 @@ static void test_quantities_are_canonical(void **state)
     }
     static const char *const invalid[] = {"lots", "12x", "", "1.2.3", "Gi", "1e", "--1"};
     for (size_t i = 0; i < sizeof(invalid) / sizeof(*invalid); i++)
-        if (gc_quantity_valid(invalid[i]) || gc_quantity_canonical(invalid[i]))
+        if (kube_quantity_valid(invalid[i]) || gc_quantity_canonical(invalid[i]))
             fail_msg("\"%s\" accepted as a quantity", invalid[i]);
 }
 

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "diagnose/diagnosis.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/sys.h"
 
@@ -83,7 +84,7 @@ static void diagnose(const char *name, gc_diagnosis *d)
 {
     fixture f;
     load(&f, name);
-    gc_diagnose(&f.in, d);
+    diagnose_job(&f.in, d);
     json_decref(f.root);
 }
 
@@ -242,7 +243,7 @@ static void test_quota_short_memory(void **state)
         }
     }
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     expect(&d, "Queued", "QuotaShort",
            "the workers need 1440Gi memory in tpu-flavor; the quota of cluster queue small-cq is "
            "1000Gi, less than the job needs even when the queue is empty",
@@ -260,7 +261,7 @@ static void test_stuck_creating_later(void **state)
     load(&f, "stuck_creating");
     f.in.now += 300;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     expect(&d, "Running", "StuckCreating",
            "4 worker pods have been on their nodes for 5m without starting a container",
            "kubectl describe pod pw-creating-worker-0-0-qlbhd shows what the node waits for "
@@ -277,7 +278,7 @@ static void test_failed_pod_failure_policy_without_pods(void **state)
     load(&f, "failed_pod_failure_policy");
     f.in.pods = NULL;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     expect(&d, "Failed", "Failed",
            "the head failed 3s ago: container workload-container of pod "
            "pw-pfp-pathways-head-0-0-v9dcz exited with code 2; exit code 2 is not one of "
@@ -295,7 +296,7 @@ static void test_failed_worker_backoff_without_pods(void **state)
     load(&f, "failed_worker_backoff");
     f.in.pods = json_array();
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     expect(&d, "Failed", "Failed",
            "the workers failed 3s ago: its pods failed more often than its backoff limit allows "
            "(the pods are gone, so the exit code is not known); no restarts were left (0 of at "
@@ -326,7 +327,7 @@ static void test_failed_wants_log(void **state)
     load(&f, "failed_max_restarts");
     f.in.log_tail = NULL;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     assert_int_equal(d.wants, GC_DIAGNOSE_WANT_LOG);
     assert_string_equal(d.log_pod, "pw-fail-pathways-head-0-0-45fhb");
     assert_string_equal(d.log_container, "workload-container");
@@ -342,7 +343,7 @@ static void test_queued_wants_queues(void **state)
     f.in.queues_read = false;
     f.in.local_queues = f.in.cluster_queues = f.in.flavors = f.in.workloads = NULL;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     expect(&d, "Queued", "Pending",
            "waiting for Kueue to admit it: couldn't assign flavors to pod set pathways-head: "
            "flavor tpu-flavor doesn't match node affinity",
@@ -358,7 +359,7 @@ static void test_unschedulable_wants_nodes(void **state)
     load(&f, "unschedulable_busy");
     f.in.nodes = f.in.node_pods = NULL;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     assert_string_equal(d.reason, "Unschedulable");
     assert_int_equal(d.wants, GC_DIAGNOSE_WANT_NODES);
     assert_non_null(strstr(d.cause, "8 node(s) didn't have free ports"));
@@ -375,7 +376,7 @@ static void test_running_wants_nothing(void **state)
     f.in.local_queues = f.in.cluster_queues = f.in.flavors = f.in.workloads = NULL;
     f.in.nodes = f.in.node_pods = NULL;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     assert_string_equal(d.reason, "Running");
     assert_int_equal(d.wants, 0);
     assert_true(has_evidence(&d, "JobSet pw-run: restarts 0 of 1; Jobs ready: pathways-head 1/1, "
@@ -404,7 +405,7 @@ static void test_waiting_behind_higher_priority(void **state)
                             json_string("2026-12-04T12:30:00Z"));
     }
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     expect(&d, "Queued", "WaitingBehind",
            "waiting behind pw-f2 (priority high (750), above this job's 0), which "
            "needs 32 google.com/tpu in tpu-flavor (16 free); cluster queue fifo-cq is "
@@ -434,7 +435,7 @@ static void test_preempted_v1beta1(void **state)
         }
     }
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     assert_non_null(
         strstr(d.cause, "by pw-high (priority high (750), above this job's low (250))"));
     json_decref(f.root);
@@ -448,7 +449,7 @@ static void test_preempted_without_workloads(void **state)
     f.in.queues_read = false;
     f.in.local_queues = f.in.cluster_queues = f.in.flavors = f.in.workloads = NULL;
     gc_diagnosis d;
-    gc_diagnose(&f.in, &d);
+    diagnose_job(&f.in, &d);
     assert_string_equal(d.reason, "Preempted");
     assert_non_null(strstr(d.cause, "preempted 4s ago by a job of higher priority"));
     assert_int_equal(d.wants, GC_DIAGNOSE_WANT_QUEUES);
@@ -463,7 +464,7 @@ static void test_jobset_only(void **state)
     load(&f, "queue_missing");
     gc_diagnose_input in = {.jobset = f.in.jobset};
     gc_diagnosis d;
-    gc_diagnose(&in, &d);
+    diagnose_job(&in, &d);
     expect(&d, "Queued", "NoWorkload", "queued on no-such-queue, but Kueue has not picked it up",
            "check that Kueue runs and manages JobSets: kubectl get pods -n kueue-system (its "
            "configuration must list jobset.x-k8s.io/jobset under integrations.frameworks)");

@@ -5,6 +5,7 @@
 #include "gcluster/catalog.h"
 #include "gcluster/manifest.h"
 #include "gcluster/sps.h"
+#include "job/internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,7 +74,7 @@ static void test_service_facts(void **state)
     json_t *js = service();
     gc_sps_usage u;
     gc_error err = {0};
-    assert_true(gc_sps_is_service(js));
+    assert_true(job_sps_is_service(js));
     assert_int_equal(gc_sps_usage_read(js, NULL, &u, &err), 0);
     assert_int_equal(u.slices, 2);
     assert_string_equal(u.instance_type, "tpuv6e:4x4");
@@ -113,7 +114,7 @@ static void test_third_client_waits_and_names_holders(void **state)
     assert_int_equal(u.count, 3);
     assert_string_equal(u.clients[0].job, "isc-proxy-ada-00001");
     assert_int_equal(u.held, 2);
-    assert_int_equal(gc_sps_position(&u, "isc-proxy-cy-00003"), 1);
+    assert_int_equal(job_sps_position(&u, "isc-proxy-cy-00003"), 1);
     assert_false(gc_sps_may_start(&u, "isc-proxy-cy-00003"));
     char why[512];
     gc_sps_wait_reason(&u, "isc-proxy-cy-00003", why, sizeof(why));

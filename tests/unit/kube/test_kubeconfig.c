@@ -215,15 +215,15 @@ static void test_merges_kubeconfig_list_first_wins(void **state)
     gc_kube_options opts = {0};
     gc_kube *k;
     assert_int_equal(gc_kube_open(&opts, &k, &err), 0);
-    assert_string_equal(gc_kube_context_name(k), "only-b");
-    assert_string_equal(gc_kube_server(k), "https://bc");
+    assert_string_equal(kube_context_name(k), "only-b");
+    assert_string_equal(kube_server(k), "https://bc");
     gc_kube_close(k);
 
     /* --kubeconfig replaces $KUBECONFIG entirely. */
     opts.kubeconfig = b;
     opts.context = "shared";
     assert_int_equal(gc_kube_open(&opts, &k, &err), 0);
-    assert_string_equal(gc_kube_server(k), "https://b");
+    assert_string_equal(kube_server(k), "https://b");
     assert_string_equal(gc_kube_namespace(k), "from-b");
     gc_kube_close(k);
 
@@ -264,7 +264,7 @@ static void test_selects_gke_context(void **state)
                                    .cluster = "train", .location = "us-east5", .project = "proj-b"},
                                &k, &err),
                      0);
-    assert_string_equal(gc_kube_context_name(k), "gke_proj-b_us-east5_train");
+    assert_string_equal(kube_context_name(k), "gke_proj-b_us-east5_train");
     assert_string_equal(gc_kube_namespace(k), "default");
     gc_kube_close(k);
 
@@ -272,7 +272,7 @@ static void test_selects_gke_context(void **state)
     assert_int_equal(
         open_with(path, (gc_kube_options){.cluster = "solo", .location = "europe-west4"}, &k, &err),
         0);
-    assert_string_equal(gc_kube_context_name(k), "gke_proj-a_europe-west4_solo");
+    assert_string_equal(kube_context_name(k), "gke_proj-a_europe-west4_solo");
     gc_kube_close(k);
 
     /* Two projects have it: an error that lists both and names --project. */
@@ -291,7 +291,7 @@ static void test_selects_gke_context(void **state)
                                                  .ns = "override"},
                                &k, &err),
                      0);
-    assert_string_equal(gc_kube_context_name(k), "gke_proj-a_us-east5_train");
+    assert_string_equal(kube_context_name(k), "gke_proj-a_us-east5_train");
     assert_string_equal(gc_kube_namespace(k), "override");
     gc_kube_close(k);
     assert_int_equal(
@@ -301,7 +301,7 @@ static void test_selects_gke_context(void **state)
 
     /* Nothing given: current-context. */
     assert_int_equal(open_with(path, (gc_kube_options){0}, &k, &err), 0);
-    assert_string_equal(gc_kube_context_name(k), "plain");
+    assert_string_equal(kube_context_name(k), "plain");
     gc_kube_close(k);
 }
 
@@ -480,7 +480,7 @@ static bool opens_or_names_the_file(const char *name, const char *text)
             fail_msg("rc %d, message \"%s\" for:\n%s", rc, err.message, text);
         return false;
     }
-    const char *context = gc_kube_context_name(k), *server = gc_kube_server(k),
+    const char *context = kube_context_name(k), *server = kube_server(k),
                *ns = gc_kube_namespace(k);
     if (!well_formed(context) || !well_formed(server) || !is_namespace(ns))
         fail_msg("opened with context \"%s\", server \"%s\", namespace \"%s\" from:\n%s", context,
@@ -663,8 +663,8 @@ static void test_gcloud_fallback(void **state)
     gc_kube *k;
     gc_error err = {0};
     assert_int_equal(gc_kube_open(&opts, &k, &err), 0);
-    assert_string_equal(gc_kube_context_name(k), "gke_my-proj_us-east5_train");
-    assert_string_equal(gc_kube_server(k), "https://10.9.8.7");
+    assert_string_equal(kube_context_name(k), "gke_my-proj_us-east5_train");
+    assert_string_equal(kube_server(k), "https://10.9.8.7");
     gc_kube_close(k);
     assert_int_equal(test_events_count(&notices, "notice: no kubeconfig context for cluster train "
                                                  "in us-east5; running `gcloud container clusters "

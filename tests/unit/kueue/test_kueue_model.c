@@ -1,7 +1,7 @@
 /*
  * The one Kueue admission model (src/kueue/model.c), and the two callers that must agree
  * with it: submit's refusal (submit_queue_fit, as if the queue were empty) and `job why`'s
- * diagnosis (gc_diagnose, with the queue's reserved quota).
+ * diagnosis (diagnose_job, with the queue's reserved quota).
  *
  * Every case starts from tests/fixtures/diagnose/quota_short.json (captured from the local
  * control plane by capture.py there: a Pathways JobSet pw-b with a head on cpu-np and 4 v6e
@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "diagnose/diagnosis.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/kube.h"
 #include "gcluster/kueue.h"
@@ -428,7 +429,7 @@ static void run_case(const kcase *c)
         .now = gc_clock_timestamp(json_string_value(json_object_get(r, "now"))),
     };
     gc_diagnosis d;
-    gc_diagnose(&in, &d);
+    diagnose_job(&in, &d);
 
     /* They agree: submit refuses exactly when why says Kueue cannot admit the job. */
     bool refused = rc != 0;

@@ -15,6 +15,7 @@
 
 #include "gcluster/portforward.h"
 #include "gcluster/sys.h"
+#include "kube/tunnel/internal.h"
 #include "kube_test.h"
 #include "test_events.h"
 
@@ -52,7 +53,7 @@ static int open_tunnel(gc_kube_tunnel **t, gc_error *err)
 {
     gc_tunnel_options o = {
         .pod = "p-0", .port = 29000, .deadline_ms = gc_clock_ms() + WAIT_MS, .cancel_fd = -1};
-    return gc_kube_tunnel_open(kube, &o, t, err);
+    return kube_tunnel_open(kube, &o, t, err);
 }
 
 static const char *header(json_t *log, size_t i, const char *name)
@@ -84,10 +85,10 @@ static void test_websocket_refused_falls_back_to_spdy(void **state)
     gc_error err = {0};
     if (open_tunnel(&t, &err))
         fail_msg("%s", err.message);
-    assert_string_equal(gc_kube_tunnel_kind(t), "SPDY");
-    assert_int_equal(gc_kube_tunnel_count(t), 0);
-    assert_true(gc_kube_tunnel_accepting(t));
-    gc_kube_tunnel_close(t);
+    assert_string_equal(kube_tunnel_kind_name(t), "SPDY");
+    assert_int_equal(kube_tunnel_count(t), 0);
+    assert_true(kube_tunnel_accepting(t));
+    kube_tunnel_close(t);
 
     json_t *log = kube_test_server_log(&env->server);
     assert_int_equal(json_array_size(log), 2);
@@ -171,7 +172,7 @@ static void test_no_server(void **state)
     gc_tunnel_options o = {
         .pod = "p-0", .port = 29000, .deadline_ms = gc_clock_ms() + WAIT_MS, .cancel_fd = -1};
     gc_kube_tunnel *t;
-    assert_int_equal(gc_kube_tunnel_open(other, &o, &t, &err), GC_EXIT_RUNTIME);
+    assert_int_equal(kube_tunnel_open(other, &o, &t, &err), GC_EXIT_RUNTIME);
     assert_true(kube_test_contains(err.message, "cannot reach the API server"));
     gc_kube_close(other);
     free(path);

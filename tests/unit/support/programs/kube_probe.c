@@ -20,6 +20,7 @@
  * line as it arrives (flushed), then that summary line.
  */
 #include "gcluster/kube.h"
+#include "kube/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,8 +226,8 @@ static int run(probe *p, const char *cmd, gc_error *err)
     if (!strcmp(cmd, "namespace"))
         return finish(p, 0,
                       json_pack("{s:s, s:s, s:s}", "namespace", gc_kube_namespace(p->kube),
-                                "context", gc_kube_context_name(p->kube), "server",
-                                gc_kube_server(p->kube)),
+                                "context", kube_context_name(p->kube), "server",
+                                kube_server(p->kube)),
                       err);
     if (p->argc < 1)
         return finish(p, gc_fail(err, 2, "%s needs a path", cmd), NULL, err);
