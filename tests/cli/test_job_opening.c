@@ -55,8 +55,10 @@ static void check_command(const cli_command *cmd, const char *path, gc_buf *prob
         if (!declared)
             gc_buf_printf(problems, "%s: -o/--output is not a declared set of values\n", path);
     }
-    /* submit names the job it creates with --name: it has no job operand and no opening. */
-    if (!strncmp(path, "job ", 4) && strncmp(path, "job config", 10) != 0) {
+    /* submit names the job it creates with --name: it has no job operand and no opening.
+     * config and gke-template-extract work offline, on no job and no cluster. */
+    bool offline = !strncmp(path, "job config", 10) || !strcmp(path, "job gke-template-extract");
+    if (!strncmp(path, "job ", 4) && !offline) {
         if (!op && strcmp(path, "job submit") != 0)
             gc_buf_printf(problems, "%s: a job command without the shared opening\n", path);
         if (!cli_find_option(cmd->options, "gke-namespace", 13, 0) ||

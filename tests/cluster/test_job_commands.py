@@ -114,13 +114,15 @@ def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
     requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
-    # LocalQueues, ClusterQueues, ResourceFlavors and the nodes the job needs (sent together),
-    # the dry runs of the two Jobs the JobSet will make (together), then the POST: in three
-    # round trips, the first six on a connection each, the rest on those.
-    assert len(requests) == 9, f"{len(requests)} requests:\n{proc.stderr}"
-    assert [("dryRun=All" in r) for r in requests] == [False] * 6 + [True] * 2 + [False]
-    assert [("new connection" in r) for r in requests] == [True] * 6 + [False] * 3, proc.stderr
-    assert "gcluster: 9 API requests in 3 round trips" in proc.stderr
+    # The namespace (it must exist), LocalQueues, ClusterQueues, ResourceFlavors and the nodes
+    # the job needs (sent together), the dry runs of the two Jobs the JobSet will make
+    # (together), then the POST: in three round trips, the first seven on a connection each,
+    # the rest on those.
+    assert len(requests) == 10, f"{len(requests)} requests:\n{proc.stderr}"
+    assert [("dryRun=All" in r) for r in requests] == [False] * 7 + [True] * 2 + [False]
+    assert [("new connection" in r) for r in requests] == [True] * 7 + [False] * 3, proc.stderr
+    assert any("/api/v1/namespaces/default " in r for r in requests), proc.stderr
+    assert "gcluster: 10 API requests in 3 round trips" in proc.stderr
     # Nodes by label selector, never all of them: the two v6e 4x4 slices' hosts, one node of each
     # pool the head may be put on.
     nodes = sorted(unquote(r.split("?", 1)[1].split(" ")[0]) for r in requests if "/nodes?" in r)
@@ -227,7 +229,7 @@ def test_pathways_flow(cli):
     cancelled = json.loads(cli.gcluster("job", "cancel", job, *CLUSTER, "--wait", "--timeout",
                                         "90s", "-o", "json", check=0).stdout)
     assert cancelled == {"name": job, "namespace": "default", "uid": uid, "gone": True,
-                         "pods_deleted": cancelled["pods_deleted"]}
+                         "pods_deleted": cancelled["pods_deleted"], "gateways_removed": []}
     # Every pod the wait saw went; the JobSet controller may have removed workers before it looked.
     assert 1 <= cancelled["pods_deleted"] <= before
     assert_gone(cli, job)
@@ -446,12 +448,13 @@ def test_queue_and_priority_checks(cli, queues_for_checks):
                            slices="1")
     assert "The cluster accepted Pathways job pw-prio" in proc.stdout
     requests = re.findall(r"^(?:GET|POST) https://.*$", proc.stderr, re.M)
-    # LocalQueues, ClusterQueues, ResourceFlavors, the nodes (the slice's hosts, one of each head
-    # pool candidate), the PriorityClass; then the two Jobs' and the JobSet's dry runs.
-    assert len(requests) == 10, proc.stderr
+    # The namespace, LocalQueues, ClusterQueues, ResourceFlavors, the nodes (the slice's hosts,
+    # one of each head pool candidate), the PriorityClass; then the two Jobs' and the JobSet's
+    # dry runs.
+    assert len(requests) == 11, proc.stderr
     assert sum("dryRun=All" in r for r in requests) == 3, proc.stderr
     assert all(("new connection" in r) != ("dryRun=All" in r) for r in requests), proc.stderr
-    assert "gcluster: 10 API requests in 2 round trips" in proc.stderr
+    assert "gcluster: 11 API requests in 2 round trips" in proc.stderr
 
     proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
                            slices="1", check=2)
