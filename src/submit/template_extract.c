@@ -46,21 +46,24 @@ static void commented(const char *text, gc_buf *out)
     }
 }
 
-static const char *const intro =
-    "# An overlay for gcluster job submit --gke-custom-templates-path DIR (gcluster %s).\n"
-    "# It changes %s,\n"
-    "# every one that submit generates: the mapping at the end of this file is merged onto it as\n"
-    "# a JSON merge patch (RFC 7386): a mapping merges key by key, null removes the key, any "
-    "other\n"
-    "# value replaces it (a list replaces the whole list). Keep only what you change.\n"
-    "# gcluster keeps apiVersion, kind, metadata.name, metadata.namespace and the labels\n"
-    "# " GC_LABEL_QUEUE " and " GC_LABEL_WORKLOAD "; an overlay that sets them\n"
-    "# is refused. The merged object is checked by the cluster (server dry runs) before anything\n"
-    "# is created. Delete this file to change nothing.\n"
+/* A literal (a macro, not a const pointer) so the compiler checks the format at every -O level. */
+#define OVERLAY_INTRO                                                                              \
+    "# An overlay for gcluster job submit --gke-custom-templates-path DIR (gcluster %s).\n"        \
+    "# It changes %s,\n"                                                                           \
+    "# every one that submit generates: the mapping at the end of this file is merged onto it "    \
+    "as\n"                                                                                         \
+    "# a JSON merge patch (RFC 7386): a mapping merges key by key, null removes the key, any "     \
+    "other\n"                                                                                      \
+    "# value replaces it (a list replaces the whole list). Keep only what you change.\n"           \
+    "# gcluster keeps apiVersion, kind, metadata.name, metadata.namespace and the labels\n"        \
+    "# " GC_LABEL_QUEUE " and " GC_LABEL_WORKLOAD "; an overlay that sets them\n"                  \
+    "# is refused. The merged object is checked by the cluster (server dry runs) before "          \
+    "anything\n"                                                                                   \
+    "# is created. Delete this file to change nothing.\n"                                          \
+    "#\n"                                                                                          \
+    "# For reference, what gcluster generates for an example job\n"                                \
+    "# (%s):\n"                                                                                    \
     "#\n"
-    "# For reference, what gcluster generates for an example job\n"
-    "# (%s):\n"
-    "#\n";
 
 /* One file's text: the introduction, the reference, and an overlay that changes nothing. */
 static int file_text(const gc_template_kind *k, const json_t *object, const char *example,
@@ -70,7 +73,7 @@ static int file_text(const gc_template_kind *k, const json_t *object, const char
     gc_buf_init(&yaml);
     int rc = gc_emit_yaml(object, &yaml, err);
     if (!rc) {
-        gc_buf_printf(out, intro, GCLUSTER_VERSION, k->what, example);
+        gc_buf_printf(out, OVERLAY_INTRO, GCLUSTER_VERSION, k->what, example);
         commented(yaml.data, out);
         gc_buf_puts(out, "#\n# The overlay. For example, to add a label to the object:\n"
                          "#   metadata:\n#     labels:\n#       team: research\n"
