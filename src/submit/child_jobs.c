@@ -161,7 +161,8 @@ static const struct {
 } field_flags[] = {
     {"podFailurePolicy", "--restart-on-exit-codes"},
     {".volumes[", "--mount"},
-    {".volumeMounts[", "--mount"},
+    /* "volumeMounts[0].mountPath", and "volumeMounts.subPath" as Kubernetes 1.35 words it */
+    {".volumeMounts", "--mount"},
     {"schedulerName", "--gke-scheduler"},
     {"serviceAccountName", "--service-account"},
     {"imagePullSecrets", "--image-pull-secret"},

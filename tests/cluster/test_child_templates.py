@@ -3,9 +3,11 @@
 The API server validates only a JobSet's own schema when the JobSet is created; its Job and pod
 templates are validated when the JobSet controller creates each Job, after submit has returned.
 `job submit` therefore has the API server dry-run the Jobs the controller will create. Here a
-host-path mount whose source climbs out with ".." passes our offline checks (they clean the
-destination, not the host path) and the JobSet's schema, and only Job validation rejects it:
-`job submit` and `--dry-run=server` must both refuse it with exit 2, the server's reason and the
+Cloud Storage mount whose directory climbs out with ".." becomes a volume mount's subPath that
+the JobSet's schema accepts and only Job validation rejects. (A host path with ".." is refused
+offline since the fourth hostile sweep; the bucket directory is not yet, which is what lets this
+test reach the server: when it is, this test needs another trigger.) Both
+`job submit` and `--dry-run=server` must refuse it with exit 2, the server's reason and the
 flag that caused it, and leave nothing behind.
 """
 
@@ -15,9 +17,8 @@ import pytest
 
 from gcluster_cli import submit_pathways
 
-BAD_MOUNT = "/data/../etc:/data"
-SERVER_REASON = "spec.template.spec.volumes[1].hostPath.path: Invalid value: \"/data/../etc\": " \
-                "must not contain '..'"
+BAD_MOUNT = "gs://bucket/../etc:/data"
+SERVER_REASON = "subPath: Invalid value: \"../etc\": must not contain '..'"
 
 
 def assert_nothing_created(cli, name):
