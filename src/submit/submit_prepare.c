@@ -595,7 +595,16 @@ static int fill_workload_source(const gc_submit_request *r, gc_submit_plan *p, g
 {
     gc_workload *w = &p->workload;
     if (r->pathways && r->pathways_headless) {
-        if (r->image)
+        /* A Shared Pathways Service is headless too, but the user never typed
+         * --pathways-headless: the notice names the flag they did type. */
+        if (r->image && r->pathways_deploy_sps)
+            gc_strings_push(&p->notices,
+                            "--image is ignored with --pathways-deploy-sps: a Shared Pathways "
+                            "Service runs only the Pathways servers (--pathways-server-image, "
+                            "--pathways-worker-image); each client runs its own program against "
+                            "it with job submit --pathways-run-sps-workload --pathways-service "
+                            "NAME --command CMD");
+        else if (r->image)
             gc_strings_push(&p->notices, "--image is ignored with --pathways-headless: a "
                                          "headless job runs only the Pathways servers, and your "
                                          "JAX program runs outside the cluster (as in Google's "

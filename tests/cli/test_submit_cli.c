@@ -580,6 +580,37 @@ static void headless_ignores_image_with_a_notice(void **state)
     cli_result_free(&r);
 }
 
+/* A Shared Pathways Service ignores --image too; its notice names the flag the user typed,
+ * --pathways-deploy-sps (the headless flag is implied, never typed), and where a client's
+ * program runs instead. */
+static void sps_ignores_image_with_its_own_notice(void **state)
+{
+    (void)state;
+    const char *args[] = {"--name",
+                          "svc",
+                          "--compute-type",
+                          "v6e-16",
+                          "--pathways-gcs-location",
+                          GCS,
+                          "--pathways-deploy-sps",
+                          "--image",
+                          IMAGE,
+                          NULL};
+    cli_result r;
+    run_submit(&r, args);
+    assert_int_equal(r.exit_code, 0);
+    const char *want = "--image is ignored with --pathways-deploy-sps: a Shared Pathways Service "
+                       "runs only the Pathways servers (--pathways-server-image, "
+                       "--pathways-worker-image); each client runs its own program against it "
+                       "with job submit --pathways-run-sps-workload --pathways-service NAME "
+                       "--command CMD";
+    if (!strstr(r.err.data, want))
+        fail_msg("no SPS notice in\n%s", r.err.data);
+    assert_null(strstr(r.err.data, "--pathways-headless"));
+    assert_null(strstr(r.out.data, IMAGE));
+    cli_result_free(&r);
+}
+
 /* The worker Job's backoffLimit of a headless job is pathways-utils' reference budget,
  * 1,000,000 restarts per host (capped at the Job API's int32), unless
  * --pathways-max-slice-restarts says otherwise; batch jobs keep 4 per host. */
@@ -619,6 +650,7 @@ int main(void)
     static char names[GOLDEN_COUNT][80];
     struct CMUnitTest tests[GOLDEN_COUNT + 6] = {
         cmocka_unit_test(headless_ignores_image_with_a_notice),
+        cmocka_unit_test(sps_ignores_image_with_its_own_notice),
         cmocka_unit_test(headless_workers_survive_reconnects),
         cmocka_unit_test(every_golden_file_has_a_case),
         cmocka_unit_test(output_is_byte_stable),
