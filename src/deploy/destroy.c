@@ -87,19 +87,10 @@ static int collect(json_t *item, void *ctx, gc_error *err)
 {
     (void)err;
     running *r = ctx;
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(json_object_get(item, "status"), "conditions"), i, c)
-    {
-        const char *type = json_string_value(json_object_get(c, "type"));
-        const char *status = json_string_value(json_object_get(c, "status"));
-        if (type && status && !strcmp(status, "True") &&
-            (!strcmp(type, "Completed") || !strcmp(type, "Failed")))
-            return 0;
-    }
-    const json_t *meta = json_object_get(item, "metadata");
-    char *name = gc_xasprintf("%s/%s", json_string_value(json_object_get(meta, "namespace")) ?: "",
-                              json_string_value(json_object_get(meta, "name")) ?: "");
+    if (gc_kube_condition_true(item, "Completed") || gc_kube_condition_true(item, "Failed"))
+        return 0;
+    char *name = gc_xasprintf("%s/%s", gc_kube_field(item, NULL, "namespace") ?: "",
+                              gc_kube_field(item, NULL, "name") ?: "");
     gc_strings_push(r->names, name);
     free(name);
     return 0;

@@ -602,6 +602,36 @@ static void json_report_of_a_failed_deploy(void **state)
     cli_result_free(&res);
 }
 
+/* destroy's guard: a JobSet runs until its Completed or Failed condition is True (a False
+ * one, or one without a type, does not end it). */
+static void destroy_finds_the_running_jobsets(void **state)
+{
+    (void)state;
+    script("{'GET /apis/jobset.x-k8s.io/v1alpha2/jobsets': [{'json': {'kind': 'List', "
+           "'metadata': {}, 'items': ["
+           "{'metadata': {'namespace': 'ns', 'name': 'done'}, 'status': {'conditions': "
+           "[{'type': 'Completed', 'status': 'True'}]}},"
+           "{'metadata': {'namespace': 'ns', 'name': 'failed'}, 'status': {'conditions': "
+           "[{'type': 'Failed', 'status': 'True'}]}},"
+           "{'metadata': {'namespace': 'ns', 'name': 'running'}, 'status': {'conditions': "
+           "[{'status': 'True'}, {'type': 'Completed', 'status': 'False'}]}},"
+           "{'metadata': {'namespace': 'default', 'name': 'new'}}]}}]}");
+    char *path = write_kubeconfig();
+    gc_kube *kube;
+    gc_error err = {0};
+    gc_kube_options opts = {.kubeconfig = path};
+    if (gc_kube_open(&opts, &kube, &err))
+        fail_msg("%s", err.message);
+    free(path);
+    gc_strings names;
+    assert_int_equal(gc_destroy_running_jobs(kube, &names, &err), 0);
+    assert_int_equal(names.count, 2);
+    assert_string_equal(names.items[0], "ns/running");
+    assert_string_equal(names.items[1], "default/new");
+    gc_strings_free(&names);
+    gc_kube_close(kube);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +645,7 @@ int main(void)
         cmocka_unit_test_setup(text_report_is_as_before, kube_test_env_reset),
         cmocka_unit_test_setup(json_report_follows_the_documented_schema, kube_test_env_reset),
         cmocka_unit_test_setup(json_report_of_a_failed_deploy, kube_test_env_reset),
+        cmocka_unit_test_setup(destroy_finds_the_running_jobsets, kube_test_env_reset),
     };
     return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }
