@@ -212,9 +212,14 @@ static void env_flags(const char *message, const char *containers, const json_t 
 void submit_rejected_flags(const char *message, const json_t *job, const gc_workload *w,
                            gc_buf *out)
 {
-    for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
+    for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++) {
+        /* Volumes and mounts come from --mount only when it was given; otherwise an overlay
+         * (--gke-custom-templates-path) put them there. */
+        if (!strcmp(field_flags[i].flag, "--mount") && !w->mount_count)
+            continue;
         if (strstr(message, field_flags[i].field))
             add_flag(out, field_flags[i].flag);
+    }
     env_flags(message, "containers", job, w, out);
     env_flags(message, "initContainers", job, w, out);
 }

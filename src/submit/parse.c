@@ -300,8 +300,8 @@ static void split_path(const char *text, char **head, char **rest)
     *rest = slash && slash[1] ? gc_xstrdup(slash) : NULL;
 }
 
-/* Whether `path` has a ".." component: the API server refuses such a hostPath (it would step
- * out of the directory named). */
+/* Whether `path` has a ".." component: the API server refuses a volume mount's subPath or a
+ * hostPath that has one (it would step out of the directory named). */
 static bool has_backstep(const char *path)
 {
     for (const char *p = path; *p;) {
@@ -322,6 +322,22 @@ static bool is_ipv4(const char *text)
     return inet_pton(AF_INET, text, &addr) == 1;
 }
 
+/* The one check of every path of a mount that ends up inside the bucket, share or node
+ * directory it names (the Cloud Storage directory that becomes volumeMounts.subPath, the
+ * Filestore share path, the host path): none may climb out with "..", which the API server
+ * refuses only when the JobSet controller creates the Job, after submit has returned. */
+static int check_no_backstep(const char *spec, const char *what, const char *path, gc_error *err)
+{
+    if (!path || !has_backstep(path))
+        return 0;
+    char *why = gc_xasprintf("%s may not contain \"..\" (Kubernetes refuses it): name the "
+                             "directory itself",
+                             what);
+    int rc = mount_error(spec, why, err);
+    free(why);
+    return rc;
+}
+
 static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error *err)
 {
     if (!strncmp(source, "gs://", 5)) {
@@ -337,7 +353,8 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
             free(m->source_dir);
             m->source_dir = dir;
         }
-        return submit_validate_gcs_location("--mount", source, err);
+        int rc = check_no_backstep(spec, "a Cloud Storage directory", m->source_dir, err);
+        return rc ? rc : submit_validate_gcs_location("--mount", source, err);
     }
     if (m->options || m->attributes.count || m->profile)
         return mount_error(spec,
@@ -360,14 +377,12 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
             free(text);
             return rc;
         }
-        return 0;
+        return check_no_backstep(spec, "a Filestore share path", m->source_dir, err);
     }
     if (source[0] == '/') {
-        if (has_backstep(source))
-            return mount_error(spec,
-                               "a host path may not contain \"..\" (Kubernetes refuses it); give "
-                               "the directory itself",
-                               err);
+        int rc = check_no_backstep(spec, "a host path", source, err);
+        if (rc)
+            return rc;
         m->kind = GC_MOUNT_HOST_PATH;
         m->source = gc_xstrdup(source);
         return 0;

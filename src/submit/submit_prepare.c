@@ -7,6 +7,7 @@
 #include "gcluster/job.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/gcp.h"
 #include "gcluster/image.h"
 #include "gcluster/kube.h"
 #include "gcluster/submit.h"
@@ -320,6 +321,14 @@ static int fill_mtc(const gc_submit_request *r, gc_workload *w, gc_error *err)
                            "--gke-mtc-ramdisk-dir %s is also a --mount destination; mount one of "
                            "them elsewhere",
                            w->mtc_ramdisk_dir);
+    /* The same container mounts the sidecar's shared memory and the user's mounts; one path
+     * mounted twice fails only when the JobSet controller creates the workers' Job. */
+    for (size_t i = 0; r->pathways && i < w->mount_count; i++)
+        if (!strcmp(w->mounts[i].target, "/tmp/sidecar"))
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--mount: with --gke-mtc-enabled the Pathways workers mount the "
+                           "colocated sidecar's shared memory at /tmp/sidecar; mount yours "
+                           "elsewhere, e.g. /data");
     return 0;
 }
 
@@ -392,17 +401,28 @@ static int fill_nap(const gc_submit_request *r, gc_workload *w, gc_error *err)
         const char *marker = strstr(name, "reservations/");
         char *short_name =
             gc_xstrndup(marker ? marker + 13 : name, strcspn(marker ? marker + 13 : name, "/"));
+        /* The name and project become node label values the API server checks only when the
+         * JobSet controller creates the Jobs: check their Compute Engine forms here. */
+        bool shared = !strncmp(name, "projects/", 9) && name[9 + strcspn(name + 9, "/")] == '/';
+        char *project = shared ? gc_xstrndup(name + 9, strcspn(name + 9, "/")) : NULL;
+        if (!gc_gcp_is_name(short_name, 1, 63) || (project && !gc_gcp_is_project_id(project))) {
+            free(short_name);
+            free(project);
+            return gc_fail(err, GC_EXIT_USAGE,
+                           "--gke-nap-reservation \"%s\" is not a reservation: give its name "
+                           "(lower-case letters, digits and '-', a letter first) or "
+                           "projects/PROJECT/reservations/NAME for a shared one",
+                           name);
+        }
         add_node_term(w, "cloud.google.com/reservation-name", short_name);
         char *toleration = gc_xasprintf("cloud.google.com/reservation-name=%s", short_name);
         gc_strings_push(&w->nap_tolerations, toleration);
         free(toleration);
         free(short_name);
         /* A shared reservation of another project (projects/P/...): GKE needs its project. */
-        if (!strncmp(name, "projects/", 9) && name[9 + strcspn(name + 9, "/")] == '/') {
-            char *project = gc_xstrndup(name + 9, strcspn(name + 9, "/"));
+        if (project)
             add_node_term(w, "cloud.google.com/reservation-project", project);
-            free(project);
-        }
+        free(project);
         return 0;
     } else {
         return gc_fail(err, GC_EXIT_USAGE,

@@ -1,7 +1,10 @@
 /*
  * --mount sources checked offline as the API server would check the volume: a Filestore mount
- * names an IPv4 address and a share (an empty server or 999.999.999.999 is no address), and a
- * host path has no ".." (Kubernetes refuses such a hostPath). Each is bad input: exit 2 naming
+ * names an IPv4 address or an instance name and a share (an empty server or 999.999.999.999 is
+ * neither), and no path that ends up inside what the mount names climbs out with ".." (a host
+ * path, a bucket's directory, which becomes the volume mount's subPath, a Filestore share path:
+ * Kubernetes refuses the first two, the last would leave the share). Each is bad input: exit 2
+ * naming
  * --mount, nothing written, nothing sent. The well-formed ones still pass.
  */
 #include <setjmp.h>
@@ -53,6 +56,12 @@ static void bad_sources_are_refused(void **state)
         {"/host/../etc:/data", "may not contain \"..\""},
         {"/..:/data", "may not contain \"..\""},
         {"/a/b/..;/data;ro", "may not contain \"..\""},
+        /* The directory in a bucket is the volume mount's subPath, which the API server refuses
+         * with ".." only when the JobSet controller creates the Job. */
+        {"gs://bucket/../etc:/data", "a Cloud Storage directory may not contain \"..\""},
+        {"gs://bucket/a/..;/data;ro", "a Cloud Storage directory may not contain \"..\""},
+        {"gs://bucket/..;/data;profile=serving", "a Cloud Storage directory may not contain"},
+        {"filestore://10.0.0.2/share/../x:/data", "a Filestore share path may not contain"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         cli_result res;
@@ -68,8 +77,12 @@ static void bad_sources_are_refused(void **state)
 static void good_sources_pass(void **state)
 {
     (void)state;
-    static const char *const good[] = {"filestore://10.0.0.2/share:/data", "/host/data:/data",
-                                       "/host/..data:/data", "/host/a..b;/data;ro"};
+    static const char *const good[] = {"filestore://10.0.0.2/share:/data",
+                                       "/host/data:/data",
+                                       "/host/..data:/data",
+                                       "/host/a..b;/data;ro",
+                                       "gs://bucket/..data:/data",
+                                       "gs://bucket/a../b;/data"};
     for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
         cli_result res;
         submit_with_mount(&res, good[i]);

@@ -115,7 +115,7 @@ static void pod_requests_count_as_kueue_counts_them(void **state)
 }
 
 /* Error causes name the flags that set their fields: a user variable by where it was given,
- * gcluster's own fields by nothing. */
+ * gcluster's own fields by nothing; volumes and mounts by --mount only when it was given. */
 static void rejected_fields_name_their_flags(void **state)
 {
     (void)state;
@@ -125,7 +125,8 @@ static void rejected_fields_name_their_flags(void **state)
                         "{\"name\": \"TEAM\"}]}]}}}}");
     gc_env_var env[] = {{.name = "TEAM", .source = "--env-file team.env:3"},
                         {.name = "A", .source = "--env"}};
-    gc_workload w = {.env = env, .env_count = 2};
+    gc_mount mount = {.kind = GC_MOUNT_HOST_PATH, .source = "/data", .target = "/data"};
+    gc_workload w = {.env = env, .env_count = 2, .mounts = &mount, .mount_count = 1};
     const struct {
         const char *message;
         const char *flags;
@@ -150,6 +151,14 @@ static void rejected_fields_name_their_flags(void **state)
         assert_string_equal(out.len ? out.data : "", cases[i].flags);
         gc_buf_free(&out);
     }
+    /* Without --mount a volume or mount the server refuses came from an overlay: no flag. */
+    w.mount_count = 0;
+    gc_buf out;
+    gc_buf_init(&out);
+    submit_rejected_flags("spec.template.spec.containers[0].volumeMounts[1].subPath: Invalid value",
+                          job, &w, &out);
+    assert_int_equal(out.len, 0);
+    gc_buf_free(&out);
     json_decref(job);
 }
 
