@@ -6,6 +6,8 @@
 #ifndef GCLUSTER_KUEUE_H
 #define GCLUSTER_KUEUE_H
 
+#include "gcluster/kube.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -80,5 +82,50 @@ void gc_kueue_answer_free(kueue_answer *a);
 /* A ResourceFlavor by name among `flavors`, and its node labels. */
 const json_t *gc_kueue_flavor(const json_t *flavors, const char *name);
 const json_t *gc_kueue_flavor_labels(const json_t *flavors, const char *name);
+
+/* ---- Kueue's objects at the API version the cluster serves ------------------------------- */
+
+#define GC_KUEUE_GROUP "kueue.x-k8s.io"
+
+/* Kueue's API versions, preferred first, NULL-terminated: v1beta2 (Kueue 0.15 on) and v1beta1
+ * (Kueue up to 0.14, which serves nothing newer). What gcluster reads of LocalQueues,
+ * ClusterQueues, ResourceFlavors and Workloads is alike in both, or read under both names. */
+extern const char *const gc_kueue_versions[];
+
+/* The version after `version` in that order; NULL after the last (or for one not in it). */
+const char *gc_kueue_older_version(const char *version);
+
+/* "/apis/kueue.x-k8s.io/VERSION[/namespaces/NS]/RESOURCE[/NAME]" (ns NULL: cluster-scoped, or
+ * every namespace's). Caller frees. */
+char *gc_kueue_path(const char *version, const char *ns, const char *resource, const char *name);
+
+/* One Kueue read in a caller's batch of reads (gc_kube_read_all): which entry it is and what it
+ * names; gc_kueue_read_all sets that entry's path at each version it tries. */
+typedef struct gc_kueue_read {
+    size_t index;         /* in the caller's reads */
+    const char *ns;       /* NULL: cluster-scoped, or every namespace's */
+    const char *resource; /* "localqueues", "clusterqueues", "resourceflavors", "workloads" ... */
+    const char *name;     /* NULL: a list */
+    /* Called with the read's ctx before it is sent again at an older version (NULL: nothing to
+     * drop); a 404 collects nothing, so this matters only for reads that answered otherwise. */
+    void (*forget)(void *ctx);
+    char *path; /* the path sent last (owned: gc_kueue_reads_free) */
+} gc_kueue_read;
+
+/* Sends the caller's batch (`reads`; the entries `kueue` names are Kueue's, their paths set
+ * here) in one round trip, Kueue's at the preferred version. When the first Kueue read answers
+ * 404 (that version is not served), Kueue's reads alone go again at the next version: one more
+ * round trip for a Kueue older than 0.15. `group`, when not NULL, is the index of a GET of
+ * /apis/kueue.x-k8s.io in the batch: unless that succeeded, Kueue is not installed (or not
+ * readable) and no older version is asked. Returns the version at which the first Kueue read
+ * answered other than 404 (its rc says whether it succeeded), or NULL when no version was
+ * found. Every read's outcome is in its rc and err, as gc_kube_read_all leaves them. */
+const char *gc_kueue_read_all(gc_kube *kube, gc_kube_read *reads, size_t count,
+                              gc_kueue_read *kueue, size_t kueue_count, const size_t *group);
+/* Frees the paths of `kueue`. */
+void gc_kueue_reads_free(gc_kueue_read *kueue, size_t kueue_count);
+
+/* Whether a read's failure says its Kueue version is not served (404). */
+bool gc_kueue_not_served(const gc_kube_read *read);
 
 #endif

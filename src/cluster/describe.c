@@ -2,20 +2,18 @@
  * What one cluster has: node pools (nodes grouped by GKE's node-pool label, with the accelerator
  * labels GKE sets on TPU and GPU nodes), Kueue's ClusterQueues and LocalQueues with quota and
  * usage as their status reports it, Workloads, and the JobSet and Kueue releases. Everything is
- * read in one batch; Kueue's older API version (v1beta1, Kueue up to v0.14) costs one more.
+ * read in one batch; Kueue's older API version (v1beta1, Kueue up to v0.14) costs one more
+ * (gc_kueue_read_all; the queue fields read here are the same in both).
  */
 #include "gcluster/buf.h"
 #include "gcluster/checked.h"
 #include "gcluster/cluster.h"
 #include "gcluster/json_scan.h"
+#include "gcluster/kueue.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Kueue serves v1beta2 from v0.15 on and only v1beta1 before; the queue fields read here are
- * the same in both. */
-static const char *const kueue_versions[] = {"v1beta2", "v1beta1"};
 
 /* Only what the report needs of each node: a few labels, readiness and the accelerators. */
 static const char NODE_FIELDS[] =
@@ -279,20 +277,6 @@ typedef struct reads {
     gc_kube_list_options list_opts[READ_WORKLOADS + 1];
 } reads;
 
-static void set_kueue_lists(reads *b, const char *version)
-{
-    static const char *const resources[] = {[READ_CLUSTER_QUEUES] = "clusterqueues",
-                                            [READ_LOCAL_QUEUES] = "localqueues",
-                                            [READ_WORKLOADS] = "workloads"};
-    for (int i = READ_CLUSTER_QUEUES; i <= READ_WORKLOADS; i++) {
-        free(b->paths[i]);
-        b->paths[i] = gc_kube_path("kueue.x-k8s.io", version, NULL, resources[i], NULL);
-        json_array_clear(b->items[i]);
-        b->r[i] = (gc_kube_read){
-            .path = b->paths[i], .opts = &b->list_opts[i], .on_item = collect, .ctx = b->items[i]};
-    }
-}
-
 static void set_reads(reads *b, json_t *node_fields)
 {
     memset(b, 0, sizeof(*b));
@@ -306,7 +290,9 @@ static void set_reads(reads *b, json_t *node_fields)
                                       .opts = &b->list_opts[READ_NODES],
                                       .on_item = collect,
                                       .ctx = b->items[READ_NODES]};
-    set_kueue_lists(b, kueue_versions[0]);
+    /* Kueue's lists: their paths are gc_kueue_read_all's, at the version it finds. */
+    for (int i = READ_CLUSTER_QUEUES; i <= READ_WORKLOADS; i++)
+        b->r[i] = (gc_kube_read){.opts = &b->list_opts[i], .on_item = collect, .ctx = b->items[i]};
     b->paths[READ_KUEUE_DEPLOYMENT] =
         gc_kube_path("apps", "v1", "kueue-system", "deployments", "kueue-controller-manager");
     b->paths[READ_JOBSET_DEPLOYMENT] =
@@ -327,9 +313,9 @@ static void free_reads(reads *b)
     }
 }
 
-static bool not_found(const gc_kube_read *r)
+static bool active(int i, const gc_cluster_request *req)
 {
-    return r->rc && r->err.http_status == 404;
+    return !(i == READ_NODES && !req->pools) && !(i == READ_WORKLOADS && !req->workloads);
 }
 
 /* The reads of `which` (the lists) that must succeed; the Kueue lists may be 404 (no Kueue, or
@@ -338,9 +324,9 @@ static int first_failure(const reads *b, const gc_cluster_request *req, gc_error
 {
     for (int i = READ_NODES; i <= READ_WORKLOADS; i++) {
         const gc_kube_read *r = &b->r[i];
-        if ((i == READ_NODES && !req->pools) || (i == READ_WORKLOADS && !req->workloads))
+        if (!active(i, req))
             continue;
-        if (!r->rc || (i != READ_NODES && not_found(r)))
+        if (!r->rc || (i != READ_NODES && gc_kueue_not_served(r)))
             continue;
         *err = r->err;
         return r->rc;
@@ -348,55 +334,36 @@ static int first_failure(const reads *b, const gc_cluster_request *req, gc_error
     return 0;
 }
 
-static size_t active_reads(const reads *b, const gc_cluster_request *req, gc_kube_read *out)
+/* The reads the request asks for, in one batch; Kueue's at the version the cluster serves
+ * (ClusterQueues first: whether they are found says which), unless the discovery of Kueue's
+ * group says it is not installed. Returns that version, or NULL. */
+static const char *run_batch(gc_kube *kube, reads *b, const gc_cluster_request *req)
 {
-    size_t n = 0;
-    for (int i = 0; i < READ_COUNT; i++) {
-        if ((i == READ_NODES && !req->pools) || (i == READ_WORKLOADS && !req->workloads))
-            continue;
-        out[n++] = b->r[i];
-    }
-    return n;
-}
-
-/* Copies the outcomes of the batch back to the slots they came from. */
-static void take_outcomes(reads *b, const gc_cluster_request *req, const gc_kube_read *done)
-{
-    size_t n = 0;
-    for (int i = 0; i < READ_COUNT; i++) {
-        if ((i == READ_NODES && !req->pools) || (i == READ_WORKLOADS && !req->workloads))
-            continue;
-        b->r[i].rc = done[n].rc;
-        b->r[i].err = done[n].err;
-        n++;
-    }
-}
-
-static void run_batch(gc_kube *kube, reads *b, const gc_cluster_request *req)
-{
+    static const char *const resources[] = {[READ_CLUSTER_QUEUES] = "clusterqueues",
+                                            [READ_LOCAL_QUEUES] = "localqueues",
+                                            [READ_WORKLOADS] = "workloads"};
     gc_kube_read batch[READ_COUNT];
-    size_t n = active_reads(b, req, batch);
-    gc_kube_read_all(kube, batch, n);
-    take_outcomes(b, req, batch);
-}
-
-/* After a 404 of Kueue's current version: its lists again at the older one (one round trip). */
-static void retry_older_kueue(gc_kube *kube, reads *b, const gc_cluster_request *req)
-{
-    set_kueue_lists(b, kueue_versions[1]);
-    gc_kube_read batch[3];
-    size_t n = 0;
-    for (int i = READ_CLUSTER_QUEUES; i <= READ_WORKLOADS; i++)
-        if (i != READ_WORKLOADS || req->workloads)
-            batch[n++] = b->r[i];
-    gc_kube_read_all(kube, batch, n);
-    n = 0;
-    for (int i = READ_CLUSTER_QUEUES; i <= READ_WORKLOADS; i++)
-        if (i != READ_WORKLOADS || req->workloads) {
-            b->r[i].rc = batch[n].rc;
-            b->r[i].err = batch[n].err;
-            n++;
-        }
+    size_t slot[READ_COUNT];
+    gc_kueue_read kueue[3];
+    size_t n = 0, k = 0;
+    for (int i = 0; i < READ_COUNT; i++) {
+        if (!active(i, req))
+            continue;
+        slot[i] = n;
+        batch[n++] = b->r[i];
+        if (i >= READ_CLUSTER_QUEUES && i <= READ_WORKLOADS)
+            kueue[k++] =
+                (gc_kueue_read){.index = slot[i], .resource = resources[i], .forget = forget};
+    }
+    const char *version = gc_kueue_read_all(kube, batch, n, kueue, k, &slot[READ_KUEUE_GROUP]);
+    for (int i = 0; i < READ_COUNT; i++) {
+        if (!active(i, req))
+            continue;
+        b->r[i].rc = batch[slot[i]].rc;
+        b->r[i].err = batch[slot[i]].err;
+    }
+    gc_kueue_reads_free(kueue, k);
+    return version;
 }
 
 static void fill_report(const reads *b, gc_cluster_report *out)
@@ -421,13 +388,7 @@ int gc_cluster_describe(gc_kube *kube, const gc_cluster_request *req, gc_cluster
     json_t *node_fields = json_loads(NODE_FIELDS, 0, NULL);
     reads b;
     set_reads(&b, node_fields);
-    run_batch(kube, &b, req);
-    const char *kueue = kueue_versions[0];
-    if (not_found(&b.r[READ_CLUSTER_QUEUES]) && !not_found(&b.r[READ_KUEUE_GROUP]) &&
-        !b.r[READ_KUEUE_GROUP].rc) {
-        retry_older_kueue(kube, &b, req);
-        kueue = kueue_versions[1];
-    }
+    const char *kueue = run_batch(kube, &b, req);
     int rc = first_failure(&b, req, err);
     if (!rc) {
         fill_report(&b, out);

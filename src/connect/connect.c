@@ -13,6 +13,7 @@
 #include "connect/ports.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 #include "gcluster/manifest.h"
 #include "gcluster/portforward.h"
 #include "gcluster/process.h"
@@ -58,7 +59,7 @@ typedef struct connect_run {
     char *jobset_path, *pods_path;
     char pods_selector[320], workloads_selector[160];
     gc_kube_list_options pods_opts, workloads_opts;
-    const char *workloads_version; /* Kueue's API: v1beta2, else v1beta1 */
+    const char *workloads_version; /* Kueue's API: the preferred one until it is not served */
     gc_kube_read reads[READ_COUNT];
     json_t *objects[READ_COUNT];
     size_t read_count;
@@ -399,8 +400,8 @@ static void start_check(connect_run *c)
     if (c->view.queued && c->jobset_uid[0]) {
         snprintf(c->workloads_selector, sizeof(c->workloads_selector), "kueue.x-k8s.io/job-uid=%s",
                  c->jobset_uid);
-        workloads = gc_kube_path("kueue.x-k8s.io", c->workloads_version, gc_kube_namespace(c->kube),
-                                 "workloads", NULL);
+        workloads =
+            gc_kueue_path(c->workloads_version, gc_kube_namespace(c->kube), "workloads", NULL);
         c->reads[READ_WORKLOADS] = (gc_kube_read){
             .path = workloads, .opts = &c->workloads_opts, .object = &c->objects[READ_WORKLOADS]};
         c->read_count = 3;
@@ -495,8 +496,10 @@ static int finish_check(connect_run *c, gc_error *err)
         rc = gc_job_not_found(c->kube, c->r->name, err);
     } else {
         c->seen_job = true;
-        if (wl && wl->rc && wl->err.http_status == 404 && !strcmp(c->workloads_version, "v1beta2"))
-            c->workloads_version = "v1beta1"; /* Kueue before 0.15 */
+        /* Not served: the next check asks the older version (Kueue before 0.15). */
+        const char *older = gc_kueue_older_version(c->workloads_version);
+        if (wl && gc_kueue_not_served(wl) && older)
+            c->workloads_version = older;
         const json_t *jobset = gone ? NULL : c->objects[READ_JOBSET];
         const char *uid = gc_kube_field(jobset, NULL, "uid");
         snprintf(c->jobset_uid, sizeof(c->jobset_uid), "%s", uid ? uid : "");
@@ -688,7 +691,7 @@ static void setup_checks(connect_run *c)
     }
     c->pods_opts.label_selector = c->pods_selector;
     c->workloads_opts.label_selector = c->workloads_selector;
-    c->workloads_version = "v1beta2";
+    c->workloads_version = gc_kueue_versions[0];
 }
 
 static void teardown(connect_run *c)

@@ -10,6 +10,7 @@
 #include "gcluster/diagnose.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 #include "gcluster/manifest.h"
 #include "gcluster/sps.h"
 
@@ -170,15 +171,18 @@ static int add_queue_reasons(gc_kube *kube, list_state *s, gc_error *err)
         any_queued |= s->rows[i].phase == GC_JOB_QUEUED;
     if (!any_queued)
         return 0;
-    char *path =
-        gc_kube_path("kueue.x-k8s.io", "v1beta2",
-                     s->r->all_namespaces ? NULL : gc_kube_namespace(kube), "workloads", NULL);
+    /* At the Kueue version the cluster serves; none: no Kueue, no Workloads. */
     gc_kube_list_options opts = {.page_size = PAGE_SIZE, .on_restart = nothing_to_forget};
-    int rc = gc_kube_list(kube, path, &opts, on_workload, s, NULL, err);
-    free(path);
-    if (rc && err->http_status == 404) { /* no Kueue: no Workloads */
-        gc_error_clear(err);
-        rc = 0;
+    gc_kube_read read = {.opts = &opts, .on_item = on_workload, .ctx = s};
+    gc_kueue_read workloads = {.index = 0,
+                               .ns = s->r->all_namespaces ? NULL : gc_kube_namespace(kube),
+                               .resource = "workloads"};
+    gc_kueue_read_all(kube, &read, 1, &workloads, 1, NULL);
+    gc_kueue_reads_free(&workloads, 1);
+    int rc = 0;
+    if (read.rc && !gc_kueue_not_served(&read)) {
+        *err = read.err;
+        rc = read.rc;
     }
     for (size_t i = 0; !rc && i < s->count; i++) {
         if (s->rows[i].phase != GC_JOB_QUEUED || s->rows[i].detail)

@@ -19,6 +19,7 @@
 #include "gcluster/diagnose.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -88,7 +89,10 @@ typedef struct wanted_round {
     gc_kube_list_options opts[6];
     int want[6]; /* the GC_DIAGNOSE_WANT_* each read serves; 0: the caller checks it */
     size_t count;
-    char selector[300]; /* the job's label selector, for its child Jobs */
+    gc_kueue_read kueue[1]; /* reads of Kueue at the version the cluster serves */
+    size_t kueue_count;
+    const char *kueue_version; /* the version that served them (NULL: none) */
+    char selector[300];        /* the job's label selector, for its child Jobs */
 } wanted_round;
 
 static void add_list(wanted_round *r, int want, char *path, const char *fields,
@@ -108,6 +112,7 @@ static void wanted_round_free(wanted_round *r)
         free(r->paths[i]);
         json_decref(r->fields[i]);
     }
+    gc_kueue_reads_free(r->kueue, r->kueue_count);
 }
 
 /* A read the cluster refuses to this user, or does not serve: the diagnosis goes on without
@@ -155,7 +160,8 @@ static int send_round(gc_kube *kube, wanted_round *r, diagnose_why_inputs *in, i
                       gc_error *err)
 {
     if (r->count)
-        gc_kube_read_all(kube, r->reads, r->count);
+        r->kueue_version =
+            gc_kueue_read_all(kube, r->reads, r->count, r->kueue, r->kueue_count, NULL);
     int rc = 0;
     *refusals = 0;
     for (size_t i = 0; i < r->count && !rc; i++) {
@@ -206,46 +212,37 @@ static int first_wants(const diagnose_why_inputs *in)
     return d.wants;
 }
 
-/* Round 2: the Workload, found by the JobSet's UID (v1beta2; an older Kueue serves only
- * v1beta1, one more request; neither: no Kueue), with the child Jobs when the engine will want
- * them. */
+/* Round 2: the Workload, found by the JobSet's UID (at the Kueue version the cluster serves: an
+ * older Kueue costs one more request; none: no Kueue), with the child Jobs when the engine will
+ * want them. */
 static int read_workload(gc_kube *kube, diagnose_why_inputs *in, gc_error *err)
 {
     const char *uid = gc_kube_field(in->jobset, NULL, "uid");
     char selector[128];
     snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid ? uid : "");
-    static const char *const versions[] = {"v1beta2", "v1beta1"};
-    int rc = 0;
-    for (size_t v = 0; v < 2 && !rc; v++) {
-        wanted_round r = {0};
-        json_t *items = json_array();
-        add_list(
-            &r, 0,
-            gc_kube_path("kueue.x-k8s.io", versions[v], gc_kube_namespace(kube), "workloads", NULL),
-            WORKLOAD_FIELDS, append_item, items);
-        r.opts[0].label_selector = selector;
-        if (!(in->tried & GC_DIAGNOSE_WANT_JOBS) && (first_wants(in) & GC_DIAGNOSE_WANT_JOBS)) {
-            in->tried |= GC_DIAGNOSE_WANT_JOBS;
-            add_job_reads(&r, in, gc_kube_namespace(kube));
-        }
-        int refusals;
-        rc = send_round(kube, &r, in, &refusals, err);
-        const gc_kube_read *workload = &r.reads[0];
-        if (!rc && !workload->rc) {
-            in->kueue_version = versions[v];
-            if (json_array_size(items))
-                in->workload = json_incref(json_array_get(items, json_array_size(items) - 1));
-        }
-        json_decref(items);
-        wanted_round_free(&r);
-        if (rc || !workload->rc)
-            break;
-        /* Not served: an older Kueue (v1beta1 only), or none at all. */
-        if (workload->err.http_status != 404) {
-            *err = workload->err;
-            rc = workload->rc;
-        }
+    wanted_round r = {0};
+    json_t *items = json_array();
+    add_list(&r, 0, NULL, WORKLOAD_FIELDS, append_item, items);
+    r.opts[0].label_selector = selector;
+    r.kueue[r.kueue_count++] =
+        (gc_kueue_read){.index = 0, .ns = gc_kube_namespace(kube), .resource = "workloads"};
+    if (!(in->tried & GC_DIAGNOSE_WANT_JOBS) && (first_wants(in) & GC_DIAGNOSE_WANT_JOBS)) {
+        in->tried |= GC_DIAGNOSE_WANT_JOBS;
+        add_job_reads(&r, in, gc_kube_namespace(kube));
     }
+    int refusals;
+    int rc = send_round(kube, &r, in, &refusals, err);
+    const gc_kube_read *workload = &r.reads[0];
+    if (!rc && !workload->rc) {
+        in->kueue_version = r.kueue_version;
+        if (json_array_size(items))
+            in->workload = json_incref(json_array_get(items, json_array_size(items) - 1));
+    } else if (!rc && !gc_kueue_not_served(workload)) {
+        *err = workload->err; /* not a Kueue that is missing: the server failed */
+        rc = workload->rc;
+    }
+    json_decref(items);
+    wanted_round_free(&r);
     return rc;
 }
 
@@ -393,8 +390,8 @@ static void add_queue_reads(wanted_round *r, diagnose_why_inputs *in)
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
         add_list(r, GC_DIAGNOSE_WANT_QUEUES,
-                 gc_kube_path("kueue.x-k8s.io", in->kueue_version, NULL, lists[i].resource, NULL),
-                 lists[i].fields, append_item, lists[i].into);
+                 gc_kueue_path(in->kueue_version, NULL, lists[i].resource, NULL), lists[i].fields,
+                 append_item, lists[i].into);
 }
 
 static void add_node_reads(wanted_round *r, diagnose_why_inputs *in, holders *h)

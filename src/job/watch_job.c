@@ -9,6 +9,7 @@
  */
 #include "job/watch_job.h"
 
+#include "gcluster/kueue.h"
 #include "gcluster/sys.h"
 
 #include <limits.h>
@@ -51,15 +52,12 @@ static const char POD_FIELDS[] =
     "                                       \"lastState\": true}]}}";
 #define POD_PAGE 500
 
-static int list_into_facts(gc_kube *kube, const char *group, const char *version,
-                           const char *resource, const char *selector, gc_job_facts *f,
-                           gc_error *err)
+static int list_pods(gc_kube *kube, const char *selector, gc_job_facts *f, gc_error *err)
 {
-    bool pods = !group;
-    json_t *fields = pods ? json_loads(POD_FIELDS, 0, NULL) : NULL;
-    char *path = gc_kube_path(group, version, gc_kube_namespace(kube), resource, NULL);
+    json_t *fields = json_loads(POD_FIELDS, 0, NULL);
+    char *path = gc_kube_path(NULL, "v1", gc_kube_namespace(kube), "pods", NULL);
     gc_kube_list_options opts = {
-        .label_selector = selector, .fields = fields, .page_size = pods ? POD_PAGE : 0};
+        .label_selector = selector, .fields = fields, .page_size = POD_PAGE};
     int rc = gc_kube_list(kube, path, &opts, collect_pods_and_workload, f, NULL, err);
     free(path);
     json_decref(fields);
@@ -78,17 +76,19 @@ int job_facts_fetch(gc_kube *kube, const json_t *jobset, gc_job_facts *f, gc_err
      * job Kueue holds back needs its Workload. */
     if (name && (f->failed || (!f->suspended && !f->completed))) {
         snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
-        rc = list_into_facts(kube, NULL, "v1", "pods", selector, f, err);
+        rc = list_pods(kube, selector, f, err);
     } else if (f->suspended && f->queued_by_kueue && uid) {
         snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid);
-        rc = list_into_facts(kube, "kueue.x-k8s.io", "v1beta2", "workloads", selector, f, err);
-        if (rc && err->http_status == 404) {
-            gc_error_clear(err);
-            rc = list_into_facts(kube, "kueue.x-k8s.io", "v1beta1", "workloads", selector, f, err);
-        }
-        if (rc && err->http_status == 404) {
-            gc_error_clear(err);
-            rc = 0;
+        /* At the Kueue version the cluster serves; none: no Kueue, no Workload. */
+        gc_kube_list_options opts = {.label_selector = selector};
+        gc_kube_read read = {.opts = &opts, .on_item = collect_pods_and_workload, .ctx = f};
+        gc_kueue_read workloads = {
+            .index = 0, .ns = gc_kube_namespace(kube), .resource = "workloads"};
+        gc_kueue_read_all(kube, &read, 1, &workloads, 1, NULL);
+        gc_kueue_reads_free(&workloads, 1);
+        if (read.rc && !gc_kueue_not_served(&read)) {
+            *err = read.err;
+            rc = read.rc;
         }
     }
     return rc;

@@ -2,8 +2,9 @@
  * What a submit needs to know about the cluster, in one round trip: the LocalQueues of the
  * namespace, the ClusterQueues, the ResourceFlavors, the nodes the job needs (by label selector,
  * metadata only, limited to what the job needs: never the whole cluster) and, with --priority,
- * the PriorityClass, all requested at once. An older Kueue (v1beta1) costs one more round trip
- * (its LocalQueues, ClusterQueues and ResourceFlavors, together); a user who may not list
+ * the PriorityClass, the namespace and what multi-tier checkpointing and dynamic slicing need,
+ * each only when a check declares it, all requested at once. An older Kueue (v1beta1) costs one
+ * more round trip (its reads, together: gc_kueue_read_all); a user who may not list
  * ClusterQueues or PriorityClasses costs a request for the one that matters; a flavor pinning
  * pods to a node pool not read yet costs a read of one of its nodes.
  */
@@ -11,6 +12,7 @@
 
 #include "gcluster/buf.h"
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 #include "gcluster/submit.h"
 
 #include <stdio.h>
@@ -29,55 +31,16 @@ static int collect_item(json_t *item, void *ctx, gc_error *err)
     return 0;
 }
 
-/* Takes the outcome of a LocalQueue list at `version`: a 404 means that version is not served
- * (returns 0 with f->kueue_version still NULL, so the caller tries the next one). */
-static int take_local_queues(const char *version, int rc, json_t *items, cluster_facts *f,
-                             gc_error *err)
-{
-    if (!rc) {
-        f->kueue_version = version;
-        f->local_queues = json_incref(items);
-        return 0;
-    }
-    if (err->http_status != 404)
-        return rc;
-    gc_error_clear(err);
-    return 0;
-}
-
-/* The Kueue lists of one API version; the answers not kept in cluster_facts. */
+/* Kueue's lists; the answers not kept in cluster_facts. */
 typedef struct kueue_lists {
     json_t *local_queues;
     json_t *cluster_queues; /* all of them: a handful, and the chosen queue's is among them */
     json_t *flavors;
 } kueue_lists;
 
-enum { LOCAL_QUEUES, CLUSTER_QUEUES, FLAVORS, KUEUE_READS };
-
-static void kueue_lists_init(kueue_lists *lists)
+static void forget_items(void *ctx)
 {
-    lists->local_queues = json_array();
-    lists->cluster_queues = json_array();
-    lists->flavors = json_array();
-}
-
-static void kueue_lists_free(kueue_lists *lists)
-{
-    json_decref(lists->local_queues);
-    json_decref(lists->cluster_queues);
-    json_decref(lists->flavors);
-}
-
-/* The three lists of `version` as reads of one batch, at reads[0..KUEUE_READS). */
-static void add_kueue_reads(gc_kube_read *reads, char **paths, const char *version, const char *ns,
-                            kueue_lists *lists)
-{
-    paths[LOCAL_QUEUES] = gc_kube_path("kueue.x-k8s.io", version, ns, "localqueues", NULL);
-    paths[CLUSTER_QUEUES] = gc_kube_path("kueue.x-k8s.io", version, NULL, "clusterqueues", NULL);
-    paths[FLAVORS] = gc_kube_path("kueue.x-k8s.io", version, NULL, "resourceflavors", NULL);
-    json_t *into[KUEUE_READS] = {lists->local_queues, lists->cluster_queues, lists->flavors};
-    for (int i = 0; i < KUEUE_READS; i++)
-        reads[i] = (gc_kube_read){.path = paths[i], .on_item = collect_item, .ctx = into[i]};
+    json_array_clear(ctx);
 }
 
 /* The ResourceFlavors, when they could be listed (else NULL: the flavor checks are skipped). */
@@ -85,25 +48,6 @@ static void take_flavors(const gc_kube_read *read, const kueue_lists *lists, clu
 {
     if (!read->rc && f->kueue_version)
         f->flavors = json_incref(lists->flavors);
-}
-
-/* Lists Kueue's objects with the older API version, after the current one was not found. */
-static int list_kueue_v1beta1(gc_kube *kube, const char *ns, cluster_facts *f, kueue_lists *lists,
-                              gc_kube_read *reads, gc_error *err)
-{
-    char *paths[KUEUE_READS];
-    kueue_lists_free(lists);
-    kueue_lists_init(lists);
-    add_kueue_reads(reads, paths, "v1beta1", ns, lists);
-    gc_kube_read_all(kube, reads, KUEUE_READS);
-    int rc = take_local_queues("v1beta1", reads[LOCAL_QUEUES].rc, lists->local_queues, f,
-                               &reads[LOCAL_QUEUES].err);
-    if (rc)
-        *err = reads[LOCAL_QUEUES].err;
-    take_flavors(&reads[FLAVORS], lists, f);
-    for (int i = 0; i < KUEUE_READS; i++)
-        free(paths[i]);
-    return rc; /* f->kueue_version NULL: Kueue is not installed */
 }
 
 static const json_t *find_local_queue(const cluster_facts *f, const char *name)
@@ -176,8 +120,7 @@ static int get_cluster_queue(gc_kube *kube, cluster_facts *f, gc_error *err)
 {
     if (!f->cluster_queue[0])
         return 0;
-    char *path =
-        gc_kube_path("kueue.x-k8s.io", f->kueue_version, NULL, "clusterqueues", f->cluster_queue);
+    char *path = gc_kueue_path(f->kueue_version, NULL, "clusterqueues", f->cluster_queue);
     int rc = gc_kube_get(kube, path, NULL, &f->cluster_queue_object, err);
     free(path);
     if (rc && (err->http_status == 404 || err->http_status == 403)) {
@@ -379,8 +322,10 @@ static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts
     return rc;
 }
 
-/* The first round trip: Kueue's lists at the current API version, the nodes and, with
- * --priority, the PriorityClass. */
+/* Everything the first round trip reads: at most Kueue's three lists and two feature lists,
+ * three node reads, the PriorityClass, the namespace and the three feature reads outside Kueue. */
+#define FIRST_ROUND_READS 13
+
 typedef struct first_round {
     kueue_lists kueue;
     node_reads nodes;
@@ -388,79 +333,162 @@ typedef struct first_round {
     char *priority_selector;
     gc_kube_list_options priority_options;
     json_t *target_namespace;
-    /* Kueue's, the nodes', the PriorityClass, the namespace */
-    gc_kube_read reads[KUEUE_READS + 5];
-    char *paths[KUEUE_READS + 3]; /* Kueue's, nodes, priority classes, the namespace */
-    size_t priority;              /* the PriorityClass's index in reads; 0: not asked for */
-    size_t target;                /* the namespace's index in reads */
+    gc_kube_read reads[FIRST_ROUND_READS];
+    char *paths[FIRST_ROUND_READS]; /* those not Kueue's (gc_kueue_read owns those) */
+    gc_kueue_read kueue_reads[5];
+    size_t kueue_count;
+    size_t local_queues, cluster_queues, flavors; /* their indexes in reads (SUBMIT_READ_QUEUES) */
+    size_t priority;                              /* the PriorityClass's (SUBMIT_READ_PRIORITY) */
+    size_t target;                                /* the namespace's (SUBMIT_READ_NAMESPACE) */
+    size_t feature[FACT_READS];                   /* each feature read's */
     size_t count;
 } first_round;
 
-enum { NODES_PATH = KUEUE_READS, PRIORITY_PATH, NAMESPACE_PATH };
+static size_t add_read(first_round *round, char *path, gc_kube_read read)
+{
+    size_t i = round->count++;
+    round->paths[i] = path;
+    if (path)
+        read.path = path;
+    round->reads[i] = read;
+    return i;
+}
 
-/* Everything that does not depend on another answer goes out at once. */
-static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, const char *ns,
-                             cluster_facts *f, first_round *round)
+/* A read of Kueue `resource` (a list into `items`, or with `object` a get), at the version
+ * gc_kueue_read_all finds. */
+static size_t add_kueue_read(first_round *round, const char *ns, const char *resource,
+                             json_t *items)
+{
+    size_t i =
+        add_read(round, NULL, (gc_kube_read){.on_item = items ? collect_item : NULL, .ctx = items});
+    round->kueue_reads[round->kueue_count++] = (gc_kueue_read){
+        .index = i, .ns = ns, .resource = resource, .forget = items ? forget_items : NULL};
+    return i;
+}
+
+static size_t add_list_read(first_round *round, char *path, json_t *items)
+{
+    return add_read(round, path, (gc_kube_read){.on_item = collect_item, .ctx = items});
+}
+
+/* Multi-tier checkpointing's CRD, its configurations and CSI driver; and dynamic slicing's
+ * Kueue Topologies and AdmissionChecks. */
+#define MTC_CRD        SUBMIT_MTC_CRD
+#define MTC_CSI_DRIVER SUBMIT_MTC_CSI_DRIVER
+
+static void add_feature_reads(first_round *round, unsigned reads, cluster_facts *f)
+{
+    fact_read *r = f->features;
+    if (reads & SUBMIT_READ_MTC) {
+        r[FACT_MTC_CONFIGS].value = json_array();
+        round->feature[FACT_MTC_CRD] = add_read(
+            round,
+            gc_kube_path("apiextensions.k8s.io", "v1", NULL, "customresourcedefinitions", MTC_CRD),
+            (gc_kube_read){.object = &r[FACT_MTC_CRD].value});
+        round->feature[FACT_MTC_CONFIGS] = add_list_read(
+            round,
+            gc_kube_path("checkpointing.gke.io", "v1", NULL, "checkpointconfigurations", NULL),
+            r[FACT_MTC_CONFIGS].value);
+        round->feature[FACT_MTC_DRIVER] = add_read(
+            round, gc_kube_path("storage.k8s.io", "v1", NULL, "csidrivers", MTC_CSI_DRIVER),
+            (gc_kube_read){.object = &r[FACT_MTC_DRIVER].value});
+        r[FACT_MTC_CRD].asked = r[FACT_MTC_CONFIGS].asked = r[FACT_MTC_DRIVER].asked = true;
+    }
+    if (reads & SUBMIT_READ_SLICING) {
+        r[FACT_TOPOLOGIES].value = json_array();
+        r[FACT_ADMISSION_CHECKS].value = json_array();
+        round->feature[FACT_TOPOLOGIES] =
+            add_kueue_read(round, NULL, "topologies", r[FACT_TOPOLOGIES].value);
+        round->feature[FACT_ADMISSION_CHECKS] =
+            add_kueue_read(round, NULL, "admissionchecks", r[FACT_ADMISSION_CHECKS].value);
+        r[FACT_TOPOLOGIES].asked = r[FACT_ADMISSION_CHECKS].asked = true;
+    }
+}
+
+/* Everything the checks declared goes out at once. */
+static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
+                             const char *ns, cluster_facts *f, first_round *round)
 {
     const char *priority = plan->workload.priority;
     memset(round, 0, sizeof(*round));
-    kueue_lists_init(&round->kueue);
+    round->kueue = (kueue_lists){json_array(), json_array(), json_array()};
     round->priority_classes = json_array();
-    add_kueue_reads(round->reads, round->paths, "v1beta2", ns, &round->kueue);
-    round->paths[NODES_PATH] = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
-    node_reads_init(&round->nodes, f, plan);
-    round->count = KUEUE_READS;
-    for (size_t i = 0; i < round->nodes.count; i++)
-        round->reads[round->count++] =
-            node_read_batch_entry(&round->nodes.reads[i], round->paths[NODES_PATH]);
-    if (priority) {
+    /* LocalQueues first: whether they are found says which Kueue version is served. */
+    if (reads & SUBMIT_READ_QUEUES) {
+        round->local_queues = add_kueue_read(round, ns, "localqueues", round->kueue.local_queues);
+        round->cluster_queues =
+            add_kueue_read(round, NULL, "clusterqueues", round->kueue.cluster_queues);
+        round->flavors = add_kueue_read(round, NULL, "resourceflavors", round->kueue.flavors);
+    }
+    if (reads & SUBMIT_READ_NODES) {
+        node_reads_init(&round->nodes, f, plan);
+        char *nodes_path = gc_kube_path(NULL, "v1", NULL, "nodes", NULL);
+        for (size_t i = 0; i < round->nodes.count; i++)
+            add_read(round, i ? NULL : nodes_path,
+                     node_read_batch_entry(&round->nodes.reads[i], nodes_path));
+        if (!round->nodes.count)
+            free(nodes_path);
+    }
+    if (priority && (reads & SUBMIT_READ_PRIORITY)) {
         round->priority_selector = gc_xasprintf("metadata.name=%s", priority);
         round->priority_options.field_selector = round->priority_selector;
-        round->paths[PRIORITY_PATH] =
-            gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL);
-        round->priority = round->count++;
-        round->reads[round->priority] = (gc_kube_read){.path = round->paths[PRIORITY_PATH],
-                                                       .opts = &round->priority_options,
-                                                       .on_item = collect_item,
-                                                       .ctx = round->priority_classes};
+        round->priority = add_list_read(
+            round, gc_kube_path("scheduling.k8s.io", "v1", NULL, "priorityclasses", NULL),
+            round->priority_classes);
+        round->reads[round->priority].opts = &round->priority_options;
     }
     /* The namespace itself, which Google's gcluster requires to exist: an API server lets a
      * JobSet be created in a namespace that does not, and nothing ever runs it. */
-    round->paths[NAMESPACE_PATH] = gc_kube_path(NULL, "v1", NULL, "namespaces", ns);
-    round->target = round->count++;
-    round->reads[round->target] =
-        (gc_kube_read){.path = round->paths[NAMESPACE_PATH], .object = &round->target_namespace};
-    gc_kube_read_all(kube, round->reads, round->count);
+    if (reads & SUBMIT_READ_NAMESPACE)
+        round->target = add_read(round, gc_kube_path(NULL, "v1", NULL, "namespaces", ns),
+                                 (gc_kube_read){.object = &round->target_namespace});
+    add_feature_reads(round, reads, f);
+    f->kueue_version = gc_kueue_read_all(kube, round->reads, round->count, round->kueue_reads,
+                                         round->kueue_count, NULL);
+    for (size_t i = 0; i < FACT_READS; i++) {
+        if (!f->features[i].asked)
+            continue;
+        f->features[i].rc = round->reads[round->feature[i]].rc;
+        f->features[i].err = round->reads[round->feature[i]].err;
+    }
 }
 
 static void first_round_free(first_round *round)
 {
-    kueue_lists_free(&round->kueue);
+    json_decref(round->kueue.local_queues);
+    json_decref(round->kueue.cluster_queues);
+    json_decref(round->kueue.flavors);
     node_reads_free(&round->nodes);
     json_decref(round->priority_classes);
     json_decref(round->target_namespace);
     free(round->priority_selector);
-    for (size_t i = 0; i < KUEUE_READS + 3; i++)
+    for (size_t i = 0; i < FIRST_ROUND_READS; i++)
         free(round->paths[i]);
+    gc_kueue_reads_free(round->kueue_reads, round->kueue_count);
 }
 
-/* LocalQueues and nodes must be known; an older Kueue (v1beta1) is asked again, its lists then
- * taking the place of the first round's. */
-static int take_first_round(gc_kube *kube, const char *ns, first_round *round, cluster_facts *f,
+/* LocalQueues and nodes must be known (a LocalQueue list not served at any version: Kueue is
+ * not installed). */
+static int take_first_round(const first_round *round, unsigned reads, cluster_facts *f,
                             gc_error *err)
 {
-    gc_kube_read *queues = &round->reads[LOCAL_QUEUES];
-    int rc = take_local_queues("v1beta2", queues->rc, round->kueue.local_queues, f, &queues->err);
-    if (rc)
-        *err = queues->err;
-    for (size_t i = 0; !rc && i < round->nodes.count; i++)
-        if ((rc = round->reads[KUEUE_READS + i].rc))
-            *err = round->reads[KUEUE_READS + i].err;
-    if (rc)
-        return rc;
-    if (!f->kueue_version)
-        return list_kueue_v1beta1(kube, ns, f, &round->kueue, round->reads, err);
-    take_flavors(&round->reads[FLAVORS], &round->kueue, f);
+    if (reads & SUBMIT_READ_QUEUES) {
+        const gc_kube_read *queues = &round->reads[round->local_queues];
+        if (f->kueue_version && queues->rc) {
+            *err = queues->err;
+            return queues->rc;
+        }
+        if (f->kueue_version)
+            f->local_queues = json_incref(round->kueue.local_queues);
+        take_flavors(&round->reads[round->flavors], &round->kueue, f);
+    }
+    for (size_t i = 0; i < round->count; i++) {
+        const gc_kube_read *r = &round->reads[i];
+        if (r->on_item == on_node && r->rc) {
+            *err = r->err;
+            return r->rc;
+        }
+    }
     return 0;
 }
 
@@ -469,7 +497,7 @@ static int take_first_round(gc_kube *kube, const char *ns, first_round *round, c
 static int find_cluster_queue(gc_kube *kube, const first_round *round, cluster_facts *f,
                               gc_error *err)
 {
-    if (round->reads[CLUSTER_QUEUES].rc)
+    if (round->reads[round->cluster_queues].rc)
         return get_cluster_queue(kube, f, err);
     size_t i;
     json_t *q;
@@ -491,18 +519,19 @@ static int find_priority_class(gc_kube *kube, const char *priority, const first_
     return 0;
 }
 
-int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, cluster_facts *f,
-                                gc_error *err)
+int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
+                                cluster_facts *f, gc_error *err)
 {
     const gc_workload *w = &plan->workload;
     memset(f, 0, sizeof(*f));
     f->kube = kube;
     const char *ns = gc_kube_namespace(kube);
     first_round round;
-    send_first_round(kube, plan, ns, f, &round);
-    int rc = take_first_round(kube, ns, &round, f, err);
+    send_first_round(kube, plan, reads, ns, f, &round);
+    int rc = take_first_round(&round, reads, f, err);
     /* A namespace one may not read is taken to exist (the create will say otherwise). */
-    if (!rc && round.reads[round.target].rc && round.reads[round.target].err.http_status == 404)
+    const gc_kube_read *target = &round.reads[round.target];
+    if (!rc && (reads & SUBMIT_READ_NAMESPACE) && target->rc && target->err.http_status == 404)
         rc = gc_fail(err, GC_EXIT_USAGE,
                      "target namespace %s does not exist: create it (kubectl create namespace "
                      "%s) or pick another with --gke-namespace",
@@ -511,7 +540,7 @@ int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, clust
         rc = choose_queue(w->queue_defaulted ? NULL : w->queue, ns, f, err);
     if (!rc && f->kueue_version)
         rc = find_cluster_queue(kube, &round, f, err);
-    if (!rc && w->priority)
+    if (!rc && w->priority && (reads & SUBMIT_READ_PRIORITY))
         rc = find_priority_class(kube, w->priority, &round, f, err);
     first_round_free(&round);
     return rc;
@@ -559,5 +588,7 @@ void submit_cluster_facts_free(cluster_facts *f)
     json_decref(f->flavors);
     free(f->shapes);
     gc_strings_free(&f->pools_read);
+    for (size_t i = 0; i < FACT_READS; i++)
+        json_decref(f->features[i].value);
     memset(f, 0, sizeof(*f));
 }

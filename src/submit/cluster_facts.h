@@ -14,6 +14,39 @@
 
 #include <jansson.h>
 
+/* What a submit check reads of the cluster (its entry in submit_live.c's table declares it); the
+ * reads of every check that applies are gathered in the first round trip, together. */
+enum {
+    SUBMIT_READ_QUEUES = 1 << 0,    /* Kueue's LocalQueues, ClusterQueues and ResourceFlavors */
+    SUBMIT_READ_NODES = 1 << 1,     /* the nodes the job needs, by label selector */
+    SUBMIT_READ_PRIORITY = 1 << 2,  /* the PriorityClass --priority names */
+    SUBMIT_READ_NAMESPACE = 1 << 3, /* the target namespace */
+    SUBMIT_READ_MTC = 1 << 4,       /* multi-tier checkpointing's CRD, configurations, CSI driver */
+    SUBMIT_READ_SLICING = 1 << 5,   /* Kueue's Topologies and AdmissionChecks */
+};
+
+/* One read of the first round trip as it came back: whether it was made, its outcome, and the
+ * object (a get) or the items (a list). */
+typedef struct fact_read {
+    bool asked;
+    int rc;
+    gc_error err;
+    json_t *value;
+} fact_read;
+
+/* The reads of the features' checks (submit_needs.c), and the objects of multi-tier
+ * checkpointing they look for: GKE's HighScaleCheckpointing add-on installs both. */
+#define SUBMIT_MTC_CRD        "checkpointconfigurations.checkpointing.gke.io"
+#define SUBMIT_MTC_CSI_DRIVER "multitier-checkpoint.csi.storage.gke.io"
+enum {
+    FACT_MTC_CRD,
+    FACT_MTC_CONFIGS,
+    FACT_MTC_DRIVER,
+    FACT_TOPOLOGIES,
+    FACT_ADMISSION_CHECKS,
+    FACT_READS
+};
+
 /* Nodes with identical placement labels, counted. */
 typedef struct node_shape {
     char machine_type[64];
@@ -37,16 +70,19 @@ typedef struct cluster_facts {
     gc_strings pools_read; /* pools asked for by name, also those that had no nodes */
     gc_kube *kube;         /* to ask for a pool later (submit_cluster_facts_pool_nodes) */
     bool priority_found;
+    fact_read features[FACT_READS]; /* SUBMIT_READ_MTC's and SUBMIT_READ_SLICING's */
 } cluster_facts;
 
-/* One round trip (two with a Kueue older than v1beta2) for everything about the plan's workload:
- * its queue (w->queue unless defaulted, else the one the namespace offers), the queue's
- * ClusterQueue and the ResourceFlavors, its PriorityClass, and the nodes it needs, read by label
- * selector: of the workers' TPU shape up to the hosts and pools the job needs (all of the
- * accelerator when the plan's slice shape is pending), and one of the head pool (of cpu-np and
- * of pathways-np when it is defaulted). The cost follows the job, not the cluster's size. */
-int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, cluster_facts *f,
-                                gc_error *err);
+/* One round trip (two with a Kueue older than v1beta2) for everything the checks declare in
+ * `reads` (SUBMIT_READ_*) about the plan's workload: its queue (w->queue unless defaulted, else
+ * the one the namespace offers), the queue's ClusterQueue and the ResourceFlavors, its
+ * PriorityClass, the nodes it needs, read by label selector: of the workers' TPU shape up to the
+ * hosts and pools the job needs (all of the accelerator when the plan's slice shape is pending),
+ * and one of the head pool (of cpu-np and of pathways-np when it is defaulted); and the objects
+ * multi-tier checkpointing and dynamic slicing need. The cost follows the job, not the
+ * cluster's size. */
+int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
+                                cluster_facts *f, gc_error *err);
 /* The node shapes as the catalog wants them (`out` must hold f->shape_count entries). */
 void submit_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out,
                                  gc_cluster_shapes *shapes);

@@ -41,11 +41,15 @@ void submit_rejected_flags(const char *message, const json_t *job, const gc_work
                            gc_buf *out);
 
 /* What the cluster must have for the features the plan's workload asks for beyond JobSet and
- * Kueue (multi-tier checkpointing; TPU7x dynamic slicing), read in one batch only for a job that
- * uses one (none with plan->skip_prereqs). GC_EXIT_USAGE with the fix when something is missing;
- * what could not be read is appended to `warnings`. */
-int submit_check_cluster_needs(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
-                               gc_strings *warnings, gc_error *err);
+ * Kueue, from what the first round trip read (SUBMIT_READ_MTC, SUBMIT_READ_SLICING):
+ * multi-tier checkpointing's CRD, CheckpointConfiguration and CSI driver; TPU7x dynamic
+ * slicing's Kueue Topology and the slice controller's AdmissionCheck on the job's ClusterQueue.
+ * GC_EXIT_USAGE with the fix when something is missing; what could not be read is appended to
+ * `warnings`. */
+int submit_check_mtc(const gc_submit_plan *plan, const cluster_facts *f, gc_strings *warnings,
+                     gc_error *err);
+int submit_check_slicing(const gc_submit_plan *plan, const cluster_facts *f, gc_strings *warnings,
+                         gc_error *err);
 
 /* Names the gateways of the workload's profile= mounts for the namespace of `kube` (the
  * JobSet's claims and plan->gateways follow; gateways.c). */

@@ -1,13 +1,17 @@
 /*
  * `job submit` against a cluster, from a plan gc_submit_prepare made:
  *
- * 1. Gather the cluster's facts in one round trip (LocalQueues, ClusterQueues, ResourceFlavors,
- *    PriorityClass, and the labels of the nodes the job needs: of the workers' shape and of the
- *    head pool, by label selector, so the reads grow with the job, not with the cluster).
- * 2. Refine the plan by them: the compute type against the real nodes (only when that can change
- *    it), the queue and the head pool discovered, and what the TPU workers request, which follows
- *    the ClusterQueue's resource groups. Then check the JobSet as Kueue would admit it: errors
- *    for what would never run, warnings for what will wait (capacity, pools scaling from zero).
+ * 1. Gather the cluster's facts in one round trip: every read the checks that apply declare in
+ *    the table below (LocalQueues, ClusterQueues, ResourceFlavors, PriorityClass, the namespace,
+ *    the labels of the nodes the job needs: of the workers' shape and of the head pool, by label
+ *    selector, so the reads grow with the job, not with the cluster; and what multi-tier
+ *    checkpointing or dynamic slicing need, for a job that uses them).
+ * 2. Run the checks in the table's order. Those before the JobSet refine the plan: the compute
+ *    type against the real nodes (only when that can change it), the queue and the head pool
+ *    discovered, and what the TPU workers request, which follows the ClusterQueue's resource
+ *    groups. Those after check the JobSet as Kueue would admit it and what its features need:
+ *    errors for what would never run, warnings for what will wait (capacity, pools scaling from
+ *    zero).
  * 3. Have the API server validate the Jobs the JobSet controller will create (one batch of
  *    server-side dry runs): it validates only the JobSet's own schema when the JobSet is created,
  *    and a bad Job or pod template would otherwise fail in the controller after submit.
@@ -36,6 +40,7 @@ typedef struct submit_run {
     gc_submit_plan *plan;
     const gc_events *ev;
     gc_submit_result *result;
+    json_t *jobset;      /* built between the table's two parts */
     bool jobs_unchecked; /* the user may not create Jobs: their dry runs were skipped */
 } submit_run;
 
@@ -59,7 +64,7 @@ static void warn(submit_run *s, const char *fmt, ...)
  * forever. A queue stopped by its stopPolicy is not: an administrator paused it and resumes it
  * by hand, and the job is admitted then, so that is a warning with the command that resumes it.
  * What cannot be read is said, and not checked. */
-static int check_cluster_queue(submit_run *s, const cluster_facts *f, gc_error *err)
+static int check_cluster_queue(submit_run *s, cluster_facts *f, gc_error *err)
 {
     if (!f->kueue_version) {
         warn(s, "Kueue is not installed: the JobSet will start at once, without queueing or "
@@ -116,10 +121,10 @@ static int check_cluster_queue(submit_run *s, const cluster_facts *f, gc_error *
  * workers' cpu and memory to that group's flavor, whose node labels (the head pool's) it adds
  * to the workers: they would never be scheduled. So they ask for google.com/tpu alone, as xpk's
  * workers do, and the result says why. */
-static int adapt_tpu_requests(submit_run *s, const cluster_facts *f, gc_error *err)
+static int adapt_tpu_requests(submit_run *s, cluster_facts *f, gc_error *err)
 {
     gc_workload *w = &s->plan->workload;
-    if (w->compute.kind != GC_ACCEL_TPU || !f->cluster_queue_object)
+    if (!f->cluster_queue_object)
         return 0;
     gc_buf why;
     gc_buf_init(&why);
@@ -146,8 +151,6 @@ static int adapt_tpu_requests(submit_run *s, const cluster_facts *f, gc_error *e
 static int choose_head_pool(submit_run *s, cluster_facts *f, gc_error *err)
 {
     gc_workload *w = &s->plan->workload;
-    if (!w->pathways)
-        return 0;
     if (!w->head_pool_defaulted) {
         if (!submit_cluster_facts_pool_nodes(f, w->head_pool))
             warn(s,
@@ -171,11 +174,10 @@ static int choose_head_pool(submit_run *s, cluster_facts *f, gc_error *err)
                    "pool (also one scaled to zero) with --pathways-head-np");
 }
 
-static void check_capacity(submit_run *s, const cluster_facts *f)
+static int check_capacity(submit_run *s, cluster_facts *f, gc_error *err)
 {
+    (void)err;
     const gc_workload *w = &s->plan->workload;
-    if (w->compute.kind != GC_ACCEL_TPU)
-        return;
     int hosts = 0, pools = 0;
     /* Dynamic slices are formed from any hosts of the accelerator, several in one pool. */
     for (size_t i = 0; i < f->shape_count; i++) {
@@ -200,11 +202,13 @@ static void check_capacity(submit_run *s, const cluster_facts *f)
              "%d slices need %d node pools of %s %s (one slice per pool), the cluster has %d: "
              "it will wait for capacity",
              w->num_slices, w->num_slices, w->compute.accelerator, w->compute.topology, pools);
+    return 0;
 }
 
 /* The compute type against the nodes the cluster has, when they can change it. */
-static int refine_compute(gc_submit_plan *plan, const cluster_facts *f, gc_error *err)
+static int refine_compute(submit_run *s, cluster_facts *f, gc_error *err)
 {
+    gc_submit_plan *plan = s->plan;
     gc_node_shape *shapes = gc_xcalloc(f->shape_count ? f->shape_count : 1, sizeof(*shapes));
     gc_cluster_shapes cluster;
     submit_cluster_facts_shapes(f, shapes, &cluster);
@@ -213,34 +217,28 @@ static int refine_compute(gc_submit_plan *plan, const cluster_facts *f, gc_error
     return rc;
 }
 
-static int apply_cluster_facts(submit_run *s, cluster_facts *f, gc_error *err)
+/* The queue the facts found (the one asked for, or the namespace's default). */
+static int take_queue(submit_run *s, cluster_facts *f, gc_error *err)
 {
+    (void)err;
     gc_workload *w = &s->plan->workload;
-    int rc = refine_compute(s->plan, f, err);
-    if (rc)
-        return rc;
     if (f->kueue_version) {
         free(w->queue);
         w->queue = gc_xstrdup(f->queue);
         w->queue_defaulted = false;
     }
-    if (s->plan->skip_prereqs) {
-        rc = choose_head_pool(s, f, err);
-        return rc ? rc : adapt_tpu_requests(s, f, err);
-    }
-    if (w->priority && !f->priority_found)
+    return 0;
+}
+
+static int check_priority(submit_run *s, cluster_facts *f, gc_error *err)
+{
+    const gc_workload *w = &s->plan->workload;
+    if (!f->priority_found)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--priority %s: no such PriorityClass in the cluster (gcluster deploy "
                        "installs very-low, low, medium, high and very-high)",
                        w->priority);
-    rc = choose_head_pool(s, f, err);
-    if (!rc)
-        rc = check_cluster_queue(s, f, err);
-    if (!rc)
-        rc = adapt_tpu_requests(s, f, err);
-    if (!rc)
-        check_capacity(s, f);
-    return rc;
+    return 0;
 }
 
 /* The JobSet that already has this name, as the create found it (NULL: read it now): its age
@@ -465,26 +463,130 @@ static void fill_result(gc_kube *kube, const gc_submit_plan *plan, gc_submit_res
         add_next_steps(r, w);
 }
 
-/* Multi-tier checkpointing and dynamic slicing need more of the cluster than JobSet and Kueue. */
-static int check_cluster_needs(submit_run *s, const cluster_facts *f, gc_error *err)
+/* A check's warnings go to the caller now and stay in the result. */
+static int warned(submit_run *s, gc_strings *warnings, int rc)
 {
-    gc_strings warnings = {0};
-    int rc = submit_check_cluster_needs(s->kube, s->plan, f, &warnings, err);
-    for (size_t i = 0; i < warnings.count; i++)
-        warn(s, "%s", warnings.items[i]);
-    gc_strings_free(&warnings);
+    for (size_t i = 0; i < warnings->count; i++)
+        warn(s, "%s", warnings->items[i]);
+    gc_strings_free(warnings);
     return rc;
 }
 
-/* The JobSet as the cluster's facts made it, checked against the ClusterQueue it will wait in. */
-static int build_jobset(submit_run *s, cluster_facts *f, json_t **jobset, gc_error *err)
+/* Multi-tier checkpointing and dynamic slicing need more of the cluster than JobSet and Kueue. */
+static int check_mtc(submit_run *s, cluster_facts *f, gc_error *err)
 {
-    int rc = apply_cluster_facts(s, f, err);
-    if (!rc)
-        rc = gc_submit_plan_jobset(s->plan, jobset, err);
-    if (!rc && !s->plan->skip_prereqs)
-        rc = submit_queue_fit(f, *jobset, &s->plan->workload, err);
-    return rc;
+    gc_strings warnings = {0};
+    return warned(s, &warnings, submit_check_mtc(s->plan, f, &warnings, err));
+}
+
+static int check_slicing(submit_run *s, cluster_facts *f, gc_error *err)
+{
+    gc_strings warnings = {0};
+    return warned(s, &warnings, submit_check_slicing(s->plan, f, &warnings, err));
+}
+
+static int check_queue_fit(submit_run *s, cluster_facts *f, gc_error *err)
+{
+    return submit_queue_fit(f, s->jobset, &s->plan->workload, err);
+}
+
+static int check_gateways(submit_run *s, cluster_facts *f, gc_error *err)
+{
+    (void)f;
+    return submit_gateways_check(s->kube, s->plan, err);
+}
+
+static bool is_pathways(const gc_submit_plan *p)
+{
+    return p->workload.pathways;
+}
+
+static bool is_tpu(const gc_submit_plan *p)
+{
+    return p->workload.compute.kind == GC_ACCEL_TPU;
+}
+
+static bool has_priority(const gc_submit_plan *p)
+{
+    return p->workload.priority != NULL;
+}
+
+static bool uses_mtc(const gc_submit_plan *p)
+{
+    return p->workload.mtc;
+}
+
+static bool uses_dynamic_slicing(const gc_submit_plan *p)
+{
+    return p->workload.dynamic_slicing;
+}
+
+/* How a check is run: PREREQ checks are skipped by --skip-prereqs (their reads are not made;
+ * `skipped`, when set, is the warning that says so); AFTER_JOBSET checks look at the JobSet,
+ * built once those before it have refined the plan. */
+enum { PREREQ = 1 << 0, AFTER_JOBSET = 1 << 1 };
+
+typedef struct submit_check {
+    const char *name;
+    unsigned reads; /* SUBMIT_READ_*: what it reads of the cluster, gathered in the first round */
+    unsigned flags;
+    bool (*applies)(const gc_submit_plan *plan); /* NULL: every submit */
+    int (*run)(submit_run *s, cluster_facts *f, gc_error *err);
+    const char *skipped;
+} submit_check;
+
+/* The checks of a connected submit, in the order they run (and their errors are told). */
+static const submit_check checks[] = {
+    {"compute type", SUBMIT_READ_NODES, 0, NULL, refine_compute, NULL},
+    {"queue", SUBMIT_READ_QUEUES | SUBMIT_READ_NAMESPACE, 0, NULL, take_queue, NULL},
+    {"PriorityClass", SUBMIT_READ_PRIORITY, PREREQ, has_priority, check_priority, NULL},
+    {"head pool", SUBMIT_READ_NODES, 0, is_pathways, choose_head_pool, NULL},
+    {"ClusterQueue", SUBMIT_READ_QUEUES, PREREQ, NULL, check_cluster_queue, NULL},
+    {"TPU requests", SUBMIT_READ_QUEUES, 0, is_tpu, adapt_tpu_requests, NULL},
+    {"capacity", SUBMIT_READ_NODES, PREREQ, is_tpu, check_capacity, NULL},
+    {"queue fit", SUBMIT_READ_QUEUES | SUBMIT_READ_NODES, PREREQ | AFTER_JOBSET, NULL,
+     check_queue_fit, NULL},
+    /* Its StorageClass reads are its own, one per profile= mount (none for other jobs). */
+    {"gateways", 0, PREREQ | AFTER_JOBSET, NULL, check_gateways, NULL},
+    {"multi-tier checkpointing", SUBMIT_READ_MTC, PREREQ | AFTER_JOBSET, uses_mtc, check_mtc,
+     "--skip-prereqs: whether the cluster has multi-tier checkpointing was not checked"},
+    {"dynamic slicing", SUBMIT_READ_SLICING, PREREQ | AFTER_JOBSET, uses_dynamic_slicing,
+     check_slicing,
+     "--skip-prereqs: whether the cluster has TPU7x dynamic slicing was not checked"},
+};
+
+static bool check_applies(const submit_check *c, const gc_submit_plan *plan)
+{
+    return !c->applies || c->applies(plan);
+}
+
+/* Every read the checks that will run declare: the first round trip. */
+static unsigned declared_reads(const gc_submit_plan *plan)
+{
+    unsigned reads = 0;
+    for (size_t i = 0; i < sizeof(checks) / sizeof(*checks); i++)
+        if (check_applies(&checks[i], plan) && !(plan->skip_prereqs && (checks[i].flags & PREREQ)))
+            reads |= checks[i].reads;
+    return reads;
+}
+
+/* The checks of one side of the JobSet's building, in order; the first error ends them. */
+static int run_checks(submit_run *s, cluster_facts *f, unsigned after_jobset, gc_error *err)
+{
+    for (size_t i = 0; i < sizeof(checks) / sizeof(*checks); i++) {
+        const submit_check *c = &checks[i];
+        if ((c->flags & AFTER_JOBSET) != after_jobset || !check_applies(c, s->plan))
+            continue;
+        if (s->plan->skip_prereqs && (c->flags & PREREQ)) {
+            if (c->skipped)
+                warn(s, "%s", c->skipped);
+            continue;
+        }
+        int rc = c->run(s, f, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
@@ -493,30 +595,30 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
     memset(result, 0, sizeof(*result));
     submit_run s = {.kube = kube, .plan = plan, .ev = ev, .result = result};
     cluster_facts f;
-    json_t *jobset = NULL;
+    memset(&f, 0, sizeof(f));
     int rc = submit_gateways_name(kube, plan, err);
     if (!rc)
-        rc = submit_cluster_facts_gather(kube, plan, &f, err);
+        rc = submit_cluster_facts_gather(kube, plan, declared_reads(plan), &f, err);
     if (!rc)
-        rc = build_jobset(&s, &f, &jobset, err);
-    if (!rc && !plan->skip_prereqs)
-        rc = submit_gateways_check(kube, plan, err);
+        rc = run_checks(&s, &f, 0, err);
     if (!rc)
-        rc = check_cluster_needs(&s, &f, err);
+        rc = gc_submit_plan_jobset(plan, &s.jobset, err);
+    if (!rc)
+        rc = run_checks(&s, &f, AFTER_JOBSET, err);
     submit_cluster_facts_free(&f);
     /* A server dry run is what was asked for, prerequisites or not; otherwise the Jobs' dry
      * runs are a prerequisite check. */
     if (!rc && (!plan->skip_prereqs || plan->mode == GC_SUBMIT_SERVER_DRY_RUN))
-        rc = dry_run(&s, jobset, err);
+        rc = dry_run(&s, s.jobset, err);
     if (!rc && plan->build_image && plan->mode == GC_SUBMIT_CREATE)
         rc = push_image(plan, ev, err);
     if (!rc)
         rc = submit_gateways_create(kube, plan, plan->mode != GC_SUBMIT_CREATE, ev, err);
     if (!rc && plan->mode == GC_SUBMIT_CREATE)
-        rc = create_jobset(kube, plan, jobset, ev, err);
+        rc = create_jobset(kube, plan, s.jobset, ev, err);
     if (!rc)
         fill_result(kube, plan, result);
-    json_decref(jobset);
+    json_decref(s.jobset);
     return rc;
 }
 

@@ -26,62 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MTC_CRD          "checkpointconfigurations.checkpointing.gke.io"
-#define MTC_CSI_DRIVER   "multitier-checkpoint.csi.storage.gke.io"
+#define MTC_CRD          SUBMIT_MTC_CRD
+#define MTC_CSI_DRIVER   SUBMIT_MTC_CSI_DRIVER
 #define SLICE_CONTROLLER "accelerator.gke.io/slice"
-
-enum { MTC_CRD_READ, MTC_CONFIGS, MTC_DRIVER, TOPOLOGIES, ADMISSION_CHECKS, READS };
-
-typedef struct needs_reads {
-    gc_kube_read reads[READS];
-    size_t index[READS]; /* where each read is in `reads`, or READS when it is not made */
-    size_t count;
-    char *paths[READS];
-    json_t *crd, *driver;                            /* gets */
-    json_t *configs, *topologies, *admission_checks; /* lists */
-} needs_reads;
-
-static int collect(json_t *item, void *ctx, gc_error *err)
-{
-    (void)err;
-    json_array_append(ctx, item);
-    return 0;
-}
-
-static void add_get(needs_reads *n, int which, char *path, json_t **into)
-{
-    n->paths[which] = path;
-    n->index[which] = n->count;
-    n->reads[n->count++] = (gc_kube_read){.path = path, .object = into};
-}
-
-static void add_list(needs_reads *n, int which, char *path, json_t *into)
-{
-    n->paths[which] = path;
-    n->index[which] = n->count;
-    n->reads[n->count++] = (gc_kube_read){.path = path, .on_item = collect, .ctx = into};
-}
-
-static const gc_kube_read *read_of(const needs_reads *n, int which)
-{
-    return n->index[which] < READS ? &n->reads[n->index[which]] : NULL;
-}
-
-static void needs_reads_free(needs_reads *n)
-{
-    for (size_t i = 0; i < READS; i++)
-        free(n->paths[i]);
-    json_decref(n->crd);
-    json_decref(n->driver);
-    json_decref(n->configs);
-    json_decref(n->topologies);
-    json_decref(n->admission_checks);
-}
 
 /* Whether a read found nothing (404), may not be made (403: a warning, not checked), or failed
  * otherwise (the API server's error stands). */
-static int read_outcome(const gc_kube_read *r, const char *what, gc_strings *warnings,
-                        bool *missing, gc_error *err)
+static int read_outcome(const fact_read *r, const char *what, gc_strings *warnings, bool *missing,
+                        gc_error *err)
 {
     *missing = false;
     if (!r->rc)
@@ -102,7 +54,7 @@ static int read_outcome(const gc_kube_read *r, const char *what, gc_strings *war
     return r->rc;
 }
 
-static int check_mtc(const needs_reads *n, gc_strings *warnings, gc_error *err)
+static int check_mtc(const fact_read *n, gc_strings *warnings, gc_error *err)
 {
     static const char enable[] =
         "enable GKE's multi-tier checkpointing on the cluster (gcloud container clusters update "
@@ -110,26 +62,26 @@ static int check_mtc(const needs_reads *n, gc_strings *warnings, gc_error *err)
         "the GcsFuseCsiDriver add-on too; in a Cluster Toolkit blueprint "
         "enable_multi_tier_checkpointing: true), or submit without --gke-mtc-enabled";
     bool missing, no_kind;
-    int rc = read_outcome(read_of(n, MTC_CRD_READ), "CustomResourceDefinition " MTC_CRD, warnings,
-                          &missing, err);
+    int rc = read_outcome(&n[FACT_MTC_CRD], "CustomResourceDefinition " MTC_CRD, warnings, &missing,
+                          err);
     /* The list answers 404 when the API server does not serve the kind: no CRD either. */
     if (!rc)
-        rc = read_outcome(read_of(n, MTC_CONFIGS), "CheckpointConfigurations", warnings, &no_kind,
-                          err);
+        rc =
+            read_outcome(&n[FACT_MTC_CONFIGS], "CheckpointConfigurations", warnings, &no_kind, err);
     if (!rc && (missing || no_kind))
         return gc_fail(err, GC_EXIT_USAGE,
                        "--gke-mtc-enabled: the cluster has no CheckpointConfiguration CRD (" MTC_CRD
                        "), so multi-tier checkpointing is not enabled; %s",
                        enable);
     if (!rc)
-        rc = read_outcome(read_of(n, MTC_DRIVER), "CSIDriver " MTC_CSI_DRIVER, warnings, &missing,
-                          err);
+        rc =
+            read_outcome(&n[FACT_MTC_DRIVER], "CSIDriver " MTC_CSI_DRIVER, warnings, &missing, err);
     if (!rc && missing)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--gke-mtc-enabled: the cluster has no CSI driver " MTC_CSI_DRIVER
                        ", so the workers' checkpoint volume could never be mounted; %s",
                        enable);
-    if (!rc && !read_of(n, MTC_CONFIGS)->rc && json_array_size(n->configs) == 0)
+    if (!rc && !n[FACT_MTC_CONFIGS].rc && json_array_size(n[FACT_MTC_CONFIGS].value) == 0)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--gke-mtc-enabled: the cluster has no CheckpointConfiguration, so the "
                        "multi-tier checkpointing driver does not know where to keep checkpoints; "
@@ -182,7 +134,7 @@ static bool some_topology_has_level(const json_t *topologies, const char *level)
     return false;
 }
 
-static int check_slicing(const needs_reads *n, const gc_workload *w, const cluster_facts *f,
+static int check_slicing(const fact_read *n, const gc_workload *w, const cluster_facts *f,
                          gc_strings *warnings, gc_error *err)
 {
     static const char configure[] =
@@ -195,24 +147,23 @@ static int check_slicing(const needs_reads *n, const gc_workload *w, const clust
                        "are placed by Kueue's topology-aware scheduling; %s",
                        configure);
     bool missing;
-    int rc = read_outcome(read_of(n, TOPOLOGIES), "Kueue Topologies", warnings, &missing, err);
-    if (!rc && (missing || (!read_of(n, TOPOLOGIES)->rc && !json_array_size(n->topologies))))
+    int rc = read_outcome(&n[FACT_TOPOLOGIES], "Kueue Topologies", warnings, &missing, err);
+    if (!rc && (missing || (!n[FACT_TOPOLOGIES].rc && !json_array_size(n[FACT_TOPOLOGIES].value))))
         return gc_fail(err, GC_EXIT_USAGE,
                        "--compute-type tpu-v7x-slice: the cluster has no Kueue Topology, so Kueue "
                        "cannot place the pods of a dynamic slice; %s",
                        configure);
     if (rc)
         return rc;
-    rc = read_outcome(read_of(n, ADMISSION_CHECKS), "Kueue AdmissionChecks", warnings, &missing,
-                      err);
+    rc = read_outcome(&n[FACT_ADMISSION_CHECKS], "Kueue AdmissionChecks", warnings, &missing, err);
     /* Not served (404) is none at all; forbidden was a warning, and nothing more is known. */
-    if (rc || (read_of(n, ADMISSION_CHECKS)->rc && !missing))
+    if (rc || (n[FACT_ADMISSION_CHECKS].rc && !missing))
         return rc;
     /* The slice controller's check, preferring one the job's ClusterQueue runs. */
     const char *check = NULL;
     size_t i;
     const json_t *ac;
-    json_array_foreach(n->admission_checks, i, ac)
+    json_array_foreach(n[FACT_ADMISSION_CHECKS].value, i, ac)
     {
         const char *controller = gc_kube_string(json_object_get(ac, "spec"), "controllerName");
         const char *name = gc_kube_string(json_object_get(ac, "metadata"), "name");
@@ -235,7 +186,7 @@ static int check_slicing(const needs_reads *n, const gc_workload *w, const clust
                        "spec.admissionChecks, or submit to a --queue whose ClusterQueue has it",
                        f->cluster_queue, f->queue, check, check);
     char *level = gc_xasprintf("cloud.google.com/gke-tpu-partition-%s-id", w->compute.topology);
-    if (!some_topology_has_level(n->topologies, level)) {
+    if (!some_topology_has_level(n[FACT_TOPOLOGIES].value, level)) {
         char *text = gc_xasprintf("no Kueue Topology has the level %s that the pods of a %s "
                                   "dynamic slice ask for; Kueue admits them only when the nodes "
                                   "carry that label",
@@ -247,51 +198,15 @@ static int check_slicing(const needs_reads *n, const gc_workload *w, const clust
     return 0;
 }
 
-int submit_check_cluster_needs(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
-                               gc_strings *warnings, gc_error *err)
+int submit_check_mtc(const gc_submit_plan *plan, const cluster_facts *f, gc_strings *warnings,
+                     gc_error *err)
 {
-    const gc_workload *w = &plan->workload;
-    if (!w->mtc && !w->dynamic_slicing)
-        return 0;
-    if (plan->skip_prereqs) {
-        gc_strings_push(warnings, w->mtc ? "--skip-prereqs: whether the cluster has multi-tier "
-                                           "checkpointing was not checked"
-                                         : "--skip-prereqs: whether the cluster has TPU7x "
-                                           "dynamic slicing was not checked");
-        return 0;
-    }
-    needs_reads n;
-    memset(&n, 0, sizeof(n));
-    for (size_t i = 0; i < READS; i++)
-        n.index[i] = READS;
-    n.configs = json_array();
-    n.topologies = json_array();
-    n.admission_checks = json_array();
-    if (w->mtc) {
-        add_get(
-            &n, MTC_CRD_READ,
-            gc_kube_path("apiextensions.k8s.io", "v1", NULL, "customresourcedefinitions", MTC_CRD),
-            &n.crd);
-        add_list(&n, MTC_CONFIGS,
-                 gc_kube_path("checkpointing.gke.io", "v1", NULL, "checkpointconfigurations", NULL),
-                 n.configs);
-        add_get(&n, MTC_DRIVER,
-                gc_kube_path("storage.k8s.io", "v1", NULL, "csidrivers", MTC_CSI_DRIVER),
-                &n.driver);
-    }
-    if (w->dynamic_slicing && f->kueue_version) {
-        add_list(&n, TOPOLOGIES,
-                 gc_kube_path("kueue.x-k8s.io", f->kueue_version, NULL, "topologies", NULL),
-                 n.topologies);
-        add_list(&n, ADMISSION_CHECKS,
-                 gc_kube_path("kueue.x-k8s.io", f->kueue_version, NULL, "admissionchecks", NULL),
-                 n.admission_checks);
-    }
-    if (n.count)
-        gc_kube_read_all(kube, n.reads, n.count);
-    int rc = w->mtc ? check_mtc(&n, warnings, err) : 0;
-    if (!rc && w->dynamic_slicing)
-        rc = check_slicing(&n, w, f, warnings, err);
-    needs_reads_free(&n);
-    return rc;
+    (void)plan;
+    return check_mtc(f->features, warnings, err);
+}
+
+int submit_check_slicing(const gc_submit_plan *plan, const cluster_facts *f, gc_strings *warnings,
+                         gc_error *err)
+{
+    return check_slicing(f->features, &plan->workload, f, warnings, err);
 }

@@ -881,6 +881,41 @@ static void mtc_without_a_checkpoint_configuration_names_the_fix(void **state)
                        "create one (apiVersion checkpointing.gke.io/v1");
 }
 
+/* What multi-tier checkpointing needs is read in the first round trip with the queues, the
+ * nodes and the namespace (the check declares its reads), so an MTC submit costs what any submit
+ * costs: the reads, the Jobs' dry runs, the POST. */
+static void mtc_submit_makes_three_round_trips(void **state)
+{
+    (void)state;
+    held("GET " LOCAL_QUEUES, 200,
+         list_of("LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue"))),
+         1);
+    held("GET " CLUSTER_QUEUES, 200,
+         list_of("ClusterQueueList", json_pack("[o]", unified_queue("64"))), 1);
+    held("GET " FLAVORS, 200, list_of("ResourceFlavorList", deploy_flavors()), 1);
+    held("GET " MTC_CRD_PATH, 200, named("checkpointconfigurations.checkpointing.gke.io"), 1);
+    held("GET " MTC_DRIVER_PATH, 200, named("multitier-checkpoint.csi.storage.gke.io"), 1);
+    held("GET " MTC_CONFIGS_PATH, 200,
+         list_of("CheckpointConfigurationList", json_pack("[o]", named("default"))), 1);
+    serve_nodes_held(v6e_nodes(), 0.3);
+    held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
+    held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
+    gc_submit_request r = mtc_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", MTC_CRD_PATH), 1);
+    assert_int_equal(count_requests(log, "GET", MTC_DRIVER_PATH), 1);
+    assert_int_equal(count_requests(log, "GET", MTC_CONFIGS_PATH), 1);
+    assert_int_equal(o.requests, 13);
+    assert_int_equal(round_trips(log), 3);
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
+    json_decref(log);
+    outcome_free(&o);
+}
+
 /* --skip-prereqs (Google's global flag) skips these reads, and says so. */
 static void skip_prereqs_skips_the_feature_checks(void **state)
 {
@@ -985,6 +1020,46 @@ static void dynamic_slice_is_created_when_the_cluster_has_it(void **state)
         "cloud.google.com/gke-tpu-partition-4x4x4-id");
     assert_null(json_object_get(json_object_get(pod_spec(worker), "nodeSelector"), TOPOLOGY));
     json_decref(jobset);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A dynamic slice's Kueue Topologies and AdmissionChecks go out with Kueue's other lists in
+ * the first round trip: three round trips in all, as for any submit. */
+static void dynamic_slice_submit_makes_three_round_trips(void **state)
+{
+    (void)state;
+    json_t *nodes = head_node();
+    add_nodes(nodes, "tpu7x-np", 16, "tpu7x-standard-4t", "tpu7x", "4x4x4");
+    json_t *cq = unified_queue("1024");
+    json_object_set_new(json_object_get(cq, "spec"), "admissionChecks",
+                        json_pack("[s]", "dynamic-slicing-ac"));
+    held("GET " LOCAL_QUEUES, 200,
+         list_of("LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue"))),
+         1);
+    held("GET " CLUSTER_QUEUES, 200, list_of("ClusterQueueList", json_pack("[o]", cq)), 1);
+    held("GET " FLAVORS, 200,
+         list_of("ResourceFlavorList",
+                 json_pack("[o, o]", flavor("pathways-flavor", HEAD_FLAVOR_LABEL),
+                           flavor("tpu-flavor", "cloud.google.com/gke-tpu-accelerator=tpu7x"))),
+         1);
+    held("GET " TOPOLOGIES_PATH, 200, list_of("TopologyList", json_pack("[o]", slicing_topology())),
+         1);
+    held("GET " CHECKS_PATH, 200, list_of("AdmissionCheckList", json_pack("[o]", slice_check())),
+         1);
+    serve_nodes_held(nodes, 0.3);
+    held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
+    held("POST " JOBSETS, 201, jt_jobset("pw-test", 1), 1);
+    gc_submit_request r = slicing_request("4x4x4");
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", TOPOLOGIES_PATH), 1);
+    assert_int_equal(count_requests(log, "GET", CHECKS_PATH), 1);
+    assert_int_equal(round_trips(log), 3);
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_decref(log);
     outcome_free(&o);
 }
@@ -1861,6 +1936,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(no_head_pool_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_cluster_queue_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(mtc_job_is_created_when_the_cluster_has_it, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(mtc_submit_makes_three_round_trips, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(dynamic_slice_submit_makes_three_round_trips, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(mtc_without_the_add_on_names_the_fix, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(mtc_without_the_csi_driver_names_the_fix, jt_open,
