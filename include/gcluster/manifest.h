@@ -45,13 +45,14 @@
 typedef enum gc_mount_kind {
     GC_MOUNT_GCS,       /* gs://bucket[/dir]: the GCS FUSE CSI driver (inline, or a gateway) */
     GC_MOUNT_HOST_PATH, /* /path on the node */
-    GC_MOUNT_NFS,       /* filestore://IP/share: the Filestore instance over NFS */
+    GC_MOUNT_NFS,       /* filestore://INSTANCE/share: the Filestore instance over NFS */
     GC_MOUNT_PVC,       /* pvc://NAME or NAME: an existing PersistentVolumeClaim */
 } gc_mount_kind;
 
 typedef struct gc_mount {
     gc_mount_kind kind;
-    char *source;     /* bucket, host path, PVC name or NFS server */
+    char *source;     /* bucket, host path, PVC name or NFS server (an instance's name until
+                       * submit finds its IP address) */
     char *source_dir; /* GCS: the directory in the bucket (the mount's subPath); NFS: the export
                        * path; or NULL */
     char *target;     /* mount path in the container */

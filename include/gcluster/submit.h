@@ -31,7 +31,9 @@ typedef struct gc_submit_request {
     const char *base_image;
     const char *build_context;
     const char *platform;
-    const char *project; /* --project and --location name the registry a build pushes to */
+    /* --project and --location name the registry a build pushes to; --project is also where a
+     * filestore://INSTANCE/SHARE mount's instance is looked for (NULL: gcloud's project) */
+    const char *project;
     const char *location;
     const char *command;
     const char *compute_type;
@@ -40,6 +42,8 @@ typedef struct gc_submit_request {
     const char *dry_run;     /* "server" or "client" */
     const char *mounts[GC_REQUEST_LIST_MAX];
     size_t mount_count;
+    /* The gcloud that finds a Filestore instance given by name (tests); NULL: gcloud on $PATH */
+    const char *gcloud;
     /* The namespace the job goes to (--gke-namespace), which names a profile= mount's gateway;
      * NULL: "default" offline, the context's namespace when connected. */
     const char *ns;

@@ -60,7 +60,8 @@ static const cli_option submit_options[] = {
                "platform of the base image to build on (default linux/amd64)"),
     CLI_LIST(0, "mount", submit_args, mounts, "SRC;DEST[;ro|rw][;options=O]",
              "mount gs://BUCKET[/DIR] (;options=, ;attributes=K=V), pvc://CLAIM, "
-             "filestore://IP/SHARE or /HOST/PATH; SRC:DEST[:ro|rw] too (repeatable)"),
+             "filestore://INSTANCE/SHARE (name or IP) or /HOST/PATH; SRC:DEST[:ro|rw] too "
+             "(repeatable)"),
     CLI_LIST(0, "env", submit_args, env, "KEY=VALUE",
              "environment variable for the workload container (repeatable)"),
     CLI_LIST(0, "env-file", submit_args, env_files, "FILE",

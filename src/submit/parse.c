@@ -6,6 +6,7 @@
 #include "submit/parse.h"
 
 #include "gcluster/buf.h"
+#include "gcluster/gcp.h"
 #include "gcluster/kube.h"
 #include "gcluster/sys.h"
 
@@ -84,7 +85,7 @@ static int mount_error(const char *spec, const char *why, gc_error *err)
                    "--mount \"%s\": %s; the format is SOURCE;DEST[;ro|rw][;profile=training|"
                    "checkpointing|serving][;options=GCSFUSE_OPTIONS][;attributes=KEY=VALUE,...] "
                    "(or SOURCE:DEST[:ro|rw]) with SOURCE gs://BUCKET[/DIR], /HOST/PATH, "
-                   "filestore://IP/SHARE, pvc://CLAIM or a PersistentVolumeClaim name",
+                   "filestore://INSTANCE/SHARE, pvc://CLAIM or a PersistentVolumeClaim name",
                    spec, why);
 }
 
@@ -316,7 +317,7 @@ static bool has_backstep(const char *path)
 
 /* A Filestore instance is reached at its IPv4 address in the VPC: four decimal numbers of at
  * most 255 (what gcloud filestore instances list shows). */
-static bool is_ipv4(const char *text)
+bool submit_filestore_is_ip(const char *text)
 {
     struct in_addr addr;
     return inet_pton(AF_INET, text, &addr) == 1;
@@ -364,14 +365,20 @@ static int classify_mount(const char *spec, char *source, gc_mount *m, gc_error 
     if (!strncmp(source, "filestore://", 12)) {
         m->kind = GC_MOUNT_NFS;
         split_path(source + 12, &m->source, &m->source_dir);
-        const char *why = !m->source[0]         ? "the Filestore instance's IP address is missing"
-                          : !is_ipv4(m->source) ? "the Filestore server is not an IPv4 address"
-                          : !m->source_dir      ? "the share is missing"
-                                                : NULL;
+        /* An instance name is resolved to its IP address later (filestore.c), after every
+         * offline check has passed. */
+        const char *why = !m->source[0] ? "the Filestore instance's name or IP address is missing"
+                          : !submit_filestore_is_ip(m->source) &&
+                                  !gc_gcp_is_name(m->source, 1, FILESTORE_NAME_MAX)
+                              ? "the Filestore server is not an IPv4 address nor an instance name "
+                                "(lower-case letters, digits and '-', a letter first)"
+                          : !m->source_dir ? "the share is missing"
+                                           : NULL;
         if (why) {
-            char *text = gc_xasprintf("%s: a Filestore mount names the instance's IP address and "
-                                      "share, e.g. filestore://10.0.0.2/share (find them with "
-                                      "`gcloud filestore instances list`)",
+            char *text = gc_xasprintf("%s: a Filestore mount names the instance (its name or IP "
+                                      "address) and the share, e.g. filestore://my-nfs/share or "
+                                      "filestore://10.0.0.2/share (`gcloud filestore instances "
+                                      "list` shows both)",
                                       why);
             int rc = mount_error(spec, text, err);
             free(text);

@@ -703,6 +703,9 @@ int gc_submit_prepare(const gc_submit_request *r, gc_submit_plan *p, gc_error *e
         rc = check_buildable(w, err);
     if (!rc)
         rc = gc_workload_gateways(w, r->ns ? r->ns : "default", &p->gateways, err);
+    /* Last: gcloud is asked only once everything typed has passed. */
+    if (!rc)
+        rc = submit_resolve_filestore(r->gcloud, r->project, w, &p->notices, err);
     return rc;
 }
 
