@@ -56,6 +56,13 @@ int cli_check_output_path(const char *flag, const char *path, const char *format
 int cli_write_output(const char *flag, const char *path, const char *data, size_t len,
                      gc_error *err);
 
+/* A command that works on no cluster and no job still takes the cluster flags and Google's job
+ * flags --gke-namespace and --skip-prereqs (Google's gcluster gives them to every job command),
+ * but refuses each by name rather than accepting and ignoring it: the first one given is refused
+ * with exit 2 as "COMMAND does not take FLAG: WHY". 0 when none is given. */
+int cli_refuse_cluster_flags(const cli_globals *g, const char *gke_namespace, bool skip_prereqs,
+                             const char *command, const char *why, gc_error *err);
+
 /* A blueprint command's --vars: "a=1,b=2" and "--vars a=1 --vars b=2" both work; a comma
  * stays part of a value unless every piece is NAME=VALUE. `storage` (one per list item, freed
  * by the caller) keeps the split copies; the result (free it) holds *count pieces. */

@@ -25,34 +25,13 @@ static const cli_option config_options[] = {
     CLI_END,
 };
 
-/* The first cluster or job flag given, or NULL. */
-static const char *cluster_or_job_flag(const config_args *a)
-{
-    const struct {
-        bool given;
-        const char *name;
-    } flags[] = {
-        {a->g.cluster != NULL, "--cluster"},           {a->g.location != NULL, "--location"},
-        {a->g.project != NULL, "--project"},           {a->g.context != NULL, "--context"},
-        {a->g.kubeconfig != NULL, "--kubeconfig"},     {a->g.ns != NULL, "--namespace"},
-        {a->gke_namespace != NULL, "--gke-namespace"}, {a->skip_prereqs, "--skip-prereqs"},
-    };
-    for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
-        if (flags[i].given)
-            return flags[i].name;
-    return NULL;
-}
-
 static int refuse_flags(const config_args *a, const char *command, gc_error *err)
 {
-    const char *flag = cluster_or_job_flag(a);
-    if (!flag)
-        return 0;
-    return gc_fail(err, GC_EXIT_USAGE,
-                   "%s does not take %s: it reads and writes the stored defaults of this machine, "
-                   "not a cluster or a job (to store a default: gcluster job config set KEY "
-                   "VALUE, KEY project, cluster or location)",
-                   command, flag);
+    return cli_refuse_cluster_flags(&a->g, a->gke_namespace, a->skip_prereqs, command,
+                                    "it reads and writes the stored defaults of this machine, not "
+                                    "a cluster or a job (to store a default: gcluster job config "
+                                    "set KEY VALUE, KEY project, cluster or location)",
+                                    err);
 }
 
 static int config_set_run(void *args, const cli_parsed *parsed, gc_error *err)

@@ -27,25 +27,6 @@ static const cli_option extract_options[] = {
     CLI_END,
 };
 
-/* The first cluster or job flag given, or NULL: the files are the same for every cluster, so a
- * flag that names one would do nothing. */
-static const char *cluster_flag(const extract_args *a)
-{
-    const struct {
-        bool given;
-        const char *name;
-    } flags[] = {
-        {a->g.cluster != NULL, "--cluster"},           {a->g.location != NULL, "--location"},
-        {a->g.project != NULL, "--project"},           {a->g.context != NULL, "--context"},
-        {a->g.kubeconfig != NULL, "--kubeconfig"},     {a->g.ns != NULL, "--namespace"},
-        {a->gke_namespace != NULL, "--gke-namespace"}, {a->skip_prereqs, "--skip-prereqs"},
-    };
-    for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
-        if (flags[i].given)
-            return flags[i].name;
-    return NULL;
-}
-
 static int extract_run(void *args, const cli_parsed *parsed, gc_error *err)
 {
     extract_args *a = args;
@@ -54,15 +35,17 @@ static int extract_run(void *args, const cli_parsed *parsed, gc_error *err)
                        "job gke-template-extract takes no arguments (got \"%s\"); name the "
                        "directory with --output-dir",
                        parsed->positional[0]);
-    const char *flag = cluster_flag(a);
-    if (flag)
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "job gke-template-extract does not take %s: the files it writes are the "
-                       "same for every cluster (pass --gke-custom-templates-path to job submit)",
-                       flag);
+    /* The files are the same for every cluster, so a flag that names one would do nothing. */
+    int rc = cli_refuse_cluster_flags(&a->g, a->gke_namespace, a->skip_prereqs,
+                                      "job gke-template-extract",
+                                      "the files it writes are the same for every cluster (pass "
+                                      "--gke-custom-templates-path to job submit)",
+                                      err);
+    if (rc)
+        return rc;
     const char *dir = a->output_dir ? a->output_dir : "gke-templates";
     gc_strings written = {0};
-    int rc = gc_submit_templates_extract(dir, a->overwrite, &written, err);
+    rc = gc_submit_templates_extract(dir, a->overwrite, &written, err);
     for (size_t i = 0; i < written.count; i++)
         cli_line(stdout, "Wrote %s", written.items[i]);
     if (!rc)

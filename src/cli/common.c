@@ -1,5 +1,6 @@
 /*
- * Helpers shared by the command files: stored defaults and writing output files.
+ * Helpers shared by the command files: stored defaults, flags a command refuses, writing output
+ * files.
  */
 #include "cli/cli.h"
 #include "cli/render.h"
@@ -34,6 +35,25 @@ void cli_apply_stored_defaults(cli_globals *g)
     if (!g->project && ctx.project)
         g->project = ctx.project, ctx.project = NULL;
     cli_context_free(&ctx);
+}
+
+int cli_refuse_cluster_flags(const cli_globals *g, const char *gke_namespace, bool skip_prereqs,
+                             const char *command, const char *why, gc_error *err)
+{
+    const struct {
+        bool given;
+        const char *name;
+    } flags[] = {
+        {g->cluster != NULL, "--cluster"},          {g->location != NULL, "--location"},
+        {g->project != NULL, "--project"},          {g->context != NULL, "--context"},
+        {g->kubeconfig != NULL, "--kubeconfig"},    {g->ns != NULL, "--namespace"},
+        {gke_namespace != NULL, "--gke-namespace"}, {skip_prereqs, "--skip-prereqs"},
+    };
+    for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
+        if (flags[i].given)
+            return gc_fail(err, GC_EXIT_USAGE, "%s does not take %s: %s", command, flags[i].name,
+                           why);
+    return 0;
 }
 
 static int write_all(FILE *f, const char *data, size_t len)

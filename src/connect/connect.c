@@ -205,7 +205,7 @@ static int listen_local(connect_run *c, gc_error *err)
     int e = gc_kube_forwarder_listen(res->ai_addr, res->ai_addrlen, &c->fwd);
     const char *address = c->r->address ? c->r->address : "127.0.0.1";
     if (!e && !(rc = connect_ports_parse(c->r, &c->ports, err)))
-        rc = connect_ports_listen(&c->ports, res->ai_addr, res->ai_addrlen, address, c->ev, err);
+        rc = connect_ports_listen(&c->ports, res->ai_addr, res->ai_addrlen, address, err);
     freeaddrinfo(res);
     if (rc)
         return rc;

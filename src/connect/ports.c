@@ -94,9 +94,8 @@ static void set_port(struct sockaddr_storage *a, long port)
 }
 
 int connect_ports_listen(connect_ports *p, const struct sockaddr *addr, socklen_t len,
-                         const char *address, const gc_events *ev, gc_error *err)
+                         const char *address, gc_error *err)
 {
-    (void)ev;
     for (size_t i = 0; i < p->count; i++) {
         connect_port *cp = &p->items[i];
         struct sockaddr_storage a = {0};

@@ -36,7 +36,7 @@ int connect_ports_parse(const gc_connect_request *r, connect_ports *out, gc_erro
 
 /* Binds every listener (before anything is waited for). GC_EXIT_RUNTIME when one cannot. */
 int connect_ports_listen(connect_ports *p, const struct sockaddr *addr, socklen_t len,
-                         const char *address, const gc_events *ev, gc_error *err);
+                         const char *address, gc_error *err);
 
 /* Opens a tunnel to `pod` for every port that has none and is due (`all`: every one, now), and
  * says so. Non-zero only for a refusal the API server will not change its mind about. */
