@@ -1,14 +1,13 @@
 /*
  * deploy: from a Cluster Toolkit blueprint to a Pathways-ready cluster.
  *
- * Three steps, each usable alone (the tests drive them one by one):
- *   1. deploy_blueprint_load: the YAML file, $(vars.NAME) expanded, the modules that matter read
- *      into a gc_blueprint (the cluster, its node pools, the Kueue settings); every other module
- *      is kept by name so it can be listed as not handled.
- *   2. gc_kueue_objects: the Kueue configuration as objects (built in, or the user's template).
- *   3. gc_deploy: against a cluster, the node pools it lacks (and the gcloud commands that
- *      create them) and a server-side apply of the objects, or with --plan only what would change;
- *      what it found and did comes back as a gc_deploy_report.
+ *   1. gc_blueprint_open: the YAML file evaluated as Cluster Toolkit does, the modules that
+ *      matter read into a gc_blueprint; every other module is kept by name so it can be listed
+ *      as not handled.
+ *   2. gc_deploy_objects: every Kubernetes object deploy applies, in apply order (what
+ *      --dry-run-out writes).
+ *   3. gc_deploy_run: the whole pipeline in the order decided here (gc_deploy_stage_kind), each
+ *      stage resumable; what was found and done comes back as data for cli/ to render.
  */
 #ifndef GCLUSTER_DEPLOY_H
 #define GCLUSTER_DEPLOY_H
@@ -137,15 +136,8 @@ int gc_blueprint_open(const char *path, const gc_blueprint_options *o, gc_bluepr
 /* "ERROR", "WARNING" or "IGNORE". */
 int gc_validation_level_parse(const char *text, gc_validation_level *out, gc_error *err);
 
-/* The Kueue configuration of the blueprint, as an array of API objects in apply order
- * (ResourceFlavors, ClusterQueues, LocalQueues, PriorityClasses, anything else of a user
- * template). `kueue_api` is the Kueue API version the cluster serves ("v1beta2" or "v1beta1").
- * Warnings (e.g. a user template without a flavor for the head pool) are appended to
- * `warnings` one per line. An empty array when the blueprint installs no Kueue configuration. */
-int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
-                     json_t **objects, gc_buf *warnings, gc_error *err);
 /* Every check of the Kueue configuration that needs no cluster (the template, its variables and
- * quotas): GC_EXIT_USAGE as gc_kueue_objects would fail once connected. For callers that want
+ * quotas): GC_EXIT_USAGE as building the objects would fail once connected. For callers that want
  * bad input refused before anything is sent. */
 int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err);
 
@@ -201,10 +193,6 @@ typedef struct gc_cloud_target {
     const char *head_pool; /* NULL: cpu-np */
 } gc_cloud_target;
 
-/* The plan for `bp`. GC_EXIT_USAGE with the fix (`pass --vars zone=...`) when a value the
- * steps need is missing. */
-int gc_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
-                        gc_error *err);
 void gc_cloud_plan_free(gc_cloud_plan *plan);
 const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind);
 
@@ -343,27 +331,70 @@ typedef struct gc_deploy_report {
     gc_strings warnings; /* also reported on the events as they came */
 } gc_deploy_report;
 
-/* The Kubernetes objects the blueprint's cluster module applies besides Kueue's: per
- * additional network a GKENetworkParamSet and a Network; with configure_workload_identity_sa
- * the Kubernetes service account bound to the cluster's Google one (and its namespace when not
- * default); with enable_multi_tier_checkpointing and mtc_target_bucket, the
- * CheckpointConfiguration "default" (checkpointing.gke.io/v1) that multi-tier checkpointing
- * reads. Appended to `objects`. */
-void gc_cluster_objects(const gc_blueprint *bp, json_t *objects);
+/* Every Kubernetes object deploy applies, in the order it applies them: the Kueue configuration
+ * (for Kueue API `kueue_api`, "v1beta2" or "v1beta1"), then the gke-cluster module's objects
+ * (network objects, the Workload Identity service account, the checkpointing configuration),
+ * then the gke-persistent-volume modules' PersistentVolumes and PersistentVolumeClaims.
+ * Warnings (a user template without a flavor for the head pool) are appended to `warnings`,
+ * one per line. `--dry-run-out` writes exactly this list, so it shows deploy's order. */
+int gc_deploy_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
+                      json_t **objects, gc_buf *warnings, gc_error *err);
 
-/* The command against a cluster: the prerequisites (Kueue, JobSet and their versions), the node
- * pools, the Kueue objects and gc_cluster_objects by server-side apply (with plan: what would
- * happen, and nothing is changed). `report` says what was found and done, also after a
- * failure; free it with gc_deploy_report_free in every case. Warnings and notices (the gcloud
- * commands as they run) go to `ev`. */
-int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
-              const gc_events *ev, gc_deploy_report *report, gc_error *err);
-void gc_deploy_report_free(gc_deploy_report *report);
+/* deploy's pipeline. Its order is decided here, once, and comes back as data: the Google
+ * Cloud steps first (the cluster must exist), then the cluster's credentials (the kubeconfig
+ * context), then what the blueprint installs (its webhooks must answer before objects of its
+ * kinds are sent), then the objects, then the waits on what the objects start. Every stage
+ * finds what already exists before it changes anything, so a rerun after a failure resumes. */
+typedef enum gc_deploy_stage_kind {
+    GC_STAGE_CLOUD,       /* the gc_cloud_plan steps: describe each, create what is missing */
+    GC_STAGE_CREDENTIALS, /* the cluster's kubeconfig context (gcloud writes it, not --plan) */
+    GC_STAGE_INSTALLS,    /* Kueue, JobSet, cert-manager, then their controllers and webhooks */
+    GC_STAGE_OBJECTS,     /* gc_deploy_objects by server-side apply, and the node pools read */
+    GC_STAGE_WAIT,        /* each ClusterQueue applied made Active by Kueue */
+} gc_deploy_stage_kind;
 
-/* --plan when the cluster cannot be read without changing anything (no kubeconfig context, or
- * no cluster yet): the summary and the objects that would be applied, `why` kept in the report.
- * Nothing is sent anywhere. */
-int gc_deploy_offline(const gc_blueprint *bp, const gc_deploy_request *r, const char *why,
-                      gc_deploy_report *report, gc_error *err);
+typedef enum gc_deploy_stage_state {
+    GC_STAGE_NOT_RUN, /* a stage before it failed */
+    GC_STAGE_DONE,    /* ran (with --plan: looked, changed nothing) */
+    GC_STAGE_SKIPPED, /* had nothing to do, or could not be done without changing something
+                         under --plan: `detail` says which */
+    GC_STAGE_FAILED,  /* the error returned says why */
+} gc_deploy_stage_state;
+
+typedef struct gc_deploy_stage {
+    gc_deploy_stage_kind kind;
+    const char *description; /* static text: what the stage does */
+    gc_deploy_stage_state state;
+    char *detail;
+} gc_deploy_stage;
+
+/* How the pipeline reaches the cluster once the cloud stage is done: cli/ opens it from its
+ * flags. `may_write_kubeconfig` is false under --plan (gcloud get-credentials would write the
+ * kubeconfig): then a missing context is an error, and the pipeline goes on without the
+ * cluster, saying why. */
+typedef struct gc_deploy_connect {
+    int (*open)(void *ctx, bool may_write_kubeconfig, gc_kube **kube, gc_error *err);
+    void *ctx;
+} gc_deploy_connect;
+
+typedef struct gc_deploy_result {
+    gc_deploy_stage stages[GC_STAGE_WAIT + 1]; /* in the order they run */
+    size_t stage_count; /* 0: bad input, nothing was run (the error says why) */
+    bool plan;          /* --plan: nothing was changed */
+    gc_cloud_plan cloud;
+    gc_cloud_report cloud_report;
+    gc_deploy_report report; /* the Kubernetes stages' findings (report.started once reached) */
+    gc_kube *kube;           /* what the credentials stage opened, closed by the free */
+} gc_deploy_result;
+
+/* Runs the pipeline for `bp`: with r->plan every stage only looks; `apply` (--auto-approve)
+ * lets the cloud stage create what is missing. `gcloud` is the program (NULL: on $PATH).
+ * `result` says what each stage found and did, also after a failure; free it with
+ * gc_deploy_result_free in every case. Progress and warnings go to `ev` as they happen. */
+int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply,
+                  const char *gcloud, const gc_deploy_connect *connect, const gc_events *ev,
+                  gc_deploy_result *result, gc_error *err);
+void gc_deploy_result_free(gc_deploy_result *result);
+const char *gc_deploy_stage_kind_name(gc_deploy_stage_kind kind);
 
 #endif

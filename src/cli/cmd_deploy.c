@@ -83,7 +83,8 @@ static const cli_option deploy_options[] = {
     CLI_END,
 };
 
-/* The objects without a cluster: YAML documents, or with -o json one JSON List. */
+/* The objects without a cluster, in the order deploy applies them: YAML documents, or with
+ * -o json one JSON List. */
 static int write_objects(const gc_blueprint *bp, const char *head_pool, const char *path,
                          cli_format format, gc_error *err)
 {
@@ -91,9 +92,7 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     gc_buf warnings, text;
     gc_buf_init(&warnings);
     gc_buf_init(&text);
-    int rc = gc_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
-    if (!rc)
-        gc_cluster_objects(bp, objects);
+    int rc = gc_deploy_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
     for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
         gc_warn(cli_events(), "%s", line);
@@ -118,45 +117,6 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     return rc;
 }
 
-typedef struct live_deploy {
-    const deploy_args *a;
-    const gc_blueprint *bp;
-    cli_format format;
-    const gc_cloud_plan *plan;
-    const gc_cloud_report *cloud;
-} live_deploy;
-
-static void render(const live_deploy *d, const gc_deploy_report *report, int *rc, gc_error *err)
-{
-    if (d->format == CLI_FORMAT_TEXT) {
-        cli_render_deploy_text(stdout, stderr, d->plan, d->cloud, report);
-        return;
-    }
-    gc_error print_err = {0};
-    if (cli_print_document(cli_deploy_json(d->plan, d->cloud, report), d->format, &print_err) &&
-        !*rc)
-        *rc = gc_fail(err, print_err.code, "%s", print_err.message);
-}
-
-/* The report is written also after a failure: what was found and done until then is true. */
-static int deploy_with(gc_kube *kube, void *ctx, gc_error *err)
-{
-    const live_deploy *d = ctx;
-    gc_deploy_request r = {.head_pool = d->a->head_pool,
-                           .plan = d->a->plan,
-                           .project = d->a->g.project,
-                           .cluster = d->a->g.cluster,
-                           .location = d->a->g.location,
-                           .manifests_dir = d->a->manifests_dir,
-                           .manifests_mirror = d->a->manifests_mirror,
-                           .upgrade = d->a->upgrade};
-    gc_deploy_report report;
-    int rc = gc_deploy(kube, d->bp, &r, cli_events(), &report, err);
-    render(d, &report, &rc, err);
-    gc_deploy_report_free(&report);
-    return rc;
-}
-
 /* Without --cluster or --context, the cluster is the one the blueprint deploys. */
 static cli_globals target_globals(const deploy_args *a, const gc_blueprint *bp)
 {
@@ -170,73 +130,53 @@ static cli_globals target_globals(const deploy_args *a, const gc_blueprint *bp)
     return g;
 }
 
-/* --plan writes nothing, and `gcloud container clusters get-credentials` writes the kubeconfig:
- * so the plan opens the cluster only when the kubeconfig already has its context, and otherwise
- * says what it would apply without asking the cluster. */
-static bool has_context(const cli_globals *g, char *why, size_t size)
+/* The pipeline's way to the cluster. `gcloud container clusters get-credentials` writes the
+ * kubeconfig, so without `may_write` (--plan) only a context already there is used. */
+static int open_cluster(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
 {
+    const cli_globals *g = ctx;
+    if (may_write)
+        return cli_open_kube(g, kube, err);
     gc_kube_options opts = {.kubeconfig = g->kubeconfig,
                             .context = g->context,
                             .cluster = g->cluster,
                             .location = g->location,
                             .project = g->project,
                             .ns = g->ns,
+                            .verbose = g->verbose,
+                            .events = cli_events(),
                             .allow_gcloud = false};
-    gc_kube *kube;
-    gc_error err = {0};
-    if (gc_kube_open(&opts, &kube, &err)) {
-        snprintf(why, size, "%s", err.message);
-        return false;
-    }
-    gc_kube_close(kube);
-    return true;
+    return gc_kube_open(&opts, kube, err);
 }
 
-static int plan_without_cluster(const live_deploy *d, const char *why, gc_error *err)
-{
-    gc_deploy_request r = {.head_pool = d->a->head_pool,
-                           .plan = true,
-                           .project = d->a->g.project,
-                           .cluster = d->a->g.cluster,
-                           .location = d->a->g.location,
-                           .manifests_dir = d->a->manifests_dir,
-                           .manifests_mirror = d->a->manifests_mirror,
-                           .upgrade = d->a->upgrade};
-    gc_deploy_report report;
-    int rc = gc_deploy_offline(d->bp, &r, why, &report, err);
-    render(d, &report, &rc, err);
-    gc_deploy_report_free(&report);
-    return rc;
-}
-
+/* The report is written also after a failure: what was found and done until then is true. */
 static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_format format,
                              gc_error *err)
 {
     cli_globals g = target_globals(a, bp);
-    gc_cloud_plan plan;
-    int rc = gc_cloud_plan_build(bp,
-                                 &(gc_cloud_target){.project = a->g.project,
-                                                    .cluster = a->g.cluster,
-                                                    .location = a->g.location,
-                                                    .head_pool = a->head_pool},
-                                 &plan, err);
-    if (rc)
-        return rc;
-    gc_cloud_report cloud;
+    gc_deploy_request r = {.head_pool = a->head_pool,
+                           .plan = a->plan,
+                           .project = a->g.project,
+                           .cluster = a->g.cluster,
+                           .location = a->g.location,
+                           .manifests_dir = a->manifests_dir,
+                           .manifests_mirror = a->manifests_mirror,
+                           .upgrade = a->upgrade};
     bool approve = (a->auto_approve || a->create_node_pools) && !a->plan;
-    rc = gc_cloud_run(&plan, NULL, approve, cli_events(), &cloud, err);
-    live_deploy d = {.a = a, .bp = bp, .format = format, .plan = &plan, .cloud = &cloud};
-    char why[GC_ERROR_MAX];
-    if (rc) {
-        gc_deploy_report report = {0};
-        render(&d, &report, &rc, err);
-    } else if (a->plan && !has_context(&g, why, sizeof(why))) {
-        rc = plan_without_cluster(&d, why, err);
+    gc_deploy_result result;
+    int rc = gc_deploy_run(bp, &r, approve, NULL, &(gc_deploy_connect){open_cluster, &g},
+                           cli_events(), &result, err);
+    if (format == CLI_FORMAT_TEXT) {
+        cli_render_deploy_text(stdout, stderr, &result);
     } else {
-        rc = cli_with_kube(&g, deploy_with, &d, err);
+        gc_error print_err = {0};
+        if (cli_print_document(cli_deploy_json(&result), format, &print_err) && !rc)
+            rc = gc_fail(err, print_err.code, "%s", print_err.message);
     }
-    gc_cloud_report_free(&cloud);
-    gc_cloud_plan_free(&plan);
+    if (g.verbose && result.kube)
+        gc_notice(cli_events(), "%u API requests in %u round trips",
+                  gc_kube_request_count(result.kube), gc_kube_round_trip_count(result.kube));
+    gc_deploy_result_free(&result);
     return rc;
 }
 

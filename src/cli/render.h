@@ -78,13 +78,10 @@ void cli_render_submit_text(FILE *out, const gc_submit_result *r);
 void cli_render_submit_final_text(FILE *out, const gc_submit_result *r, const gc_diagnosis *why);
 json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why);
 
-/* `deploy`: the blueprint, the node pools, the Kueue objects (text: missing Kueue or JobSet on
- * `log`, the rest on `out`). */
-/* The cloud plan and its report may be NULL (deploy's Kubernetes half alone). */
-void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
-                            const gc_cloud_report *cloud, const gc_deploy_report *r);
-json_t *cli_deploy_json(const gc_cloud_plan *plan, const gc_cloud_report *cloud,
-                        const gc_deploy_report *r);
+/* `deploy`: the pipeline's stages in the order they ran, then what each found and did (the
+ * Google Cloud steps, the blueprint, the installs, the node pools, the objects). */
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_result *result);
+json_t *cli_deploy_json(const gc_deploy_result *result);
 
 /* `job wait`: one line per job ("NAME: STATUS - DETAIL"), or an array of one object per job. */
 void cli_render_wait_text(FILE *out, const gc_wait_result *r);

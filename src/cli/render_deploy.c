@@ -198,21 +198,57 @@ static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_re
                      "what exists)\n");
 }
 
-void cli_render_deploy_text(FILE *out, FILE *log, const gc_cloud_plan *plan,
-                            const gc_cloud_report *cloud, const gc_deploy_report *r)
+static const char *stage_state(const gc_deploy_stage *s, bool plan)
 {
-    if (plan && cloud && plan->count)
-        render_cloud(out, plan, cloud);
+    switch (s->state) {
+    case GC_STAGE_NOT_RUN:
+        return "not run";
+    case GC_STAGE_DONE:
+        return plan ? "looked, changed nothing" : "done";
+    case GC_STAGE_SKIPPED:
+        return "skipped";
+    case GC_STAGE_FAILED:
+        return "failed";
+    }
+    return "?";
+}
+
+static const char *stage_key(gc_deploy_stage_state state)
+{
+    static const char *const names[] = {"not_run", "done", "skipped", "failed"};
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_STAGE_FAILED + 1, "every state");
+    return names[state];
+}
+
+/* The order the library decided, each stage with what became of it. */
+static void render_stages(FILE *out, const gc_deploy_result *res, const gc_deploy_report *r)
+{
+    bool plan = res->plan;
+    fprintf(out, "Stages (in the order deploy runs them):\n");
+    for (size_t i = 0; i < res->stage_count; i++) {
+        const gc_deploy_stage *s = &res->stages[i];
+        cli_line(out, "  %zu. %s: %s", i + 1, s->description, stage_state(s, plan));
+        /* why the cluster was not read has a line of its own below */
+        if (s->detail && gc_kube_same(s->detail, r->not_connected))
+            cli_line(out, "     (the cluster was not read: why is said below)");
+        else if (s->detail)
+            cli_line(out, "     (%s)", s->detail);
+    }
+}
+
+void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_result *res)
+{
+    const gc_deploy_report *r = &res->report;
+    if (!res->stage_count)
+        return; /* bad input: the error says why */
+    render_stages(out, res, r);
+    if (res->cloud.count && res->cloud_report.count)
+        render_cloud(out, &res->cloud, &res->cloud_report);
     if (!r->started)
         return;
     render_summary(out, log, r);
-    if (r->not_connected) {
+    if (r->not_connected)
         cli_line(out, "Kubernetes: the cluster was not read (%s)", r->not_connected);
-        /* Connected, the warnings went out as events while deploy ran; without a cluster the
-         * plan was made in one go, so they are said here. */
-        for (size_t i = 0; i < r->warnings.count; i++)
-            gc_warn(cli_events(), "%s", r->warnings.items[i]);
-    }
     render_installs(out, r);
     if (r->kueue_version || r->jobset_version)
         cli_line(out, "Installed: Kueue %s, JobSet %s", or_unknown(r->kueue_version),
@@ -307,16 +343,32 @@ static json_t *cloud_json(const gc_cloud_plan *plan, const gc_cloud_report *clou
                      "steps", steps, "not_planned", cli_json_strings(&plan->notes));
 }
 
-json_t *cli_deploy_json(const gc_cloud_plan *plan, const gc_cloud_report *cloud,
-                        const gc_deploy_report *r)
+static json_t *stages_json(const gc_deploy_result *res)
 {
+    json_t *stages = json_array();
+    for (size_t i = 0; i < res->stage_count; i++) {
+        const gc_deploy_stage *s = &res->stages[i];
+        json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:o}", "kind",
+                                                gc_deploy_stage_kind_name(s->kind), "description",
+                                                s->description, "state", stage_key(s->state),
+                                                "detail", cli_json_text(s->detail)));
+    }
+    return stages;
+}
+
+json_t *cli_deploy_json(const gc_deploy_result *res)
+{
+    const gc_deploy_report *r = &res->report;
+    const gc_cloud_plan *plan = &res->cloud;
+    const gc_cloud_report *cloud = res->stage_count ? &res->cloud_report : NULL;
     json_t *doc = json_pack(
-        "{s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-        "blueprint", cli_json_text(r->blueprint), "cluster", cli_json_text(r->cluster), "project",
-        cli_json_text(r->project), "location", cli_json_text(r->location), "pathways", r->pathways,
-        "head_pool", cli_json_text(r->head_pool), "unhandled_modules", unhandled_json(r),
-        "installs", installs_json(r), "plan", r->plan, "not_connected",
-        cli_json_text(r->not_connected), "installed",
+        "{s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+        "stages", stages_json(res), "blueprint", cli_json_text(r->blueprint), "cluster",
+        cli_json_text(r->cluster), "project", cli_json_text(r->project), "location",
+        cli_json_text(r->location), "pathways", r->pathways, "head_pool",
+        cli_json_text(r->head_pool), "unhandled_modules", unhandled_json(r), "installs",
+        installs_json(r), "plan", r->plan, "not_connected", cli_json_text(r->not_connected),
+        "installed",
         json_pack("{s:o, s:o}", "kueue", cli_json_text(r->kueue_version), "jobset",
                   cli_json_text(r->jobset_version)),
         "node_pools", pools_json(r), "kueue_api", cli_json_text(r->kueue_api), "kueue_objects",

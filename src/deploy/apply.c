@@ -52,20 +52,13 @@ typedef struct target {
     const char *project, *cluster, *location;
 } target;
 
-/* One run of the command: where its outcome goes. */
-typedef struct deploy_run {
-    gc_kube *kube;
-    const gc_events *ev;
-    gc_deploy_report *report;
-} deploy_run;
-
 static char *dup_or_null(const char *s)
 {
     return s ? gc_xstrdup(s) : NULL;
 }
 
 /* A warning goes to the caller now and stays in the report. */
-static void warn(deploy_run *d, const char *text)
+static void warn(deploy_cluster *d, const char *text)
 {
     gc_strings_push(&d->report->warnings, text);
     gc_warn(d->ev, "%s", text);
@@ -73,7 +66,7 @@ static void warn(deploy_run *d, const char *text)
 
 /* Which of the pools the cluster has (from its nodes' pool labels), and for each missing one the
  * gcloud command that creates it. */
-static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, const target *t,
+static int list_pools(deploy_cluster *d, const gc_pool_spec *pools, size_t count, const target *t,
                       gc_error *err)
 {
     json_t *counts = json_object();
@@ -109,7 +102,7 @@ static int list_pools(deploy_run *d, const gc_pool_spec *pools, size_t count, co
 }
 
 /* Waits briefly for Kueue to accept a ClusterQueue, and records what it decided. */
-static int check_queue_state(deploy_run *d, const deploy_object_ref *ref, gc_deploy_object *out,
+static int check_queue_state(deploy_cluster *d, const deploy_object_ref *ref, gc_deploy_object *out,
                              gc_error *err)
 {
     const char *reason = "Pending", *message = "Kueue has not looked at it yet";
@@ -167,18 +160,17 @@ static void describe_object(const json_t *obj, const deploy_object_ref *ref, gc_
     out->label = gc_xstrdup(ref->label);
 }
 
-static int apply_objects(deploy_run *d, json_t *objects, bool plan, gc_error *err)
+static int apply_objects(deploy_cluster *d, json_t *objects, bool plan, gc_error *err)
 {
     gc_deploy_report *report = d->report;
     report->objects = gc_xcalloc(json_array_size(objects), sizeof(*report->objects));
-    json_t *cache = json_object();
     size_t i;
     json_t *obj;
     int rc = 0;
     json_array_foreach(objects, i, obj)
     {
         deploy_object_ref ref = {0};
-        rc = deploy_locate(d->kube, cache, obj, &ref, err);
+        rc = deploy_locate(d->kube, d->located, obj, &ref, err);
         gc_deploy_object *out = &report->objects[report->object_count];
         if (!rc) {
             describe_object(obj, &ref, out);
@@ -191,13 +183,10 @@ static int apply_objects(deploy_run *d, json_t *objects, bool plan, gc_error *er
             report->object_count++;
         else
             object_free(out);
-        if (!rc && !plan && !strcmp(out->kind, "ClusterQueue"))
-            rc = check_queue_state(d, &ref, out, err);
         free(ref.path);
         if (rc)
             break;
     }
-    json_decref(cache);
     return rc;
 }
 
@@ -224,7 +213,8 @@ static void summarize(const gc_blueprint *bp, const target *t, const char *head_
 
 /* An installed controller older than what jobs need (unless the blueprint installs it: then
  * the install said so already). */
-static void warn_too_old(deploy_run *d, const char *name, const char *installed, const char *needed)
+static void warn_too_old(deploy_cluster *d, const char *name, const char *installed,
+                         const char *needed)
 {
     for (size_t i = 0; i < d->report->install_count; i++)
         if (!strcmp(d->report->installs[i].name, name))
@@ -238,7 +228,8 @@ static void warn_too_old(deploy_run *d, const char *name, const char *installed,
 
 /* Jobs need the Kueue API v1beta2 (Kueue 0.15.0 and later, the oldest release Cluster Toolkit
  * supports) and JobSet 0.9.0 or later (the oldest the toolkit supports). */
-static void check_versions(deploy_run *d, json_t *cache, const char *kueue_api, bool jobset_served)
+static void check_versions(deploy_cluster *d, json_t *cache, const char *kueue_api,
+                           bool jobset_served)
 {
     gc_deploy_report *report = d->report;
     if (kueue_api[0])
@@ -257,7 +248,7 @@ static void check_versions(deploy_run *d, json_t *cache, const char *kueue_api, 
 
 /* What the cluster serves once the installs are done: the Kueue API version ("" when not
  * served), and a warning for JobSet when jobs would find none. */
-static int check_prerequisites(deploy_run *d, json_t *cache, char kueue_api[16], gc_error *err)
+static int check_prerequisites(deploy_cluster *d, json_t *cache, char kueue_api[16], gc_error *err)
 {
     char jobset_api[16];
     int rc = deploy_served(d->kube, cache, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
@@ -276,7 +267,7 @@ static int check_prerequisites(deploy_run *d, json_t *cache, char kueue_api[16],
 
 /* What the installs found: an older release stays unless --upgrade; a release without a kept
  * digest is not installed. */
-static void report_installs(deploy_run *d)
+static void report_installs(deploy_cluster *d)
 {
     for (size_t i = 0; i < d->report->install_count; i++) {
         const gc_deploy_install *in = &d->report->installs[i];
@@ -320,13 +311,12 @@ static void list_unapplied(gc_deploy_report *report, json_t *objects)
     }
 }
 
-/* The Kueue configuration's objects, with the builder's warnings (one per line). */
-static int kueue_objects(deploy_run *d, const gc_blueprint *bp, const char *head_pool,
-                         const char *kueue_api, json_t **objects, gc_error *err)
+/* Every object deploy applies, with the builders' warnings (one per line). */
+static int build_objects(deploy_cluster *d, const char *kueue_api, gc_error *err)
 {
     gc_buf warnings;
     gc_buf_init(&warnings);
-    int rc = gc_kueue_objects(bp, head_pool, kueue_api, objects, &warnings, err);
+    int rc = gc_deploy_objects(d->bp, d->head_pool, kueue_api, &d->objects, &warnings, err);
     for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
         warn(d, line);
@@ -334,84 +324,106 @@ static int kueue_objects(deploy_run *d, const gc_blueprint *bp, const char *head
     return rc;
 }
 
-int gc_deploy(gc_kube *kube, const gc_blueprint *bp, const gc_deploy_request *r,
-              const gc_events *ev, gc_deploy_report *report, gc_error *err)
+void deploy_cluster_begin(deploy_cluster *d, const char *why)
 {
-    memset(report, 0, sizeof(*report));
-    deploy_run d = {.kube = kube, .ev = ev, .report = report};
-    const char *head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
-    target t = {.bp = bp,
-                .project = r->project ? r->project : bp->project,
-                .cluster = r->cluster ? r->cluster : bp->cluster,
-                .location = r->location ? r->location : bp->region};
-    summarize(bp, &t, head_pool, report);
-    report->plan = r->plan;
+    memset(d->report, 0, sizeof(*d->report));
+    const gc_deploy_request *r = d->r;
+    d->head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
+    target t = {.bp = d->bp,
+                .project = r->project ? r->project : d->bp->project,
+                .cluster = r->cluster ? r->cluster : d->bp->cluster,
+                .location = r->location ? r->location : d->bp->region};
+    summarize(d->bp, &t, d->head_pool, d->report);
+    d->report->plan = r->plan || !d->kube;
+    if (!d->kube)
+        d->report->not_connected = gc_xstrdup(why ? why : "no cluster");
+    d->cache = json_object();
+    d->located = json_object();
+}
 
-    /* What the cluster serves, asked once (and again after an install changed it). */
-    json_t *cache = json_object();
-    int rc = deploy_install_check(kube, cache, bp, r, report, err);
-    if (!rc)
-        report_installs(&d);
-    if (!rc && !r->plan)
-        rc = deploy_install_run(kube, r, ev, report, err);
-    if (!rc && deploy_install_changed(report))
-        json_object_clear(cache);
-    char kueue_api[16] = "";
-    if (!rc)
-        rc = check_prerequisites(&d, cache, kueue_api, err);
-    json_decref(cache);
-    json_t *objects = NULL;
-    if (!rc)
-        rc = kueue_objects(&d, bp, head_pool, kueue_api[0] ? kueue_api : "v1beta2", &objects, err);
-    if (!rc)
-        gc_cluster_objects(bp, objects);
-    size_t pool_count;
-    gc_pool_spec *pools = deploy_blueprint_all_pools(bp, head_pool, &pool_count);
-    if (!rc)
-        rc = list_pools(&d, pools, pool_count, &t, err);
-    if (!rc && json_array_size(objects)) {
-        report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", kueue_api[0] ? kueue_api : "v1beta2");
-        if (kueue_api[0])
-            rc = apply_objects(&d, objects, r->plan, err);
-        else if (r->plan)
-            list_unapplied(report, objects);
-        else
-            rc = gc_fail(err, GC_EXIT_RUNTIME,
-                         "the cluster does not serve Kueue (kueue.x-k8s.io) and it was not "
-                         "installed (see above); the Kueue configuration was not applied");
+/* What the blueprint installs: found first (without the cluster, only what installing takes),
+ * then, not under --plan, installed and waited for. */
+int deploy_stage_installs(deploy_cluster *d, gc_error *err)
+{
+    int rc = deploy_install_check(d->kube, d->kube ? d->cache : NULL, d->bp, d->r, d->report, err);
+    if (!rc && d->kube)
+        report_installs(d);
+    if (!rc && d->kube && !d->r->plan)
+        rc = deploy_install_run(d->kube, d->r, d->ev, d->report, err);
+    if (!rc && deploy_install_changed(d->report))
+        json_object_clear(d->cache);
+    return rc;
+}
+
+/* What the cluster serves, the node pools it has, and every object applied (with --plan:
+ * dry-run applied; without the cluster: listed). */
+int deploy_stage_objects(deploy_cluster *d, gc_error *err)
+{
+    gc_deploy_report *report = d->report;
+    if (!d->kube) {
+        int rc = build_objects(d, "v1beta2", err);
+        if (rc)
+            return rc;
+        report->kueue_api = gc_xstrdup("kueue.x-k8s.io/v1beta2");
+        list_unapplied(report, d->objects);
+        return 0;
     }
+    int rc = check_prerequisites(d, d->cache, d->kueue_api, err);
+    const char *api = d->kueue_api[0] ? d->kueue_api : "v1beta2";
+    if (!rc)
+        rc = build_objects(d, api, err);
+    size_t pool_count;
+    gc_pool_spec *pools = deploy_blueprint_all_pools(d->bp, d->head_pool, &pool_count);
+    const gc_deploy_request *r = d->r;
+    target t = {.bp = d->bp,
+                .project = r->project ? r->project : d->bp->project,
+                .cluster = r->cluster ? r->cluster : d->bp->cluster,
+                .location = r->location ? r->location : d->bp->region};
+    if (!rc)
+        rc = list_pools(d, pools, pool_count, &t, err);
     free(pools);
-    json_decref(objects);
-    return rc;
-}
-
-int gc_deploy_offline(const gc_blueprint *bp, const gc_deploy_request *r, const char *why,
-                      gc_deploy_report *report, gc_error *err)
-{
-    memset(report, 0, sizeof(*report));
-    const char *head_pool = r->head_pool ? r->head_pool : GC_PATHWAYS_HEAD_POOL;
-    target t = {.bp = bp,
-                .project = r->project ? r->project : bp->project,
-                .cluster = r->cluster ? r->cluster : bp->cluster,
-                .location = r->location ? r->location : bp->region};
-    summarize(bp, &t, head_pool, report);
-    report->plan = true;
-    report->not_connected = gc_xstrdup(why);
-    deploy_run d = {.report = report};
-    json_t *objects = NULL;
-    int rc = kueue_objects(&d, bp, head_pool, "v1beta2", &objects, err);
-    if (rc)
+    if (rc || !json_array_size(d->objects))
         return rc;
-    gc_cluster_objects(bp, objects);
-    /* Whether they are installed is not known; what installing takes is. */
-    rc = deploy_install_check(NULL, NULL, bp, r, report, err);
-    report->kueue_api = gc_xstrdup("kueue.x-k8s.io/v1beta2");
-    list_unapplied(report, objects);
-    json_decref(objects);
-    return rc;
+    report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", api);
+    if (d->kueue_api[0])
+        return apply_objects(d, d->objects, r->plan, err);
+    if (r->plan) {
+        list_unapplied(report, d->objects);
+        return 0;
+    }
+    return gc_fail(err, GC_EXIT_RUNTIME,
+                   "the cluster does not serve Kueue (kueue.x-k8s.io) and it was not installed "
+                   "(see above); the Kueue configuration was not applied");
 }
 
-void gc_deploy_report_free(gc_deploy_report *report)
+/* Each ClusterQueue applied, until Kueue makes it Active (bounded). */
+int deploy_stage_wait(deploy_cluster *d, gc_error *err)
+{
+    gc_deploy_report *report = d->report;
+    for (size_t i = 0; i < report->object_count; i++) {
+        gc_deploy_object *out = &report->objects[i];
+        if (strcmp(out->kind, "ClusterQueue"))
+            continue;
+        deploy_object_ref ref = {0};
+        int rc = deploy_locate(d->kube, d->located, json_array_get(d->objects, i), &ref, err);
+        if (!rc)
+            rc = check_queue_state(d, &ref, out, err);
+        free(ref.path);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void deploy_cluster_end(deploy_cluster *d)
+{
+    json_decref(d->cache);
+    json_decref(d->objects);
+    json_decref(d->located);
+    d->cache = d->objects = d->located = NULL;
+}
+
+void deploy_report_free(gc_deploy_report *report)
 {
     free(report->blueprint);
     free(report->cluster);

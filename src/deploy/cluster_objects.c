@@ -31,7 +31,7 @@ static void identity_objects(const planner *p, const gc_bp_module *m, json_t *ob
  * templates/mtc-config.yaml.tftpl): the in-memory volume size from mtc_cache_size (50Gi unless
  * set) and the bucket checkpoints go to. Without a bucket the module refuses the blueprint, so
  * nothing is added then. */
-void gc_cluster_objects(const gc_blueprint *bp, json_t *objects)
+void deploy_cluster_objects(const gc_blueprint *bp, json_t *objects)
 {
     planner p = {0};
     deploy_gcp_planner_init(&p, bp, NULL);
@@ -58,4 +58,13 @@ void gc_cluster_objects(const gc_blueprint *bp, json_t *objects)
                                                  deploy_gcp_string(&p, m, "mtc_cache_size", "50Gi"),
                                                  "cloudStorageBucketName", bucket));
     }
+}
+
+int gc_deploy_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
+                      json_t **objects, gc_buf *warnings, gc_error *err)
+{
+    int rc = deploy_kueue_objects(bp, head_pool, kueue_api, objects, warnings, err);
+    if (!rc)
+        deploy_cluster_objects(bp, *objects);
+    return rc;
 }

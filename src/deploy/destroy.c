@@ -40,7 +40,7 @@ int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_c
 {
     memset(plan, 0, sizeof(*plan));
     gc_cloud_plan deploy;
-    int rc = gc_cloud_plan_build(bp, t, &deploy, err);
+    int rc = deploy_cloud_plan_build(bp, t, &deploy, err);
     if (rc)
         return rc;
     planner p = {.plan = plan, .err = err};

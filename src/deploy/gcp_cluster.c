@@ -144,7 +144,7 @@ bool deploy_gcp_workload_identity(const planner *p, const gc_bp_module *m, const
 
 /* Workload Identity: the Kubernetes service account acts as the cluster's Google one through
  * roles/iam.workloadIdentityUser on it (the workload-identity module with an existing account);
- * the Kubernetes half is an object (gc_cluster_objects). */
+ * the Kubernetes half is an object (deploy_cluster_objects). */
 static void workload_identity_binding(planner *p, const gc_bp_module *m)
 {
     const char *ksa, *ns;

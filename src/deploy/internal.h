@@ -114,4 +114,47 @@ char *deploy_cloud_step_line(const gc_cloud_step *s);
  * resource-policy, gke-cluster, gke-node-pool). */
 bool deploy_cloud_handles(const char *source);
 
+/* The Kueue configuration of the blueprint (kueue.c), as an array of API objects in apply order
+ * (ResourceFlavors, ClusterQueues, LocalQueues, PriorityClasses, anything else of a user
+ * template). `kueue_api` is the Kueue API version the cluster serves ("v1beta2" or "v1beta1").
+ * Warnings (e.g. a user template without a flavor for the head pool) are appended to
+ * `warnings` one per line. An empty array when the blueprint installs no Kueue configuration. */
+int deploy_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
+                         json_t **objects, gc_buf *warnings, gc_error *err);
+/* The gke-cluster module's Kubernetes objects besides Kueue's: per additional network a
+ * GKENetworkParamSet and a Network; with configure_workload_identity_sa the Kubernetes service
+ * account bound to the cluster's Google one (and its namespace when not default); with
+ * enable_multi_tier_checkpointing and mtc_target_bucket, the CheckpointConfiguration "default".
+ * Appended to `objects` (cluster_objects.c). */
+void deploy_cluster_objects(const gc_blueprint *bp, json_t *objects);
+
+/* The Google Cloud plan (gcp_plan.c): */
+/* The plan for `bp`. GC_EXIT_USAGE with the fix (`pass --vars zone=...`) when a value the
+ * steps need is missing. */
+int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
+                            gc_error *err);
+void deploy_report_free(gc_deploy_report *report);
+
+/* The Kubernetes stages of the pipeline against one cluster (kube NULL: --plan without it),
+ * in apply.c; pipeline.c decides their order. */
+typedef struct deploy_cluster {
+    gc_kube *kube;
+    const gc_blueprint *bp;
+    const gc_deploy_request *r;
+    const gc_events *ev;
+    gc_deploy_report *report;
+    const char *head_pool;
+    json_t *cache;      /* what the cluster serves, asked once (again after an install) */
+    json_t *located;    /* discovery of the objects' kinds (deploy_locate), asked once */
+    char kueue_api[16]; /* the Kueue API version served, "" when none */
+    json_t *objects;    /* gc_deploy_objects, once built */
+} deploy_cluster;
+
+/* Fills the report's summary; `why` (kube NULL) says why the cluster was not read. */
+void deploy_cluster_begin(deploy_cluster *c, const char *why);
+int deploy_stage_installs(deploy_cluster *c, gc_error *err);
+int deploy_stage_objects(deploy_cluster *c, gc_error *err);
+int deploy_stage_wait(deploy_cluster *c, gc_error *err);
+void deploy_cluster_end(deploy_cluster *c);
+
 #endif

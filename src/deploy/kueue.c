@@ -414,7 +414,7 @@ static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const 
     return append_all(objects, built, n) ? 0 : deploy_kueue_cannot_build(bp, "configuration", err);
 }
 
-int gc_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
+int deploy_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
                      json_t **objects, gc_buf *warnings, gc_error *err)
 {
     *objects = json_array();
@@ -452,7 +452,7 @@ int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err)
     json_t *objects;
     gc_buf warnings;
     gc_buf_init(&warnings);
-    int rc = gc_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
+    int rc = deploy_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
     json_decref(objects);
     gc_buf_free(&warnings);
     return rc;

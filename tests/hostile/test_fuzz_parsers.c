@@ -295,7 +295,7 @@ static bool check_blueprint(const gc_buf *input)
     json_t *objects = NULL;
     gc_buf warnings;
     gc_buf_init(&warnings);
-    rc = gc_kueue_objects(&bp, NULL, "v1beta2", &objects, &warnings, &err);
+    rc = deploy_kueue_objects(&bp, NULL, "v1beta2", &objects, &warnings, &err);
     expect_usage_error(rc, &err, "kueue objects", NULL);
     if (!rc)
         assert_kueue_objects_well_formed(objects);

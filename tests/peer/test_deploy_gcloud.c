@@ -102,7 +102,7 @@ static void every_plan_line_parses(void **state)
         if (gc_blueprint_open(blueprints[b].path, &o, &bp, &err))
             fail_msg("%s", err.message);
         gc_cloud_plan plan;
-        if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        if (deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
             fail_msg("%s", err.message);
         assert_true(plan.count > 5);
         for (size_t i = 0; i < plan.count; i++) {

@@ -48,7 +48,8 @@ static void script(const char *text)
 typedef struct outcome {
     int rc;
     gc_error err;
-    gc_deploy_report report;
+    gc_deploy_result result; /* the pipeline's, its report below */
+    gc_deploy_report *report;
     gc_buf events; /* one line per event: "<kind> <text>" */
 } outcome;
 
@@ -64,6 +65,15 @@ static char *write_kubeconfig(void)
     return path;
 }
 
+/* The pipeline's way to the scripted server. */
+static int open_scripted(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
+{
+    (void)may_write;
+    gc_kube_options opts = {.kubeconfig = ctx};
+    return gc_kube_open(&opts, kube, err);
+}
+
+/* The whole pipeline, its Google Cloud stage answered by /bin/true (every resource there). */
 static void run_deploy(outcome *o, const gc_deploy_request *r)
 {
     memset(o, 0, sizeof(*o));
@@ -71,21 +81,18 @@ static void run_deploy(outcome *o, const gc_deploy_request *r)
     gc_blueprint bp;
     if (deploy_blueprint_load(BLUEPRINT, NULL, 0, &bp, &o->err))
         fail_msg("%s", o->err.message);
-    gc_kube *kube;
-    gc_kube_options opts = {.kubeconfig = path};
-    if (gc_kube_open(&opts, &kube, &o->err))
-        fail_msg("%s", o->err.message);
-    free(path);
     gc_buf_init(&o->events);
     gc_events events = {.emit = record_event, .ctx = &o->events};
-    o->rc = gc_deploy(kube, &bp, r, &events, &o->report, &o->err);
-    gc_kube_close(kube);
+    o->rc = gc_deploy_run(&bp, r, false, "/bin/true", &(gc_deploy_connect){open_scripted, path},
+                          &events, &o->result, &o->err);
+    o->report = &o->result.report;
+    free(path);
     gc_blueprint_free(&bp);
 }
 
 static void outcome_free(outcome *o)
 {
-    gc_deploy_report_free(&o->report);
+    gc_deploy_result_free(&o->result);
     gc_buf_free(&o->events);
 }
 
@@ -145,12 +152,12 @@ static void cluster_without_kueue_or_jobset(void **state)
         strstr(o.err.message, "but JobSet v0.10.1 is 41ad53ab43555e4adc92b3e59c01d1cb"));
     assert_non_null(strstr(o.err.message, "nothing was applied"));
     assert_int_equal(count_requests("PATCH", "/"), 0);
-    assert_int_equal(o.report.install_count, 2);
-    assert_string_equal(o.report.installs[0].name, "JobSet");
-    assert_int_equal(o.report.installs[0].state, GC_INSTALL_MISSING);
-    assert_string_equal(o.report.installs[1].name, "Kueue");
-    assert_string_equal(o.report.installs[1].version, "v0.17.1");
-    assert_non_null(strstr(o.report.installs[1].source, "/manifests/kueue-v0.17.1.yaml"));
+    assert_int_equal(o.report->install_count, 2);
+    assert_string_equal(o.report->installs[0].name, "JobSet");
+    assert_int_equal(o.report->installs[0].state, GC_INSTALL_MISSING);
+    assert_string_equal(o.report->installs[1].name, "Kueue");
+    assert_string_equal(o.report->installs[1].version, "v0.17.1");
+    assert_non_null(strstr(o.report->installs[1].source, "/manifests/kueue-v0.17.1.yaml"));
     outcome_free(&o);
     free(dir);
 
@@ -158,7 +165,7 @@ static void cluster_without_kueue_or_jobset(void **state)
     r = (gc_deploy_request){.cluster = "c", .location = "us-east5", .plan = true};
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
-    const gc_deploy_report *rep = &o.report;
+    const gc_deploy_report *rep = o.report;
     assert_true(rep->started);
     assert_string_equal(rep->cluster, "c");
     assert_string_equal(rep->location, "us-east5");
@@ -200,10 +207,10 @@ static void kueue_serving_only_v1beta1(void **state)
     run_deploy(&o, &r);
     /* The first object is a v1beta1 ResourceFlavor; its dry-run apply is unscripted (404). */
     assert_int_not_equal(o.rc, 0);
-    assert_true(o.report.plan);
-    assert_string_equal(o.report.kueue_api, "kueue.x-k8s.io/v1beta1");
+    assert_true(o.report->plan);
+    assert_string_equal(o.report->kueue_api, "kueue.x-k8s.io/v1beta1");
     /* The object that failed is reported by the error, not as applied. */
-    assert_int_equal(o.report.object_count, 0);
+    assert_int_equal(o.report->object_count, 0);
     assert_non_null(
         strstr(o.err.message, "applying resourceflavor.kueue.x-k8s.io/flavor-tpu-v6e-slice"));
     json_t *log = kube_test_server_log(&env->server);
@@ -331,10 +338,10 @@ static void installed_versions_are_checked(void **state)
     gc_deploy_request r = {0};
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
-    assert_string_equal(o.report.kueue_version, "v0.13.4");
-    assert_string_equal(o.report.jobset_version, "v0.10.1");
-    assert_int_equal(o.report.warnings.count, 1);
-    assert_non_null(strstr(o.report.warnings.items[0],
+    assert_string_equal(o.report->kueue_version, "v0.13.4");
+    assert_string_equal(o.report->jobset_version, "v0.10.1");
+    assert_int_equal(o.report->warnings.count, 1);
+    assert_non_null(strstr(o.report->warnings.items[0],
                            "Kueue v0.13.4 is installed, older than the blueprint's v0.17.1; it "
                            "is left as it is (deploy --upgrade installs v0.17.1)"));
     outcome_free(&o);
@@ -343,15 +350,15 @@ static void installed_versions_are_checked(void **state)
     serve_cluster_with_versions("v0.17.1", "v0.8.0");
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
-    assert_int_equal(o.report.warnings.count, 1);
-    assert_non_null(strstr(o.report.warnings.items[0], "JobSet v0.8.0 is installed, older than "
-                                                       "the blueprint's v0.10.1"));
+    assert_int_equal(o.report->warnings.count, 1);
+    assert_non_null(strstr(o.report->warnings.items[0], "JobSet v0.8.0 is installed, older than "
+                                                        "the blueprint's v0.10.1"));
     outcome_free(&o);
 
     assert_true(kube_test_server_reset(&env->server));
     serve_cluster_with_versions("v0.17.1", "v0.10.1");
     run_deploy(&o, &r);
-    assert_int_equal(o.report.warnings.count, 0);
+    assert_int_equal(o.report->warnings.count, 0);
     outcome_free(&o);
 }
 
@@ -367,15 +374,15 @@ static void kueue_present_jobset_missing(void **state)
     gc_deploy_request r = {.plan = true};
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
-    assert_int_equal(o.report.install_count, 2);
-    assert_string_equal(o.report.installs[0].name, "JobSet");
-    assert_int_equal(o.report.installs[0].state, GC_INSTALL_MISSING);
-    assert_string_equal(o.report.installs[1].name, "Kueue");
-    assert_int_equal(o.report.installs[1].state, GC_INSTALL_PRESENT);
-    assert_string_equal(o.report.installs[1].installed, "v0.17.1");
-    assert_int_equal(o.report.object_count, 9);
-    assert_int_equal(o.report.objects[2].outcome, GC_APPLY_CREATED);
-    assert_int_equal(o.report.warnings.count, 0);
+    assert_int_equal(o.report->install_count, 2);
+    assert_string_equal(o.report->installs[0].name, "JobSet");
+    assert_int_equal(o.report->installs[0].state, GC_INSTALL_MISSING);
+    assert_string_equal(o.report->installs[1].name, "Kueue");
+    assert_int_equal(o.report->installs[1].state, GC_INSTALL_PRESENT);
+    assert_string_equal(o.report->installs[1].installed, "v0.17.1");
+    assert_int_equal(o.report->object_count, 9);
+    assert_int_equal(o.report->objects[2].outcome, GC_APPLY_CREATED);
+    assert_int_equal(o.report->warnings.count, 0);
     assert_null(strstr(o.events.data ? o.events.data : "", "not applied"));
     outcome_free(&o);
 }
@@ -393,8 +400,8 @@ static void a_condition_without_type_is_handled(void **state)
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
     bool seen = false;
-    for (size_t i = 0; i < o.report.object_count; i++) {
-        const gc_deploy_object *obj = &o.report.objects[i];
+    for (size_t i = 0; i < o.report->object_count; i++) {
+        const gc_deploy_object *obj = &o.report->objects[i];
         if (strcmp(obj->kind, "ClusterQueue"))
             continue;
         seen = true;
@@ -413,7 +420,7 @@ static void deploy_reports_each_object_and_the_queue_state(void **state)
     gc_deploy_request r = {0};
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
-    const gc_deploy_report *rep = &o.report;
+    const gc_deploy_report *rep = o.report;
     assert_string_equal(rep->blueprint, "gke-tpu-v6e-pathways");
     assert_true(rep->pathways);
     assert_int_equal(rep->install_count, 2);
@@ -448,9 +455,9 @@ static void plan_changes_nothing_and_says_what_would(void **state)
     gc_deploy_request r = {.plan = true};
     run_deploy(&o, &r);
     assert_int_equal(o.rc, 0);
-    assert_true(o.report.plan);
-    assert_int_equal(o.report.object_count, 9);
-    assert_false(o.report.objects[2].queue_checked); /* a plan does not wait for Kueue */
+    assert_true(o.report->plan);
+    assert_int_equal(o.report->object_count, 9);
+    assert_false(o.report->objects[2].queue_checked); /* a plan does not wait for Kueue */
     json_t *log = kube_test_server_log(&env->server);
     size_t i;
     const json_t *req;
@@ -522,7 +529,7 @@ static void json_report_follows_the_documented_schema(void **state)
     json_t *doc = json_loads(res.out.data, 0, &error);
     if (!doc)
         fail_msg("not JSON (%s): %s", error.text, res.out.data);
-    assert_int_equal(json_object_size(doc), 16); /* nothing undocumented */
+    assert_int_equal(json_object_size(doc), 17); /* nothing undocumented */
     assert_string_equal(json_string_value(json_object_get(doc, "blueprint")),
                         "gke-tpu-v6e-pathways");
     assert_string_equal(json_string_value(json_object_get(doc, "cluster")), "gke-tpu-v6e");

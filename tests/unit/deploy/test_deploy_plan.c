@@ -142,7 +142,7 @@ static void load(gc_blueprint *bp, gc_cloud_plan *plan)
     gc_error err = {0};
     if (deploy_blueprint_load(FIXTURE, NULL, 0, bp, &err))
         fail_msg("%s", err.message);
-    if (gc_cloud_plan_build(bp, &(gc_cloud_target){0}, plan, &err))
+    if (deploy_cloud_plan_build(bp, &(gc_cloud_target){0}, plan, &err))
         fail_msg("%s", err.message);
 }
 
@@ -297,7 +297,7 @@ static void plan_names_everything_in_order(void **st)
     /* the cluster module's objects: the additional network for pods, then MTC's
      * CheckpointConfiguration */
     json_t *objects = json_array();
-    gc_cluster_objects(&bp, objects);
+    deploy_cluster_objects(&bp, objects);
     assert_int_equal(json_array_size(objects), 3);
     json_t *want =
         json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "networking.gke.io/v1",
@@ -566,6 +566,58 @@ static void plan_and_dry_run_change_nothing(void **st)
     free(kubeconfig);
 }
 
+static json_t *run_json(const char *const *args, const char *const *env)
+{
+    cli_result res;
+    run_cli(&res, args, env);
+    if (res.exit_code != 0)
+        fail_msg("exit %d: %s", res.exit_code, res.err.data);
+    json_error_t error;
+    json_t *doc = json_loads(res.out.data, 0, &error);
+    if (!doc)
+        fail_msg("not JSON (%s): %s", error.text, res.out.data);
+    cli_result_free(&res);
+    return doc;
+}
+
+/* The pipeline's order comes from the library: --plan lists its stages in the order they run
+ * (Google Cloud, credentials, installs, objects, waits), and its objects in the order
+ * --dry-run-out writes them. */
+static void plan_and_dry_run_show_one_order(void **st)
+{
+    (void)st;
+    char *path = gc_xasprintf("PATH=%s/bin:/usr/bin:/bin", tmp);
+    char *home = gc_xasprintf("HOME=%s", tmp);
+    const char *env[] = {path, home, NULL};
+    const char *plan_args[] = {"deploy", FIXTURE,        "--plan",       "-o",
+                               "json",   "--kubeconfig", "/nonexistent", NULL};
+    const char *dry_args[] = {"deploy", FIXTURE, "--dry-run-out", "-", "-o", "json", NULL};
+    json_t *plan = run_json(plan_args, env);
+    json_t *dry = run_json(dry_args, env);
+    static const char *const kinds[] = {"cloud", "credentials", "installs", "objects", "wait"};
+    const json_t *stages = json_object_get(plan, "stages");
+    assert_int_equal(json_array_size(stages), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(stages, i), "kind")),
+                            kinds[i]);
+    const json_t *planned = json_object_get(plan, "kueue_objects");
+    const json_t *written = json_object_get(dry, "items");
+    assert_true(json_array_size(written) > 5);
+    assert_int_equal(json_array_size(planned), json_array_size(written));
+    for (size_t i = 0; i < json_array_size(written); i++) {
+        const json_t *p = json_array_get(planned, i), *w = json_array_get(written, i);
+        assert_string_equal(json_string_value(json_object_get(p, "kind")),
+                            json_string_value(json_object_get(w, "kind")));
+        assert_string_equal(
+            json_string_value(json_object_get(p, "name")),
+            json_string_value(json_object_get(json_object_get(w, "metadata"), "name")));
+    }
+    json_decref(plan);
+    json_decref(dry);
+    free(path);
+    free(home);
+}
+
 /* Values the plan needs and the blueprint leaves empty: the error says which --vars to pass. */
 static void missing_values_say_the_fix(void **st)
 {
@@ -585,7 +637,7 @@ static void missing_values_say_the_fix(void **st)
     /* A pool without zones inherits the cluster's node locations (gke-node-pool passes
      * node_locations = null), so its create has no --node-locations. */
     gc_cloud_plan plan;
-    if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+    if (deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
         fail_msg("%s", err.message);
     char *line = create_line(&plan, GC_CLOUD_NODE_POOL, "n2-standard-8-pool");
     assert_null(strstr(line, "--node-locations"));
@@ -635,7 +687,7 @@ static void kubernetes_only_blueprint_plans_nothing(void **st)
     if (deploy_blueprint_load(file, NULL, 0, &bp, &err))
         fail_msg("%s", err.message);
     gc_cloud_plan plan;
-    assert_int_equal(gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err), 0);
+    assert_int_equal(deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err), 0);
     assert_int_equal(plan.count, 0);
     gc_cloud_report report;
     assert_int_equal(gc_cloud_run(&plan, "/nonexistent/gcloud", true, NULL, &report, &err), 0);
@@ -664,7 +716,7 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
                                                   "gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
                               vars, sizeof(vars) / sizeof(*vars), &bp, &err))
         fail_msg("%s", err.message);
-    if (gc_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+    if (deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
         fail_msg("%s", err.message);
     step_index(&plan, GC_CLOUD_SERVICE_ACCOUNT,
                "gke-tpu-v6e-gke-np-sa@my-project.iam.gserviceaccount.com");
@@ -905,6 +957,7 @@ int main(void)
         cmocka_unit_test_setup(plan_only_describes, fresh),
         cmocka_unit_test_setup(gcloud_without_an_account, fresh),
         cmocka_unit_test_setup(plan_and_dry_run_change_nothing, fresh),
+        cmocka_unit_test_setup(plan_and_dry_run_show_one_order, fresh),
         cmocka_unit_test_setup(missing_values_say_the_fix, fresh),
         cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
         cmocka_unit_test_setup(advanced_blueprint_keeps_the_safety_settings, fresh),

@@ -70,7 +70,8 @@ static void render(rendered *out, const char *path, const char *const *vars, siz
     out->rc = deploy_blueprint_load(path, vars, count, &bp, &out->err);
     if (out->rc)
         fail_msg("%s", out->err.message);
-    out->rc = gc_kueue_objects(&bp, head_pool, "v1beta2", &out->objects, &out->warnings, &out->err);
+    out->rc =
+        deploy_kueue_objects(&bp, head_pool, "v1beta2", &out->objects, &out->warnings, &out->err);
     gc_blueprint_free(&bp);
 }
 

@@ -1,0 +1,172 @@
+/*
+ * deploy's pipeline: the one place its order is decided. Each stage is a row of the table
+ * below (its kind, what it does, the function that runs it); gc_deploy_run walks the table and
+ * returns what every stage found and did, so cli/ only renders. A stage that fails stops the
+ * walk and the stages after it stay GC_STAGE_NOT_RUN. Every stage looks before it changes
+ * anything (describes, the installed releases, server-side apply), which is what makes a rerun
+ * resume where the last one stopped.
+ */
+#include "deploy/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pipeline {
+    const gc_blueprint *bp;
+    const gc_deploy_request *r;
+    bool apply;
+    const char *gcloud;
+    const gc_deploy_connect *connect;
+    const gc_events *ev;
+    gc_deploy_result *result;
+    gc_deploy_stage *stage; /* the one running */
+    deploy_cluster cluster;
+    bool cluster_begun;
+} pipeline;
+
+static void skip(pipeline *p, const char *why)
+{
+    p->stage->state = GC_STAGE_SKIPPED;
+    p->stage->detail = gc_xstrdup(why);
+}
+
+/* The cluster must exist before anything is asked of it. */
+static int run_cloud(pipeline *p, gc_error *err)
+{
+    gc_deploy_result *res = p->result;
+    int rc = gc_cloud_run(&res->cloud, p->gcloud, p->apply && !p->r->plan, p->ev,
+                          &res->cloud_report, err);
+    if (!rc && !res->cloud.count)
+        skip(p, "the blueprint names nothing in Google Cloud");
+    return rc;
+}
+
+/* Under --plan the kubeconfig is not written, so without its context the stages after this
+ * one say what they would do without asking the cluster. */
+static int run_credentials(pipeline *p, gc_error *err)
+{
+    gc_deploy_result *res = p->result;
+    bool may_write = !p->r->plan;
+    gc_error why = {0};
+    int rc = p->connect ? p->connect->open(p->connect->ctx, may_write, &res->kube, &why)
+                        : gc_fail(&why, GC_EXIT_USAGE, "no way to reach the cluster was given");
+    p->cluster = (deploy_cluster){
+        .kube = rc ? NULL : res->kube, .bp = p->bp, .r = p->r, .ev = p->ev, .report = &res->report};
+    if (rc && may_write) {
+        *err = why;
+        return rc;
+    }
+    deploy_cluster_begin(&p->cluster, rc ? why.message : NULL);
+    p->cluster_begun = true;
+    if (rc)
+        skip(p, why.message);
+    return 0;
+}
+
+static int run_installs(pipeline *p, gc_error *err)
+{
+    int rc = deploy_stage_installs(&p->cluster, err);
+    if (!rc && !p->result->report.install_count)
+        skip(p, "the blueprint installs nothing");
+    return rc;
+}
+
+static int run_objects(pipeline *p, gc_error *err)
+{
+    return deploy_stage_objects(&p->cluster, err);
+}
+
+static int run_wait(pipeline *p, gc_error *err)
+{
+    if (!p->cluster.kube) {
+        skip(p, "the cluster was not read");
+        return 0;
+    }
+    if (p->r->plan) {
+        skip(p, "--plan applies nothing, so there is nothing to wait for");
+        return 0;
+    }
+    return deploy_stage_wait(&p->cluster, err);
+}
+
+static const struct stage_row {
+    gc_deploy_stage_kind kind;
+    const char *description;
+    int (*run)(pipeline *p, gc_error *err);
+} stages[] = {
+    {GC_STAGE_CLOUD,
+     "Google Cloud: networks, service accounts, the cluster, node pools (each "
+     "described first; what is missing created)",
+     run_cloud},
+    {GC_STAGE_CREDENTIALS, "credentials: the cluster's kubeconfig context", run_credentials},
+    {GC_STAGE_INSTALLS,
+     "installs: what the blueprint installs (Kueue, JobSet, cert-manager), then their "
+     "controllers Available and webhooks answering",
+     run_installs},
+    {GC_STAGE_OBJECTS,
+     "Kubernetes objects: server-side applied in --dry-run-out's order; the node pools read",
+     run_objects},
+    {GC_STAGE_WAIT, "waits: each ClusterQueue applied made Active by Kueue", run_wait},
+};
+
+_Static_assert(sizeof(stages) / sizeof(*stages) == GC_STAGE_WAIT + 1, "a row per stage");
+
+const char *gc_deploy_stage_kind_name(gc_deploy_stage_kind kind)
+{
+    static const char *const names[] = {"cloud", "credentials", "installs", "objects", "wait"};
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_STAGE_WAIT + 1, "a name per stage");
+    return names[kind];
+}
+
+int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply,
+                  const char *gcloud, const gc_deploy_connect *connect, const gc_events *ev,
+                  gc_deploy_result *result, gc_error *err)
+{
+    memset(result, 0, sizeof(*result));
+    result->plan = r->plan;
+    pipeline p = {.bp = bp,
+                  .r = r,
+                  .apply = apply,
+                  .gcloud = gcloud,
+                  .connect = connect,
+                  .ev = ev,
+                  .result = result};
+    /* The plan is built before anything runs: a value it lacks is bad input (GC_EXIT_USAGE,
+     * no stage run, nothing to report). */
+    int rc = deploy_cloud_plan_build(bp,
+                                 &(gc_cloud_target){.project = r->project,
+                                                    .cluster = r->cluster,
+                                                    .location = r->location,
+                                                    .head_pool = r->head_pool},
+                                 &result->cloud, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < sizeof(stages) / sizeof(*stages); i++) {
+        gc_deploy_stage *s = &result->stages[result->stage_count++];
+        s->kind = stages[i].kind;
+        s->description = stages[i].description;
+        if (rc)
+            continue;
+        p.stage = s;
+        rc = stages[i].run(&p, err);
+        if (rc)
+            s->state = GC_STAGE_FAILED;
+        else if (s->state != GC_STAGE_SKIPPED)
+            s->state = GC_STAGE_DONE;
+    }
+    if (p.cluster_begun)
+        deploy_cluster_end(&p.cluster);
+    return rc;
+}
+
+void gc_deploy_result_free(gc_deploy_result *result)
+{
+    for (size_t i = 0; i < result->stage_count; i++)
+        free(result->stages[i].detail);
+    gc_cloud_report_free(&result->cloud_report);
+    gc_cloud_plan_free(&result->cloud);
+    deploy_report_free(&result->report);
+    if (result->kube)
+        gc_kube_close(result->kube);
+    memset(result, 0, sizeof(*result));
+}
