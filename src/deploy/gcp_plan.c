@@ -79,7 +79,7 @@ static int plan_service_account(planner *p, const gc_bp_module *m)
 }
 
 int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
-                        gc_error *err)
+                            gc_error *err)
 {
     memset(plan, 0, sizeof(*plan));
     planner p = {.plan = plan, .err = err};

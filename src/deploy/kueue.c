@@ -415,7 +415,7 @@ static int builtin_objects(const gc_blueprint *bp, const char *head_pool, const 
 }
 
 int deploy_kueue_objects(const gc_blueprint *bp, const char *head_pool, const char *kueue_api,
-                     json_t **objects, gc_buf *warnings, gc_error *err)
+                         json_t **objects, gc_buf *warnings, gc_error *err)
 {
     *objects = json_array();
     if (!bp->kueue_install ||

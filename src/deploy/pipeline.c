@@ -95,8 +95,8 @@ static const struct stage_row {
     int (*run)(pipeline *p, gc_error *err);
 } stages[] = {
     {GC_STAGE_CLOUD,
-     "Google Cloud: networks, service accounts, the cluster, node pools (each "
-     "described first; what is missing created)",
+     "Google Cloud: networks, service accounts, the cluster, node pools (a describe of each "
+     "first; gcloud makes only the absent ones)",
      run_cloud},
     {GC_STAGE_CREDENTIALS, "credentials: the cluster's kubeconfig context", run_credentials},
     {GC_STAGE_INSTALLS,
@@ -134,11 +134,11 @@ int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply
     /* The plan is built before anything runs: a value it lacks is bad input (GC_EXIT_USAGE,
      * no stage run, nothing to report). */
     int rc = deploy_cloud_plan_build(bp,
-                                 &(gc_cloud_target){.project = r->project,
-                                                    .cluster = r->cluster,
-                                                    .location = r->location,
-                                                    .head_pool = r->head_pool},
-                                 &result->cloud, err);
+                                     &(gc_cloud_target){.project = r->project,
+                                                        .cluster = r->cluster,
+                                                        .location = r->location,
+                                                        .head_pool = r->head_pool},
+                                     &result->cloud, err);
     if (rc)
         return rc;
     for (size_t i = 0; i < sizeof(stages) / sizeof(*stages); i++) {
