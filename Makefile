@@ -27,7 +27,7 @@ WERROR         ?= ON
 CMAKE_CONFIGURE = -DGCLUSTER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 .PHONY: all deps gcluster asan-build release-build test-peers unit-test asan-test valgrind-test \
-        peer-test format format-check check-layers testenv cluster-test fault-test test demo bench clean \
+        peer-test format format-check check-layers testenv testenv-default cluster-test fault-test test demo bench clean \
         install package install-test bench-scale scale-test jax-venv
 
 all: gcluster
@@ -112,9 +112,13 @@ format-check: gcluster
 check-layers: gcluster
 	@$(PYTHON) scripts/check-layers --build $(BUILD_DIR)
 
-# The local control plane's binaries (built once, cached under ~/.cache/gcluster-testenv).
+# The local control plane's binaries (built once, cached under ~/.cache/gcluster-testenv);
+# testenv-default without the older JobSet and Kueue that only the compatibility matrix starts.
 testenv:
 	testenv/build
+
+testenv-default:
+	testenv/build --default-only
 
 # The venv of the real-JAX-client test (jax, jaxlib, pathwaysutils from PyPI; built once, cached
 # under ~/.cache/gcluster-testenv; tests/jax/build-venv).
@@ -150,7 +154,7 @@ install-test: gcluster
 test: format-check release-build unit-test asan-test valgrind-test peer-test install-test cluster-test \
       fault-test
 
-demo: gcluster testenv
+demo: gcluster testenv-default
 	scripts/demo
 
 bench: gcluster testenv
