@@ -114,6 +114,7 @@ typedef struct gc_blueprint {
     bool has_kubectl_apply;
     bool kueue_install;
     bool jobset_install;
+    bool cert_manager_install;
     char *kueue_version;     /* kueue.version, or NULL */
     char *kueue_config_path; /* resolved against dir, or NULL for the built-in configuration */
     char *kueue_config_var;  /* the variable config_path is exactly $(vars.NAME) of, or NULL */
@@ -245,7 +246,8 @@ typedef struct gc_deploy_request {
     const char *cluster;
     const char *location;
     /* Where the release manifests of what the blueprint installs (Kueue, JobSet, cert-manager)
-     * come from: files named <setting>-<version>.yaml ("kueue-v0.17.1.yaml") in this folder,
+     * come from: files named <name>-<version>.yaml ("kueue-v0.17.1.yaml", "jobset-v0.10.1.yaml",
+     * "cert-manager-v1.17.2.yaml") in this folder,
      * else this base URL in place of https://github.com, else GitHub's release downloads. */
     const char *manifests_dir;
     const char *manifests_mirror;
@@ -272,6 +274,36 @@ typedef struct gc_deploy_install {
     gc_install_state state;
     size_t objects; /* objects applied */
 } gc_deploy_install;
+
+/* What `job submit` installs when the cluster lacks it (Google's gcluster does the same): JobSet
+ * and Kueue at the kubectl-apply module's default releases, by deploy's installer (kept
+ * digests, the module's Helm values, the wait for controllers and webhooks). */
+typedef struct gc_prereq_request {
+    bool skip;     /* --skip-prereqs: nothing is checked or installed */
+    bool plan;     /* a dry run: check and say what would be installed; change nothing */
+    bool priority; /* the job names a PriorityClass */
+    const char *manifests_dir;    /* as gc_deploy_request's */
+    const char *manifests_mirror; /* as gc_deploy_request's */
+} gc_prereq_request;
+
+typedef struct gc_prereq_report {
+    gc_deploy_install installs[2]; /* JobSet, Kueue: what the cluster had and what was done */
+    size_t install_count;          /* 0 when skipped */
+    /* The PriorityClasses applied (with plan: that would be): deploy's five, when Kueue was
+     * missing or the job names a class and the cluster has no classes of its own. */
+    gc_strings priority_classes;
+    /* Kueue was installed here (with plan: would be), so it has no ClusterQueue or LocalQueue:
+     * no job is admitted until one is made (deploy BLUEPRINT applies the blueprint's). */
+    bool needs_queue;
+} gc_prereq_report;
+
+/* The request's flags, before anything is sent: GC_EXIT_USAGE naming the flag. */
+int gc_prereq_check(const gc_prereq_request *r, gc_error *err);
+/* Checks JobSet and Kueue and installs the missing ones; an older release is reported and left.
+ * `report` says what was found and done, also after a failure (free it in every case). */
+int gc_prereq_install(gc_kube *kube, const gc_prereq_request *r, const gc_events *ev,
+                      gc_prereq_report *report, gc_error *err);
+void gc_prereq_report_free(gc_prereq_report *report);
 
 /* One node pool the cluster needs. */
 typedef struct gc_deploy_pool {

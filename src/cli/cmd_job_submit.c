@@ -1,13 +1,15 @@
 /*
  * gcluster job submit: flags (Google's gcluster names and short forms, plus --queue, --topology,
  * --priority, --dry-run-out, --dry-run=server and --output), then job/ plans the submit and, unless
- * it is offline, carries it out against the cluster; this file writes what came of it.
+ * it is offline, carries it out against the cluster, after deploy/'s installer has installed a
+ * missing JobSet or Kueue (unless --skip-prereqs); this file writes what came of it.
  */
 #include "cli/cli.h"
 #include "cli/render.h"
 
 #include "gcluster/catalog.h"
 #include "gcluster/connect.h"
+#include "gcluster/deploy.h"
 #include "gcluster/diagnose.h"
 #include "gcluster/emit.h"
 #include "gcluster/job.h"
@@ -36,6 +38,7 @@ typedef struct submit_args {
     long local_port;
     bool local_port_set;
     const char *templates_dir; /* --gke-custom-templates-path */
+    gc_prereq_request prereqs; /* JobSet and Kueue, installed when missing */
 } submit_args;
 
 #define R(field) r.field
@@ -133,6 +136,12 @@ static const cli_option submit_options[] = {
                "server: let the cluster's webhooks and schemas validate it, create nothing"),
     CLI_VALUES(0, "output", submit_args, output, NULL, &cli_text_formats,
                "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),
+    CLI_VALUES(0, "manifests-dir", submit_args, prereqs.manifests_dir, "DIR", &cli_paths,
+               "install a missing JobSet or Kueue from the release files in DIR "
+               "(jobset-v0.10.1.yaml, kueue-v0.17.1.yaml), checked against their SHA-256"),
+    CLI_STRING(0, "manifests-mirror", submit_args, prereqs.manifests_mirror, "URL",
+               "download a missing JobSet's or Kueue's release file from this https:// base "
+               "URL (GitHub's paths) instead of GitHub"),
 
     CLI_GROUP("Pathways"),
     CLI_BOOL(0, "pathways", submit_args, R(pathways),
@@ -250,7 +259,56 @@ typedef struct live_submit {
     gc_submit_plan *plan;
     cli_format format;
     gc_connect_request *connect; /* --connect: what to connect to once it is created */
+    gc_prereq_request *prereqs;
 } live_submit;
+
+/* What installing the prerequisites found and did, on stderr before the job's own lines: what
+ * was installed (or a dry run would install), and what the cluster still lacks for a job. An
+ * older release that runs is not mentioned: the submit's own checks say whether it can run
+ * this job (Kueue 0.15.0 or later serves kueue.x-k8s.io/v1beta2). */
+static void render_prereqs(const gc_prereq_report *rep, bool plan)
+{
+    for (size_t i = 0; i < rep->install_count; i++) {
+        const gc_deploy_install *in = &rep->installs[i];
+        if (in->state == GC_INSTALL_INSTALLED)
+            cli_line(stderr, "Installed %s %s (%zu objects, from %s): the cluster did not have it.",
+                     in->name, in->version, in->objects, in->source);
+        else if (in->state == GC_INSTALL_MISSING && plan)
+            cli_line(stderr,
+                     "%s is not installed: a submit without --dry-run installs %s %s from %s.",
+                     in->name, in->name, in->version, in->source);
+    }
+    if (rep->priority_classes.count) {
+        gc_buf names;
+        gc_buf_init(&names);
+        for (size_t i = 0; i < rep->priority_classes.count; i++)
+            gc_buf_printf(&names, "%s%s", i ? ", " : "", rep->priority_classes.items[i]);
+        cli_line(stderr, "%s the PriorityClasses %s (the cluster had none of its own).",
+                 plan ? "A submit without --dry-run applies" : "Applied", names.data);
+        gc_buf_free(&names);
+    }
+    if (rep->needs_queue)
+        cli_line(stderr,
+                 "Kueue %s no ClusterQueue or LocalQueue yet, so no job is admitted: apply your "
+                 "blueprint's queues with gcluster deploy BLUEPRINT, or create a LocalQueue and "
+                 "pass --queue (gcluster makes no queue itself: quotas are the blueprint's).",
+                 plan ? "would have" : "has");
+}
+
+/* Google's gcluster installs JobSet and Kueue when a submit finds them missing; so does this,
+ * through deploy's installer, unless --skip-prereqs. A dry run only says what it would do. */
+static int install_prereqs(gc_kube *kube, const live_submit *s, gc_error *err)
+{
+    gc_prereq_request q = *s->prereqs;
+    q.skip = s->plan->skip_prereqs;
+    q.plan = s->plan->mode != GC_SUBMIT_CREATE;
+    q.priority = s->plan->workload.priority != NULL;
+    gc_prereq_report rep;
+    int rc = gc_prereq_install(kube, &q, cli_events(), &rep, err);
+    render_prereqs(&rep, q.plan);
+    gc_prereq_report_free(&rep);
+    return rc;
+}
 
 /* Text is written as soon as each part is known (the job is created long before an awaited one
  * ends); JSON and YAML are one document at the end. */
@@ -258,8 +316,11 @@ static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
 {
     live_submit *s = ctx;
     const gc_events *ev = cli_events();
+    int rc = install_prereqs(kube, s, err);
+    if (rc)
+        return rc;
     gc_submit_result result;
-    int rc = gc_submit_live(kube, s->plan, ev, &result, err);
+    rc = gc_submit_live(kube, s->plan, ev, &result, err);
     bool created = rc == 0;
     if (created && s->format == CLI_FORMAT_TEXT) {
         cli_render_submit_text(stdout, &result);
@@ -415,13 +476,21 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     r->project = a->g.project;
     r->location = a->g.location;
     r->skip_prereqs = a->g.skip_prereqs;
+    a->prereqs.skip = a->g.skip_prereqs;
     r->ns = a->g.ns;
     if (a->run_sps && a->templates_dir)
         return gc_fail(err, GC_EXIT_USAGE,
                        "--gke-custom-templates-path changes the objects a submit generates; "
                        "--pathways-run-sps-workload generates none (drop one of them)");
+    if (a->run_sps && (a->prereqs.manifests_dir || a->prereqs.manifests_mirror))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "--pathways-run-sps-workload creates no JobSet and installs nothing: "
+                       "drop --manifests-dir and --manifests-mirror");
     if (a->run_sps)
         return run_sps_workload(a, parsed, err);
+    rc = gc_prereq_check(&a->prereqs, err);
+    if (rc)
+        return rc;
 
     /* Bad input is reported before anything (credentials included) is touched. */
     gc_submit_plan plan;
@@ -433,13 +502,19 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     char *command[CLI_POSITIONAL_MAX + 1] = {0};
     if (!rc)
         rc = prepare_connect(a, parsed, format, command, err);
+    if (!rc && plan.mode == GC_SUBMIT_OFFLINE &&
+        (a->prereqs.manifests_dir || a->prereqs.manifests_mirror))
+        rc = gc_fail(err, GC_EXIT_USAGE,
+                     "--dry-run-out contacts no cluster and installs nothing: drop "
+                     "--manifests-dir and --manifests-mirror");
     if (!rc && plan.mode == GC_SUBMIT_OFFLINE)
         rc = write_manifest(&plan, format, err);
     else if (!rc)
         rc = cli_with_kube(&a->g, submit_with,
                            &(live_submit){.plan = &plan,
                                           .format = format,
-                                          .connect = a->connect ? &a->connect_request : NULL},
+                                          .connect = a->connect ? &a->connect_request : NULL,
+                                          .prereqs = &a->prereqs},
                            err);
     gc_submit_plan_free(&plan);
     return rc;

@@ -88,6 +88,24 @@ static int wrong(bp_reader *r, const scope *s, const char *key, const json_t *v,
                              expected, unknown ? "a module output" : gc_yaml_type_name(v));
 }
 
+/* v1.2.3 (the v optional), with an optional -suffix of letters, digits, dots and hyphens. */
+static bool is_release_version(const char *v)
+{
+    if (*v == 'v')
+        v++;
+    for (int part = 0; part < 3; part++) {
+        if (part && *v++ != '.')
+            return false;
+        size_t digits = strspn(v, "0123456789");
+        if (!digits || digits > 9)
+            return false;
+        v += digits;
+    }
+    if (*v == '-' && v[1])
+        v += 1 + strspn(v + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+    return *v == '\0';
+}
+
 /* Settings whose values end up as Kubernetes node labels (cloud.google.com/gke-nodepool,
  * node.kubernetes.io/instance-type, topology.kubernetes.io/region and zone) and in GKE and
  * kubeconfig names: their form is checked where they are read, naming the setting or variable,
@@ -128,6 +146,10 @@ static int check_form(bp_reader *r, const scope *s, const char *key, const char 
             form = setting_forms[i].form;
     if (!form && !deploy_bp_is_printable(value))
         form = "text without control characters";
+    /* A release's version goes into a download URL and a --manifests-dir file name, so it is a
+     * version and nothing else. */
+    if (!form && !strcmp(key, "version") && !is_release_version(value))
+        form = "a release version, such as v0.17.1";
     if (!form)
         return 0;
     const char *more = strlen(value) > 64 ? "..." : "";
@@ -672,6 +694,22 @@ static int read_kueue(bp_reader *r, const scope *kueue)
     return rc;
 }
 
+/* A release the module installs (jobset, cert_manager): whether, and its version, which
+ * install.c reads back; a wrong type is refused here with the file and line. */
+static int read_release(bp_reader *r, scope *s, const char *setting, const char *prefix,
+                        bool *install)
+{
+    s->prefix = prefix;
+    int rc = claim_settings(r, setting, s->raw, s->m->id);
+    if (!rc)
+        rc = get_bool(r, s, "install", install);
+    char *version = NULL;
+    if (!rc)
+        rc = get_string(r, s, "version", &version);
+    free(version);
+    return rc;
+}
+
 static int read_kubectl_apply(bp_reader *r, const gc_bp_module *m, const json_t *module)
 {
     r->bp->has_kubectl_apply = true;
@@ -686,8 +724,8 @@ static int read_kubectl_apply(bp_reader *r, const gc_bp_module *m, const json_t 
     bool pathways = false;
     int rc = get_bool(r, &s, "enable_pathways_for_tpus", &pathways);
     r->bp->kueue_pathways = r->bp->kueue_pathways || pathways;
-    scope kueue, jobset;
-    bool has_kueue = false, has_jobset = false;
+    scope kueue, jobset, cert_manager;
+    bool has_kueue = false, has_jobset = false, has_cert_manager = false;
     s.fallback = false;
     if (!rc)
         rc = sub_scope(r, &s, "kueue", &kueue, &has_kueue);
@@ -697,12 +735,13 @@ static int read_kubectl_apply(bp_reader *r, const gc_bp_module *m, const json_t 
     }
     if (!rc)
         rc = sub_scope(r, &s, "jobset", &jobset, &has_jobset);
-    if (!rc && has_jobset) {
-        jobset.prefix = "jobset.";
-        rc = claim_settings(r, "jobset", jobset.raw, m->id);
-        if (!rc)
-            rc = get_bool(r, &jobset, "install", &r->bp->jobset_install);
-    }
+    if (!rc && has_jobset)
+        rc = read_release(r, &jobset, "jobset", "jobset.", &r->bp->jobset_install);
+    if (!rc)
+        rc = sub_scope(r, &s, "cert_manager", &cert_manager, &has_cert_manager);
+    if (!rc && has_cert_manager)
+        rc = read_release(r, &cert_manager, "cert_manager", "cert_manager.",
+                          &r->bp->cert_manager_install);
     return rc;
 }
 

@@ -2,7 +2,8 @@
  * What the blueprint's kubectl-apply module installs on the cluster: cert-manager, JobSet and
  * Kueue, at the versions its settings name (else the module's defaults), from each project's
  * release manifest with the module's Helm values applied as changes to the objects (Kueue's
- * TopologyAwareScheduling gate; the toleration of GKE's system-pool taint on every controller).
+ * TopologyAwareScheduling gate; the toleration of GKE's system-pool taint on the JobSet and
+ * Kueue controllers: the module's cert-manager chart is installed with its defaults, CRDs on).
  *
  * A release file is fetched over HTTPS at run time (or read from --manifests-dir) and must
  * match the SHA-256 digest kept below; every file is checked before the first object is sent,
@@ -43,7 +44,8 @@ typedef struct component {
     const char *ns;
     const char *deployments[3];
     const char *webhook_service;
-    bool topology_gate; /* Kueue: the module's Helm values enable TopologyAwareScheduling */
+    bool topology_gate;     /* Kueue: the module's Helm values enable TopologyAwareScheduling */
+    bool system_toleration; /* the module's Helm values tolerate GKE's system-pool taint */
 } component;
 
 /* In install order: JobSet before Kueue, whose JobSet integration needs JobSet's CRD. */
@@ -58,6 +60,7 @@ static const component components[] = {
      "cert-manager",
      {"cert-manager", "cert-manager-cainjector", "cert-manager-webhook"},
      "cert-manager-webhook",
+     false,
      false},
     {"JobSet",
      "jobset",
@@ -69,7 +72,8 @@ static const component components[] = {
      "jobset-system",
      {"jobset-controller-manager"},
      "jobset-webhook-service",
-     false},
+     false,
+     true},
     {"Kueue",
      "kueue",
      "v0.17.1",
@@ -80,6 +84,7 @@ static const component components[] = {
      "kueue-system",
      {"kueue-controller-manager"},
      "kueue-webhook-service",
+     true,
      true},
 };
 #define COMPONENT_COUNT (sizeof(components) / sizeof(*components))
@@ -90,6 +95,7 @@ static const component components[] = {
 static const struct {
     const char *setting, *version, *sha256;
 } release_digests[] = {
+    {"cert_manager", "v1.17.2", "dab2794176629d8042ce97b885f378dfe4ef7b5bed5859e9f06616ead9980f4b"},
     {"jobset", "v0.10.1", "41ad53ab43555e4adc92b3e59c01d1cb1c77bf7ce12737375db134ed4d7c219e"},
     {"kueue", "v0.17.1", "0d7d36c884dd8b7fe6704ec14becc1724e1f2d4b7f1f657a6bbd59ebcb76f387"},
 };
@@ -136,19 +142,17 @@ static char *release_url(const component *c, const char *version, const char *mi
                         version, c->file);
 }
 
-/* The file a --manifests-dir holds for `c`: the release file renamed <setting>-<version>.yaml
- * ("kueue-v0.17.1.yaml"), since every project calls its own manifests.yaml. */
+/* The file a --manifests-dir holds for `c`: the release file renamed <name>-<version>.yaml in
+ * lower case ("kueue-v0.17.1.yaml", "cert-manager-v1.17.2.yaml"), since JobSet and Kueue both
+ * call theirs manifests.yaml. */
 static char *dir_file(const component *c, const char *version, const char *dir)
 {
-    return gc_xasprintf("%s/%s-%s.yaml", dir, c->setting, version);
-}
-
-static void push_install(gc_deploy_report *report, const component *c, char *version)
-{
-    report->installs =
-        gc_xrealloc(report->installs, (report->install_count + 1) * sizeof(*report->installs));
-    report->installs[report->install_count++] =
-        (gc_deploy_install){.name = gc_xstrdup(c->name), .version = version};
+    char *path = gc_xasprintf("%s/%s-%s.yaml", dir, c->name, version);
+    char *name = path + strlen(dir) + 1;
+    for (size_t i = 0; i < strlen(c->name); i++)
+        if (name[i] >= 'A' && name[i] <= 'Z')
+            name[i] = (char)(name[i] - 'A' + 'a');
+    return path;
 }
 
 static const component *component_named(const char *name)
@@ -159,37 +163,58 @@ static const component *component_named(const char *name)
     return NULL;
 }
 
+static char *source_of(const component *c, const char *version, const deploy_release_source *src)
+{
+    return src->dir ? dir_file(c, version, src->dir) : release_url(c, version, src->mirror);
+}
+
+int deploy_install_check_one(gc_kube *kube, json_t *cache, const char *name, const char *version,
+                             const deploy_release_source *src, gc_deploy_install *in, gc_error *err)
+{
+    const component *c = component_named(name);
+    memset(in, 0, sizeof(*in));
+    in->name = gc_xstrdup(c->name);
+    in->version = normalized_version(version ? version : c->version);
+    in->source = source_of(c, in->version, src);
+    if (!kube) {
+        in->state = GC_INSTALL_NOT_CHECKED;
+        return 0;
+    }
+    char api[16];
+    int rc = deploy_served(kube, cache, c->group, c->api, api, sizeof(api), err);
+    if (rc)
+        return rc;
+    if (api[0])
+        in->installed = deploy_running_version(kube, cache, c->ns, c->deployments[0]);
+    long have = deploy_version_number(in->installed);
+    if (!api[0])
+        in->state = GC_INSTALL_MISSING;
+    else if (have >= 0 && have < deploy_version_number(in->version))
+        in->state = src->upgrade ? GC_INSTALL_MISSING : GC_INSTALL_OLDER;
+    else
+        in->state = GC_INSTALL_PRESENT; /* this release or newer, or run by other means */
+    if (in->state == GC_INSTALL_MISSING && !digest_of(c, in->version))
+        in->state = GC_INSTALL_UNVERIFIABLE;
+    return 0;
+}
+
 int deploy_install_check(gc_kube *kube, json_t *cache, const gc_blueprint *bp,
                          const gc_deploy_request *r, gc_deploy_report *report, gc_error *err)
 {
+    deploy_release_source src = {
+        .dir = r->manifests_dir, .mirror = r->manifests_mirror, .upgrade = r->upgrade};
     for (size_t i = 0; i < COMPONENT_COUNT; i++) {
         const component *c = &components[i];
         char *version = wanted_version(bp, c);
         if (!version)
             continue;
-        push_install(report, c, version);
-        gc_deploy_install *in = &report->installs[report->install_count - 1];
-        in->source = r->manifests_dir ? dir_file(c, version, r->manifests_dir)
-                                      : release_url(c, version, r->manifests_mirror);
-        if (!kube) {
-            in->state = GC_INSTALL_NOT_CHECKED;
-            continue;
-        }
-        char api[16];
-        int rc = deploy_served(kube, cache, c->group, c->api, api, sizeof(api), err);
+        report->installs =
+            gc_xrealloc(report->installs, (report->install_count + 1) * sizeof(*report->installs));
+        int rc = deploy_install_check_one(kube, cache, c->name, version, &src,
+                                          &report->installs[report->install_count++], err);
+        free(version);
         if (rc)
             return rc;
-        if (api[0])
-            in->installed = deploy_running_version(kube, cache, c->ns, c->deployments[0]);
-        long have = deploy_version_number(in->installed);
-        if (!api[0])
-            in->state = GC_INSTALL_MISSING;
-        else if (have >= 0 && have < deploy_version_number(version))
-            in->state = r->upgrade ? GC_INSTALL_MISSING : GC_INSTALL_OLDER;
-        else
-            in->state = GC_INSTALL_PRESENT; /* this release or newer, or run by other means */
-        if (in->state == GC_INSTALL_MISSING && !digest_of(c, version))
-            in->state = GC_INSTALL_UNVERIFIABLE;
     }
     return 0;
 }
@@ -207,7 +232,8 @@ static void sha256_hex(const void *data, size_t len, char out[65])
 /* The module's Helm values, as changes to the release's objects. */
 static void apply_values(const component *c, json_t *obj)
 {
-    if (strcmp(json_string_value(json_object_get(obj, "kind")), "Deployment"))
+    if (!c->system_toleration ||
+        strcmp(json_string_value(json_object_get(obj, "kind")), "Deployment"))
         return;
     json_t *pod =
         json_object_get(json_object_get(json_object_get(obj, "spec"), "template"), "spec");
@@ -238,13 +264,13 @@ static void apply_values(const component *c, json_t *obj)
 }
 
 /* The release file of one component, checked against its digest, as objects to apply. */
-static int load_release(const component *c, const gc_deploy_install *in, const gc_deploy_request *r,
-                        json_t **objects, gc_error *err)
+static int load_release(const component *c, const gc_deploy_install *in,
+                        const deploy_release_source *src, json_t **objects, gc_error *err)
 {
     const char *want = digest_of(c, in->version);
     gc_buf text;
     gc_buf_init(&text);
-    int rc = r->manifests_dir
+    int rc = src->dir
                  ? gc_file_read(in->source, RELEASE_MAX_BYTES, &text, err)
                  : gc_http_fetch(in->source, RELEASE_MAX_BYTES, FETCH_TIMEOUT_MS, NULL, &text, err);
     if (rc) {
@@ -260,7 +286,7 @@ static int load_release(const component *c, const gc_deploy_install *in, const g
                        "%s: SHA-256 %s, but %s %s is %s; nothing was applied (a changed or "
                        "damaged download: fetch it again, or check what %s serves)",
                        in->source, got, c->name, in->version, want,
-                       r->manifests_dir ? "--manifests-dir" : "the server");
+                       src->dir ? "--manifests-dir" : "the server");
     }
     gc_yaml_doc doc;
     rc = gc_yaml_load(text.data, text.len, in->source, &doc, err);
@@ -306,8 +332,8 @@ static int apply_release(gc_kube *kube, const component *c, gc_deploy_install *i
     json_decref(cache);
     if (rc)
         gc_error_prefix(err,
-                        "installing %s %s (%zu of %zu objects applied; run deploy again "
-                        "to resume): ",
+                        "installing %s %s (%zu of %zu objects applied; run the same command "
+                        "again to resume): ",
                         c->name, in->version, in->objects, json_array_size(objects));
     return rc;
 }
@@ -394,26 +420,26 @@ static int wait_ready(gc_kube *kube, const component *c, const gc_events *ev, lo
     if (!rc && waiting)
         rc = gc_fail(err, GC_EXIT_RUNTIME,
                      "%s was installed, but %s/%s is not ready after %d s (look at the pods "
-                     "of namespace %s for why); run deploy again to go on waiting",
+                     "of namespace %s for why); run the same command again to go on waiting",
                      c->name, c->ns, waiting, READY_TIMEOUT_MS / 1000, c->ns);
     return rc;
 }
 
-int deploy_install_run(gc_kube *kube, const gc_deploy_request *r, const gc_events *ev,
-                       gc_deploy_report *report, gc_error *err)
+int deploy_install_apply(gc_kube *kube, const deploy_release_source *src, const gc_events *ev,
+                         gc_deploy_install *installs, size_t count, gc_error *err)
 {
     json_t *releases[COMPONENT_COUNT] = {NULL};
     int rc = 0;
     /* Every file is read and checked before anything is applied. */
-    for (size_t i = 0; i < report->install_count && !rc; i++) {
-        gc_deploy_install *in = &report->installs[i];
+    for (size_t i = 0; i < count && !rc; i++) {
+        gc_deploy_install *in = &installs[i];
         const component *c = component_named(in->name);
         /* A release without a kept digest was reported and is skipped. */
         if (in->state == GC_INSTALL_MISSING)
-            rc = load_release(c, in, r, &releases[c - components], err);
+            rc = load_release(c, in, src, &releases[c - components], err);
     }
-    for (size_t i = 0; i < report->install_count && !rc; i++) {
-        gc_deploy_install *in = &report->installs[i];
+    for (size_t i = 0; i < count && !rc; i++) {
+        gc_deploy_install *in = &installs[i];
         const component *c = component_named(in->name);
         if (in->state != GC_INSTALL_MISSING)
             continue;
@@ -422,14 +448,22 @@ int deploy_install_run(gc_kube *kube, const gc_deploy_request *r, const gc_event
             in->state = in->installed ? GC_INSTALL_UPGRADED : GC_INSTALL_INSTALLED;
     }
     long long deadline = gc_clock_ms() + READY_TIMEOUT_MS;
-    for (size_t i = 0; i < report->install_count && !rc; i++) {
-        gc_deploy_install *in = &report->installs[i];
+    for (size_t i = 0; i < count && !rc; i++) {
+        gc_deploy_install *in = &installs[i];
         if (in->state == GC_INSTALL_INSTALLED || in->state == GC_INSTALL_UPGRADED)
             rc = wait_ready(kube, component_named(in->name), ev, deadline, err);
     }
     for (size_t i = 0; i < COMPONENT_COUNT; i++)
         json_decref(releases[i]);
     return rc;
+}
+
+int deploy_install_run(gc_kube *kube, const gc_deploy_request *r, const gc_events *ev,
+                       gc_deploy_report *report, gc_error *err)
+{
+    deploy_release_source src = {
+        .dir = r->manifests_dir, .mirror = r->manifests_mirror, .upgrade = r->upgrade};
+    return deploy_install_apply(kube, &src, ev, report->installs, report->install_count, err);
 }
 
 bool deploy_install_changed(const gc_deploy_report *report)

@@ -50,6 +50,23 @@ long deploy_version_number(const char *v);
 void deploy_sleep_ms(long ms);
 
 /* Installing what the blueprint's kubectl-apply module installs (install.c). */
+/* Where release files come from: `dir` (--manifests-dir), else `mirror` in place of
+ * https://github.com, else GitHub; `upgrade` replaces an older running release. */
+typedef struct deploy_release_source {
+    const char *dir;
+    const char *mirror;
+    bool upgrade;
+} deploy_release_source;
+/* Fills `in` for the release of `name` ("cert-manager", "JobSet", "Kueue") at `version` (NULL:
+ * the kubectl-apply module's default) and, with `kube`, what the cluster runs of it. */
+int deploy_install_check_one(gc_kube *kube, json_t *cache, const char *name, const char *version,
+                             const deploy_release_source *src, gc_deploy_install *in,
+                             gc_error *err);
+/* Installs every one of `installs` found missing (each release file fetched and checked first,
+ * all before the first object is sent), then waits until their controllers and webhooks are
+ * ready. Sets the state of each it installed. */
+int deploy_install_apply(gc_kube *kube, const deploy_release_source *src, const gc_events *ev,
+                         gc_deploy_install *installs, size_t count, gc_error *err);
 /* Fills report->installs: what the blueprint installs and, with `kube`, what the cluster has. */
 int deploy_install_check(gc_kube *kube, json_t *cache, const gc_blueprint *bp,
                          const gc_deploy_request *r, gc_deploy_report *report, gc_error *err);
@@ -64,6 +81,9 @@ bool deploy_install_changed(const gc_deploy_report *report);
 int deploy_apply_after_install(gc_kube *kube, json_t *obj, const deploy_object_ref *ref,
                                bool wait_for_webhook, gc_apply_outcome *outcome, gc_error *err);
 void deploy_install_free(gc_deploy_install *in);
+/* The PriorityClasses the kubectl-apply module's Kueue configuration applies (very-low, low,
+ * medium, high, very-high), appended to `objects` (kueue.c). */
+void deploy_priority_classes(json_t *objects);
 
 /* The blueprint, its pools and the cloud plan's lines, as deploy/'s files share them (the
  * public side, gcluster/deploy.h, is what cli/ calls). */

@@ -329,6 +329,12 @@ static json_t *priority_class(size_t i)
     return pc;
 }
 
+void deploy_priority_classes(json_t *objects)
+{
+    for (size_t i = 0; i < sizeof(priority_classes) / sizeof(*priority_classes); i++)
+        json_array_append_new(objects, priority_class(i));
+}
+
 /* Appends each object (stolen) to `objects`; false, with the rest freed, once one is NULL. */
 static bool append_all(json_t *objects, json_t *const *items, size_t count)
 {

@@ -1,5 +1,6 @@
 """`gcluster deploy --auto-approve` of Cluster Toolkit's advanced v6e blueprint on a cluster
-without Kueue and JobSet: deploy installs both from their release manifests, waits for them,
+without Kueue, JobSet and cert-manager: deploy installs the three from their release manifests
+(the blueprint sets cert_manager.install, jobset.install and kueue.install), waits for them,
 applies the Kueue configuration, changes nothing when run again, and the seed's Pathways job runs.
 
 The cluster is a testenv of its own started with GCLUSTER_TESTENV_PREREQS=none (testenv/README.md,
@@ -15,7 +16,11 @@ webhooks with the locally built JobSet (v0.11.1) and Kueue (v0.17.0) controllers
 once the installed CRDs are Established, is the API server's egress proxy that sends the two
 webhook Services' ClusterIPs to their loopback ports, and writes testenv's CA into the installed
 configurations' caBundle as the projects' certificate rotators do. So every object deploy and the
-job create afterwards passes the admission chain deploy installed.
+job create afterwards passes the admission chain deploy installed. cert-manager's Deployments
+become Available and its webhook Service gets ready endpoints the same way, through kwok; nothing
+serves its webhook behind them, and nothing here needs it: its webhook configurations select only
+cert-manager's own API groups (cert-manager.io, acme.cert-manager.io), which no object of the
+test uses.
 
 gcloud is a stand-in on PATH (tests/cluster/test_deploy.py's fake_gcloud) for a project where
 every Google Cloud step exists: the Google Cloud half of --auto-approve only describes.
@@ -44,6 +49,8 @@ NETWORK_CRDS = Path(__file__).resolve().parent / "manifests" / "gke-multi-networ
 SERVED = {
     "/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml": "jobset-v0.10.1.yaml",
     "/kubernetes-sigs/kueue/releases/download/v0.17.1/manifests.yaml": "kueue-v0.17.1.yaml",
+    "/cert-manager/cert-manager/releases/download/v1.17.2/cert-manager.yaml":
+        "cert-manager-v1.17.2.yaml",
 }
 TOLERATION = {"key": "components.gke.io/gke-managed-components", "operator": "Exists",
               "effect": "NoSchedule"}
@@ -128,9 +135,10 @@ def test_a_digest_mismatch_is_refused_before_anything_is_applied(bare):
     assert f"{mirror.url}{kueue}: SHA-256 {hashlib.sha256(changed).hexdigest()}, but Kueue " \
         f"v0.17.1 is {hashlib.sha256((RELEASES / 'kueue-v0.17.1.yaml').read_bytes()).hexdigest()}"\
         "; nothing was applied" in proc.stderr, proc.stderr
-    # JobSet's file was fetched and good, but nothing of either was applied.
-    assert {"jobset.x-k8s.io", "kueue.x-k8s.io"}.isdisjoint(served_apis(cli))
-    assert cli.kubectl("get", "namespace", "jobset-system", check=False).returncode != 0
+    # cert-manager's and JobSet's files were fetched and good, but nothing of any was applied.
+    assert {"cert-manager.io", "jobset.x-k8s.io", "kueue.x-k8s.io"}.isdisjoint(served_apis(cli))
+    for ns in ("cert-manager", "jobset-system"):
+        assert cli.kubectl("get", "namespace", ns, check=False).returncode != 0
 
 
 def test_deploy_installs_kueue_and_jobset_then_the_configuration(bare):
@@ -141,10 +149,10 @@ def test_deploy_installs_kueue_and_jobset_then_the_configuration(bare):
         f"      from {mirror.url}/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml" \
         in out, out
     assert "  Kueue v0.17.1: installed, 79 objects applied\n" in out, out
-    # cert-manager: the blueprint asks for it; no digest of its release file is kept here.
-    assert "cert-manager v1.17.2: missing, not installed (no digest of this release is kept)" \
+    assert "  cert-manager v1.17.2: installed, 49 objects applied\n      from " \
+        f"{mirror.url}/cert-manager/cert-manager/releases/download/v1.17.2/cert-manager.yaml" \
         in out, out
-    assert "gcluster: warning: cert-manager v1.17.2 is not installed" in proc.stderr
+    assert "cert-manager" not in proc.stderr, proc.stderr
     assert "Installed: Kueue v0.17.1, JobSet v0.10.1" in out
     assert "clusterqueue.kueue.x-k8s.io/cluster-queue is Active" in out, out
     assert "resourceflavor.kueue.x-k8s.io/pathways-flavor created" in out
@@ -154,14 +162,20 @@ def test_deploy_installs_kueue_and_jobset_then_the_configuration(bare):
     for ns, name, service in (("jobset-system", "jobset-controller-manager",
                                "jobset-webhook-service"),
                               ("kueue-system", "kueue-controller-manager",
-                               "kueue-webhook-service")):
+                               "kueue-webhook-service"),
+                              ("cert-manager", "cert-manager-webhook", "cert-manager-webhook")):
         deployment = cli.kubectl_json("get", "deployment", name, "-n", ns,
                                       "--show-managed-fields")
         assert is_true(deployment, "Available"), deployment["status"]
         managers = {m["manager"] for m in deployment["metadata"]["managedFields"]}
         assert "gcluster" in managers, managers
         pod_spec = deployment["spec"]["template"]["spec"]
-        assert TOLERATION in pod_spec["tolerations"], pod_spec.get("tolerations")
+        # The module's Helm values tolerate GKE's system-pool taint for JobSet and Kueue; its
+        # cert-manager chart is installed with the chart's defaults.
+        if ns == "cert-manager":
+            assert TOLERATION not in (pod_spec.get("tolerations") or []), pod_spec
+        else:
+            assert TOLERATION in pod_spec["tolerations"], pod_spec.get("tolerations")
         slices = cli.kubectl_json("get", "endpointslices", "-n", ns, "-l",
                                   f"kubernetes.io/service-name={service}")["items"]
         assert any(ep["conditions"].get("ready", True) for s in slices
@@ -183,6 +197,7 @@ def test_a_second_run_changes_nothing(bare):
     out = proc.stdout
     assert "  JobSet v0.10.1: present (running v0.10.1)\n" in out, out
     assert "  Kueue v0.17.1: present (running v0.17.1)\n" in out, out
+    assert "  cert-manager v1.17.2: present (running v1.17.2)\n" in out, out
     assert len(mirror.requests) == before, "a second run downloaded a release again"
     # The configuration's lines, up to the blank line before the missing pools' commands.
     kueue_lines = out.split("Kueue configuration (kueue.x-k8s.io/v1beta2):\n", 1)[1]
@@ -193,7 +208,7 @@ def test_a_second_run_changes_nothing(bare):
     # Its JSON report says the same.
     doc = json.loads(deploy(bare, "-o", "json").stdout)
     assert [(i["name"], i["state"]) for i in doc["installs"]] == [
-        ("cert-manager", "unverifiable"), ("JobSet", "present"), ("Kueue", "present")]
+        ("cert-manager", "present"), ("JobSet", "present"), ("Kueue", "present")]
 
 
 def test_the_seed_pathways_job_runs_there(bare):

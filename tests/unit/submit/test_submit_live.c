@@ -256,6 +256,11 @@ static void serve_job_dry_runs(void)
 static void serve_cluster_with(json_t *local_queues, json_t *cluster_queues, json_t *flavors,
                                json_t *nodes)
 {
+    /* JobSet and Kueue are served, so the binary's submit installs neither. */
+    jt_get("/apis/jobset.x-k8s.io",
+           json_pack("{s:s, s:[{s:s}]}", "kind", "APIGroup", "versions", "version", "v1alpha2"));
+    jt_get("/apis/kueue.x-k8s.io",
+           json_pack("{s:s, s:[{s:s}]}", "kind", "APIGroup", "versions", "version", "v1beta2"));
     jt_list(LOCAL_QUEUES, "LocalQueueList", local_queues);
     jt_list(CLUSTER_QUEUES, "ClusterQueueList", cluster_queues);
     jt_list(FLAVORS, "ResourceFlavorList", flavors);
