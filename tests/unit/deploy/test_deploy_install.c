@@ -96,9 +96,19 @@ static char *blueprint_with_cert_manager(const char *extra)
 typedef struct outcome {
     int rc;
     gc_error err;
+    gc_deploy_result result; /* the pipeline's, its report below */
     gc_deploy_report report;
 } outcome;
 
+/* The pipeline's way to the scripted server. */
+static int open_scripted(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
+{
+    (void)may_write;
+    gc_kube_options opts = {.kubeconfig = ctx};
+    return gc_kube_open(&opts, kube, err);
+}
+
+/* The whole pipeline, its Google Cloud stage answered by /bin/true (every resource there). */
 static void run_deploy(outcome *o, const char *extra, const gc_deploy_request *r)
 {
     memset(o, 0, sizeof(*o));
@@ -107,10 +117,19 @@ static void run_deploy(outcome *o, const char *extra, const gc_deploy_request *r
     if (deploy_blueprint_load(path, NULL, 0, &bp, &o->err))
         fail_msg("%s", o->err.message);
     free(path);
-    gc_kube *kube = open_kube();
-    o->rc = gc_deploy(kube, &bp, r, NULL, &o->report, &o->err);
-    gc_kube_close(kube);
+    char *kubeconfig = gc_xasprintf("%s/kubeconfig", env->tmp);
+    kube_test_write_kubeconfig(kubeconfig, &env->server, env->pki.ca, NULL);
+    o->rc =
+        gc_deploy_run(&bp, r, false, "/bin/true", &(gc_deploy_connect){open_scripted, kubeconfig},
+                      NULL, &o->result, &o->err);
+    o->report = o->result.report;
+    free(kubeconfig);
     gc_blueprint_free(&bp);
+}
+
+static void outcome_free(outcome *o)
+{
+    gc_deploy_result_free(&o->result);
 }
 
 static char *manifests_dir(void)
@@ -170,7 +189,7 @@ static void cert_manager_is_planned_from_its_release(void **state)
     assert_string_equal(o.report.installs[1].name, "JobSet");
     assert_string_equal(o.report.installs[2].name, "Kueue");
     assert_int_equal(count_requests("PATCH", "/"), 0);
-    gc_deploy_report_free(&o.report);
+    outcome_free(&o);
 
     /* Another version: no digest of it is kept, so it is reported and not installed. */
     assert_true(kube_test_server_reset(&env->server));
@@ -179,7 +198,7 @@ static void cert_manager_is_planned_from_its_release(void **state)
     assert_int_equal(o.rc, 0);
     assert_string_equal(o.report.installs[0].version, "v1.16.0");
     assert_int_equal(o.report.installs[0].state, GC_INSTALL_UNVERIFIABLE);
-    gc_deploy_report_free(&o.report);
+    outcome_free(&o);
 
     /* install: false (the module's default) installs nothing. */
     assert_true(kube_test_server_reset(&env->server));
@@ -187,7 +206,7 @@ static void cert_manager_is_planned_from_its_release(void **state)
     run_deploy(&o, "            install: false\n", &r);
     assert_int_equal(o.report.install_count, 2);
     assert_string_equal(o.report.installs[0].name, "JobSet");
-    gc_deploy_report_free(&o.report);
+    outcome_free(&o);
 }
 
 /* The kept file passes its digest (and the files after it are read before anything is sent);
@@ -209,7 +228,7 @@ static void cert_manager_release_is_checked_before_anything_is_applied(void **st
     assert_non_null(strstr(o.err.message, "nothing was applied"));
     assert_non_null(strstr(o.report.installs[0].source, "/manifests/" CERT_MANAGER));
     assert_int_equal(count_requests("PATCH", "/"), 0);
-    gc_deploy_report_free(&o.report);
+    outcome_free(&o);
     free(dir);
 }
 
@@ -229,7 +248,7 @@ static void cert_manager_changed_byte_is_refused(void **state)
     assert_non_null(strstr(o.err.message, "but cert-manager v1.17.2 is " CERT_MANAGER_SHA
                                           "; nothing was applied"));
     assert_int_equal(count_requests("PATCH", "/"), 0);
-    gc_deploy_report_free(&o.report);
+    outcome_free(&o);
     free(dir);
 }
 
