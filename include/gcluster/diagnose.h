@@ -222,9 +222,10 @@ typedef struct gc_inspect_report {
     char *compute;  /* "v6e-16 x2"; NULL when the JobSet does not say */
     char *topology; /* from our annotation, or NULL */
     gc_pathways_mode pathways;
-    char *queue;    /* the LocalQueue; NULL when not queued through Kueue */
-    char *created;  /* RFC 3339 */
-    char *finished; /* RFC 3339, or NULL while the job has not finished */
+    bool indexed_job; /* a JobSet-less job: a batch/v1 Indexed Job and a headless Service */
+    char *queue;      /* the LocalQueue; NULL when not queued through Kueue */
+    char *created;    /* RFC 3339 */
+    char *finished;   /* RFC 3339, or NULL while the job has not finished */
     long restarts;
     long max_restarts;
     gc_kueue_state kueue;

@@ -253,12 +253,27 @@ gc_pathways_mode gc_job_pathways_mode(const json_t *jobset);
  * JobSet names no accelerator. */
 bool gc_job_compute(const json_t *jobset, char *out, size_t size);
 
+/* A JobSet-less job (job submit without the JobSet API, or GCLUSTER_DISABLE_JOBSET=1) is a
+ * batch/v1 Indexed Job labelled with its workload, and a headless Service. Every job command
+ * reads it through its JobSet view (job/indexed_view.c): one replicated job GC_MAIN_JOB of one
+ * replica whose Job spec is the Job's, the Job's conditions as the JobSet's, its ready pods
+ * counted, and the marker annotation GC_ANNOTATION_INDEXED_JOB. */
+/* The view of `job` (new reference), or NULL when it is not a JobSet-less job's Job. */
+json_t *gc_job_indexed_view(const json_t *job);
+/* Whether a JobSet is such a view; and the Job it was made from (borrowed). */
+bool gc_job_is_indexed(const json_t *jobset);
+const json_t *gc_job_indexed_source(const json_t *jobset);
+/* A pod's slice (label jobset.sigs.k8s.io/job-index; 0 for a JobSet-less job's pod, -1 when
+ * unknown). */
+long gc_job_pod_slice(const json_t *pod);
+
 /* A copy of `s`, or NULL for NULL or "". */
 char *gc_job_strdup_or_null(const char *s);
 
 /* The JobSet a Workload or pod belongs to (owner or label), else the object's own name. */
 const char *gc_job_owner_name(const json_t *object);
-/* A pod's replicated job (label jobset.sigs.k8s.io/replicatedjob-name). */
+/* A pod's replicated job (label jobset.sigs.k8s.io/replicatedjob-name; GC_MAIN_JOB for a
+ * JobSet-less job's pod). */
 const char *gc_job_pod_role(const json_t *pod);
 /* The JobSet's restarts so far and its failurePolicy.maxRestarts. */
 long gc_job_restarts(const json_t *jobset);

@@ -27,9 +27,11 @@
 #define GC_ANNOTATION_TOPOLOGY "gcluster.google.com/topology"
 #define GC_ANNOTATION_SLICES   "gcluster.google.com/num-slices"
 #define GC_ANNOTATION_PATHWAYS "gcluster.google.com/pathways"
-#define GC_PATHWAYS_HEAD       "pathways-head"
-#define GC_PATHWAYS_WORKER     "worker"
-#define GC_MAIN_JOB            "main-job"
+/* Only on the JobSet view of a JobSet-less job (gc_job_indexed_view), never on the cluster. */
+#define GC_ANNOTATION_INDEXED_JOB "gcluster.google.com/indexed-job"
+#define GC_PATHWAYS_HEAD          "pathways-head"
+#define GC_PATHWAYS_WORKER        "worker"
+#define GC_MAIN_JOB               "main-job"
 
 /* Worker restarts per TPU host a headless job allows (pathways-utils' reference headless
  * default): its workers must outlive every client that connects and goes away. */

@@ -60,6 +60,8 @@ static void print_overview(const printer *p, const gc_inspect_report *r, long lo
          or (r->topology, ""));
     line(p, "Pathways:   %s",
          r->pathways == GC_PATHWAYS_NONE ? "-" : gc_pathways_mode_name(r->pathways));
+    if (r->indexed_job)
+        line(p, "Runs as:    a batch/v1 Indexed Job and a headless Service (no JobSet)");
     if (r->sps) {
         const gc_sps_usage *u = r->sps;
         line(p, "Service:    resource manager %s; %d slice%s of %s, %d held", u->address, u->slices,
@@ -401,6 +403,8 @@ json_t *cli_inspect_json(const gc_inspect_report *r)
                   gc_pathways_mode_name(r->pathways), "queue", cli_json_text(r->queue), "created",
                   cli_json_text(r->created), "finished", cli_json_text(r->finished), "restarts",
                   (json_int_t)r->restarts, "max_restarts", (json_int_t)r->max_restarts);
+    if (r->indexed_job)
+        json_object_set_new(doc, "jobset_less", json_true());
     json_object_set_new(doc, "diagnosis", cli_why_json(r->diagnosis));
     json_object_set_new(doc, "kueue", kueue_json(&r->kueue));
     json_object_set_new(doc, "replicated_jobs", replicated_jobs_json(r));

@@ -134,4 +134,15 @@ void diagnose_job(const gc_diagnose_input *in, gc_diagnosis *d)
             diagnose_running(in, d);
         break;
     }
+    /* The parts speak of JobSets; a JobSet-less job is told as what it is. */
+    if (gc_job_is_indexed(in->jobset)) {
+        char cause[GC_DIAGNOSIS_LINE];
+        snprintf(cause, sizeof(cause), "%s", d->cause);
+        diagnose_cause(d,
+                       "%s (a JobSet-less job: batch/v1 Indexed Job %s and its headless "
+                       "Service)",
+                       cause, gc_kube_field(in->jobset, NULL, "name"));
+        diagnose_evidence(d, "no JobSet: the job was submitted as a batch/v1 Indexed Job (the "
+                             "cluster had no JobSet API, or GCLUSTER_DISABLE_JOBSET=1)");
+    }
 }

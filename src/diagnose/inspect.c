@@ -37,6 +37,7 @@ static void report_overview(gc_inspect_report *r, const diagnose_why_inputs *d,
     r->topology =
         gc_job_strdup_or_null(gc_kube_field(d->jobset, "annotations", GC_ANNOTATION_TOPOLOGY));
     r->pathways = gc_job_pathways_mode(d->jobset);
+    r->indexed_job = gc_job_is_indexed(d->jobset);
     r->queue = gc_job_strdup_or_null(gc_kube_field(d->jobset, "labels", GC_LABEL_QUEUE));
     r->created = gc_job_strdup_or_null(gc_kube_field(d->jobset, NULL, "creationTimestamp"));
     r->finished = gc_job_strdup_or_null(f->completed_at);
@@ -200,9 +201,8 @@ static void report_pods(gc_inspect_report *r, const json_t *pods)
     {
         r->pods[i] = (gc_job_pod){
             .name = gc_job_strdup_or_null(gc_kube_field(pod, NULL, "name")),
-            .role = gc_job_strdup_or_null(
-                gc_kube_field(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name")),
-            .slice = index_label(pod, "jobset.sigs.k8s.io/job-index"),
+            .role = gc_job_strdup_or_null(gc_job_pod_role(pod)),
+            .slice = gc_job_pod_slice(pod),
             .host = index_label(pod, "batch.kubernetes.io/job-completion-index"),
             .phase = gc_job_strdup_or_null(string_at(json_object_get(pod, "status"), "phase")),
             .restarts = restarts_of(pod),
@@ -432,7 +432,9 @@ static void report_warnings(gc_inspect_report *r, const diagnose_why_inputs *d)
 
 static json_t *stored_manifest(const json_t *jobset)
 {
-    json_t *manifest = json_deep_copy(jobset);
+    /* A JobSet-less job's manifest is its Job's. */
+    const json_t *job = gc_job_indexed_source(jobset);
+    json_t *manifest = json_deep_copy(job ? job : jobset);
     json_object_del(json_object_get(manifest, "metadata"), "managedFields");
     json_object_del(manifest, "status");
     return manifest;

@@ -136,6 +136,19 @@ static int on_jobset(json_t *jobset, void *ctx, gc_error *err)
     return 0;
 }
 
+/* A JobSet-less job's Job becomes a row through its JobSet view. */
+static int on_indexed_job(json_t *job, void *ctx, gc_error *err)
+{
+    json_t *view = gc_job_indexed_view(job);
+    int rc = view ? on_jobset(view, ctx, err) : 0;
+    json_decref(view);
+    return rc;
+}
+
+/* The rows of JobSet-less jobs: their Jobs, labelled with their workload and not made by a
+ * JobSet (one more list, in the same round trip as the JobSets'). */
+#define INDEXED_JOB_SELECTOR GC_LABEL_WORKLOAD ",!jobset.sigs.k8s.io/jobset-name"
+
 /* A row's reason is set again when its Workload is seen again: nothing to undo. */
 static void nothing_to_forget(void *ctx)
 {
@@ -235,6 +248,23 @@ static void add_sps_clients(gc_kube *kube, const gc_list_request *r, list_state 
     json_decref(jobs);
 }
 
+/* Moves the rows of `from` after those of `to`. */
+static void append_rows(list_state *to, list_state *from)
+{
+    for (size_t i = 0; i < from->count; i++) {
+        if (to->count == to->cap) {
+            to->cap = to->cap ? to->cap * 2 : 64;
+            to->rows = gc_xrealloc(to->rows, to->cap * sizeof(*to->rows));
+            to->queued = gc_xrealloc(to->queued, to->cap * sizeof(*to->queued));
+        }
+        to->rows[to->count] = from->rows[i];
+        to->queued[to->count++] = from->queued[i];
+    }
+    free(from->rows);
+    free(from->queued);
+    from->count = 0;
+}
+
 int gc_job_list_check(const gc_list_request *r, gc_error *err)
 {
     bool valid = true;
@@ -262,9 +292,41 @@ int gc_job_list(gc_kube *kube, const gc_list_request *r, gc_job_list_result *out
                                  .page_size = PAGE_SIZE,
                                  .fields = fields,
                                  .on_restart = forget_rows};
-    rc = gc_kube_list(kube, path, &opts, on_jobset, &s, NULL, err);
+    char *jobs_path = gc_kube_path(
+        "batch", "v1", r->all_namespaces ? NULL : gc_kube_namespace(kube), "jobs", NULL);
+    gc_kube_list_options job_opts = {
+        .label_selector = INDEXED_JOB_SELECTOR, .page_size = PAGE_SIZE, .on_restart = forget_rows};
+    /* The JobSets and the JobSet-less jobs' Jobs in one round trip, each into rows of its own
+     * (a list that starts over forgets only its own), the Jobs' rows after the JobSets'. */
+    list_state jobs = {.r = r};
+    gc_kube_read reads[] = {
+        {.path = path, .opts = &opts, .on_item = on_jobset, .ctx = &s},
+        {.path = jobs_path, .opts = &job_opts, .on_item = on_indexed_job, .ctx = &jobs},
+    };
+    gc_kube_read_all(kube, reads, 2);
     json_decref(fields);
     free(path);
+    free(jobs_path);
+    rc = reads[0].rc;
+    if (rc)
+        *err = reads[0].err;
+    /* A cluster without the JobSet API can still hold JobSet-less jobs. */
+    if (rc && err->http_status == 404 && !reads[1].rc && jobs.count)
+        rc = 0;
+    /* Jobs the user may not list (403) hide no JobSet's row: the JobSets' list stands. */
+    bool jobs_hidden =
+        reads[1].rc && (reads[1].err.http_status == 403 || reads[1].err.http_status == 404);
+    if (!rc && reads[1].rc && !jobs_hidden) {
+        *err = reads[1].err;
+        rc = reads[1].rc;
+    }
+    append_rows(&s, &jobs);
+    if (!rc && s.count > GC_JOB_LIST_MAX_ROWS)
+        rc = gc_fail(err, GC_EXIT_RUNTIME,
+                     "more than %d jobs match: job list stops there to bound its memory; "
+                     "narrow the list with --name-contains, --status, or one namespace "
+                     "instead of -A",
+                     GC_JOB_LIST_MAX_ROWS);
     if (rc && err->http_status == 404)
         rc = gc_fail(err, GC_EXIT_RUNTIME,
                      "the cluster does not serve JobSets (jobset.x-k8s.io/v1alpha2): install "

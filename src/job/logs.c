@@ -15,6 +15,7 @@
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "gcluster/sys.h"
+#include "job/internal.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -106,9 +107,9 @@ static bool pod_selected(const json_t *pod, const gc_logs_request *r)
 {
     long slice = r->slice >= 0 ? r->slice : (r->all ? -1 : 0);
     long host = r->host >= 0 ? r->host : (r->all ? -1 : 0);
-    const char *job_index = label(pod, "jobset.sigs.k8s.io/job-index");
+    long job_index = gc_job_pod_slice(pod);
     const char *pod_index = label(pod, "batch.kubernetes.io/job-completion-index");
-    if (slice >= 0 && (!job_index || atol(job_index) != slice))
+    if (slice >= 0 && job_index != slice)
         return false;
     return host < 0 || (pod_index && atol(pod_index) == host);
 }
@@ -157,6 +158,9 @@ static const char POD_FIELDS[] =
     "{\"metadata\": {\"name\": true, \"deletionTimestamp\": true,"
     "              \"labels\": {\"jobset.sigs.k8s.io/replicatedjob-name\": true,"
     "                         \"jobset.sigs.k8s.io/job-index\": true,"
+    "                         \"jobset.sigs.k8s.io/jobset-name\": true,"
+    "                         \"batch.kubernetes.io/job-name\": true,"
+    "                         \"gcluster.google.com/workload\": true,"
     "                         \"batch.kubernetes.io/job-completion-index\": true}},"
     " \"spec\": {\"initContainers\": [{\"name\": true}], \"containers\": [{\"name\": true}]},"
     " \"status\": {\"phase\": true}}";
@@ -208,7 +212,7 @@ static bool pod_wanted(const logs_state *s, const json_t *jobset, const json_t *
 {
     const char *rjob, *container;
     choose_role(jobset, s->r, &rjob, &container);
-    const char *pod_rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
+    const char *pod_rjob = gc_job_pod_role(pod);
     bool role_ok = (s->r->all && !s->r->role) || s->r->main_only ||
                    (rjob && pod_rjob && !strcmp(pod_rjob, rjob));
     return role_ok && pod_selected(pod, s->r) && !gc_kube_field(pod, NULL, "deletionTimestamp");
@@ -411,6 +415,9 @@ int gc_job_logs(gc_kube *kube, const gc_logs_request *r, const gc_log_sink *sink
     json_t *jobset = NULL;
     json_t *pods = json_array();
     rc = find_job_and_pods(&s, &jobset, pods, err);
+    /* A JobSet-less job's pods carry its Job's label instead (gc_job_indexed_view). */
+    if (!rc)
+        job_pods_selector(jobset, r->name, s.selector, sizeof(s.selector));
     if (!rc)
         rc = check_indexes(&s, jobset, err);
     if (!rc)

@@ -4,6 +4,7 @@
  */
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "job/internal.h"
 
 #include "gcluster/buf.h"
 #include "gcluster/manifest.h"
@@ -81,6 +82,59 @@ int gc_job_not_found(gc_kube *kube, const char *name, gc_error *err)
     return rc;
 }
 
+/* No JobSet of that name (or no JobSet API): a JobSet-less job's Job, seen as its JobSet. The
+ * other reads that selected the JobSet's pods by its label are made again with the Job's. */
+static int find_indexed_job(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
+                            size_t count, gc_error *err)
+{
+    char *path = job_indexed_path(kube, name);
+    json_t *job = NULL;
+    gc_error job_err = {0};
+    int rc = gc_kube_get(kube, path, NULL, &job, &job_err);
+    free(path);
+    json_t *view = rc ? NULL : gc_job_indexed_view(job);
+    json_decref(job);
+    if (!view)
+        return gc_job_not_found(kube, name, err);
+    *jobset = view;
+    char jobset_selector[300], job_selector[300];
+    snprintf(jobset_selector, sizeof(jobset_selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
+    job_pods_selector(view, name, job_selector, sizeof(job_selector));
+    gc_kube_read again[4];
+    size_t n = 0;
+    gc_kube_list_options opts[4];
+    for (size_t i = 0; i < count; i++) {
+        const gc_kube_list_options *o = others[i].opts;
+        if (!o || !gc_kube_same(o->label_selector, jobset_selector))
+            continue;
+        opts[n] = *o;
+        opts[n].label_selector = job_selector;
+        again[n] = others[i];
+        again[n].opts = &opts[n];
+        again[n].rc = 0;
+        n++;
+    }
+    if (n)
+        gc_kube_read_all(kube, again, n);
+    for (size_t i = 0, j = 0; i < count && j < n; i++) {
+        const gc_kube_list_options *o = others[i].opts;
+        if (!o || !gc_kube_same(o->label_selector, jobset_selector))
+            continue;
+        others[i].rc = again[j].rc;
+        others[i].err = again[j].err;
+        if (again[j].rc && !rc) {
+            *err = again[j].err;
+            rc = again[j].rc;
+        }
+        j++;
+    }
+    if (rc) {
+        json_decref(view);
+        *jobset = NULL;
+    }
+    return rc;
+}
+
 int gc_job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc_kube_read *others,
                             size_t count, gc_error *err)
 {
@@ -101,7 +155,7 @@ int gc_job_find_jobset_with(gc_kube *kube, const char *name, json_t **jobset, gc
             *err = reads[i].err;
     }
     if (reads[0].rc && err->http_status == 404)
-        return gc_job_not_found(kube, name, err);
+        return find_indexed_job(kube, name, jobset, others, count, err);
     return rc;
 }
 

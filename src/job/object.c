@@ -6,6 +6,7 @@
 #include "gcluster/kube.h"
 #include "gcluster/sys.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *gc_job_owner_name(const json_t *object)
@@ -26,9 +27,28 @@ const char *gc_job_owner_name(const json_t *object)
     return name ? name : "?";
 }
 
+/* A JobSet-less job's pod: made by its Indexed Job, with the workload label, without JobSet's. */
+static bool indexed_job_pod(const json_t *pod)
+{
+    return !gc_kube_field(pod, "labels", "jobset.sigs.k8s.io/jobset-name") &&
+           gc_kube_field(pod, "labels", "batch.kubernetes.io/job-name") &&
+           gc_kube_field(pod, "labels", GC_LABEL_WORKLOAD);
+}
+
 const char *gc_job_pod_role(const json_t *pod)
 {
-    return gc_kube_field(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name");
+    const char *role = gc_kube_field(pod, "labels", "jobset.sigs.k8s.io/replicatedjob-name");
+    return role ? role : indexed_job_pod(pod) ? GC_MAIN_JOB : NULL;
+}
+
+long gc_job_pod_slice(const json_t *pod)
+{
+    const char *index = gc_kube_field(pod, "labels", "jobset.sigs.k8s.io/job-index");
+    if (!index)
+        return indexed_job_pod(pod) ? 0 : -1;
+    char *end;
+    long n = strtol(index, &end, 10);
+    return !*index || *end || n < 0 ? -1 : n;
 }
 
 void gc_job_age(const char *timestamp, long long now, char *out, size_t size)

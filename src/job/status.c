@@ -9,6 +9,7 @@
 #include "gcluster/checked.h"
 #include "gcluster/job.h"
 #include "gcluster/kube.h"
+#include "job/internal.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -84,8 +85,12 @@ void gc_job_facts_add_ready_jobs(gc_job_facts *f, const json_t *jobset)
                 continue;
             const json_t *job_spec = json_object_get(json_object_get(rjob, "template"), "spec");
             json_int_t parallelism = json_integer_value(json_object_get(job_spec, "parallelism"));
-            long long ready = gc_saturating_mul(json_integer_value(json_object_get(rs, "ready")),
-                                                parallelism ? parallelism : 1);
+            /* A JobSet-less job's view counts its Job's ready pods, not whole ready Jobs. */
+            long pods = job_indexed_ready_pods(rs);
+            long long ready =
+                pods >= 0 ? pods
+                          : gc_saturating_mul(json_integer_value(json_object_get(rs, "ready")),
+                                              parallelism ? parallelism : 1);
             f->pods_running = gc_saturating_int(gc_saturating_add(f->pods_running, ready));
         }
     }

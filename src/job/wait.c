@@ -15,6 +15,7 @@
 #include "gcluster/kube.h"
 #include "gcluster/manifest.h"
 #include "gcluster/sys.h"
+#include "job/internal.h"
 #include "job/watch_job.h"
 
 #include <stdio.h>
@@ -75,6 +76,7 @@ typedef struct wait_state {
     bool *seen;         /* per job: announced by the current list+watch */
     bool missing;       /* the first list lacked some of the jobs */
     bool stop_on_first; /* a job that cannot get there ends the wait */
+    bool indexed;       /* the jobs are JobSet-less: their Jobs are watched */
     gc_buf progress;    /* the lines last reported */
 } wait_state;
 
@@ -176,6 +178,17 @@ static int on_jobset(enum gc_kube_event_type type, json_t *jobset, void *ctx, gc
     return done(s) ? GC_KUBE_STOP : 0;
 }
 
+/* A JobSet-less job's Job, judged through its JobSet view. */
+static int on_indexed_job(enum gc_kube_event_type type, json_t *job, void *ctx, gc_error *err)
+{
+    if (type == GC_KUBE_SYNCED)
+        return on_jobset(type, job, ctx, err);
+    json_t *view = gc_job_indexed_view(job);
+    int rc = view ? on_jobset(type, view, ctx, err) : 0;
+    json_decref(view);
+    return rc;
+}
+
 /* The selector that covers the jobs: the name of one, the workload label of several, or
  * nothing (the whole namespace). */
 static void selector(const gc_wait_result *out, bool by_label, gc_kube_list_options *opts,
@@ -199,27 +212,46 @@ static int watch(wait_state *s, bool by_label, long timeout_ms, gc_error *err)
     gc_buf text;
     gc_buf_init(&text);
     selector(s->out, by_label, &opts, &text);
-    char *path = gc_job_jobset_path(s->kube, NULL);
+    char *path = s->indexed ? job_indexed_path(s->kube, NULL) : gc_job_jobset_path(s->kube, NULL);
     /* What is left of the time, in whole seconds (at least 1: the time ran out is decided by
      * the caller); 0 looks once; JOB_NO_TIMEOUT waits. */
     long seconds = timeout_ms > 0 ? (timeout_ms + 999) / 1000 : timeout_ms;
-    int rc = job_list_watch(s->kube, path, &opts, seconds, on_jobset, s, err);
+    int rc = job_list_watch(s->kube, path, &opts, seconds, s->indexed ? on_indexed_job : on_jobset,
+                            s, err);
     free(path);
     gc_buf_free(&text);
     return rc;
 }
 
+/* Whether `name` is a JobSet-less job (its Indexed Job exists). */
+static bool indexed_job_exists(gc_kube *kube, const char *name)
+{
+    char *path = job_indexed_path(kube, name);
+    json_t *job = NULL;
+    gc_error ignored = {0};
+    bool found = gc_kube_get(kube, path, NULL, &job, &ignored) == 0 && job_is_indexed_job(job);
+    json_decref(job);
+    free(path);
+    return found;
+}
+
 /* After a list that lacked some jobs: whether each exists at all. A missing one is an error;
- * one that exists was not in a labelled list, so the namespace must be watched. */
-static int look_for_missing(wait_state *s, bool *unlabelled, gc_error *err)
+ * one that exists was not in a labelled list, so the namespace must be watched; a JobSet-less
+ * one is counted in *indexed. */
+static int look_for_missing(wait_state *s, bool *unlabelled, size_t *indexed, gc_error *err)
 {
     *unlabelled = false;
+    *indexed = 0;
     for (size_t i = 0; i < s->out->count; i++) {
         if (s->seen[i])
             continue;
         char *path = gc_job_jobset_path(s->kube, s->out->jobs[i].name);
         int rc = gc_kube_get(s->kube, path, NULL, NULL, err);
         free(path);
+        if (rc && err->http_status == 404 && indexed_job_exists(s->kube, s->out->jobs[i].name)) {
+            (*indexed)++;
+            continue;
+        }
         if (rc && err->http_status == 404)
             return gc_job_not_found(s->kube, s->out->jobs[i].name, err);
         if (rc)
@@ -315,10 +347,25 @@ int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc
         out->timed_out = rc && !strcmp(err->reason, "Timeout");
         if (out->timed_out)
             rc = 0;
-        if (rc || out->timed_out || !s.missing)
+        /* No JobSet API: every job may still be a JobSet-less one. */
+        if (rc && err->http_status == 404 && !s.indexed) {
+            rc = 0;
+            s.missing = true;
+        }
+        if (rc || out->timed_out || !s.missing || s.indexed)
             break;
         bool unlabelled;
-        rc = look_for_missing(&s, &unlabelled, err);
+        size_t indexed;
+        rc = look_for_missing(&s, &unlabelled, &indexed, err);
+        if (!rc && indexed && indexed < out->count)
+            rc = gc_fail(err, GC_EXIT_USAGE,
+                         "job wait follows JobSets or JobSet-less jobs (batch/v1 Indexed Jobs), "
+                         "not both at once: wait for each kind with a job wait of its own");
+        if (!rc && indexed) {
+            s.indexed = true;
+            start_over(&s);
+            continue;
+        }
         if (rc || !unlabelled || !by_label)
             break;
         by_label = false;

@@ -8,6 +8,7 @@
  * whether the job has ended, and the details of a running job come with its next change.
  */
 #include "job/watch_job.h"
+#include "job/internal.h"
 
 #include "gcluster/kueue.h"
 #include "gcluster/sys.h"
@@ -75,7 +76,7 @@ int job_facts_fetch(gc_kube *kube, const json_t *jobset, gc_job_facts *f, gc_err
     /* A failed job's pods say which container failed, a running one's how many run; only a
      * job Kueue holds back needs its Workload. */
     if (name && (f->failed || (!f->suspended && !f->completed))) {
-        snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
+        job_pods_selector(jobset, name, selector, sizeof(selector));
         rc = list_pods(kube, selector, f, err);
     } else if (f->suspended && f->queued_by_kueue && uid) {
         snprintf(selector, sizeof(selector), "kueue.x-k8s.io/job-uid=%s", uid);

@@ -51,6 +51,16 @@ static json_t *jobsets(void)
                      plain);
 }
 
+/* The index of the request for `path` (it must be there). */
+static size_t request_at(json_t *req, const char *path)
+{
+    for (size_t i = 0; i < json_array_size(req); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(req, i), "path")), path))
+            return i;
+    fail_msg("no request for %s", path);
+    return 0;
+}
+
 static const gc_job_row *row(const gc_job_list_result *l, const char *name)
 {
     for (size_t i = 0; i < l->count; i++)
@@ -105,12 +115,53 @@ static void test_rows_of_every_state(void **state)
     assert_null(plain->detail); /* list reads no pods, so it cannot say how many run */
     gc_job_list_result_free(&l);
 
-    /* One request, for our JobSets only, in large pages. */
+    /* One round trip: our JobSets, and the Jobs of JobSet-less jobs, in large pages. */
     json_t *req = jt_requests();
-    assert_int_equal(json_array_size(req), 1);
-    assert_string_equal(jt_param(req, 0, "labelSelector"), "gcluster.google.com/workload");
-    assert_string_equal(jt_param(req, 0, "limit"), "10000");
+    assert_int_equal(json_array_size(req), 2);
+    size_t js = request_at(req, JT_JOBSETS), jobs = request_at(req, JT_JOBS);
+    assert_string_equal(jt_param(req, js, "labelSelector"), "gcluster.google.com/workload");
+    assert_string_equal(jt_param(req, js, "limit"), "10000");
+    assert_string_equal(jt_param(req, jobs, "labelSelector"),
+                        "gcluster.google.com/workload,!jobset.sigs.k8s.io/jobset-name");
     json_decref(req);
+}
+
+/* A JobSet-less job's Indexed Job (labelled with its workload, not made by a JobSet) is a row,
+ * after the JobSets'; a JobSet's own Job is not. */
+static void test_jobset_less_jobs_are_rows(void **state)
+{
+    (void)state;
+    jt_list(JT_JOBSETS, "JobSetList", json_pack("[o]", jt_jobset("run", 1)));
+    jt_list(JT_JOBS, "JobList",
+            jt_json("[{'metadata': {'name': 'fb', 'namespace': 'ns1', 'uid': 'uid-fb',"
+                    " 'creationTimestamp': '2026-01-02T03:04:05Z', 'labels':"
+                    " {'gcluster.google.com/workload': 'fb', 'kueue.x-k8s.io/queue-name': 'q'},"
+                    " 'annotations': {'gcluster.google.com/compute-type': 'v6e-16',"
+                    " 'gcluster.google.com/num-slices': '1'}},"
+                    " 'spec': {'parallelism': 4, 'completions': 4, 'suspend': false},"
+                    " 'status': {'active': 4, 'ready': 3}},"
+                    " {'metadata': {'name': 'done', 'namespace': 'ns1', 'uid': 'uid-done',"
+                    " 'labels': {'gcluster.google.com/workload': 'done'}},"
+                    " 'spec': {'parallelism': 2},"
+                    " 'status': {'conditions': [{'type': 'Complete', 'status': 'True',"
+                    " 'lastTransitionTime': '2026-01-02T04:00:00Z'}]}},"
+                    " {'metadata': {'name': 'other', 'namespace': 'ns1',"
+                    " 'labels': {'gcluster.google.com/workload': 'someone-else'}}}]"));
+    gc_list_request r = {0};
+    gc_job_list_result l;
+    gc_error err;
+    assert_int_equal(gc_job_list(jt_kube(), &r, &l, &err), 0);
+    assert_int_equal(l.count, 3);
+    assert_string_equal(l.rows[0].name, "run");
+    const gc_job_row *fb = row(&l, "fb");
+    assert_int_equal(fb->phase, GC_JOB_RUNNING);
+    assert_string_equal(fb->status, "Running 3/4");
+    assert_string_equal(fb->queue, "q");
+    assert_string_equal(fb->uid, "uid-fb");
+    const gc_job_row *done = row(&l, "done");
+    assert_int_equal(done->phase, GC_JOB_SUCCEEDED);
+    assert_string_equal(done->completed, "2026-01-02T04:00:00Z");
+    gc_job_list_result_free(&l);
 }
 
 static void test_filters(void **state)
@@ -168,17 +219,17 @@ static void test_queue_reasons_from_workloads(void **state)
     assert_null(row(&l, "run")->detail);
     gc_job_list_result_free(&l);
     json_t *req = jt_requests();
-    assert_int_equal(json_array_size(req), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(req, 1), "path")),
+    assert_int_equal(json_array_size(req), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(req, 2), "path")),
                         JT_WORKLOADS);
     json_decref(req);
 
-    /* Nothing queued: no second request. */
+    /* Nothing queued: no Workloads read (the JobSets and the Jobs, after the 3 above). */
     jt_list(JT_JOBSETS, "JobSetList", json_pack("[o]", jt_jobset("run", 1)));
     assert_int_equal(gc_job_list(jt_kube(), &r, &l, &err), 0);
     assert_int_equal(l.count, 1);
     gc_job_list_result_free(&l);
-    assert_int_equal(jt_request_count(), 3);
+    assert_int_equal(jt_request_count(), 5);
 }
 
 static void test_all_namespaces(void **state)
@@ -217,7 +268,7 @@ static void test_cut_list_is_read_again(void **state)
     assert_int_equal(l.count, 2);
     assert_string_equal(l.rows[0].name, "a");
     assert_string_equal(l.rows[1].name, "b");
-    assert_int_equal(jt_request_count(), 2);
+    assert_int_equal(jt_request_count(), 3); /* the JobSets twice, the Jobs once */
     gc_job_list_result_free(&l);
     gc_buf_free(&cut);
     free(first);
@@ -245,6 +296,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rows_of_every_state, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(test_jobset_less_jobs_are_rows, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_filters, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_queue_reasons_from_workloads, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(test_all_namespaces, jt_open, jt_close),
