@@ -161,6 +161,7 @@ typedef enum gc_cloud_step_kind {
     GC_CLOUD_REMOVE_DEFAULT_POOL,
     GC_CLOUD_CLUSTER_ADDON,
     GC_CLOUD_ACCOUNT_BINDING, /* a role on a service account (Workload Identity) */
+    GC_CLOUD_BUCKET,          /* a Cloud Storage bucket (cloud-storage-bucket) */
 } gc_cloud_step_kind;
 
 typedef struct gc_cloud_step {

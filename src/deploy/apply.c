@@ -205,7 +205,8 @@ static void summarize(const gc_blueprint *bp, const target *t, const char *head_
     report->unhandled =
         gc_xcalloc(bp->unhandled_count ? bp->unhandled_count : 1, sizeof(*report->unhandled));
     for (size_t i = 0; i < bp->unhandled_count; i++)
-        if (!deploy_cloud_handles(bp->unhandled[i].source))
+        if (!deploy_cloud_handles(bp->unhandled[i].source) &&
+            !deploy_storage_handles(bp, bp->unhandled[i].id))
             report->unhandled[report->unhandled_count++] =
                 (gc_module_ref){.id = dup_or_null(bp->unhandled[i].id),
                                 .source = dup_or_null(bp->unhandled[i].source)};

@@ -64,7 +64,9 @@ int gc_deploy_objects(const gc_blueprint *bp, const char *head_pool, const char 
                       json_t **objects, gc_buf *warnings, gc_error *err)
 {
     int rc = deploy_kueue_objects(bp, head_pool, kueue_api, objects, warnings, err);
-    if (!rc)
+    if (!rc) {
         deploy_cluster_objects(bp, *objects);
+        deploy_storage_objects(bp, *objects);
+    }
     return rc;
 }

@@ -98,6 +98,12 @@ int deploy_gcp_plan_network(planner *p, const gc_bp_module *m);
 json_t *deploy_gcp_additional_networks(const planner *p, const gc_bp_module *m,
                                        const char **unknown);
 
+/* gcp_storage.c */
+/* The cloud-storage-bucket module `m`'s bucket name (see gcp_storage.c for the suffix). */
+char *deploy_gcp_bucket_name(const planner *p, const gc_bp_module *m);
+/* Every bucket's step; a gcsfuse gke-persistent-volume without capacity_gib is refused. */
+int deploy_gcp_plan_buckets(planner *p);
+
 /* gcp_cluster.c */
 int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m);
 /* configure_workload_identity_sa: the Kubernetes service account's name and namespace, and the

@@ -196,6 +196,7 @@ static const struct kind_words {
     const char *create_word; /* after "create" (a resource policy's type), or NULL */
     scope scope;
     const char *id_field; /* what describe prints of a resource that exists */
+    const char *url;      /* what goes before the name ("gs://" for a bucket), or NULL */
 } kinds[] = {
     [GC_CLOUD_NETWORK] = {"compute networks", NULL, SCOPE_PROJECT, "name"},
     [GC_CLOUD_SUBNETWORK] = {"compute networks subnets", NULL, SCOPE_REGION, "name"},
@@ -211,8 +212,9 @@ static const struct kind_words {
     [GC_CLOUD_REMOVE_DEFAULT_POOL] = {"container node-pools", NULL, SCOPE_CLUSTER, "name"},
     [GC_CLOUD_CLUSTER_ADDON] = {"container clusters", NULL, SCOPE_LOCATION, "name"},
     [GC_CLOUD_ACCOUNT_BINDING] = {"iam service-accounts", NULL, SCOPE_PROJECT, NULL},
+    [GC_CLOUD_BUCKET] = {"storage buckets", NULL, SCOPE_PROJECT, "name", "gs://"},
 };
-_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_ACCOUNT_BINDING + 1,
+_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_BUCKET + 1,
                "group words for every step kind");
 
 deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *verb)
@@ -231,7 +233,7 @@ deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *v
         deploy_argv_words(&b, p->project, NULL);
         return b;
     }
-    deploy_argv_words(&b, r->name, NULL);
+    deploy_argv_push(&b, gc_xasprintf("%s%s", k->url ? k->url : "", r->name));
     deploy_argv_flag(&b, "project", p->project);
     switch (k->scope) {
     case SCOPE_ROUTER:

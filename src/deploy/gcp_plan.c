@@ -98,13 +98,16 @@ int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc
                        "the blueprint does not say where the cluster is; pass --vars "
                        "region=us-east5 (or --location)");
     int rc = 0;
-    /* Networks, then accounts, then the cluster and its own pools, then policies and pools. */
+    /* Networks, then accounts, then buckets, then the cluster and its own pools, then policies
+     * and pools. */
     for (size_t i = 0; !rc && i < bp->module_count; i++)
         if (deploy_gcp_source_is(&bp->modules[i], SOURCE_VPC))
             rc = deploy_gcp_plan_network(&p, &bp->modules[i]);
     for (size_t i = 0; !rc && i < bp->module_count; i++)
         if (deploy_gcp_source_is(&bp->modules[i], SOURCE_SERVICE_ACCOUNT))
             rc = plan_service_account(&p, &bp->modules[i]);
+    if (!rc)
+        rc = deploy_gcp_plan_buckets(&p);
     if (!rc && p.cluster_module)
         rc = deploy_gcp_plan_cluster(&p, p.cluster_module);
     for (size_t i = 0; !rc && i < bp->module_count; i++)
@@ -136,8 +139,9 @@ void gc_cloud_plan_free(gc_cloud_plan *plan)
 
 bool deploy_cloud_handles(const char *source)
 {
-    static const char *const handled[] = {SOURCE_VPC, SOURCE_SERVICE_ACCOUNT, SOURCE_CLUSTER,
-                                          SOURCE_RESOURCE_POLICY, SOURCE_NODE_POOL};
+    static const char *const handled[] = {SOURCE_VPC,       SOURCE_SERVICE_ACCOUNT,
+                                          SOURCE_CLUSTER,   SOURCE_RESOURCE_POLICY,
+                                          SOURCE_NODE_POOL, SOURCE_BUCKET};
     for (size_t i = 0; i < sizeof(handled) / sizeof(*handled); i++)
         if (deploy_source_is(source, handled[i]))
             return true;
@@ -160,8 +164,9 @@ const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind)
         "bootstrap pool removal",
         "cluster add-on",
         "service account binding",
+        "bucket",
     };
-    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_ACCOUNT_BINDING + 1,
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_BUCKET + 1,
                    "a name for every step kind");
     return names[kind];
 }

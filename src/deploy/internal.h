@@ -155,6 +155,12 @@ int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc
                             gc_error *err);
 void deploy_report_free(gc_deploy_report *report);
 
+/* The gke-persistent-volume modules' gcsfuse Namespace, PersistentVolume and
+ * PersistentVolumeClaim, appended to `objects` (gcp_storage.c). */
+void deploy_storage_objects(const gc_blueprint *bp, json_t *objects);
+/* Whether deploy acts on the module: a bucket, or a gke-persistent-volume over Cloud Storage. */
+bool deploy_storage_handles(const gc_blueprint *bp, const char *module_id);
+
 /* The Kubernetes stages of the pipeline against one cluster (kube NULL: --plan without it),
  * in apply.c; pipeline.c decides their order. */
 typedef struct deploy_cluster {

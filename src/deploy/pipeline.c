@@ -95,8 +95,8 @@ static const struct stage_row {
     int (*run)(pipeline *p, gc_error *err);
 } stages[] = {
     {GC_STAGE_CLOUD,
-     "Google Cloud: networks, service accounts, the cluster, node pools (a describe of each "
-     "first; gcloud makes only the absent ones)",
+     "Google Cloud: networks, service accounts, buckets, the cluster, node pools (a describe of "
+     "each first; gcloud makes only the absent ones)",
      run_cloud},
     {GC_STAGE_CREDENTIALS, "credentials: the cluster's kubeconfig context", run_credentials},
     {GC_STAGE_INSTALLS,

@@ -145,13 +145,16 @@ MODULE_DEFAULTS = {"pathways_cpu_quota": 480, "pathways_memory_quota": "2000G",
 NAMESPACED_WITHOUT_NAMESPACE_GO_TO = "kueue-system"  # the module's Helm release namespace
 CLUSTER_SCOPED = {"ResourceFlavor", "ClusterQueue", "Topology", "AdmissionCheck",
                   "ProvisioningRequestConfig", "PriorityClass", "WorkloadPriorityClass",
-                  "GKENetworkParamSet", "Network", "CheckpointConfiguration", "Namespace"}
+                  "GKENetworkParamSet", "Network", "CheckpointConfiguration", "Namespace",
+                  "PersistentVolume"}
 # What the gke-cluster module applies beside the Kueue configuration: per additional gVNIC network
 # a GKENetworkParamSet and a Network of the same name (multi-networking), and for multi-tier
 # checkpointing the CheckpointConfiguration; with configure_workload_identity_sa the Workload
-# Identity ServiceAccount (and its Namespace when not default).
+# Identity ServiceAccount (and its Namespace when not default); and the gke-persistent-volume
+# modules' gcsfuse PersistentVolume and PersistentVolumeClaim.
 CLUSTER_MODULE_KINDS = {"GKENetworkParamSet", "Network", "CheckpointConfiguration",
-                        "ServiceAccount", "Namespace"}
+                        "ServiceAccount", "Namespace", "PersistentVolume",
+                        "PersistentVolumeClaim"}
 
 
 def templatefile(text, variables):
@@ -413,7 +416,9 @@ PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
            "PriorityClass": "priorityclasses", "WorkloadPriorityClass": "workloadpriorityclasses",
            "GKENetworkParamSet": "gkenetworkparamsets", "Network": "networks",
            "CheckpointConfiguration": "checkpointconfigurations",
-           "ServiceAccount": "serviceaccounts", "Namespace": "namespaces"}
+           "ServiceAccount": "serviceaccounts", "Namespace": "namespaces",
+           "PersistentVolume": "persistentvolumes",
+           "PersistentVolumeClaim": "persistentvolumeclaims"}
 
 
 @pytest.fixture(scope="module")
@@ -672,3 +677,67 @@ def test_workload_identity_service_account(bp):
         or email.endswith(".iam.gserviceaccount.com"), email
     namespaces = [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"]
     assert namespaces == ([] if meta["namespace"] == "default" else [meta["namespace"]])
+
+
+# gke-persistent-volume over a cloud-storage-bucket module (through use): the module's main.tf
+# and its gcs-pv/gcs-pvc templates, written out here: the bucket named name_prefix, deployment
+# name, suffix joined by "-" (deploy's suffix: the first 8 hex digits of
+# SHA-256("PROJECT/DEPLOYMENT/MODULE_ID"), where Terraform draws random ones), the volume and
+# claim "<bucket>-pv" and "<bucket>-pvc" unless named, "<capacity_gib>Gi", ReadWriteMany, the
+# gcsfuse CSI driver, the mount options without "defaults" and "_netdev" (and implicit_dirs
+# under a gcsfuse storage class).
+def expected_volumes(bp, variables):
+    import hashlib
+    doc = yaml.safe_load((CT / bp).read_text())
+    modules = {m["id"]: m for g in doc["deployment_groups"] for m in g["modules"]}
+    values = dict(doc.get("vars") or {}, **variables)
+    deployment = values["deployment_name"]
+    volumes = []
+    for m in modules.values():
+        if not m["source"].endswith("file-system/gke-persistent-volume"):
+            continue
+        buckets = [modules[u] for u in m.get("use", [])
+                   if modules[u]["source"].endswith("file-system/cloud-storage-bucket")]
+        if not buckets:
+            continue
+        b, s = buckets[0], m.get("settings") or {}
+        bs = b.get("settings") or {}
+        prefix = bs.get("name_prefix") or ""
+        dep = deployment if bs.get("use_deployment_name_in_bucket_name", True) else ""
+        seed = f"{values['project_id']}/{deployment}/{b['id']}".encode()
+        suffix = hashlib.sha256(seed).hexdigest()[:8] if bs.get("random_suffix") else ""
+        name = "-".join(x for x in (prefix, dep, suffix) if x)
+        sc = s.get("gcsfuse_storage_class_name") or ""
+        options = [o for o in bs.get("mount_options", "defaults,_netdev,implicit_dirs").split(",")
+                   if o not in ("defaults", "_netdev") and not (sc and o == "implicit_dirs")]
+        volumes.append((name, s.get("pv_name") or f"{name}-pv", s.get("pvc_name") or f"{name}-pvc",
+                        f"{s['capacity_gib']}Gi", sc, options))
+    return volumes
+
+
+PV_BLUEPRINTS = [bp for bp in BLUEPRINTS if "gke-persistent-volume" in (CT / bp).read_text()]
+
+
+@pytest.mark.parametrize("bp", PV_BLUEPRINTS)
+def test_gcsfuse_volumes_as_the_module_renders_them(bp):
+    extra = required_vars(bp)
+    objects = dry_run(bp, *extra)
+    variables = {}
+    for arg in extra[1::2] if extra and extra[0] == "--vars" else []:
+        for pair in arg.split(","):
+            key, _, value = pair.partition("=")
+            variables[key] = value
+    pvs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"}
+    pvcs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolumeClaim"}
+    want = expected_volumes(bp, variables)
+    assert len(pvs) == len(pvcs) == len(want)
+    for bucket, pv, pvc, capacity, sc, options in want:
+        spec = pvs[pv]["spec"]
+        assert spec["csi"] == {"driver": "gcsfuse.csi.storage.gke.io", "volumeHandle": bucket}
+        assert spec["capacity"] == {"storage": capacity} and spec["storageClassName"] == sc
+        assert spec["accessModes"] == ["ReadWriteMany"]
+        assert spec.get("mountOptions", []) == options
+        claim = pvcs[pvc]["spec"]
+        assert claim["volumeName"] == pv and claim["resources"]["requests"]["storage"] == capacity
+        assert claim["storageClassName"] == sc
+        assert pvs[pv]["metadata"]["labels"]["ghpc_module"] == "gke-persistent-volume"

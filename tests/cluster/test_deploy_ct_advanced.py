@@ -11,6 +11,7 @@ admitted and runs. testenv's TPU hosts are two v6e 4x4 slices, as the blueprint 
 num_slices 2; the blueprint names its pools gke-tpu-v6e-pool-N, so deploy lists those as missing
 and the job runs on testenv's slices, which the flavor selects by accelerator.
 """
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,19 @@ OBJECTS = [("resourceflavor", "pathways-flavor"), ("resourceflavor", "tpu-flavor
            ("clusterqueue", "cluster-queue")]
 
 
+# The blueprint's two buckets as deploy names them: name_prefix, deployment name, and the first 8
+# hex digits of SHA-256("PROJECT/DEPLOYMENT/MODULE_ID") where Terraform draws random ones.
+BUCKETS = [f"{prefix}-gke-tpu-v6e-" +
+           hashlib.sha256(f"gcluster-testenv/gke-tpu-v6e/{module}".encode()).hexdigest()[:8]
+           for prefix, module in (("training-data", "training_bucket"),
+                                  ("checkpoint-data", "checkpoint_bucket"))]
+VOLUMES = "ghpc_module=gke-persistent-volume"
+
+
 def remove_kueue_config(cli):
     for kind, name in OBJECTS:
         cli.kubectl("delete", kind, name, "--ignore-not-found", "--wait=false")
+    cli.kubectl("delete", "pvc,pv", "-A", "-l", VOLUMES, "--ignore-not-found", "--wait=false")
     wait_for(lambda: all(cli.kubectl("get", k, n, check=False).returncode != 0
                          for k, n in OBJECTS), timeout=60, what="the Kueue objects to be deleted")
 
@@ -69,6 +80,11 @@ def test_its_own_template_leaves_the_head_without_quota(cli):
     params = cli.kubectl_json("get", "gkenetworkparamsets.networking.gke.io", "gvnic-1")
     assert params["spec"]["vpc"] == "gke-tpu-v6e-net-1", params
     assert "resourceflavor.kueue.x-k8s.io/tpuv6e-flavor created" in proc.stdout, proc.stdout
+    # gke-persistent-volume's gcsfuse volume and claim over each bucket, applied as well.
+    pvs = cli.kubectl_json("get", "pv", "-l", VOLUMES)["items"]
+    assert sorted(p["spec"]["csi"]["volumeHandle"] for p in pvs) == sorted(BUCKETS), pvs
+    claims = cli.kubectl_json("get", "pvc", "-n", "default", "-l", VOLUMES)["items"]
+    assert sorted(c["spec"]["volumeName"] for c in claims) == sorted(f"{b}-pv" for b in BUCKETS)
     assert "no ResourceFlavor selects the Pathways head pool" in proc.stderr, proc.stderr
     assert "pass --vars kueue_configuration_path=null to use the module's built-in Pathways " \
         "configuration" in proc.stderr, proc.stderr

@@ -22,8 +22,8 @@
 #include <string.h>
 
 #define CT_EXAMPLES GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples"
-/* Ours, the fixture with every setting, and Cluster Toolkit's two advanced blueprints (the
- * Pathways guide's) with the variables they leave for the user. */
+/* Ours, the fixture with every setting, the buckets fixture, and Cluster Toolkit's two advanced
+ * blueprints (the Pathways guide's) with the variables they leave for the user. */
 static const struct {
     const char *path;
     const char *vars[8];
@@ -31,6 +31,7 @@ static const struct {
     {GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", {NULL}},
     {GCLUSTER_SOURCE_DIR "/examples/gke-tpu-7x-pathways.yaml", {NULL}},
     {GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/every-setting.yaml", {NULL}},
+    {GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/storage.yaml", {NULL}},
     {CT_EXAMPLES "/gke-tpu-v6e/gke-tpu-v6e-advanced.yaml",
      {"project_id=my-project", "region=us-east5", "zone=us-east5-b", "num_slices=2",
       "tpu_topology=4x4", "authorized_cidr=10.0.0.0/32", "reservation=my-reservation", NULL}},

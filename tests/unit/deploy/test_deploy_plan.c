@@ -68,6 +68,8 @@ static const char fake[] =
     "done\n"
     /* service accounts are described by email, created by name; NATs are per router */
     "name=$router${name%%%%@*}\n"
+    /* a bucket is named by its URL */
+    "name=${name#gs://}\n"
     "iam=iam-$(printf %%s \"$role-$member\" | tr '/:@.' '____')\n"
     "case \"$*\" in\n"
     "*get-iam-policy*) [ -e \"%s/$iam\" ] && echo \"$role\"; exit 0;;\n"
@@ -618,6 +620,169 @@ static void plan_and_dry_run_show_one_order(void **st)
     free(home);
 }
 
+#define STORAGE GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/storage.yaml"
+
+/* cloud-storage-bucket: each bucket a step before the cluster, named as the module names it
+ * (name_prefix, the deployment name, with random_suffix the first 8 hexadecimal digits of
+ * SHA-256("my-project/st/data") in place of Terraform's random ones); the apply creates each
+ * after a describe found it absent, and a rerun creates nothing; destroy deletes the buckets
+ * after the cluster. */
+static void storage_buckets_are_planned_created_and_destroyed(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_error err = {0};
+    if (deploy_blueprint_load(STORAGE, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    gc_cloud_plan plan;
+    if (deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        fail_msg("%s", err.message);
+    size_t data = step_index(&plan, GC_CLOUD_BUCKET, "data-st-bb5d3e77");
+    size_t zonal = step_index(&plan, GC_CLOUD_BUCKET, "zonal");
+    size_t cluster = step_index(&plan, GC_CLOUD_CLUSTER, "st");
+    assert_true(data < zonal && zonal < cluster);
+    char *line = create_line(&plan, GC_CLOUD_BUCKET, "data-st-bb5d3e77");
+    assert_string_equal(line, "gcloud storage buckets create gs://data-st-bb5d3e77 "
+                              "--project=my-project --location=us-central1 "
+                              "--default-storage-class=REGIONAL --uniform-bucket-level-access "
+                              "--enable-hierarchical-namespace --public-access-prevention "
+                              "--soft-delete-duration=0s");
+    free(line);
+    line = create_line(&plan, GC_CLOUD_BUCKET, "zonal");
+    assert_string_equal(line, "gcloud storage buckets create gs://zonal --project=my-project "
+                              "--location=us-central1 --default-storage-class=RAPID "
+                              "--uniform-bucket-level-access --placement=us-central1-a");
+    free(line);
+    line = deploy_argv_shell_line(plan.steps[data].check);
+    assert_string_equal(line, "gcloud storage buckets describe gs://data-st-bb5d3e77 "
+                              "--project=my-project '--format=value(name)'");
+    free(line);
+    bool labels = false, versioning = false;
+    for (size_t i = 0; i < plan.notes.count; i++) {
+        labels = labels || strstr(plan.notes.items[i],
+                                  "gcloud storage buckets update gs://data-st-bb5d3e77 "
+                                  "--project=my-project --update-labels=ghpc_blueprint=storage,"
+                                  "ghpc_deployment=st,ghpc_module=cloud-storage-bucket,"
+                                  "ghpc_role=file-system");
+        versioning = versioning || strstr(plan.notes.items[i], "gs://data-st-bb5d3e77 "
+                                                               "--project=my-project --versioning");
+    }
+    assert_true(labels && versioning);
+
+    gc_cloud_report report;
+    run(&plan, true, &report, &err, 0);
+    assert_int_equal(report.outcomes[data].state, GC_CLOUD_CREATED);
+    assert_int_equal(report.outcomes[zonal].state, GC_CLOUD_CREATED);
+    gc_cloud_report_free(&report);
+    remove(calls);
+    run(&plan, true, &report, &err, 0);
+    char *made = changes();
+    assert_string_equal(made, "");
+    free(made);
+    assert_int_equal(report.outcomes[data].state, GC_CLOUD_PRESENT);
+    gc_cloud_report_free(&report);
+
+    gc_cloud_plan destroy;
+    if (gc_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
+        fail_msg("%s", err.message);
+    size_t gone_cluster = step_index(&destroy, GC_CLOUD_CLUSTER, "st");
+    size_t gone_data = step_index(&destroy, GC_CLOUD_BUCKET, "data-st-bb5d3e77");
+    assert_true(gone_cluster < step_index(&destroy, GC_CLOUD_BUCKET, "zonal"));
+    assert_true(step_index(&destroy, GC_CLOUD_BUCKET, "zonal") < gone_data);
+    line = create_line(&destroy, GC_CLOUD_BUCKET, "data-st-bb5d3e77");
+    assert_string_equal(line,
+                        "gcloud storage buckets delete gs://data-st-bb5d3e77 --project=my-project "
+                        "--quiet");
+    free(line);
+    remove(calls);
+    run(&destroy, true, &report, &err, 0);
+    assert_int_equal(report.outcomes[gone_data].state, GC_CLOUD_CREATED); /* deleted */
+    gc_cloud_report_free(&report);
+    gc_cloud_plan_free(&destroy);
+    gc_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+}
+
+/* gke-persistent-volume over a bucket: the PersistentVolume and PersistentVolumeClaim its
+ * gcs-pv and gcs-pvc templates render (mount options without the fstab words, and without
+ * implicit_dirs under a gcsfuse storage class), after the other objects, a Namespace first
+ * when not default; --dry-run-out writes them. Without capacity_gib it is refused. */
+static void storage_volumes_are_objects(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_error err = {0};
+    if (deploy_blueprint_load(STORAGE, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    json_t *objects;
+    gc_buf warnings;
+    gc_buf_init(&warnings);
+    assert_int_equal(gc_deploy_objects(&bp, NULL, "v1beta2", &objects, &warnings, &err), 0);
+    size_t n = json_array_size(objects);
+    assert_true(n >= 5);
+    json_t *want = json_pack(
+        "[{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s}}, s:{s:s, s:{s:s}, s:[s], s:{s:s, s:s}}},"
+        " {s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s, s:s}},"
+        "  s:{s:[s], s:s, s:s, s:{s:{s:s}}}},"
+        " {s:s, s:s, s:{s:s}},"
+        " {s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s}},"
+        "  s:{s:s, s:{s:s}, s:[s], s:[s, s], s:{s:s, s:s}}},"
+        " {s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s, s:s}},"
+        "  s:{s:[s], s:s, s:s, s:{s:{s:s}}}}]",
+        /* data-pv */
+        "apiVersion", "v1", "kind", "PersistentVolume", "metadata", "name", "data-st-bb5d3e77-pv",
+        "labels", "ghpc_blueprint", "storage", "ghpc_deployment", "st", "ghpc_module",
+        "gke-persistent-volume", "ghpc_role", "file-system", "spec", "storageClassName",
+        "gcsfusecsi-training", "capacity", "storage", "100Gi", "accessModes", "ReadWriteMany",
+        "csi", "driver", "gcsfuse.csi.storage.gke.io", "volumeHandle", "data-st-bb5d3e77",
+        "apiVersion", "v1", "kind", "PersistentVolumeClaim", "metadata", "name",
+        "data-st-bb5d3e77-pvc", "namespace", "default", "labels", "ghpc_blueprint", "storage",
+        "ghpc_deployment", "st", "ghpc_module", "gke-persistent-volume", "ghpc_role", "file-system",
+        "spec", "accessModes", "ReadWriteMany", "storageClassName", "gcsfusecsi-training",
+        "volumeName", "data-st-bb5d3e77-pv", "resources", "requests", "storage", "100Gi",
+        /* zonal-pv */
+        "apiVersion", "v1", "kind", "Namespace", "metadata", "name", "team", "apiVersion", "v1",
+        "kind", "PersistentVolume", "metadata", "name", "zonal-pv", "labels", "ghpc_blueprint",
+        "storage", "ghpc_deployment", "st", "ghpc_module", "gke-persistent-volume", "ghpc_role",
+        "file-system", "spec", "storageClassName", "", "capacity", "storage", "10Gi", "accessModes",
+        "ReadWriteMany", "mountOptions", "implicit_dirs", "file-cache:max-size-mb:-1", "csi",
+        "driver", "gcsfuse.csi.storage.gke.io", "volumeHandle", "zonal", "apiVersion", "v1", "kind",
+        "PersistentVolumeClaim", "metadata", "name", "zonal-claim", "namespace", "team", "labels",
+        "ghpc_blueprint", "storage", "ghpc_deployment", "st", "ghpc_module",
+        "gke-persistent-volume", "ghpc_role", "file-system", "spec", "accessModes", "ReadWriteMany",
+        "storageClassName", "", "volumeName", "zonal-pv", "resources", "requests", "storage",
+        "10Gi");
+    assert_non_null(want);
+    for (size_t i = 0; i < 5; i++) {
+        const json_t *got = json_array_get(objects, n - 5 + i);
+        if (!json_equal(got, json_array_get(want, i))) {
+            char *text = json_dumps(got, JSON_SORT_KEYS);
+            fail_msg("object %zu differs: %s", i, text);
+        }
+    }
+    json_decref(want);
+    json_decref(objects);
+    gc_buf_free(&warnings);
+    gc_blueprint_free(&bp);
+
+    char *file = gc_xasprintf("%s/no-capacity.yaml", tmp);
+    char *text = kube_test_read(STORAGE);
+    static const char line[] = "      capacity_gib: 10\n";
+    char *at = strstr(text, line);
+    assert_non_null(at);
+    kube_test_write(file, "%.*s%s", (int)(at - text), text, at + strlen(line)); /* line dropped */
+    if (deploy_blueprint_load(file, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    gc_cloud_plan plan;
+    assert_int_equal(deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err),
+                     GC_EXIT_USAGE);
+    assert_string_equal(err.message, "module zonal-pv needs capacity_gib, and the blueprint "
+                                     "leaves it empty; pass --vars capacity_gib=1000");
+    gc_blueprint_free(&bp);
+    free(text);
+    free(file);
+}
+
 /* Values the plan needs and the blueprint leaves empty: the error says which --vars to pass. */
 static void missing_values_say_the_fix(void **st)
 {
@@ -958,6 +1123,8 @@ int main(void)
         cmocka_unit_test_setup(gcloud_without_an_account, fresh),
         cmocka_unit_test_setup(plan_and_dry_run_change_nothing, fresh),
         cmocka_unit_test_setup(plan_and_dry_run_show_one_order, fresh),
+        cmocka_unit_test_setup(storage_buckets_are_planned_created_and_destroyed, fresh),
+        cmocka_unit_test_setup(storage_volumes_are_objects, fresh),
         cmocka_unit_test_setup(missing_values_say_the_fix, fresh),
         cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
         cmocka_unit_test_setup(advanced_blueprint_keeps_the_safety_settings, fresh),
