@@ -239,6 +239,19 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
                  gc_cloud_report *report, gc_error *err);
 void gc_cloud_report_free(gc_cloud_report *report);
 
+/* What destroy deletes on the cluster before the Google Cloud steps: the gke-persistent-volume
+ * claims and volumes deploy applied, in the reverse of deploy's order (everything else deploy
+ * applied goes with the cluster). `state` in destroy's words (gc_cloud_run's for destroy):
+ * PRESENT gone, MISSING still there (not `apply`), CREATED deleted, FAILED, NOT_CHECKED (kube
+ * NULL: named without asking the cluster). `label`: kubectl's "persistentvolumeclaim/NAME". */
+typedef struct gc_destroy_object {
+    char *label;
+    gc_cloud_state state;
+} gc_destroy_object;
+int gc_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply, gc_destroy_object **out,
+                       size_t *count, gc_error *err);
+void gc_destroy_objects_free(gc_destroy_object *objects, size_t count);
+
 typedef struct gc_deploy_request {
     const char *head_pool; /* --pathways-head-np, or NULL for cpu-np */
     bool plan;             /* --plan: change nothing */

@@ -57,8 +57,16 @@ static const char *state_word(gc_cloud_state state)
     return "not checked";
 }
 
-static void render_text(const gc_cloud_plan *plan, const gc_cloud_report *report, bool applied)
+static void render_text(const gc_cloud_plan *plan, const gc_cloud_report *report,
+                        const gc_destroy_object *objects, size_t object_count, bool applied)
 {
+    if (object_count)
+        cli_line(stdout, "Kubernetes, deleted first (the gcsfuse volumes; the rest goes with the "
+                         "cluster):");
+    for (size_t i = 0; i < object_count; i++)
+        cli_line(stdout, "  %3zu. %s: %s", i + 1, objects[i].label,
+                 objects[i].state == GC_CLOUD_NOT_CHECKED ? "deleted first if there"
+                                                          : state_word(objects[i].state));
     cli_line(stdout, "Google Cloud, in the order destroy deletes (%zu steps%s):", plan->count,
              report->checked ? "" : "; not checked, gcloud is not on PATH");
     for (size_t i = 0; i < plan->count; i++) {
@@ -78,8 +86,13 @@ static void render_text(const gc_cloud_plan *plan, const gc_cloud_report *report
                          "still there.");
 }
 
-static json_t *report_json(const gc_cloud_plan *plan, const gc_cloud_report *report, bool applied)
+static json_t *report_json(const gc_cloud_plan *plan, const gc_cloud_report *report,
+                           const gc_destroy_object *objects, size_t object_count, bool applied)
 {
+    json_t *kube = json_array();
+    for (size_t i = 0; i < object_count; i++)
+        json_array_append_new(kube, json_pack("{s:s, s:s}", "label", objects[i].label, "state",
+                                              state_word(objects[i].state)));
     json_t *steps = json_array();
     for (size_t i = 0; i < plan->count; i++) {
         const gc_cloud_step *s = &plan->steps[i];
@@ -90,22 +103,48 @@ static json_t *report_json(const gc_cloud_plan *plan, const gc_cloud_report *rep
                                         s->module_id, "state", state_word(o->state), "command",
                                         o->command, "detail", o->detail));
     }
-    return json_pack("{s:b, s:b, s:o}", "checked", report->checked, "applied", applied, "steps",
-                     steps);
+    return json_pack("{s:b, s:b, s:o, s:o}", "checked", report->checked, "applied", applied,
+                     "objects", kube, "steps", steps);
 }
 
-typedef struct jobs_check {
-    gc_strings names;
-} jobs_check;
+typedef struct on_cluster {
+    const destroy_args *a;
+    const gc_blueprint *bp;
+    gc_strings jobs;
+    gc_destroy_object *objects;
+    size_t object_count;
+} on_cluster;
 
-static int list_jobs(gc_kube *kube, void *ctx, gc_error *err)
+/* Deleting a cluster under a running job loses the job: refused unless told. Then the volumes
+ * deploy applied are deleted, before the cloud steps delete their buckets. */
+static int clear_cluster(gc_kube *kube, void *ctx, gc_error *err)
 {
-    return gc_destroy_running_jobs(kube, &((jobs_check *)ctx)->names, err);
+    on_cluster *c = ctx;
+    int rc = c->a->allow_running_jobs ? 0 : gc_destroy_running_jobs(kube, &c->jobs, err);
+    if (rc || c->jobs.count)
+        return rc;
+    return gc_destroy_objects(kube, c->bp, true, &c->objects, &c->object_count, err);
 }
 
-/* Deleting a cluster under a running job loses the job: refused unless told, also when the
- * jobs cannot be listed. */
-static int refuse_running_jobs(const destroy_args *a, const gc_blueprint *bp, gc_error *err)
+static int running_jobs_error(const on_cluster *c, gc_error *err)
+{
+    gc_buf list;
+    gc_buf_init(&list);
+    for (size_t i = 0; i < c->jobs.count && i < 5; i++)
+        gc_buf_printf(&list, "%s%s", i ? ", " : "", c->jobs.items[i]);
+    int rc = gc_fail(err, GC_EXIT_USAGE,
+                     "%zu JobSet(s) still run on the cluster (%s%s); cancel them "
+                     "(gcluster job cancel) or pass --allow-running-jobs",
+                     c->jobs.count, list.data, c->jobs.count > 5 ? ", ..." : "");
+    gc_buf_free(&list);
+    return rc;
+}
+
+/* The cluster's part of destroy, when the cluster is still there: refused while jobs run, or
+ * when they cannot be listed, unless --allow-running-jobs (then volumes that cannot be reached
+ * go with the cluster). */
+static int destroy_on_cluster(const destroy_args *a, const gc_blueprint *bp, on_cluster *c,
+                              gc_error *err)
 {
     cli_globals g = a->g;
     if (!g.cluster && !g.context) {
@@ -113,30 +152,26 @@ static int refuse_running_jobs(const destroy_args *a, const gc_blueprint *bp, gc
         g.location = g.location ? g.location : bp->region;
         g.project = g.project ? g.project : bp->project;
     }
-    jobs_check c = {0};
-    int rc = cli_with_kube(&g, list_jobs, &c, err);
-    if (rc) {
-        char why[GC_ERROR_MAX];
-        snprintf(why, sizeof(why), "%s", err->message);
-        return gc_fail(err, GC_EXIT_USAGE,
-                       "cannot check cluster %s for running jobs (%s); get its credentials "
-                       "(gcloud container clusters get-credentials) or pass "
-                       "--allow-running-jobs",
-                       g.cluster ? g.cluster : "(the kubeconfig's)", why);
+    int rc = cli_with_kube(&g, clear_cluster, c, err);
+    if (!rc && c->jobs.count)
+        return running_jobs_error(c, err);
+    if (!rc)
+        return 0;
+    char why[GC_ERROR_MAX];
+    snprintf(why, sizeof(why), "%s", err->message);
+    if (a->allow_running_jobs && !c->object_count) {
+        gc_error_clear(err);
+        gc_warn(cli_events(),
+                "cluster %s was not reached (%s); its volumes go with it when it is deleted",
+                g.cluster ? g.cluster : "(the kubeconfig's)", why);
+        return gc_destroy_objects(NULL, bp, false, &c->objects, &c->object_count, err);
     }
-    if (c.names.count) {
-        gc_buf list;
-        gc_buf_init(&list);
-        for (size_t i = 0; i < c.names.count && i < 5; i++)
-            gc_buf_printf(&list, "%s%s", i ? ", " : "", c.names.items[i]);
-        rc = gc_fail(err, GC_EXIT_USAGE,
-                     "%zu JobSet(s) still run on the cluster (%s%s); cancel them "
-                     "(gcluster job cancel) or pass --allow-running-jobs",
-                     c.names.count, list.data, c.names.count > 5 ? ", ..." : "");
-        gc_buf_free(&list);
-    }
-    gc_strings_free(&c.names);
-    return rc;
+    if (c->object_count) /* reached: a delete failed, its error says which */
+        return rc;
+    return gc_fail(err, GC_EXIT_USAGE,
+                   "cannot check cluster %s for running jobs (%s); get its credentials "
+                   "(gcloud container clusters get-credentials) or pass --allow-running-jobs",
+                   g.cluster ? g.cluster : "(the kubeconfig's)", why);
 }
 
 /* Whether the cluster step found the cluster still there. */
@@ -163,19 +198,27 @@ static int destroy_blueprint(const destroy_args *a, const gc_blueprint *bp, cli_
     gc_cloud_report report;
     rc = gc_cloud_run(&plan, NULL, false, cli_events(), &report, err);
     bool apply = a->auto_approve && !rc;
-    if (apply && !a->allow_running_jobs && cluster_remains(&plan, &report))
-        rc = refuse_running_jobs(a, bp, err);
+    bool remains = cluster_remains(&plan, &report);
+    on_cluster c = {.a = a, .bp = bp};
+    if (!rc && remains && apply)
+        rc = destroy_on_cluster(a, bp, &c, err);
+    else if (!rc && remains) /* without --auto-approve the cluster is not asked */
+        rc = gc_destroy_objects(NULL, bp, false, &c.objects, &c.object_count, err);
     if (apply && !rc) {
         gc_cloud_report_free(&report);
         rc = gc_cloud_run(&plan, NULL, true, cli_events(), &report, err);
     }
     if (format == CLI_FORMAT_TEXT) {
-        render_text(&plan, &report, apply);
+        render_text(&plan, &report, c.objects, c.object_count, apply);
     } else {
         gc_error print_err = {0};
-        if (cli_print_document(report_json(&plan, &report, apply), format, &print_err) && !rc)
+        if (cli_print_document(report_json(&plan, &report, c.objects, c.object_count, apply),
+                               format, &print_err) &&
+            !rc)
             rc = gc_fail(err, print_err.code, "%s", print_err.message);
     }
+    gc_strings_free(&c.jobs);
+    gc_destroy_objects_free(c.objects, c.object_count);
     gc_cloud_report_free(&report);
     gc_cloud_plan_free(&plan);
     return rc;
@@ -220,13 +263,15 @@ const cli_command cmd_destroy = {
     .description =
         "Plans, from the same blueprint and variables deploy was given, what deploy creates in\n"
         "Google Cloud and lists it in the reverse order: node pools, workload policies, the\n"
-        "cluster (its add-ons and maintenance exclusions go with it), IAM bindings, service\n"
-        "accounts, NATs, routers, firewall rules, subnetworks, networks. Each step is checked\n"
-        "with a describe first; only what the plan names is ever deleted. Without\n"
-        "--auto-approve nothing is deleted. With it, the steps still there are deleted in\n"
-        "order, and a rerun after a failure goes on from where it stopped. While JobSets run\n"
-        "on the cluster (or when they cannot be listed) it refuses unless\n"
-        "--allow-running-jobs is given.",
+        "cluster (its add-ons and maintenance exclusions go with it), buckets (gcloud refuses one\n"
+        "that still holds objects: empty it first), IAM bindings, service accounts, NATs,\n"
+        "routers, firewall rules, subnetworks, networks. Each step is checked with a describe\n"
+        "first; only what the plan names is ever deleted. Without --auto-approve nothing is\n"
+        "deleted. With it, while the cluster is there, the gcsfuse PersistentVolumeClaims and\n"
+        "PersistentVolumes deploy applied are deleted from it first; then the steps still there\n"
+        "are deleted in order, and a rerun after a failure goes on from where it stopped. While\n"
+        "JobSets run on the cluster (or when they cannot be listed) it refuses unless --allow-\n"
+        "running-jobs is given.",
     .options = destroy_options,
     .operands = &cli_paths,
     .args_size = sizeof(destroy_args),

@@ -9,6 +9,8 @@
 
 #include "gcluster/kube.h"
 
+#include <stdio.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,4 +110,73 @@ int gc_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err)
         return 0;
     }
     return rc;
+}
+
+/* Only the gke-persistent-volume claims and volumes: the rest of what deploy applied lives in
+ * the cluster and goes with it, and a Namespace may hold more than deploy put there. */
+static bool destroy_removes(const json_t *obj)
+{
+    const char *kind = gc_kube_string(obj, "kind");
+    return gc_kube_same(kind, "PersistentVolumeClaim") || gc_kube_same(kind, "PersistentVolume");
+}
+
+int gc_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply, gc_destroy_object **out,
+                       size_t *count, gc_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    json_t *objects = json_array();
+    deploy_storage_objects(bp, objects);
+    json_t *cache = json_object();
+    int rc = 0;
+    for (size_t i = json_array_size(objects); i-- > 0 && !rc;) {
+        json_t *obj = json_array_get(objects, i);
+        if (!destroy_removes(obj))
+            continue;
+        gc_destroy_object *o = gc_xrealloc(*out, (*count + 1) * sizeof(**out));
+        *out = o;
+        o = &o[(*count)++];
+        memset(o, 0, sizeof(*o));
+        if (!kube) {
+            /* --plan without the cluster: named, not looked for */
+            char kind[64];
+            snprintf(kind, sizeof(kind), "%s", gc_kube_string(obj, "kind"));
+            for (char *c = kind; *c; c++)
+                *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+            o->label = gc_xasprintf("%s/%s", kind, gc_kube_field(obj, NULL, "name"));
+            o->state = GC_CLOUD_NOT_CHECKED;
+            continue;
+        }
+        deploy_object_ref ref = {0};
+        rc = deploy_locate(kube, cache, obj, &ref, err);
+        if (rc) {
+            (*count)--;
+            break;
+        }
+        o->label = gc_xstrdup(ref.label);
+        rc = gc_kube_get(kube, ref.path, NULL, NULL, err);
+        if (rc && err->http_status == 404) {
+            gc_error_clear(err);
+            rc = 0;
+            o->state = GC_CLOUD_PRESENT; /* destroy's word for it: gone */
+        } else if (!rc && !apply) {
+            o->state = GC_CLOUD_MISSING; /* still to delete */
+        } else if (!rc) {
+            rc = gc_kube_delete(kube, ref.path, "Background", NULL, err);
+            o->state = rc ? GC_CLOUD_FAILED : GC_CLOUD_CREATED; /* deleted */
+            if (rc)
+                gc_error_prefix(err, "deleting %s: ", ref.label);
+        }
+        free(ref.path);
+    }
+    json_decref(cache);
+    json_decref(objects);
+    return rc;
+}
+
+void gc_destroy_objects_free(gc_destroy_object *objects, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(objects[i].label);
+    free(objects);
 }

@@ -639,6 +639,68 @@ static void destroy_finds_the_running_jobsets(void **state)
     gc_kube_close(kube);
 }
 
+/* destroy on the cluster: the gcsfuse claims and volumes deploy applied, in the reverse of
+ * deploy's order, each read first: one already gone is left, the others deleted; nothing else
+ * is deleted. */
+static void destroy_deletes_the_volumes_in_reverse(void **state)
+{
+    (void)state;
+    script("{'GET /api/v1': [{'json': {'resources': ["
+           "{'name': 'persistentvolumes', 'kind': 'PersistentVolume', 'namespaced': false},"
+           "{'name': 'persistentvolumeclaims', 'kind': 'PersistentVolumeClaim', "
+           "'namespaced': true}]}}],"
+           "'GET /api/v1/namespaces/team/persistentvolumeclaims/zonal-claim': [{'json': {}}],"
+           "'DELETE /api/v1/namespaces/team/persistentvolumeclaims/zonal-claim': [{'json': {}}],"
+           "'GET /api/v1/persistentvolumes/zonal-pv': [{'status': 404, 'json': {'kind': "
+           "'Status', 'code': 404}}],"
+           "'GET /api/v1/namespaces/default/persistentvolumeclaims/data-st-bb5d3e77-pvc': "
+           "[{'json': {}}],"
+           "'DELETE /api/v1/namespaces/default/persistentvolumeclaims/data-st-bb5d3e77-pvc': "
+           "[{'json': {}}],"
+           "'GET /api/v1/persistentvolumes/data-st-bb5d3e77-pv': [{'json': {}}],"
+           "'DELETE /api/v1/persistentvolumes/data-st-bb5d3e77-pv': [{'json': {}}]}");
+    char *path = write_kubeconfig();
+    gc_kube *kube;
+    gc_error err = {0};
+    gc_kube_options opts = {.kubeconfig = path};
+    if (gc_kube_open(&opts, &kube, &err))
+        fail_msg("%s", err.message);
+    free(path);
+    gc_blueprint bp;
+    if (deploy_blueprint_load(GCLUSTER_SOURCE_DIR "/tests/fixtures/deploy/storage.yaml", NULL, 0,
+                              &bp, &err))
+        fail_msg("%s", err.message);
+    gc_destroy_object *objects;
+    size_t count;
+    if (gc_destroy_objects(kube, &bp, true, &objects, &count, &err))
+        fail_msg("%s", err.message);
+    assert_int_equal(count, 4);
+    assert_string_equal(objects[0].label, "persistentvolumeclaim/zonal-claim");
+    assert_int_equal(objects[0].state, GC_CLOUD_CREATED);
+    assert_string_equal(objects[1].label, "persistentvolume/zonal-pv");
+    assert_int_equal(objects[1].state, GC_CLOUD_PRESENT);
+    assert_string_equal(objects[3].label, "persistentvolume/data-st-bb5d3e77-pv");
+    assert_int_equal(objects[3].state, GC_CLOUD_CREATED);
+    assert_int_equal(count_requests("DELETE", "/"), 3);
+    json_t *log = kube_test_server_log(&env->server);
+    size_t i;
+    json_t *req;
+    const char *order[3] = {0};
+    size_t n = 0;
+    json_array_foreach(log, i, req)
+    {
+        if (!strcmp(json_string_value(json_object_get(req, "method")), "DELETE") && n < 3)
+            order[n++] = strrchr(json_string_value(json_object_get(req, "path")), '/') + 1;
+    }
+    assert_string_equal(order[0], "zonal-claim");
+    assert_string_equal(order[1], "data-st-bb5d3e77-pvc");
+    assert_string_equal(order[2], "data-st-bb5d3e77-pv");
+    json_decref(log);
+    gc_destroy_objects_free(objects, count);
+    gc_blueprint_free(&bp);
+    gc_kube_close(kube);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -653,6 +715,7 @@ int main(void)
         cmocka_unit_test_setup(json_report_follows_the_documented_schema, kube_test_env_reset),
         cmocka_unit_test_setup(json_report_of_a_failed_deploy, kube_test_env_reset),
         cmocka_unit_test_setup(destroy_finds_the_running_jobsets, kube_test_env_reset),
+        cmocka_unit_test_setup(destroy_deletes_the_volumes_in_reverse, kube_test_env_reset),
     };
     return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }
