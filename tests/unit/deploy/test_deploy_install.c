@@ -284,10 +284,6 @@ static void cert_manager_settings_are_checked(void **state)
 #define JOBSET_SERVED                                                                              \
     "'GET /apis/jobset.x-k8s.io': [{'json': {'kind': 'APIGroup', 'versions': "                     \
     "[{'version': 'v1alpha2'}]}, 'repeat': true}]"
-#define CONTROLLER(ns, name, tag)                                                                  \
-    "'GET /apis/apps/v1/namespaces/" ns "/deployments/" name "': [{'json': {'spec': {"             \
-    "'template': {'spec': {'containers': [{'name': 'manager', 'image': 'registry.k8s.io/x:" tag    \
-    "'}]}}}}, 'repeat': true}]"
 #define PRIORITY_CLASSES(items)                                                                    \
     "'GET /apis/scheduling.k8s.io/v1/priorityclasses': [{'json': {'kind': 'List', "                \
     "'metadata': {}, 'items': [" items "]}}]"
@@ -347,47 +343,67 @@ static void bare_cluster_dry_run_says_what_it_would_do(void **state)
     gc_prereq_report_free(&rep);
 }
 
-/* Both there: nothing to do, and the PriorityClasses are not even read (no --priority). */
+/* Both there: nothing to do, in one round trip of two reads; neither the controllers' versions
+ * nor the PriorityClasses are read (no --priority). */
 static void both_present_changes_nothing(void **state)
 {
     (void)state;
-    script("{" KUEUE_SERVED "," JOBSET_SERVED
-           "," CONTROLLER("kueue-system", "kueue-controller-manager", "v0.17.1") "," CONTROLLER(
-               "jobset-system", "jobset-controller-manager", "v0.11.1") "}");
+    /* JobSet's answer is held back until both requests have arrived (at most 10 s), and the
+     * log says which ended the hold. */
+    script("{" KUEUE_SERVED ", 'GET /apis/jobset.x-k8s.io': [{'chunks': [{'data': "
+           "'{\\\"kind\\\": \\\"APIGroup\\\", \\\"versions\\\": "
+           "[{\\\"version\\\": \\\"v1alpha2\\\"}]}', 'delay': 10, "
+           "'until_requests': 2}]}]}");
     gc_prereq_request r = {0};
     gc_prereq_report rep;
     gc_error err = {0};
     assert_int_equal(prereqs(&r, &rep, &err), 0);
     assert_int_equal(rep.installs[0].state, GC_INSTALL_PRESENT);
-    assert_string_equal(rep.installs[0].installed, "v0.11.1");
     assert_int_equal(rep.installs[1].state, GC_INSTALL_PRESENT);
     assert_int_equal(rep.priority_classes.count, 0);
     assert_false(rep.needs_queue);
-    assert_int_equal(count_requests("GET", "/apis/scheduling.k8s.io"), 0);
-    assert_int_equal(count_requests("PATCH", "/"), 0);
+    json_t *log = kube_test_server_log(&env->server);
+    assert_int_equal(json_array_size(log), 2);
+    size_t i, held = 0;
+    json_t *req;
+    json_array_foreach(log, i, req)
+    {
+        if (strcmp(json_string_value(json_object_get(req, "path")), "/apis/jobset.x-k8s.io"))
+            continue;
+        held++;
+        assert_string_equal(json_string_value(json_object_get(req, "waited_for")), "requests");
+    }
+    assert_int_equal(held, 1);
+    json_decref(log);
     gc_prereq_report_free(&rep);
 }
 
-/* An older Kueue is reported and left (no reinstall that would drop queued workloads); with
- * --priority, the cluster's own PriorityClass means none are added. */
-static void older_kueue_is_left_and_own_classes_are_kept(void **state)
+/* With --priority the classes are read in the same round; the cluster's own class (batch-low)
+ * means none are added. */
+static void own_priority_classes_are_kept(void **state)
 {
     (void)state;
     script("{" KUEUE_SERVED "," JOBSET_SERVED
-           "," CONTROLLER("kueue-system", "kueue-controller-manager", "v0.13.4") "," CONTROLLER(
-               "jobset-system", "jobset-controller-manager",
-               "v0.10.1") "," PRIORITY_CLASSES("{'metadata': {'name': 'system-cluster-critical'}},"
-                                               "{'metadata': {'name': 'batch-low'}}") "}");
+           "," PRIORITY_CLASSES("{'metadata': {'name': 'system-cluster-critical'}},"
+                                "{'metadata': {'name': 'batch-low'}}") "}");
     gc_prereq_request r = {.priority = true};
     gc_prereq_report rep;
     gc_error err = {0};
     assert_int_equal(prereqs(&r, &rep, &err), 0);
-    assert_int_equal(rep.installs[1].state, GC_INSTALL_OLDER);
-    assert_string_equal(rep.installs[1].installed, "v0.13.4");
     assert_int_equal(rep.priority_classes.count, 0);
     assert_false(rep.needs_queue);
     assert_int_equal(count_requests("GET", "/apis/scheduling.k8s.io"), 1);
+    assert_int_equal(count_requests("GET", "/"), 3);
     assert_int_equal(count_requests("PATCH", "/"), 0);
+    gc_prereq_report_free(&rep);
+
+    /* Without a class of its own, --priority on a cluster with Kueue applies deploy's five. */
+    assert_true(kube_test_server_reset(&env->server));
+    script("{" KUEUE_SERVED "," JOBSET_SERVED "," PRIORITY_CLASSES("") "}");
+    r.plan = true;
+    assert_int_equal(prereqs(&r, &rep, &err), 0);
+    assert_int_equal(rep.priority_classes.count, 5);
+    assert_false(rep.needs_queue);
     gc_prereq_report_free(&rep);
 }
 
@@ -396,8 +412,7 @@ static void older_kueue_is_left_and_own_classes_are_kept(void **state)
 static void only_the_missing_one_is_installed(void **state)
 {
     (void)state;
-    script("{" KUEUE_SERVED
-           "," CONTROLLER("kueue-system", "kueue-controller-manager", "v0.17.1") "}");
+    script("{" KUEUE_SERVED "}");
     char *dir = manifests_dir();
     write_release(dir, "jobset-v0.10.1.yaml", "--zap-log-level=2", "--zap-log-level=9");
     gc_prereq_request r = {.manifests_dir = dir};
@@ -444,7 +459,7 @@ int main(void)
         cmocka_unit_test_setup(skip_prereqs_asks_nothing, kube_test_env_reset),
         cmocka_unit_test_setup(bare_cluster_dry_run_says_what_it_would_do, kube_test_env_reset),
         cmocka_unit_test_setup(both_present_changes_nothing, kube_test_env_reset),
-        cmocka_unit_test_setup(older_kueue_is_left_and_own_classes_are_kept, kube_test_env_reset),
+        cmocka_unit_test_setup(own_priority_classes_are_kept, kube_test_env_reset),
         cmocka_unit_test_setup(only_the_missing_one_is_installed, kube_test_env_reset),
         cmocka_unit_test_setup(prereq_flags_are_checked, kube_test_env_reset),
     };
