@@ -286,7 +286,7 @@ static void describe_pending(const gc_wait_result *out, gc_buf *b)
 
 /* The exit status and message once the watch is over: a job that cannot get there first, then
  * the time. */
-static int conclude(const gc_wait_result *out, long timeout, gc_error *err)
+static int conclude(const gc_wait_result *out, long timeout, bool indexed, gc_error *err)
 {
     for (size_t i = 0; i < out->count; i++) {
         const gc_wait_job *job = &out->jobs[i];
@@ -295,7 +295,8 @@ static int conclude(const gc_wait_result *out, long timeout, gc_error *err)
                            job->status.detail[0] ? job->status.detail : "no reason given");
         if (job->outcome == GC_WAIT_CANCELLED)
             return gc_fail(err, GC_EXIT_JOB_FAILED,
-                           "job %s was cancelled (its JobSet was deleted) before it %s", job->name,
+                           "job %s was cancelled (its %s was deleted) before it %s", job->name,
+                           indexed ? "Job" : "JobSet",
                            out->state == GC_WAIT_FOR_RUNNING    ? "was running"
                            : out->state == GC_WAIT_FOR_ADMITTED ? "was admitted"
                            : out->state == GC_WAIT_FOR_FINISHED ? "finished"
@@ -373,7 +374,7 @@ int gc_job_wait(gc_kube *kube, const gc_wait_request *r, const gc_events *ev, gc
     }
     gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
     if (!rc)
-        rc = conclude(out, timeout, err);
+        rc = conclude(out, timeout, s.indexed, err);
     free(s.seen);
     gc_buf_free(&s.progress);
     return rc;
