@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define GOLDEN_DIR GCLUSTER_SOURCE_DIR "/tests/golden/human"
@@ -96,6 +97,8 @@ static const golden_case cases[] = {
     {"cluster-volume", NULL, {"cluster", "volume"}},
     {"cluster-volume-json", NULL, {"cluster", "volume", "-o", "json"}},
     {"help", NULL, {"--help"}},
+    {"help-job", NULL, {"job", "--help"}},
+    {"help-cluster", NULL, {"cluster", "--help"}},
     {"deploy-plan",
      NULL,
      {"deploy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--plan"}},
@@ -105,6 +108,30 @@ static const golden_case cases[] = {
     {"destroy-plan",
      NULL,
      {"destroy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--plan"}},
+    {"destroy-plan-json",
+     NULL,
+     {"destroy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--plan", "-o",
+      "json"}},
+    {"deploy-apply",
+     NULL,
+     {"deploy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--auto-approve"}},
+    {"destroy-apply",
+     NULL,
+     {"destroy", GCLUSTER_SOURCE_DIR "/examples/gke-tpu-v6e-pathways.yaml", "--auto-approve"}},
+    {"job-submit-json",
+     NULL,
+     {"job", "submit", "--name", "golden", "--compute-type", "v6e-16", "--command",
+      "python3 train.py", "--image", "us-docker.pkg.dev/p/r/i:1", "--pathways",
+      "--pathways-gcs-location", "gs://bucket/tmp", "--output", "json"}},
+    {"job-connect-queued", NULL, {"job", "connect", "queued", "--wait", "5s"}},
+    {"job-connect-failed", NULL, {"job", "connect", "failed", "--wait", "2s"}},
+    {"job-template-extract", NULL, {"job", "gke-template-extract", "--output-dir", "@DIR@/t"}},
+    {"job-template-extract-refused",
+     NULL,
+     {"job", "gke-template-extract", "--cluster", "tpu-cluster"}},
+    {"job-config-set-refused", NULL, {"job", "config", "set", "project", "p", "--namespace", "x"}},
+    /* Last: it stores a default every later case would read. */
+    {"job-config-set", NULL, {"job", "config", "set", "project", "proj-2"}},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(*cases))
 
@@ -197,6 +224,11 @@ static int setup(void **state)
         return -1;
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", env.tmp);
     kube_test_write_kubeconfig(kubeconfig, &env.server, env.pki.ca, "ns1");
+    /* HOME, where job config set stores the defaults: it exists, as a user's does. */
+    char home[600];
+    snprintf(home, sizeof(home), "%s/home", env.tmp);
+    if (mkdir(home, 0700) != 0)
+        return -1;
     write_fake_gcloud();
     char *script = load_snapshot();
     bool ok = script && kube_test_server_script(&env.server, script);
