@@ -145,13 +145,20 @@ static char *release_url(const component *c, const char *version, const char *mi
 /* The file a --manifests-dir holds for `c`: the release file renamed <name>-<version>.yaml in
  * lower case ("kueue-v0.17.1.yaml", "cert-manager-v1.17.2.yaml"), since JobSet and Kueue both
  * call theirs manifests.yaml. */
-static char *dir_file(const component *c, const char *version, const char *dir)
+static char *dir_name(const component *c, const char *version)
 {
-    char *path = gc_xasprintf("%s/%s-%s.yaml", dir, c->name, version);
-    char *name = path + strlen(dir) + 1;
+    char *name = gc_xasprintf("%s-%s.yaml", c->name, version);
     for (size_t i = 0; i < strlen(c->name); i++)
         if (name[i] >= 'A' && name[i] <= 'Z')
             name[i] = (char)(name[i] - 'A' + 'a');
+    return name;
+}
+
+static char *dir_file(const component *c, const char *version, const char *dir)
+{
+    char *name = dir_name(c, version);
+    char *path = gc_xasprintf("%s/%s", dir, name);
+    free(name);
     return path;
 }
 
@@ -273,8 +280,21 @@ static int load_release(const component *c, const gc_deploy_install *in,
     int rc = src->dir
                  ? gc_file_read(in->source, RELEASE_MAX_BYTES, &text, err)
                  : gc_http_fetch(in->source, RELEASE_MAX_BYTES, FETCH_TIMEOUT_MS, NULL, &text, err);
-    if (rc) {
+    if (rc && !src->dir) {
+        /* Most often a cluster's network without the way out: say the two other sources. */
+        char *why = gc_xstrdup(err->message);
+        char *name = dir_name(c, in->version);
+        gc_error_clear(err);
+        rc = gc_fail(err, rc,
+                     "%s %s: %s (without internet access: --manifests-dir DIR with the release "
+                     "file saved as %s, or --manifests-mirror https://HOST)",
+                     c->name, in->version, why, name);
+        free(why);
+        free(name);
+    } else if (rc) {
         gc_error_prefix(err, "%s %s: ", c->name, in->version);
+    }
+    if (rc) {
         gc_buf_free(&text);
         return rc;
     }

@@ -429,6 +429,27 @@ static void only_the_missing_one_is_installed(void **state)
     free(dir);
 }
 
+/* A release file that cannot be downloaded: the error names the file and the two other
+ * sources, and nothing is applied. */
+static void a_failed_download_names_the_other_sources(void **state)
+{
+    (void)state;
+    script("{" KUEUE_SERVED "}");
+    gc_prereq_request r = {.manifests_mirror = "https://127.0.0.1:1"};
+    gc_prereq_report rep;
+    gc_error err = {0};
+    assert_int_not_equal(prereqs(&r, &rep, &err), 0);
+    if (!strstr(err.message, "JobSet v0.10.1: ") ||
+        !strstr(err.message, "https://127.0.0.1:1/kubernetes-sigs/jobset/releases/download/"
+                             "v0.10.1/manifests.yaml") ||
+        !strstr(err.message, "(without internet access: --manifests-dir DIR with the release "
+                             "file saved as jobset-v0.10.1.yaml, or --manifests-mirror "
+                             "https://HOST)"))
+        fail_msg("%s", err.message);
+    assert_int_equal(count_requests("PATCH", "/"), 0);
+    gc_prereq_report_free(&rep);
+}
+
 /* The flags are checked before anything is sent, naming the flag. */
 static void prereq_flags_are_checked(void **state)
 {
@@ -461,6 +482,7 @@ int main(void)
         cmocka_unit_test_setup(both_present_changes_nothing, kube_test_env_reset),
         cmocka_unit_test_setup(own_priority_classes_are_kept, kube_test_env_reset),
         cmocka_unit_test_setup(only_the_missing_one_is_installed, kube_test_env_reset),
+        cmocka_unit_test_setup(a_failed_download_names_the_other_sources, kube_test_env_reset),
         cmocka_unit_test_setup(prereq_flags_are_checked, kube_test_env_reset),
     };
     return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
