@@ -17,6 +17,7 @@
 #include "gcluster/kube.h"
 #include "gcluster/sys.h"
 #include "kube_test.h"
+#include "run_cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,6 +470,44 @@ static void prereq_flags_are_checked(void **state)
     assert_non_null(strstr(err.message, "--skip-prereqs installs nothing"));
 }
 
+/* job submit's install flags, through the binary: each refused, before anything is sent, where
+ * it could do nothing (an offline submit, --skip-prereqs, a client of a Shared Pathways
+ * Service), and a mirror that is not https://. */
+static void submit_refuses_install_flags_that_would_do_nothing(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *flags[4];
+        const char *want;
+    } cases[] = {
+        {{"--dry-run-out", "-", "--manifests-dir", GCLUSTER_SOURCE_DIR},
+         "--dry-run-out contacts no cluster and installs nothing: drop --manifests-dir and "
+         "--manifests-mirror"},
+        {{"--skip-prereqs", "--manifests-mirror", "https://mirror.example", NULL},
+         "--manifests-mirror says where JobSet and Kueue are installed from, but "
+         "--skip-prereqs installs nothing; drop one of them"},
+        {{"--pathways-run-sps-workload", "--manifests-dir", GCLUSTER_SOURCE_DIR, NULL},
+         "--pathways-run-sps-workload creates no JobSet and installs nothing"},
+        {{"--manifests-mirror", "http://mirror.example", NULL, NULL},
+         "--manifests-mirror http://mirror.example: give an https:// URL"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        const char *argv[32] = {
+            "job",       "submit", "--kubeconfig",   "/nonexistent/kubeconfig",
+            "--name",    "t",      "--compute-type", "v6e-16",
+            "--command", "true",   "--image",        "us-docker.pkg.dev/p/r/i:1"};
+        size_t n = 12;
+        for (size_t j = 0; j < 4 && cases[i].flags[j]; j++)
+            argv[n++] = cases[i].flags[j];
+        argv[n] = NULL;
+        cli_result res;
+        run_cli(&res, argv, NULL);
+        if (res.exit_code != 2 || !strstr(res.err.data, cases[i].want))
+            fail_msg("case %zu: exit %d, stderr: %s", i, res.exit_code, res.err.data);
+        cli_result_free(&res);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +523,8 @@ int main(void)
         cmocka_unit_test_setup(only_the_missing_one_is_installed, kube_test_env_reset),
         cmocka_unit_test_setup(a_failed_download_names_the_other_sources, kube_test_env_reset),
         cmocka_unit_test_setup(prereq_flags_are_checked, kube_test_env_reset),
+        cmocka_unit_test_setup(submit_refuses_install_flags_that_would_do_nothing,
+                               kube_test_env_reset),
     };
     return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }
