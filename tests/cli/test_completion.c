@@ -134,13 +134,20 @@ static void test_job_names_from_the_cluster(void **state)
 {
     (void)state;
     script_jobsets(JT_JOBSETS);
-    assert_completes("pw-a\npw-b\n", "job", "inspect", "pw");
-    /* One request, for object metadata only. */
+    /* A JobSet-less job's Job is a job too; another Job is not. */
+    jt_list(JT_JOBS, "PartialObjectMetadataList",
+            jt_json("[{'metadata': {'name': 'pw-fb', 'namespace': 'ns1', 'labels':"
+                    " {'gcluster.google.com/workload': 'pw-fb'}}},"
+                    " {'metadata': {'name': 'pw-x', 'namespace': 'ns1'}}]"));
+    assert_completes("pw-a\npw-b\npw-fb\n", "job", "inspect", "pw");
+    /* One round trip: the JobSets and the Jobs, for object metadata only. */
     json_t *req = jt_requests();
-    assert_int_equal(json_array_size(req), 1);
-    json_t *headers = json_object_get(json_array_get(req, 0), "headers");
-    assert_non_null(strstr(json_string_value(json_object_get(headers, "accept")),
-                           "as=PartialObjectMetadataList"));
+    assert_int_equal(json_array_size(req), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *headers = json_object_get(json_array_get(req, i), "headers");
+        assert_non_null(strstr(json_string_value(json_object_get(headers, "accept")),
+                               "as=PartialObjectMetadataList"));
+    }
     json_decref(req);
 
     /* Names already on the line are not offered again. */
