@@ -162,6 +162,7 @@ typedef enum gc_cloud_step_kind {
     GC_CLOUD_CLUSTER_ADDON,
     GC_CLOUD_ACCOUNT_BINDING, /* a role on a service account (Workload Identity) */
     GC_CLOUD_BUCKET,          /* a Cloud Storage bucket (cloud-storage-bucket) */
+    GC_CLOUD_BUCKET_SETTINGS, /* what gcloud sets on a bucket only after create (its labels) */
 } gc_cloud_step_kind;
 
 typedef struct gc_cloud_step {

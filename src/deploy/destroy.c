@@ -2,8 +2,8 @@
  * destroy: what deploy creates, removed in the reverse of deploy's order, each step a describe
  * (is it still there?) and a delete. The steps come from deploy's own plan, so destroy never
  * names a resource the plan does not; a rerun after a failure finds what is gone and goes on.
- * What goes with its parent is not a step of its own: a cluster's add-ons and maintenance
- * exclusions go with the cluster, the bootstrap pool is already gone.
+ * What goes with its parent is not a step of its own: a bucket's labels, a cluster's add-ons and
+ * maintenance exclusions go with the cluster, the bootstrap pool is already gone.
  */
 #include "deploy/gcp.h"
 
@@ -49,7 +49,8 @@ int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_c
     deploy_gcp_planner_init(&p, bp, t);
     for (size_t i = deploy.count; i-- > 0;) {
         const gc_cloud_step *s = &deploy.steps[i];
-        if (s->kind == GC_CLOUD_CLUSTER_ADDON || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL)
+        if (s->kind == GC_CLOUD_CLUSTER_ADDON || s->kind == GC_CLOUD_REMOVE_DEFAULT_POOL ||
+            s->kind == GC_CLOUD_BUCKET_SETTINGS)
             continue;
         if (s->kind == GC_CLOUD_ROLE_BINDING || s->kind == GC_CLOUD_ACCOUNT_BINDING) {
             /* removed only while the binding is there */

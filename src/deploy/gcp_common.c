@@ -213,8 +213,9 @@ static const struct kind_words {
     [GC_CLOUD_CLUSTER_ADDON] = {"container clusters", NULL, SCOPE_LOCATION, "name"},
     [GC_CLOUD_ACCOUNT_BINDING] = {"iam service-accounts", NULL, SCOPE_PROJECT, NULL},
     [GC_CLOUD_BUCKET] = {"storage buckets", NULL, SCOPE_PROJECT, "name", "gs://"},
+    [GC_CLOUD_BUCKET_SETTINGS] = {"storage buckets", NULL, SCOPE_PROJECT, NULL, "gs://"},
 };
-_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_BUCKET + 1,
+_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_BUCKET_SETTINGS + 1,
                "group words for every step kind");
 
 deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *verb)

@@ -165,8 +165,9 @@ const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind)
         "cluster add-on",
         "service account binding",
         "bucket",
+        "bucket settings",
     };
-    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_BUCKET + 1,
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_BUCKET_SETTINGS + 1,
                    "a name for every step kind");
     return names[kind];
 }

@@ -99,17 +99,21 @@ static int plan_bucket(planner *p, const gc_bp_module *m)
                          json_string_value(json_object_get(autoclass, "terminal_storage_class")));
     }
     s->create = b.items;
-    /* gcloud's create takes no labels: they are the one update after it. */
+    /* gcloud's create takes neither labels nor versioning: they are one update after it, done
+     * when describe finds the module's label (the update sets both at once). */
+    gc_cloud_step *u = deploy_gcp_step(p, GC_CLOUD_BUCKET_SETTINGS, name, m);
+    gcp_ref settings = {.kind = GC_CLOUD_BUCKET_SETTINGS, .name = name};
+    deploy_argv d = deploy_gcp_command(p, &settings, "describe");
+    deploy_argv_flag(&d, "format", "value(labels.ghpc_module)");
+    u->check = d.items;
+    u->present_output = gc_xstrdup("cloud-storage-bucket");
+    deploy_argv up = deploy_gcp_command(p, &settings, "update");
     char *labels = deploy_gcp_labels(p, m, "cloud-storage-bucket", "file-system");
-    deploy_gcp_note(p, m,
-                    "bucket %s gets its labels after create: gcloud storage buckets update %s "
-                    "--project=%s --update-labels=%s",
-                    name, url, p->project, labels);
+    deploy_argv_flag(&up, "update-labels", labels);
     free(labels);
     if (deploy_gcp_bool(p, m, "enable_versioning", false))
-        deploy_gcp_note(p, m,
-                        "versioning: gcloud storage buckets update %s --project=%s --versioning",
-                        url, p->project);
+        deploy_argv_words(&up, "--versioning", NULL);
+    u->create = up.items;
     if (json_array_size(deploy_gcp_setting(p, m, "lifecycle_rules")))
         deploy_gcp_note(p, m,
                         "lifecycle_rules: write them as a lifecycle JSON file and run gcloud "

@@ -76,6 +76,12 @@ static const char fake[] =
     "*add-iam-policy-binding*) touch \"%s/$iam\"; exit 0;;\n"
     "*remove-iam-policy-binding*) rm -f \"%s/$iam\"; exit 0;;\n"
     "esac\n"
+    /* a bucket's labels: set by update, read back by describe --format */
+    "case \"$*\" in *'storage buckets update '*--update-labels=*) touch \"%s/labels-$name\";"
+    " exit 0;;\n"
+    "  *'storage buckets describe '*'--format=value(labels.ghpc_module)'*) [ -e "
+    "\"%s/labels-$name\" ] && echo cloud-storage-bucket; exit 0;;\n"
+    "esac\n"
     "case $verb in\n"
     "describe) if [ -n \"$setting\" ]; then [ -e \"%s/$setting\" ] && echo True || echo False;"
     " exit 0; fi\n"
@@ -111,8 +117,8 @@ static int setup(void **st)
     mkdir(bin, 0755);
     gcloud = gc_xasprintf("%s/gcloud", bin);
     kube_test_write(gcloud, fake, calls, state, state, state, state, state, state, state, state,
-                    state, state, state, state, state, state, state, fail_on, state, state, state,
-                    fail_on, state, state, state);
+                    state, state, state, state, state, state, state, state, state, fail_on, state,
+                    state, state, fail_on, state, state, state);
     chmod(gcloud, 0755);
     free(bin);
     return 0;
@@ -624,9 +630,9 @@ static void plan_and_dry_run_show_one_order(void **st)
 
 /* cloud-storage-bucket: each bucket a step before the cluster, named as the module names it
  * (name_prefix, the deployment name, with random_suffix the first 8 hexadecimal digits of
- * SHA-256("my-project/st/data") in place of Terraform's random ones); the apply creates each
- * after a describe found it absent, and a rerun creates nothing; destroy deletes the buckets
- * after the cluster. */
+ * SHA-256("my-project/st/data") in place of Terraform's random ones), its labels and versioning
+ * an update after it; the apply creates each after a describe found it absent, and a rerun
+ * changes nothing; destroy deletes the buckets after the cluster (their labels go with them). */
 static void storage_buckets_are_planned_created_and_destroyed(void **st)
 {
     (void)st;
@@ -657,21 +663,24 @@ static void storage_buckets_are_planned_created_and_destroyed(void **st)
     assert_string_equal(line, "gcloud storage buckets describe gs://data-st-bb5d3e77 "
                               "--project=my-project '--format=value(name)'");
     free(line);
-    bool labels = false, versioning = false;
-    for (size_t i = 0; i < plan.notes.count; i++) {
-        labels = labels || strstr(plan.notes.items[i],
-                                  "gcloud storage buckets update gs://data-st-bb5d3e77 "
-                                  "--project=my-project --update-labels=ghpc_blueprint=storage,"
-                                  "ghpc_deployment=st,ghpc_module=cloud-storage-bucket,"
-                                  "ghpc_role=file-system");
-        versioning = versioning || strstr(plan.notes.items[i], "gs://data-st-bb5d3e77 "
-                                                               "--project=my-project --versioning");
-    }
-    assert_true(labels && versioning);
+    /* labels and versioning: the update after the create, done once the label is there */
+    size_t settings = step_index(&plan, GC_CLOUD_BUCKET_SETTINGS, "data-st-bb5d3e77");
+    assert_int_equal(settings, data + 1);
+    line = create_line(&plan, GC_CLOUD_BUCKET_SETTINGS, "data-st-bb5d3e77");
+    assert_string_equal(line, "gcloud storage buckets update gs://data-st-bb5d3e77 "
+                              "--project=my-project --update-labels=ghpc_blueprint=storage,"
+                              "ghpc_deployment=st,ghpc_module=cloud-storage-bucket,"
+                              "ghpc_role=file-system --versioning");
+    free(line);
+    line = deploy_argv_shell_line(plan.steps[settings].check);
+    assert_string_equal(line, "gcloud storage buckets describe gs://data-st-bb5d3e77 "
+                              "--project=my-project '--format=value(labels.ghpc_module)'");
+    free(line);
 
     gc_cloud_report report;
     run(&plan, true, &report, &err, 0);
     assert_int_equal(report.outcomes[data].state, GC_CLOUD_CREATED);
+    assert_int_equal(report.outcomes[settings].state, GC_CLOUD_CREATED);
     assert_int_equal(report.outcomes[zonal].state, GC_CLOUD_CREATED);
     gc_cloud_report_free(&report);
     remove(calls);
@@ -680,6 +689,7 @@ static void storage_buckets_are_planned_created_and_destroyed(void **st)
     assert_string_equal(made, "");
     free(made);
     assert_int_equal(report.outcomes[data].state, GC_CLOUD_PRESENT);
+    assert_int_equal(report.outcomes[settings].state, GC_CLOUD_PRESENT);
     gc_cloud_report_free(&report);
 
     gc_cloud_plan destroy;
