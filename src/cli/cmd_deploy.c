@@ -66,8 +66,10 @@ static const cli_option deploy_options[] = {
              "Google's: download missing Terraform and Packer; deploy needs neither (only "
              "gcloud, for --auto-approve), so it is accepted and downloads nothing"),
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
-               "write the Kubernetes objects (the Kueue configuration; the cluster module's "
-               "Network and CheckpointConfiguration) as YAML and stop; nothing is contacted"),
+               "write the Kubernetes objects in the order deploy applies them (the Kueue "
+               "configuration; the cluster module's Network, ServiceAccount and "
+               "CheckpointConfiguration; the gcsfuse volumes) as YAML and stop; nothing is "
+               "contacted"),
     CLI_STRING(0, "manifests-dir", deploy_args, manifests_dir, "DIR",
                "read the release manifests of what the blueprint installs (Kueue, JobSet, "
                "cert-manager) from DIR, named kueue-v0.17.1.yaml and so on, instead of "
@@ -246,10 +248,12 @@ const cli_command cmd_deploy = {
              "[--vars NAME=VALUE] [-l LEVEL] [--manifests-dir DIR] [--upgrade]",
     .description =
         "Reads the blueprint (evaluated as Cluster Toolkit does: vars, expressions, module\n"
-        "outputs, deployment files) and plans, in order, what its vpc, service-account,\n"
-        "gke-cluster, resource-policy and gke-node-pool modules create (each a gcloud command,\n"
-        "checked first with a describe; --auto-approve creates the missing ones, and a rerun\n"
-        "resumes), then, on the cluster, installs what the kubectl-apply module installs (Kueue,\n"
+        "outputs, deployment files) and runs its stages in the order the report lists first:\n"
+        "what its vpc, service-account, cloud-storage-bucket, gke-cluster, resource-policy and\n"
+        "gke-node-pool modules create (each a gcloud command, checked first with a describe;\n"
+        "--auto-approve creates the missing ones, and a rerun resumes), the cluster's\n"
+        "credentials, then, on the cluster, installs what the kubectl-apply module installs "
+        "(Kueue,\n"
         "JobSet, cert-manager at the module's versions, from each project's release manifest\n"
         "checked against the SHA-256 gcluster keeps, with the module's settings: Kueue's\n"
         "TopologyAwareScheduling gate, the toleration of GKE's system-pool taint), waits until\n"
@@ -257,7 +261,9 @@ const cli_command cmd_deploy = {
         "the Kueue configuration by server-side apply, as the kubectl-apply module renders it:\n"
         "the blueprint's kueue.config_path template, else with Pathways the flavors\n"
         "flavor-<accelerator> and pathways-flavor, the ClusterQueue cluster-queue with one\n"
-        "[google.com/tpu, cpu, memory] group, LocalQueue user-queue and five PriorityClasses.\n"
+        "[google.com/tpu, cpu, memory] group, LocalQueue user-queue and five PriorityClasses,\n"
+        "then the gke-cluster module's objects and each gke-persistent-volume's gcsfuse\n"
+        "PersistentVolume and claim, and waits until Kueue makes the ClusterQueues Active.\n"
         "Quotas come from kueue.config_template_vars: tpu_quota, tpu_flavor_cpu_quota,\n"
         "tpu_flavor_memory_quota (999999T), pathways_cpu_quota (480),\n"
         "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"
