@@ -196,18 +196,7 @@ typedef struct gc_cloud_target {
     const char *head_pool; /* NULL: cpu-np */
 } gc_cloud_target;
 
-void gc_cloud_plan_free(gc_cloud_plan *plan);
 const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind);
-
-/* destroy: what deploy creates, in the reverse of deploy's order, each step a describe of
- * what deploy's plan names and its delete (gc_cloud_step.removes); run with gc_cloud_run,
- * whose states then mean PRESENT: gone, MISSING: still to delete, CREATED: deleted. The
- * cluster's add-ons and maintenance exclusions go with the cluster. */
-int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
-                          gc_error *err);
-/* The JobSets on the cluster that have not finished, as "NAMESPACE/NAME" (none without the
- * JobSet API). */
-int gc_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err);
 
 typedef enum gc_cloud_state {
     GC_CLOUD_NOT_CHECKED, /* gcloud could not tell (see `detail`) */
@@ -232,26 +221,15 @@ typedef struct gc_cloud_report {
     size_t count;
 } gc_cloud_report;
 
-/* Checks each step of `plan` in order (read-only describes) and, with `apply`, creates the
- * missing ones, stopping at the first failure (its error says which step and how to resume).
- * `gcloud` is the program to run (NULL: gcloud on $PATH; not found: nothing is checked, and
- * with `apply` that is an error). Progress goes to `ev`. */
-int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, const gc_events *ev,
-                 gc_cloud_report *report, gc_error *err);
-void gc_cloud_report_free(gc_cloud_report *report);
-
 /* What destroy deletes on the cluster before the Google Cloud steps: the gke-persistent-volume
  * claims and volumes deploy applied, in the reverse of deploy's order (everything else deploy
- * applied goes with the cluster). `state` in destroy's words (gc_cloud_run's for destroy):
+ * applied goes with the cluster). `state` in destroy's words (as for its Google Cloud steps):
  * PRESENT gone, MISSING still there (not `apply`), CREATED deleted, FAILED, NOT_CHECKED (kube
  * NULL: named without asking the cluster). `label`: kubectl's "persistentvolumeclaim/NAME". */
 typedef struct gc_destroy_object {
     char *label;
     gc_cloud_state state;
 } gc_destroy_object;
-int gc_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply, gc_destroy_object **out,
-                       size_t *count, gc_error *err);
-void gc_destroy_objects_free(gc_destroy_object *objects, size_t count);
 
 typedef struct gc_deploy_request {
     const char *head_pool; /* --pathways-head-np, or NULL for cpu-np */
@@ -443,5 +421,58 @@ int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply
                   gc_deploy_result *result, gc_error *err);
 void gc_deploy_result_free(gc_deploy_result *result);
 const char *gc_deploy_stage_kind_name(gc_deploy_stage_kind kind);
+
+/* destroy's pipeline, its order decided here as deploy's is: every Google Cloud step described
+ * first (nothing is deleted before the whole plan is known), then, while the cluster is there,
+ * the check for running JobSets (deleting a cluster under a job loses the job), then the gcsfuse
+ * volumes on the cluster (before the cloud steps delete their buckets), then the deletes, node
+ * pools first and networks last. Each stage finds what is already gone, so a rerun resumes. */
+typedef enum gc_destroy_stage_kind {
+    GC_DESTROY_CHECK,   /* a describe of each Google Cloud step: what is still there */
+    GC_DESTROY_JOBS,    /* the JobSets not finished on the cluster: any stops destroy */
+    GC_DESTROY_OBJECTS, /* the gcsfuse claims and volumes (gc_destroy_object) */
+    GC_DESTROY_DELETE,  /* the Google Cloud steps still there deleted, in order */
+} gc_destroy_stage_kind;
+
+typedef struct gc_destroy_stage {
+    gc_destroy_stage_kind kind;
+    const char *description; /* static text: what the stage does */
+    gc_deploy_stage_state state;
+    char *detail; /* why it was skipped */
+} gc_destroy_stage;
+
+typedef struct gc_destroy_request {
+    /* Where the gcloud commands point; NULL takes the blueprint's. */
+    const char *project;
+    const char *cluster;
+    const char *location;
+    /* The cluster `connect` opens, for messages (NULL: the kubeconfig context's). */
+    const char *kube_cluster;
+    bool apply;              /* --auto-approve: without it nothing is deleted, nor asked */
+    bool allow_running_jobs; /* --allow-running-jobs */
+} gc_destroy_request;
+
+typedef struct gc_destroy_result {
+    gc_destroy_stage stages[GC_DESTROY_DELETE + 1]; /* in the order they run */
+    size_t stage_count; /* 0: bad input, nothing was run (the error says why) */
+    bool applied;       /* deletes were allowed: `apply` and every step was described */
+    gc_cloud_plan cloud;
+    /* The deletes' report once they ran, else the describes', in destroy's words: PRESENT gone,
+     * MISSING still to delete, CREATED deleted. */
+    gc_cloud_report cloud_report;
+    gc_strings jobs; /* the running JobSets that stopped it */
+    gc_destroy_object *objects;
+    size_t object_count;
+    gc_kube *kube; /* the cluster, when it was opened; closed by the free */
+} gc_destroy_result;
+
+/* Runs destroy for `bp`. `connect` opens the cluster (it may write the kubeconfig: only with
+ * r->apply is it called). `result` says what each stage found and did, also after a failure;
+ * free it with gc_destroy_result_free in every case. Warnings go to `ev` as they happen. */
+int gc_destroy_run(const gc_blueprint *bp, const gc_destroy_request *r, const char *gcloud,
+                   const gc_deploy_connect *connect, const gc_events *ev, gc_destroy_result *result,
+                   gc_error *err);
+void gc_destroy_result_free(gc_destroy_result *result);
+const char *gc_destroy_stage_kind_name(gc_destroy_stage_kind kind);
 
 #endif

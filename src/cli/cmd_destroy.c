@@ -1,6 +1,6 @@
 /*
- * gcluster destroy BLUEPRINT: remove what deploy creates for the blueprint, in the reverse of
- * deploy's order (deploy/destroy.c), and say what each step found and did.
+ * gcluster destroy BLUEPRINT: remove what deploy creates for the blueprint, in the order
+ * deploy/destroy_pipeline.c decides, and say what each stage and step found and did.
  */
 #include "cli/cli.h"
 #include "cli/render.h"
@@ -57,19 +57,51 @@ static const char *state_word(gc_cloud_state state)
     return "not checked";
 }
 
-static void render_text(const gc_cloud_plan *plan, const gc_cloud_report *report,
-                        const gc_destroy_object *objects, size_t object_count, bool applied)
+static const char *stage_word(const gc_destroy_stage *s, bool applied)
 {
-    if (object_count)
+    switch (s->state) {
+    case GC_STAGE_NOT_RUN:
+        return "not run";
+    case GC_STAGE_DONE:
+        return applied ? "done" : "looked, deleted nothing";
+    case GC_STAGE_SKIPPED:
+        return "skipped";
+    case GC_STAGE_FAILED:
+        return "failed";
+    }
+    return "?";
+}
+
+static const char *stage_key(gc_deploy_stage_state state)
+{
+    static const char *const names[] = {"not_run", "done", "skipped", "failed"};
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_STAGE_FAILED + 1, "every state");
+    return names[state];
+}
+
+static void render_text(const gc_destroy_result *res)
+{
+    if (!res->stage_count)
+        return; /* bad input: the error says why */
+    const gc_cloud_plan *plan = &res->cloud;
+    const gc_cloud_report *report = &res->cloud_report;
+    cli_line(stdout, "Stages (in the order destroy runs them):");
+    for (size_t i = 0; i < res->stage_count; i++) {
+        const gc_destroy_stage *s = &res->stages[i];
+        cli_line(stdout, "  %zu. %s: %s", i + 1, s->description, stage_word(s, res->applied));
+        if (s->detail)
+            cli_line(stdout, "     (%s)", s->detail);
+    }
+    if (res->object_count)
         cli_line(stdout, "Kubernetes, deleted first (the gcsfuse volumes; the rest goes with the "
                          "cluster):");
-    for (size_t i = 0; i < object_count; i++)
-        cli_line(stdout, "  %3zu. %s: %s", i + 1, objects[i].label,
-                 objects[i].state == GC_CLOUD_NOT_CHECKED ? "deleted first if there"
-                                                          : state_word(objects[i].state));
+    for (size_t i = 0; i < res->object_count; i++)
+        cli_line(stdout, "  %3zu. %s: %s", i + 1, res->objects[i].label,
+                 res->objects[i].state == GC_CLOUD_NOT_CHECKED ? "deleted first if there"
+                                                               : state_word(res->objects[i].state));
     cli_line(stdout, "Google Cloud, in the order destroy deletes (%zu steps%s):", plan->count,
              report->checked ? "" : "; not checked, gcloud is not on PATH");
-    for (size_t i = 0; i < plan->count; i++) {
+    for (size_t i = 0; i < plan->count && i < report->count; i++) {
         const gc_cloud_step *s = &plan->steps[i];
         const gc_cloud_outcome *o = &report->outcomes[i];
         cli_line(stdout, "  %3zu. %s %s: %s", i + 1, gc_cloud_step_kind_name(s->kind), s->name,
@@ -81,20 +113,29 @@ static void render_text(const gc_cloud_plan *plan, const gc_cloud_report *report
         if (o->state == GC_CLOUD_NOT_CHECKED && o->detail && i == 0)
             cli_line(stdout, "       (gcloud could not check: %s)", o->detail);
     }
-    if (!applied)
+    if (!res->applied)
         cli_line(stdout, "\nNothing was deleted; run with --auto-approve to delete what is "
                          "still there.");
 }
 
-static json_t *report_json(const gc_cloud_plan *plan, const gc_cloud_report *report,
-                           const gc_destroy_object *objects, size_t object_count, bool applied)
+static json_t *report_json(const gc_destroy_result *res)
 {
+    const gc_cloud_plan *plan = &res->cloud;
+    const gc_cloud_report *report = &res->cloud_report;
+    json_t *stages = json_array();
+    for (size_t i = 0; i < res->stage_count; i++) {
+        const gc_destroy_stage *s = &res->stages[i];
+        json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:o}", "kind",
+                                                gc_destroy_stage_kind_name(s->kind), "description",
+                                                s->description, "state", stage_key(s->state),
+                                                "detail", cli_json_text(s->detail)));
+    }
     json_t *kube = json_array();
-    for (size_t i = 0; i < object_count; i++)
-        json_array_append_new(kube, json_pack("{s:s, s:s}", "label", objects[i].label, "state",
-                                              state_word(objects[i].state)));
+    for (size_t i = 0; i < res->object_count; i++)
+        json_array_append_new(kube, json_pack("{s:s, s:s}", "label", res->objects[i].label, "state",
+                                              state_word(res->objects[i].state)));
     json_t *steps = json_array();
-    for (size_t i = 0; i < plan->count; i++) {
+    for (size_t i = 0; i < plan->count && i < report->count; i++) {
         const gc_cloud_step *s = &plan->steps[i];
         const gc_cloud_outcome *o = &report->outcomes[i];
         json_array_append_new(steps,
@@ -103,48 +144,20 @@ static json_t *report_json(const gc_cloud_plan *plan, const gc_cloud_report *rep
                                         s->module_id, "state", state_word(o->state), "command",
                                         o->command, "detail", o->detail));
     }
-    return json_pack("{s:b, s:b, s:o, s:o}", "checked", report->checked, "applied", applied,
-                     "objects", kube, "steps", steps);
+    return json_pack("{s:o, s:b, s:b, s:o, s:o}", "stages", stages, "checked", report->checked,
+                     "applied", res->applied, "objects", kube, "steps", steps);
 }
 
-typedef struct on_cluster {
-    const destroy_args *a;
-    const gc_blueprint *bp;
-    gc_strings jobs;
-    gc_destroy_object *objects;
-    size_t object_count;
-} on_cluster;
-
-/* Deleting a cluster under a running job loses the job: refused unless told. Then the volumes
- * deploy applied are deleted, before the cloud steps delete their buckets. */
-static int clear_cluster(gc_kube *kube, void *ctx, gc_error *err)
+/* The library's way to the cluster: the blueprint's unless --cluster or --context says
+ * otherwise; getting its credentials may write the kubeconfig. */
+static int open_cluster(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
 {
-    on_cluster *c = ctx;
-    int rc = c->a->allow_running_jobs ? 0 : gc_destroy_running_jobs(kube, &c->jobs, err);
-    if (rc || c->jobs.count)
-        return rc;
-    return gc_destroy_objects(kube, c->bp, true, &c->objects, &c->object_count, err);
+    (void)may_write; /* asked only under --auto-approve */
+    return cli_open_kube(ctx, kube, err);
 }
 
-static int running_jobs_error(const on_cluster *c, gc_error *err)
-{
-    gc_buf list;
-    gc_buf_init(&list);
-    for (size_t i = 0; i < c->jobs.count && i < 5; i++)
-        gc_buf_printf(&list, "%s%s", i ? ", " : "", c->jobs.items[i]);
-    int rc = gc_fail(err, GC_EXIT_USAGE,
-                     "%zu JobSet(s) still run on the cluster (%s%s); cancel them "
-                     "(gcluster job cancel) or pass --allow-running-jobs",
-                     c->jobs.count, list.data, c->jobs.count > 5 ? ", ..." : "");
-    gc_buf_free(&list);
-    return rc;
-}
-
-/* The cluster's part of destroy, when the cluster is still there: refused while jobs run, or
- * when they cannot be listed, unless --allow-running-jobs (then volumes that cannot be reached
- * go with the cluster). */
-static int destroy_on_cluster(const destroy_args *a, const gc_blueprint *bp, on_cluster *c,
-                              gc_error *err)
+static int destroy_blueprint(const destroy_args *a, const gc_blueprint *bp, cli_format format,
+                             gc_error *err)
 {
     cli_globals g = a->g;
     if (!g.cluster && !g.context) {
@@ -152,75 +165,27 @@ static int destroy_on_cluster(const destroy_args *a, const gc_blueprint *bp, on_
         g.location = g.location ? g.location : bp->region;
         g.project = g.project ? g.project : bp->project;
     }
-    int rc = cli_with_kube(&g, clear_cluster, c, err);
-    if (!rc && c->jobs.count)
-        return running_jobs_error(c, err);
-    if (!rc)
-        return 0;
-    char why[GC_ERROR_MAX];
-    snprintf(why, sizeof(why), "%s", err->message);
-    if (a->allow_running_jobs && !c->object_count) {
-        gc_error_clear(err);
-        gc_warn(cli_events(),
-                "cluster %s was not reached (%s); its volumes go with it when it is deleted",
-                g.cluster ? g.cluster : "(the kubeconfig's)", why);
-        return gc_destroy_objects(NULL, bp, false, &c->objects, &c->object_count, err);
-    }
-    if (c->object_count) /* reached: a delete failed, its error says which */
-        return rc;
-    return gc_fail(err, GC_EXIT_USAGE,
-                   "cannot check cluster %s for running jobs (%s); get its credentials "
-                   "(gcloud container clusters get-credentials) or pass --allow-running-jobs",
-                   g.cluster ? g.cluster : "(the kubeconfig's)", why);
-}
-
-/* Whether the cluster step found the cluster still there. */
-static bool cluster_remains(const gc_cloud_plan *plan, const gc_cloud_report *report)
-{
-    for (size_t i = 0; i < plan->count; i++)
-        if (plan->steps[i].kind == GC_CLOUD_CLUSTER)
-            return report->outcomes[i].state != GC_CLOUD_PRESENT;
-    return false;
-}
-
-static int destroy_blueprint(const destroy_args *a, const gc_blueprint *bp, cli_format format,
-                             gc_error *err)
-{
-    gc_cloud_plan plan;
-    int rc = gc_destroy_plan_build(bp,
-                                   &(gc_cloud_target){.project = a->g.project,
-                                                      .cluster = a->g.cluster,
-                                                      .location = a->g.location},
-                                   &plan, err);
-    if (rc)
-        return rc;
-    /* Every step described first; only then anything deleted. */
-    gc_cloud_report report;
-    rc = gc_cloud_run(&plan, NULL, false, cli_events(), &report, err);
-    bool apply = a->auto_approve && !rc;
-    bool remains = cluster_remains(&plan, &report);
-    on_cluster c = {.a = a, .bp = bp};
-    if (!rc && remains && apply)
-        rc = destroy_on_cluster(a, bp, &c, err);
-    else if (!rc && remains) /* without --auto-approve the cluster is not asked */
-        rc = gc_destroy_objects(NULL, bp, false, &c.objects, &c.object_count, err);
-    if (apply && !rc) {
-        gc_cloud_report_free(&report);
-        rc = gc_cloud_run(&plan, NULL, true, cli_events(), &report, err);
-    }
+    cli_apply_stored_defaults(&g);
+    gc_destroy_request r = {.project = a->g.project,
+                            .cluster = a->g.cluster,
+                            .location = a->g.location,
+                            .kube_cluster = g.cluster,
+                            .apply = a->auto_approve,
+                            .allow_running_jobs = a->allow_running_jobs};
+    gc_destroy_result res;
+    int rc = gc_destroy_run(bp, &r, NULL, &(gc_deploy_connect){open_cluster, &g}, cli_events(),
+                            &res, err);
     if (format == CLI_FORMAT_TEXT) {
-        render_text(&plan, &report, c.objects, c.object_count, apply);
-    } else {
+        render_text(&res);
+    } else if (res.stage_count) {
         gc_error print_err = {0};
-        if (cli_print_document(report_json(&plan, &report, c.objects, c.object_count, apply),
-                               format, &print_err) &&
-            !rc)
+        if (cli_print_document(report_json(&res), format, &print_err) && !rc)
             rc = gc_fail(err, print_err.code, "%s", print_err.message);
     }
-    gc_strings_free(&c.jobs);
-    gc_destroy_objects_free(c.objects, c.object_count);
-    gc_cloud_report_free(&report);
-    gc_cloud_plan_free(&plan);
+    if (g.verbose && res.kube)
+        gc_notice(cli_events(), "%u API requests in %u round trips",
+                  gc_kube_request_count(res.kube), gc_kube_round_trip_count(res.kube));
+    gc_destroy_result_free(&res);
     return rc;
 }
 

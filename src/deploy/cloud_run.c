@@ -257,8 +257,8 @@ static void check_ahead(const char *gcloud, const gc_cloud_plan *plan, gc_cloud_
     free(wanted);
 }
 
-int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, const gc_events *ev,
-                 gc_cloud_report *report, gc_error *err)
+int deploy_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, const gc_events *ev,
+                     gc_cloud_report *report, gc_error *err)
 {
     memset(report, 0, sizeof(*report));
     report->applied = apply;
@@ -352,7 +352,7 @@ int gc_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, cons
     return rc;
 }
 
-void gc_cloud_report_free(gc_cloud_report *report)
+void deploy_cloud_report_free(gc_cloud_report *report)
 {
     for (size_t i = 0; i < report->count; i++) {
         free(report->outcomes[i].command);

@@ -37,8 +37,8 @@ static void add(gc_cloud_plan *out, const gc_cloud_step *from, char **check, cha
     s->removes = true;
 }
 
-int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
-                          gc_error *err)
+int deploy_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
+                              gc_error *err)
 {
     memset(plan, 0, sizeof(*plan));
     gc_cloud_plan deploy;
@@ -77,7 +77,7 @@ int gc_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_c
         deploy_argv_words(&d, "--quiet", NULL);
         add(plan, s, deploy_gcp_describe(&p, &ref), d.items);
     }
-    gc_cloud_plan_free(&deploy);
+    deploy_cloud_plan_free(&deploy);
     return 0;
 }
 
@@ -99,7 +99,7 @@ static int collect(json_t *item, void *ctx, gc_error *err)
     return 0;
 }
 
-int gc_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err)
+int deploy_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err)
 {
     memset(names, 0, sizeof(*names));
     running r = {.names = names};
@@ -121,8 +121,8 @@ static bool destroy_removes(const json_t *obj)
     return gc_kube_same(kind, "PersistentVolumeClaim") || gc_kube_same(kind, "PersistentVolume");
 }
 
-int gc_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply, gc_destroy_object **out,
-                       size_t *count, gc_error *err)
+int deploy_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply,
+                           gc_destroy_object **out, size_t *count, gc_error *err)
 {
     *out = NULL;
     *count = 0;
@@ -175,7 +175,7 @@ int gc_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply, gc_des
     return rc;
 }
 
-void gc_destroy_objects_free(gc_destroy_object *objects, size_t count)
+void deploy_destroy_objects_free(gc_destroy_object *objects, size_t count)
 {
     for (size_t i = 0; i < count; i++)
         free(objects[i].label);

@@ -116,11 +116,11 @@ int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc
     if (!rc)
         rc = deploy_gcp_plan_pools(&p);
     if (rc)
-        gc_cloud_plan_free(plan);
+        deploy_cloud_plan_free(plan);
     return rc;
 }
 
-void gc_cloud_plan_free(gc_cloud_plan *plan)
+void deploy_cloud_plan_free(gc_cloud_plan *plan)
 {
     for (size_t i = 0; i < plan->count; i++) {
         free(plan->steps[i].name);

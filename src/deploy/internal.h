@@ -183,4 +183,30 @@ int deploy_stage_objects(deploy_cluster *c, gc_error *err);
 int deploy_stage_wait(deploy_cluster *c, gc_error *err);
 void deploy_cluster_end(deploy_cluster *c);
 
+/* The Google Cloud steps run and destroy's parts (cloud_run.c, destroy.c), which the pipelines
+ * (pipeline.c, destroy_pipeline.c) call in their order. */
+void deploy_cloud_plan_free(gc_cloud_plan *plan);
+
+/* destroy: what deploy creates, in the reverse of deploy's order, each step a describe of
+ * what deploy's plan names and its delete (gc_cloud_step.removes); run with deploy_cloud_run,
+ * whose states then mean PRESENT: gone, MISSING: still to delete, CREATED: deleted. The
+ * cluster's add-ons and maintenance exclusions go with the cluster. */
+int deploy_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc_cloud_plan *plan,
+                              gc_error *err);
+/* The JobSets on the cluster that have not finished, as "NAMESPACE/NAME" (none without the
+ * JobSet API). */
+int deploy_destroy_running_jobs(gc_kube *kube, gc_strings *names, gc_error *err);
+
+/* Checks each step of `plan` in order (read-only describes) and, with `apply`, creates the
+ * missing ones, stopping at the first failure (its error says which step and how to resume).
+ * `gcloud` is the program to run (NULL: gcloud on $PATH; not found: nothing is checked, and
+ * with `apply` that is an error). Progress goes to `ev`. */
+int deploy_cloud_run(const gc_cloud_plan *plan, const char *gcloud, bool apply, const gc_events *ev,
+                     gc_cloud_report *report, gc_error *err);
+void deploy_cloud_report_free(gc_cloud_report *report);
+
+int deploy_destroy_objects(gc_kube *kube, const gc_blueprint *bp, bool apply,
+                           gc_destroy_object **out, size_t *count, gc_error *err);
+void deploy_destroy_objects_free(gc_destroy_object *objects, size_t count);
+
 #endif

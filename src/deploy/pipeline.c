@@ -34,8 +34,8 @@ static void skip(pipeline *p, const char *why)
 static int run_cloud(pipeline *p, gc_error *err)
 {
     gc_deploy_result *res = p->result;
-    int rc = gc_cloud_run(&res->cloud, p->gcloud, p->apply && !p->r->plan, p->ev,
-                          &res->cloud_report, err);
+    int rc = deploy_cloud_run(&res->cloud, p->gcloud, p->apply && !p->r->plan, p->ev,
+                              &res->cloud_report, err);
     if (!rc && !res->cloud.count)
         skip(p, "the blueprint names nothing in Google Cloud");
     return rc;
@@ -163,8 +163,8 @@ void gc_deploy_result_free(gc_deploy_result *result)
 {
     for (size_t i = 0; i < result->stage_count; i++)
         free(result->stages[i].detail);
-    gc_cloud_report_free(&result->cloud_report);
-    gc_cloud_plan_free(&result->cloud);
+    deploy_cloud_report_free(&result->cloud_report);
+    deploy_cloud_plan_free(&result->cloud);
     deploy_report_free(&result->report);
     if (result->kube)
         gc_kube_close(result->kube);

@@ -121,10 +121,10 @@ static void every_plan_line_parses(void **state)
                 free(line);
             }
         }
-        gc_cloud_plan_free(&plan);
+        deploy_cloud_plan_free(&plan);
         /* destroy's lines: each kind's describe and delete once per shape (its flags, with
          * or without a value), as they differ from each other only in names */
-        if (gc_destroy_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        if (deploy_destroy_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
             fail_msg("%s", err.message);
         assert_true(plan.count > 5);
         for (size_t i = 0; i < plan.count; i++) {
@@ -140,7 +140,7 @@ static void every_plan_line_parses(void **state)
                 free(shape);
             }
         }
-        gc_cloud_plan_free(&plan);
+        deploy_cloud_plan_free(&plan);
         gc_blueprint_free(&bp);
     }
     assert_true(lines > 30);

@@ -631,7 +631,7 @@ static void destroy_finds_the_running_jobsets(void **state)
         fail_msg("%s", err.message);
     free(path);
     gc_strings names;
-    assert_int_equal(gc_destroy_running_jobs(kube, &names, &err), 0);
+    assert_int_equal(deploy_destroy_running_jobs(kube, &names, &err), 0);
     assert_int_equal(names.count, 2);
     assert_string_equal(names.items[0], "ns/running");
     assert_string_equal(names.items[1], "default/new");
@@ -672,7 +672,7 @@ static void destroy_deletes_the_volumes_in_reverse(void **state)
         fail_msg("%s", err.message);
     gc_destroy_object *objects;
     size_t count;
-    if (gc_destroy_objects(kube, &bp, true, &objects, &count, &err))
+    if (deploy_destroy_objects(kube, &bp, true, &objects, &count, &err))
         fail_msg("%s", err.message);
     assert_int_equal(count, 4);
     assert_string_equal(objects[0].label, "persistentvolumeclaim/zonal-claim");
@@ -696,7 +696,7 @@ static void destroy_deletes_the_volumes_in_reverse(void **state)
     assert_string_equal(order[1], "data-st-bb5d3e77-pvc");
     assert_string_equal(order[2], "data-st-bb5d3e77-pv");
     json_decref(log);
-    gc_destroy_objects_free(objects, count);
+    deploy_destroy_objects_free(objects, count);
     gc_blueprint_free(&bp);
     gc_kube_close(kube);
 }

@@ -325,7 +325,7 @@ static void plan_names_everything_in_order(void **st)
     assert_true(json_equal(json_array_get(objects, 2), want));
     json_decref(want);
     json_decref(objects);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -364,9 +364,9 @@ static void run(const gc_cloud_plan *plan, bool apply, gc_cloud_report *report, 
                 int want_rc)
 {
     memset(err, 0, sizeof(*err));
-    int rc = gc_cloud_run(plan, gcloud, apply, NULL, report, err);
+    int rc = deploy_cloud_run(plan, gcloud, apply, NULL, report, err);
     if (rc != want_rc)
-        fail_msg("gc_cloud_run returned %d (wanted %d): %s", rc, want_rc, err->message);
+        fail_msg("deploy_cloud_run returned %d (wanted %d): %s", rc, want_rc, err->message);
 }
 
 /* Apply creates in plan order; after a failure a rerun creates only what is missing, and a run
@@ -395,7 +395,7 @@ static void apply_runs_in_order_and_resumes(void **st)
     assert_int_equal(report.outcomes[failing].state, GC_CLOUD_FAILED);
     assert_has(report.outcomes[failing].detail, "quota exceeded for tpu-7x-pool-0");
     assert_int_equal(report.outcomes[failing + 1].state, GC_CLOUD_NOT_CHECKED);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     /* The cause fixed: the rerun resumes at the failed pool. */
     remove(fail_on);
@@ -413,7 +413,7 @@ static void apply_runs_in_order_and_resumes(void **st)
         report.outcomes[step_index(&plan, GC_CLOUD_REMOVE_DEFAULT_POOL, "default-pool")].state,
         GC_CLOUD_PRESENT); /* removed by the first run */
     assert_int_equal(report.outcomes[plan.count - 1].state, GC_CLOUD_CREATED);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     /* Everything there: nothing is created or deleted. */
     remove(calls);
@@ -423,9 +423,9 @@ static void apply_runs_in_order_and_resumes(void **st)
     free(got);
     for (size_t i = 0; i < plan.count; i++)
         assert_int_equal(report.outcomes[i].state, GC_CLOUD_PRESENT);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     free(include);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -450,8 +450,8 @@ static void plan_only_describes(void **st)
         assert_int_equal(report.outcomes[i].state, GC_CLOUD_MISSING);
     assert_true(report.checked);
     assert_false(report.applied);
-    gc_cloud_report_free(&report);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_report_free(&report);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -470,17 +470,17 @@ static void gcloud_without_an_account(void **st)
     for (size_t i = 0; i < plan.count; i++)
         assert_int_equal(report.outcomes[i].state, GC_CLOUD_NOT_CHECKED);
     assert_has(report.outcomes[0].detail, "You do not currently have an active account");
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     char *all = kube_test_read(calls);
     assert_int_equal(strchr(all, '\n') - all + 1, (long)strlen(all)); /* one call */
     free(all);
     run(&plan, true, &report, &err, GC_EXIT_RUNTIME);
     assert_has(err.message, "could not tell whether network ev-set-net-0 exists");
     assert_has(err.message, "gcloud auth login");
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     remove(marker);
     free(marker);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -682,7 +682,7 @@ static void storage_buckets_are_planned_created_and_destroyed(void **st)
     assert_int_equal(report.outcomes[data].state, GC_CLOUD_CREATED);
     assert_int_equal(report.outcomes[settings].state, GC_CLOUD_CREATED);
     assert_int_equal(report.outcomes[zonal].state, GC_CLOUD_CREATED);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     remove(calls);
     run(&plan, true, &report, &err, 0);
     char *made = changes();
@@ -690,10 +690,10 @@ static void storage_buckets_are_planned_created_and_destroyed(void **st)
     free(made);
     assert_int_equal(report.outcomes[data].state, GC_CLOUD_PRESENT);
     assert_int_equal(report.outcomes[settings].state, GC_CLOUD_PRESENT);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     gc_cloud_plan destroy;
-    if (gc_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
+    if (deploy_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
         fail_msg("%s", err.message);
     size_t gone_cluster = step_index(&destroy, GC_CLOUD_CLUSTER, "st");
     size_t gone_data = step_index(&destroy, GC_CLOUD_BUCKET, "data-st-bb5d3e77");
@@ -707,9 +707,9 @@ static void storage_buckets_are_planned_created_and_destroyed(void **st)
     remove(calls);
     run(&destroy, true, &report, &err, 0);
     assert_int_equal(report.outcomes[gone_data].state, GC_CLOUD_CREATED); /* deleted */
-    gc_cloud_report_free(&report);
-    gc_cloud_plan_free(&destroy);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_report_free(&report);
+    deploy_cloud_plan_free(&destroy);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -817,7 +817,7 @@ static void missing_values_say_the_fix(void **st)
     char *line = create_line(&plan, GC_CLOUD_NODE_POOL, "n2-standard-8-pool");
     assert_null(strstr(line, "--node-locations"));
     free(line);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
     free(file);
 
@@ -865,10 +865,10 @@ static void kubernetes_only_blueprint_plans_nothing(void **st)
     assert_int_equal(deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err), 0);
     assert_int_equal(plan.count, 0);
     gc_cloud_report report;
-    assert_int_equal(gc_cloud_run(&plan, "/nonexistent/gcloud", true, NULL, &report, &err), 0);
+    assert_int_equal(deploy_cloud_run(&plan, "/nonexistent/gcloud", true, NULL, &report, &err), 0);
     assert_int_equal(report.count, 0);
-    gc_cloud_report_free(&report);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_report_free(&report);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
     free(file);
 }
@@ -944,7 +944,7 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
     free(hint);
     free(step);
     free(pools);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -958,7 +958,7 @@ static void destroy_reverses_deploy_and_resumes(void **st)
     gc_cloud_plan deploy, destroy;
     load(&bp, &deploy);
     gc_error err = {0};
-    if (gc_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
+    if (deploy_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
         fail_msg("%s", err.message);
     size_t j = 0;
     for (size_t i = deploy.count; i-- > 0;) {
@@ -984,7 +984,7 @@ static void destroy_reverses_deploy_and_resumes(void **st)
 
     gc_cloud_report report;
     run(&deploy, true, &report, &err, 0);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     remove(calls);
     /* a subnetwork still in use fails its delete: everything before it is gone */
     size_t failing = step_index(&destroy, GC_CLOUD_SUBNETWORK, "ev-set-sub-1");
@@ -1001,7 +1001,7 @@ static void destroy_reverses_deploy_and_resumes(void **st)
     free(want);
     assert_int_equal(report.outcomes[0].state, GC_CLOUD_CREATED);
     assert_int_equal(report.outcomes[failing].state, GC_CLOUD_FAILED);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     remove(fail_on);
     remove(calls);
@@ -1014,7 +1014,7 @@ static void destroy_reverses_deploy_and_resumes(void **st)
     free(got);
     free(want);
     assert_int_equal(report.outcomes[0].state, GC_CLOUD_PRESENT); /* gone already */
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     remove(calls);
     run(&destroy, true, &report, &err, 0);
@@ -1023,10 +1023,10 @@ static void destroy_reverses_deploy_and_resumes(void **st)
     free(got);
     for (size_t i = 0; i < destroy.count; i++)
         assert_int_equal(report.outcomes[i].state, GC_CLOUD_PRESENT);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     free(include);
-    gc_cloud_plan_free(&destroy);
-    gc_cloud_plan_free(&deploy);
+    deploy_cloud_plan_free(&destroy);
+    deploy_cloud_plan_free(&deploy);
     gc_blueprint_free(&bp);
 }
 
@@ -1047,7 +1047,7 @@ static void describes_run_concurrently_and_bounded(void **st)
     run(&plan, false, &report, &err, 0);
     for (size_t i = 0; i < plan.count; i++)
         assert_int_equal(report.outcomes[i].state, GC_CLOUD_MISSING);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     remove(slow);
     char *text = kube_test_read(peaks);
     long most = 0;
@@ -1058,7 +1058,7 @@ static void describes_run_concurrently_and_bounded(void **st)
     assert_true(most <= 4);
     free(slow);
     free(peaks);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
@@ -1074,7 +1074,7 @@ static void settings_drift_is_reported_and_updated(void **st)
     gc_cloud_report report;
     gc_error err;
     run(&plan, true, &report, &err, 0);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
     size_t flex = step_index(&plan, GC_CLOUD_NODE_POOL, "flex-pool");
     size_t fixed = step_index(&plan, GC_CLOUD_NODE_POOL, "tpu-7x-pool-0");
     assert_non_null(plan.steps[flex].update);
@@ -1100,7 +1100,7 @@ static void settings_drift_is_reported_and_updated(void **st)
     assert_int_equal(report.outcomes[fixed].state, GC_CLOUD_DIFFERS);
     assert_has(report.outcomes[fixed].detail, "it has n2-standard-8 where the blueprint gives");
     assert_has(report.outcomes[fixed].detail, "gcloud cannot change that in place");
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     remove(calls);
     run(&plan, true, &report, &err, 0);
@@ -1111,7 +1111,7 @@ static void settings_drift_is_reported_and_updated(void **st)
     assert_string_equal(got, want); /* the update alone */
     free(got);
     free(want);
-    gc_cloud_report_free(&report);
+    deploy_cloud_report_free(&report);
 
     remove(calls);
     run(&plan, true, &report, &err, 0);
@@ -1119,8 +1119,8 @@ static void settings_drift_is_reported_and_updated(void **st)
     got = changes();
     assert_string_equal(got, "");
     free(got);
-    gc_cloud_report_free(&report);
-    gc_cloud_plan_free(&plan);
+    deploy_cloud_report_free(&report);
+    deploy_cloud_plan_free(&plan);
     gc_blueprint_free(&bp);
 }
 
