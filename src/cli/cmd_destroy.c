@@ -236,7 +236,8 @@ const cli_command cmd_destroy = {
         "PersistentVolumes deploy applied are deleted from it first; then the steps still there\n"
         "are deleted in order, and a rerun after a failure goes on from where it stopped. While\n"
         "JobSets run on the cluster (or when they cannot be listed) it refuses unless --allow-\n"
-        "running-jobs is given.",
+        "running-jobs is given. The report lists the stages first, in the order they run:\n"
+        "the describes, the running-jobs check, the volumes, the deletes.",
     .options = destroy_options,
     .operands = &cli_paths,
     .args_size = sizeof(destroy_args),

@@ -1124,6 +1124,114 @@ static void settings_drift_is_reported_and_updated(void **st)
     gc_blueprint_free(&bp);
 }
 
+/* The cluster that cannot be reached: get-credentials fails, as it does without an account. */
+static int connect_fails(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
+{
+    (void)kube;
+    (*(int *)ctx)++;
+    assert_true(may_write);
+    return gc_fail(err, GC_EXIT_RUNTIME, "no credentials for cluster st");
+}
+
+static void destroy_run_once(const gc_blueprint *bp, const gc_destroy_request *r, int *opened,
+                             gc_destroy_result *res, gc_error *err, int want_rc)
+{
+    memset(err, 0, sizeof(*err));
+    remove(calls);
+    int rc =
+        gc_destroy_run(bp, r, gcloud, &(gc_deploy_connect){connect_fails, opened}, NULL, res, err);
+    if (rc != want_rc)
+        fail_msg("gc_destroy_run returned %d (wanted %d): %s", rc, want_rc, err->message);
+    assert_int_equal(res->stage_count, 4);
+    const gc_destroy_stage_kind order[] = {GC_DESTROY_CHECK, GC_DESTROY_JOBS, GC_DESTROY_OBJECTS,
+                                           GC_DESTROY_DELETE};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(res->stages[i].kind, order[i]);
+}
+
+/* destroy's pipeline: every step described before anything is deleted; without --auto-approve
+ * the cluster is not asked and nothing deleted; with it, a cluster whose jobs cannot be listed
+ * stops destroy before any delete, unless --allow-running-jobs, and then its volumes go with it
+ * and everything the plan names is deleted; a rerun finds it all gone and deletes nothing. */
+static void destroy_pipeline_runs_its_stages_in_order(void **st)
+{
+    (void)st;
+    gc_blueprint bp;
+    gc_error err = {0};
+    if (deploy_blueprint_load(STORAGE, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    gc_cloud_plan plan;
+    if (deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        fail_msg("%s", err.message);
+    gc_cloud_report report;
+    run(&plan, true, &report, &err, 0);
+    deploy_cloud_report_free(&report);
+    deploy_cloud_plan_free(&plan);
+
+    int opened = 0;
+    gc_destroy_result res;
+    destroy_run_once(&bp, &(gc_destroy_request){.kube_cluster = "st"}, &opened, &res, &err, 0);
+    assert_int_equal(res.stages[0].state, GC_STAGE_DONE);
+    for (size_t i = 1; i < 4; i++)
+        assert_int_equal(res.stages[i].state, GC_STAGE_SKIPPED);
+    assert_false(res.applied);
+    assert_int_equal(res.object_count, 4);
+    assert_int_equal(res.objects[0].state, GC_CLOUD_NOT_CHECKED);
+    assert_int_equal(res.cloud_report.outcomes[0].state, GC_CLOUD_MISSING); /* still there */
+    char *made = changes();
+    assert_string_equal(made, "");
+    free(made);
+    assert_int_equal(opened, 0);
+    gc_destroy_result_free(&res);
+
+    destroy_run_once(&bp, &(gc_destroy_request){.kube_cluster = "st", .apply = true}, &opened, &res,
+                     &err, GC_EXIT_USAGE);
+    assert_has(err.message, "cannot check cluster st for running jobs (no credentials for "
+                            "cluster st); get its credentials");
+    assert_has(err.message, "--allow-running-jobs");
+    assert_int_equal(res.stages[0].state, GC_STAGE_DONE);
+    assert_int_equal(res.stages[1].state, GC_STAGE_FAILED);
+    assert_int_equal(res.stages[2].state, GC_STAGE_NOT_RUN);
+    assert_int_equal(res.stages[3].state, GC_STAGE_NOT_RUN);
+    made = changes();
+    assert_string_equal(made, "");
+    free(made);
+    assert_int_equal(opened, 1);
+    gc_destroy_result_free(&res);
+
+    gc_destroy_request allow = {.kube_cluster = "st", .apply = true, .allow_running_jobs = true};
+    destroy_run_once(&bp, &allow, &opened, &res, &err, 0);
+    assert_int_equal(res.stages[1].state, GC_STAGE_SKIPPED);
+    assert_int_equal(res.stages[2].state, GC_STAGE_SKIPPED);
+    assert_has(res.stages[2].detail, "not reached");
+    assert_int_equal(res.stages[3].state, GC_STAGE_DONE);
+    assert_int_equal(res.object_count, 4);
+    for (size_t i = 0; i < res.cloud.count; i++)
+        assert_int_equal(res.cloud_report.outcomes[i].state, GC_CLOUD_CREATED); /* deleted */
+    bool *include = gc_xcalloc(res.cloud.count, sizeof(*include));
+    for (size_t i = 0; i < res.cloud.count; i++)
+        include[i] = true;
+    made = changes();
+    char *want = expected_changes(&res.cloud, include);
+    assert_string_equal(made, want);
+    free(made);
+    free(want);
+    free(include);
+    gc_destroy_result_free(&res);
+
+    destroy_run_once(&bp, &allow, &opened, &res, &err, 0);
+    assert_has(res.stages[1].detail, "the cluster is gone");
+    assert_int_equal(res.stages[2].state, GC_STAGE_SKIPPED);
+    assert_int_equal(res.object_count, 0);
+    assert_int_equal(res.stages[3].state, GC_STAGE_DONE);
+    made = changes();
+    assert_string_equal(made, "");
+    free(made);
+    assert_int_equal(opened, 2);
+    gc_destroy_result_free(&res);
+    gc_blueprint_free(&bp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1139,6 +1247,7 @@ int main(void)
         cmocka_unit_test_setup(kubernetes_only_blueprint_plans_nothing, fresh),
         cmocka_unit_test_setup(advanced_blueprint_keeps_the_safety_settings, fresh),
         cmocka_unit_test_setup(destroy_reverses_deploy_and_resumes, fresh),
+        cmocka_unit_test_setup(destroy_pipeline_runs_its_stages_in_order, fresh),
         cmocka_unit_test_setup(describes_run_concurrently_and_bounded, fresh),
         cmocka_unit_test_setup(settings_drift_is_reported_and_updated, fresh),
         cmocka_unit_test_setup(gcloud_output_is_shown_escaped, fresh),
