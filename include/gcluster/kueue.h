@@ -86,6 +86,8 @@ const json_t *gc_kueue_flavor_labels(const json_t *flavors, const char *name);
 /* ---- Kueue's objects at the API version the cluster serves ------------------------------- */
 
 #define GC_KUEUE_GROUP "kueue.x-k8s.io"
+/* The version gcluster writes Kueue's objects at (deploy), and asks for first. */
+#define GC_KUEUE_VERSION "v1beta2"
 
 /* Kueue's API versions, preferred first, NULL-terminated: v1beta2 (Kueue 0.15 on) and v1beta1
  * (Kueue up to 0.14, which serves nothing newer). What gcluster reads of LocalQueues,
@@ -127,5 +129,19 @@ void gc_kueue_reads_free(gc_kueue_read *kueue, size_t kueue_count);
 
 /* Whether a read's failure says its Kueue version is not served (404). */
 bool gc_kueue_not_served(const gc_kube_read *read);
+
+/* ---- the releases that run ------------------------------------------------------------- */
+
+/* The controller Deployments (namespace, name) of Kueue and JobSet, as their release manifests
+ * install them: what runs says which release is installed. */
+#define GC_KUEUE_CONTROLLER_NS  "kueue-system"
+#define GC_KUEUE_CONTROLLER     "kueue-controller-manager"
+#define GC_JOBSET_CONTROLLER_NS "jobset-system"
+#define GC_JOBSET_CONTROLLER    "jobset-controller-manager"
+
+/* The release a controller Deployment runs: the tag of the first of its containers' images that
+ * has one ("v0.17.1"; a digest after it ignored, a registry's port is no tag), as Google's
+ * gcluster reads the installed Kueue version. NULL when none has a tag. Caller frees. */
+char *gc_kueue_controller_release(const json_t *deployment);
 
 #endif

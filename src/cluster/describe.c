@@ -224,33 +224,6 @@ static void add_workload(gc_cluster_report *r, const json_t *wl)
     };
 }
 
-/* "registry.k8s.io/kueue/kueue:v0.13.4" -> "v0.13.4" (a digest after '@' is left out). */
-static char *image_tag(const json_t *deployment)
-{
-    const json_t *containers = json_object_get(
-        json_object_get(json_object_get(json_object_get(deployment, "spec"), "template"), "spec"),
-        "containers");
-    size_t i;
-    const json_t *c;
-    json_array_foreach(containers, i, c)
-    {
-        const char *image = gc_kube_string(c, "image");
-        if (!image)
-            continue;
-        char *copy = gc_xstrdup(image);
-        char *at = strchr(copy, '@');
-        if (at)
-            *at = '\0';
-        char *slash = strrchr(copy, '/');
-        char *colon = strrchr(slash ? slash : copy, ':');
-        char *tag = colon && colon[1] ? gc_xstrdup(colon + 1) : NULL;
-        free(copy);
-        if (tag)
-            return tag;
-    }
-    return NULL;
-}
-
 /* The preferred version a discovery document (GET /apis/GROUP) names, or NULL. */
 static char *served_version(const json_t *group)
 {
@@ -294,9 +267,9 @@ static void set_reads(reads *b, json_t *node_fields)
     for (int i = READ_CLUSTER_QUEUES; i <= READ_WORKLOADS; i++)
         b->r[i] = (gc_kube_read){.opts = &b->list_opts[i], .on_item = collect, .ctx = b->items[i]};
     b->paths[READ_KUEUE_DEPLOYMENT] =
-        gc_kube_path("apps", "v1", "kueue-system", "deployments", "kueue-controller-manager");
+        gc_kube_path("apps", "v1", GC_KUEUE_CONTROLLER_NS, "deployments", GC_KUEUE_CONTROLLER);
     b->paths[READ_JOBSET_DEPLOYMENT] =
-        gc_kube_path("apps", "v1", "jobset-system", "deployments", "jobset-controller-manager");
+        gc_kube_path("apps", "v1", GC_JOBSET_CONTROLLER_NS, "deployments", GC_JOBSET_CONTROLLER);
     b->paths[READ_KUEUE_GROUP] = gc_xstrdup("/apis/kueue.x-k8s.io");
     b->paths[READ_JOBSET_GROUP] = gc_xstrdup("/apis/jobset.x-k8s.io");
     for (int i = READ_KUEUE_DEPLOYMENT; i < READ_COUNT; i++)
@@ -376,8 +349,8 @@ static void fill_report(const reads *b, gc_cluster_report *out)
     json_array_foreach(b->items[READ_CLUSTER_QUEUES], i, item) add_cluster_queue(out, item);
     json_array_foreach(b->items[READ_LOCAL_QUEUES], i, item) add_local_queue(out, item);
     json_array_foreach(b->items[READ_WORKLOADS], i, item) add_workload(out, item);
-    out->kueue_version = image_tag(b->objects[READ_KUEUE_DEPLOYMENT]);
-    out->jobset_version = image_tag(b->objects[READ_JOBSET_DEPLOYMENT]);
+    out->kueue_version = gc_kueue_controller_release(b->objects[READ_KUEUE_DEPLOYMENT]);
+    out->jobset_version = gc_kueue_controller_release(b->objects[READ_JOBSET_DEPLOYMENT]);
     out->jobset_api = served_version(b->objects[READ_JOBSET_GROUP]);
 }
 

@@ -10,6 +10,7 @@
 #include "deploy/internal.h"
 
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 #include "gcluster/process.h"
 
 #include <ctype.h>
@@ -235,10 +236,10 @@ static void check_versions(deploy_cluster *d, json_t *cache, const char *kueue_a
     gc_deploy_report *report = d->report;
     if (kueue_api[0])
         report->kueue_version =
-            deploy_running_version(d->kube, cache, "kueue-system", "kueue-controller-manager");
+            deploy_running_version(d->kube, cache, GC_KUEUE_CONTROLLER_NS, GC_KUEUE_CONTROLLER);
     if (jobset_served)
         report->jobset_version =
-            deploy_running_version(d->kube, cache, "jobset-system", "jobset-controller-manager");
+            deploy_running_version(d->kube, cache, GC_JOBSET_CONTROLLER_NS, GC_JOBSET_CONTROLLER);
     long kueue = deploy_version_number(report->kueue_version);
     long jobset = deploy_version_number(report->jobset_version);
     if (kueue >= 0 && kueue < 15000)
@@ -252,7 +253,7 @@ static void check_versions(deploy_cluster *d, json_t *cache, const char *kueue_a
 static int check_prerequisites(deploy_cluster *d, json_t *cache, char kueue_api[16], gc_error *err)
 {
     char jobset_api[16];
-    int rc = deploy_served(d->kube, cache, "kueue.x-k8s.io", "v1beta2", kueue_api, 16, err);
+    int rc = deploy_served(d->kube, cache, GC_KUEUE_GROUP, GC_KUEUE_VERSION, kueue_api, 16, err);
     if (!rc)
         rc = deploy_served(d->kube, cache, "jobset.x-k8s.io", "v1alpha2", jobset_api,
                            sizeof(jobset_api), err);
@@ -362,15 +363,15 @@ int deploy_stage_objects(deploy_cluster *d, gc_error *err)
 {
     gc_deploy_report *report = d->report;
     if (!d->kube) {
-        int rc = build_objects(d, "v1beta2", err);
+        int rc = build_objects(d, GC_KUEUE_VERSION, err);
         if (rc)
             return rc;
-        report->kueue_api = gc_xstrdup("kueue.x-k8s.io/v1beta2");
+        report->kueue_api = gc_xstrdup(GC_KUEUE_GROUP "/" GC_KUEUE_VERSION);
         list_unapplied(report, d->objects);
         return 0;
     }
     int rc = check_prerequisites(d, d->cache, d->kueue_api, err);
-    const char *api = d->kueue_api[0] ? d->kueue_api : "v1beta2";
+    const char *api = d->kueue_api[0] ? d->kueue_api : GC_KUEUE_VERSION;
     if (!rc)
         rc = build_objects(d, api, err);
     size_t pool_count;
@@ -385,7 +386,7 @@ int deploy_stage_objects(deploy_cluster *d, gc_error *err)
     free(pools);
     if (rc || !json_array_size(d->objects))
         return rc;
-    report->kueue_api = gc_xasprintf("kueue.x-k8s.io/%s", api);
+    report->kueue_api = gc_xasprintf(GC_KUEUE_GROUP "/%s", api);
     if (d->kueue_api[0])
         return apply_objects(d, d->objects, r->plan, err);
     if (r->plan) {

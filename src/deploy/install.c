@@ -19,6 +19,7 @@
 #include "gcluster/emit.h"
 #include "gcluster/http.h"
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 #include "gcluster/sys.h"
 
 #include <openssl/evp.h>
@@ -69,8 +70,8 @@ static const component components[] = {
      "manifests.yaml",
      "jobset.x-k8s.io",
      "v1alpha2",
-     "jobset-system",
-     {"jobset-controller-manager"},
+     GC_JOBSET_CONTROLLER_NS,
+     {GC_JOBSET_CONTROLLER},
      "jobset-webhook-service",
      false,
      true},
@@ -79,10 +80,10 @@ static const component components[] = {
      "v0.17.1",
      "kubernetes-sigs/kueue",
      "manifests.yaml",
-     "kueue.x-k8s.io",
-     "v1beta2",
-     "kueue-system",
-     {"kueue-controller-manager"},
+     GC_KUEUE_GROUP,
+     GC_KUEUE_VERSION,
+     GC_KUEUE_CONTROLLER_NS,
+     {GC_KUEUE_CONTROLLER},
      "kueue-webhook-service",
      true,
      true},

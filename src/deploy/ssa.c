@@ -6,6 +6,7 @@
 #include "deploy/internal.h"
 
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -152,8 +153,8 @@ void deploy_sleep_ms(long ms)
         ;
 }
 
-/* The image tag of a controller Deployment's first container ("v0.17.1"), as Google's gcluster
- * reads the installed Kueue version; NULL when it is not there or has no tag. */
+/* The release a controller Deployment runs (gc_kueue_controller_release); NULL when it is not
+ * there or has no tag. */
 char *deploy_controller_version(gc_kube *kube, const char *ns, const char *name)
 {
     char *path = gc_kube_path("apps", "v1", ns, "deployments", name);
@@ -161,14 +162,7 @@ char *deploy_controller_version(gc_kube *kube, const char *ns, const char *name)
     gc_error ignored = {0};
     int rc = gc_kube_get(kube, path, NULL, &deployment, &ignored);
     free(path);
-    if (rc)
-        return NULL;
-    json_t *containers = json_object_get(
-        json_object_get(json_object_get(json_object_get(deployment, "spec"), "template"), "spec"),
-        "containers");
-    const char *image = json_string_value(json_object_get(json_array_get(containers, 0), "image"));
-    const char *colon = image ? strrchr(image, ':') : NULL;
-    char *version = colon && !strchr(colon, '/') ? gc_xstrdup(colon + 1) : NULL;
+    char *version = rc ? NULL : gc_kueue_controller_release(deployment);
     json_decref(deployment);
     return version;
 }

@@ -1,5 +1,7 @@
 /*
- * Kueue's objects at the API version the cluster serves: Kueue 0.15 and later serve
+ * Kueue's objects at the API version the cluster serves, and the releases its controllers run.
+ *
+ * Kueue's objects: Kueue 0.15 and later serve
  * kueue.x-k8s.io/v1beta2, earlier releases only v1beta1, and nothing says which without asking.
  * The preferred version is asked in the same batch as whatever else the caller reads, so a
  * current Kueue costs no round trip of its own; a 404 from the first Kueue read sends Kueue's
@@ -14,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gc_kueue_versions[] = {"v1beta2", "v1beta1", NULL};
+const char *const gc_kueue_versions[] = {GC_KUEUE_VERSION, "v1beta1", NULL};
 
 const char *gc_kueue_older_version(const char *version)
 {
@@ -85,4 +87,30 @@ void gc_kueue_reads_free(gc_kueue_read *kueue, size_t kueue_count)
         free(kueue[i].path);
         kueue[i].path = NULL;
     }
+}
+
+char *gc_kueue_controller_release(const json_t *deployment)
+{
+    const json_t *containers = json_object_get(
+        json_object_get(json_object_get(json_object_get(deployment, "spec"), "template"), "spec"),
+        "containers");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(containers, i, c)
+    {
+        const char *image = gc_kube_string(c, "image");
+        if (!image)
+            continue;
+        char *copy = gc_xstrdup(image);
+        char *at = strchr(copy, '@');
+        if (at)
+            *at = '\0';
+        char *slash = strrchr(copy, '/');
+        char *colon = strrchr(slash ? slash : copy, ':');
+        char *tag = colon && colon[1] ? gc_xstrdup(colon + 1) : NULL;
+        free(copy);
+        if (tag)
+            return tag;
+    }
+    return NULL;
 }

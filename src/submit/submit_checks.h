@@ -1,7 +1,9 @@
 /*
- * The checks a connected `job submit` makes of its JobSet before creating it (internal to submit/):
- * whether the ClusterQueue can ever admit it (queue_fit.c) and the Jobs its controller will
- * create, for a server-side dry run (child_jobs.c).
+ * The checks a connected `job submit` makes of its JobSet before creating it (internal to submit/),
+ * which submit_live.c's table of checks runs on what the first round trip read: whether the
+ * ClusterQueue can ever admit it (queue_fit.c), what multi-tier checkpointing and dynamic
+ * slicing need of the cluster (submit_needs.c); and the Jobs its controller will create, for a
+ * server-side dry run (child_jobs.c).
  */
 #ifndef GCLUSTER_SUBMIT_SUBMIT_CHECKS_H
 #define GCLUSTER_SUBMIT_SUBMIT_CHECKS_H

@@ -218,6 +218,32 @@ static void versions_in_preference_order(void **state)
     free(path);
 }
 
+static char *release_of(const char *containers)
+{
+    json_t *deployment = json_pack("{s:{s:{s:{s:o}}}}", "spec", "template", "spec", "containers",
+                                   jt_json(containers));
+    char *release = gc_kueue_controller_release(deployment);
+    json_decref(deployment);
+    return release;
+}
+
+/* What runs says which release is installed: the first image with a tag; a digest after it and
+ * a registry's port are no tag. */
+static void controller_release_is_the_image_tag(void **state)
+{
+    (void)state;
+    char *r = release_of("[{'image': 'registry.k8s.io/kueue/kueue:v0.13.4'}]");
+    assert_string_equal(r, "v0.13.4");
+    free(r);
+    r = release_of("[{'image': 'localhost:5000/kueue@sha256:ab'}, "
+                   "{'image': 'registry.k8s.io/jobset/jobset:v0.10.1@sha256:cd'}]");
+    assert_string_equal(r, "v0.10.1");
+    free(r);
+    assert_null(release_of("[{'name': 'manager'}, {'image': 'localhost:5000/kueue'}]"));
+    assert_null(release_of("[]"));
+    assert_null(gc_kueue_controller_release(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +254,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(group_not_found_asks_no_older_version, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(other_failures_are_not_a_fallback, jt_open, jt_close),
         cmocka_unit_test(versions_in_preference_order),
+        cmocka_unit_test(controller_release_is_the_image_tag),
     };
     return cmocka_run_group_tests(tests, setup, jt_stop);
 }

@@ -473,6 +473,18 @@ static json_t *list_of(const char *kind, json_t *items)
                      "resourceVersion", "10", "items", items);
 }
 
+/* The default cluster's Kueue lists (user-queue, unified ClusterQueue, the deploy flavors), each
+ * answered after a hold, so the requests of one batch arrive while they are held. */
+static void held_default_queues(void)
+{
+    held("GET " LOCAL_QUEUES, 200,
+         list_of("LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue"))),
+         1);
+    held("GET " CLUSTER_QUEUES, 200,
+         list_of("ClusterQueueList", json_pack("[o]", unified_queue("64"))), 1);
+    held("GET " FLAVORS, 200, list_of("ResourceFlavorList", deploy_flavors()), 1);
+}
+
 /* Requests that arrived while no other was being answered: each starts a round trip, when every
  * answer is held long enough for the rest of its batch to arrive meanwhile. */
 static size_t round_trips(const json_t *log)
@@ -521,12 +533,7 @@ static char *node_reads(const json_t *log)
 static void pathways_job_is_created_in_three_round_trips(void **state)
 {
     (void)state;
-    held("GET " LOCAL_QUEUES, 200,
-         list_of("LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue"))),
-         1);
-    held("GET " CLUSTER_QUEUES, 200,
-         list_of("ClusterQueueList", json_pack("[o]", unified_queue("64"))), 1);
-    held("GET " FLAVORS, 200, list_of("ResourceFlavorList", deploy_flavors()), 1);
+    held_default_queues();
     serve_nodes_held(v6e_nodes(), 0.3);
     held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
     held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
@@ -892,12 +899,7 @@ static void mtc_without_a_checkpoint_configuration_names_the_fix(void **state)
 static void mtc_submit_makes_three_round_trips(void **state)
 {
     (void)state;
-    held("GET " LOCAL_QUEUES, 200,
-         list_of("LocalQueueList", json_pack("[o]", local_queue("user-queue", "cluster-queue"))),
-         1);
-    held("GET " CLUSTER_QUEUES, 200,
-         list_of("ClusterQueueList", json_pack("[o]", unified_queue("64"))), 1);
-    held("GET " FLAVORS, 200, list_of("ResourceFlavorList", deploy_flavors()), 1);
+    held_default_queues();
     held("GET " MTC_CRD_PATH, 200, named("checkpointconfigurations.checkpointing.gke.io"), 1);
     held("GET " MTC_DRIVER_PATH, 200, named("multitier-checkpoint.csi.storage.gke.io"), 1);
     held("GET " MTC_CONFIGS_PATH, 200,
