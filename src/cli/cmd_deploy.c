@@ -7,6 +7,7 @@
 #include "gcluster/deploy.h"
 #include "gcluster/emit.h"
 #include "gcluster/gcp.h"
+#include "gcluster/kueue.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -94,7 +95,7 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     gc_buf warnings, text;
     gc_buf_init(&warnings);
     gc_buf_init(&text);
-    int rc = gc_deploy_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
+    int rc = gc_deploy_objects(bp, head_pool, GC_KUEUE_VERSION, &objects, &warnings, err);
     for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
         gc_warn(cli_events(), "%s", line);

@@ -29,6 +29,7 @@
 #include "expr.h"
 #include "gcluster/emit.h"
 #include "gcluster/kube.h"
+#include "gcluster/kueue.h"
 #include "gcluster/sys.h"
 #include "kueue_internal.h"
 
@@ -458,7 +459,7 @@ int gc_kueue_check(const gc_blueprint *bp, const char *head_pool, gc_error *err)
     json_t *objects;
     gc_buf warnings;
     gc_buf_init(&warnings);
-    int rc = deploy_kueue_objects(bp, head_pool, "v1beta2", &objects, &warnings, err);
+    int rc = deploy_kueue_objects(bp, head_pool, GC_KUEUE_VERSION, &objects, &warnings, err);
     json_decref(objects);
     gc_buf_free(&warnings);
     return rc;
