@@ -917,7 +917,8 @@ static void mtc_submit_makes_three_round_trips(void **state)
     assert_int_equal(count_requests(log, "GET", MTC_DRIVER_PATH), 1);
     assert_int_equal(count_requests(log, "GET", MTC_CONFIGS_PATH), 1);
     assert_int_equal(o.requests, 13);
-    assert_int_equal(round_trips(log), 3);
+    /* Counted by the client (requests sent together share one): on a loaded machine the server
+     * may see a batch's requests arrive one after another. */
     assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_decref(log);
     outcome_free(&o);
@@ -1065,7 +1066,8 @@ static void dynamic_slice_submit_makes_three_round_trips(void **state)
     json_t *log = jt_requests();
     assert_int_equal(count_requests(log, "GET", TOPOLOGIES_PATH), 1);
     assert_int_equal(count_requests(log, "GET", CHECKS_PATH), 1);
-    assert_int_equal(round_trips(log), 3);
+    /* Counted by the client (requests sent together share one): on a loaded machine the server
+     * may see a batch's requests arrive one after another. */
     assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_decref(log);
     outcome_free(&o);
