@@ -272,9 +272,12 @@ typedef struct gc_deploy_install {
  * and Kueue at the kubectl-apply module's default releases, by deploy's installer (kept
  * digests, the module's Helm values, the wait for controllers and webhooks). */
 typedef struct gc_prereq_request {
-    bool skip;     /* --skip-prereqs: nothing is checked or installed */
-    bool plan;     /* a dry run: check and say what would be installed; change nothing */
-    bool priority; /* the job names a PriorityClass */
+    bool skip; /* --skip-prereqs: nothing is checked or installed */
+    bool plan; /* a dry run: say what would be installed; change nothing */
+    /* What the submit's first round trip found missing (gc_submit_result): only those are
+     * installed, and nothing is read again to find them. */
+    bool jobset_missing;
+    bool kueue_missing;
     const char *manifests_dir;    /* as gc_deploy_request's */
     const char *manifests_mirror; /* as gc_deploy_request's */
 } gc_prereq_request;
@@ -283,8 +286,11 @@ typedef struct gc_prereq_report {
     gc_deploy_install installs[2]; /* JobSet, Kueue: what the cluster had and what was done */
     size_t install_count;          /* 0 when skipped */
     /* The PriorityClasses applied (with plan: that would be): deploy's five, when Kueue was
-     * missing or the job names a class and the cluster has no classes of its own. */
+     * missing and the cluster has no classes of its own. */
     gc_strings priority_classes;
+    /* Kueue was missing, but the user may not list PriorityClasses: whether the cluster has
+     * classes of its own is unknown, so none were applied. */
+    bool priority_classes_unknown;
     /* Kueue was installed here (with plan: would be), so it has no ClusterQueue or LocalQueue:
      * no job is admitted until one is made (deploy BLUEPRINT applies the blueprint's). */
     bool needs_queue;
@@ -292,8 +298,9 @@ typedef struct gc_prereq_report {
 
 /* The request's flags, before anything is sent: GC_EXIT_USAGE naming the flag. */
 int gc_prereq_check(const gc_prereq_request *r, gc_error *err);
-/* Checks JobSet and Kueue and installs the missing ones; an older release is reported and left.
- * `report` says what was found and done, also after a failure (free it in every case). */
+/* Installs those of JobSet and Kueue the request names missing (with Kueue, deploy's five
+ * PriorityClasses when the cluster has none of its own). `report` says what was done, also
+ * after a failure (free it in every case). */
 int gc_prereq_install(gc_kube *kube, const gc_prereq_request *r, const gc_events *ev,
                       gc_prereq_report *report, gc_error *err);
 void gc_prereq_report_free(gc_prereq_report *report);

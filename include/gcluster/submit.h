@@ -238,12 +238,20 @@ typedef struct gc_submit_result {
     gc_strings warnings; /* what the checks found, also reported on the events as they came */
     gc_next_step *next;  /* what to run next (none after a dry run) */
     size_t next_count;
+    /* The cluster lacks JobSet or Kueue (found in the first round trip; never with
+     * --skip-prereqs, nor JobSet for a job run without it): gc_submit_live stopped before
+     * creating or checking anything else and returned 0 with only these set; the caller
+     * installs them (deploy's gc_prereq_install) and submits again. */
+    bool jobset_missing;
+    bool kueue_missing;
     bool awaited;        /* gc_submit_await ran: `final` says how the job ended */
     gc_job_status final; /* the last state seen (all zero when the job was never seen) */
 } gc_submit_result;
 
 /* `job submit` against a cluster, for a plan that is not offline. One round trip gathers the
- * cluster's facts (LocalQueues, ClusterQueues, node labels and the PriorityClass); the plan is
+ * cluster's facts (LocalQueues, ClusterQueues, node labels, the PriorityClass and whether
+ * JobSet's API is served: a cluster without JobSet or Kueue stops the submit there, with
+ * result->jobset_missing / kueue_missing set and 0 returned); the plan is
  * refined by them and checked: errors (GC_EXIT_USAGE, nothing created) for what could never run
  * (no such queue or PriorityClass, no head pool), warnings on `ev` for what may wait or needs a
  * fix (capacity, quota). With --base-image the image is pushed; then the JobSet is POSTed once

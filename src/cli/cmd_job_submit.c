@@ -287,6 +287,11 @@ static void render_prereqs(const gc_prereq_report *rep, bool plan)
                  plan ? "A submit without --dry-run applies" : "Applied", names.data);
         gc_buf_free(&names);
     }
+    if (rep->priority_classes_unknown)
+        gc_warn(cli_events(),
+                "you may not list PriorityClasses, so whether the cluster has classes of its own "
+                "is unknown and none were applied (gcluster deploy applies very-low, low, "
+                "medium, high and very-high)");
     if (rep->needs_queue)
         cli_line(stderr,
                  "Kueue %s no ClusterQueue or LocalQueue yet, so no job is admitted: apply your "
@@ -296,17 +301,50 @@ static void render_prereqs(const gc_prereq_report *rep, bool plan)
 }
 
 /* Google's gcluster installs JobSet and Kueue when a submit finds them missing; so does this,
- * through deploy's installer, unless --skip-prereqs. A dry run only says what it would do. */
-static int install_prereqs(gc_kube *kube, const live_submit *s, gc_error *err)
+ * through deploy's installer: the submit's first round trip found them missing and stopped, so
+ * they are installed and the submit runs again. A dry run only says what a submit would install
+ * (the job is not checked against a cluster without them). */
+static int install_prereqs(gc_kube *kube, const live_submit *s, gc_submit_result *result,
+                           bool *again, gc_error *err)
 {
     gc_prereq_request q = *s->prereqs;
-    q.skip = s->plan->skip_prereqs;
     q.plan = s->plan->mode != GC_SUBMIT_CREATE;
-    q.priority = s->plan->workload.priority != NULL;
+    q.jobset_missing = result->jobset_missing;
+    q.kueue_missing = result->kueue_missing;
     gc_prereq_report rep;
     int rc = gc_prereq_install(kube, &q, cli_events(), &rep, err);
     render_prereqs(&rep, q.plan);
     gc_prereq_report_free(&rep);
+    *again = !rc && !q.plan;
+    if (!rc && q.plan)
+        cli_line(stderr, "The job itself was not checked: a server dry run needs %s installed.",
+                 q.jobset_missing && q.kueue_missing ? "JobSet and Kueue"
+                 : q.jobset_missing                  ? "JobSet"
+                                                     : "Kueue");
+    return rc;
+}
+
+/* The submit, with the prerequisites it found missing installed first (once: a cluster that
+ * still lacks them after the install is an error, not a loop). */
+static int submit_installing(gc_kube *kube, const live_submit *s, gc_submit_result *result,
+                             bool *created, gc_error *err)
+{
+    *created = false;
+    int rc = gc_submit_live(kube, s->plan, cli_events(), result, err);
+    if (rc || !(result->jobset_missing || result->kueue_missing))
+        return (*created = rc == 0, rc);
+    bool again = false;
+    rc = install_prereqs(kube, s, result, &again, err);
+    if (rc || !again)
+        return rc;
+    gc_submit_result_free(result);
+    rc = gc_submit_live(kube, s->plan, cli_events(), result, err);
+    if (!rc && (result->jobset_missing || result->kueue_missing))
+        return gc_fail(err, GC_EXIT_RUNTIME,
+                       "%s was installed, but the cluster does not serve its API yet; run the "
+                       "submit again in a minute",
+                       result->jobset_missing ? "JobSet" : "Kueue");
+    *created = rc == 0;
     return rc;
 }
 
@@ -316,12 +354,9 @@ static int submit_with(gc_kube *kube, void *ctx, gc_error *err)
 {
     live_submit *s = ctx;
     const gc_events *ev = cli_events();
-    int rc = install_prereqs(kube, s, err);
-    if (rc)
-        return rc;
     gc_submit_result result;
-    rc = gc_submit_live(kube, s->plan, ev, &result, err);
-    bool created = rc == 0;
+    bool created;
+    int rc = submit_installing(kube, s, &result, &created, err);
     if (created && s->format == CLI_FORMAT_TEXT) {
         cli_render_submit_text(stdout, &result);
         fflush(stdout);

@@ -3,9 +3,9 @@
  * submit: JobSet and Kueue, through deploy's installer (install.c: the kubectl-apply module's
  * default releases, checked against the same kept digests, with the module's Helm values, then
  * the same bounded wait for the controllers and webhooks), so a later `deploy` finds them
- * present and changes nothing. When Kueue was just installed, or the job names a
- * PriorityClass, the five PriorityClasses deploy applies (very-low ... very-high) are applied
- * too, unless the cluster has PriorityClasses of its own (names other than system-* and gke-*).
+ * present and changes nothing. When Kueue was just installed, the five PriorityClasses deploy
+ * applies (very-low ... very-high) are applied too, unless the cluster has PriorityClasses of
+ * its own (names other than system-* and gke-*) or the user may not list them.
  *
  * Left out on purpose: Google's gcluster also creates a ClusterQueue sized from the node pools
  * and a LocalQueue for it. What a queue admits (flavors, quotas, the Pathways head pool's
@@ -14,8 +14,9 @@
  * (`needs_queue`), and the submit that follows stops, naming how to make one. A release that
  * runs is left as it is, whatever its version (Google's reinstalls an older Kueue after asking,
  * deleting every queued workload): whether it can run the job is the submit's own check, and
- * `deploy --upgrade` replaces it. So every submit pays one round trip for this: the two API
- * groups, read together.
+ * `deploy --upgrade` replaces it. What is missing is found by the submit itself, in the reads
+ * of its first round trip (JobSet's API group; Kueue's LocalQueues at every version it serves),
+ * so a cluster that has both pays nothing for this.
  */
 #include "deploy/internal.h"
 
@@ -46,47 +47,6 @@ static bool has_own_priority_classes(const json_t *list)
             return true;
     }
     return false;
-}
-
-/* What every submit pays for the check: the two API groups (and, with `priority`, the
- * PriorityClasses) read together, one round trip. A group's 404 means it is not served. The
- * answers go into `cache` as deploy_install_check_one reads it; the controllers' versions are
- * not read (an older release is left as it is, so its version changes nothing here). */
-static int discover(gc_kube *kube, bool priority, json_t *cache, json_t **classes, gc_error *err)
-{
-    json_t *groups[2] = {NULL, NULL};
-    gc_kube_read reads[3] = {
-        {.path = "/apis/jobset.x-k8s.io", .object = &groups[0]},
-        {.path = "/apis/kueue.x-k8s.io", .object = &groups[1]},
-        {.path = "/apis/scheduling.k8s.io/v1/priorityclasses", .object = classes},
-    };
-    int rc = gc_kube_read_all(kube, reads, priority ? 3 : 2);
-    for (size_t i = 0; i < 2; i++) {
-        if (reads[i].rc == 0 || reads[i].err.http_status == 404) {
-            const char *version = "";
-            size_t j;
-            json_t *v;
-            json_array_foreach(json_object_get(groups[i], "versions"), j, v)
-            {
-                if (json_string_value(json_object_get(v, "version")))
-                    version = json_string_value(json_object_get(v, "version"));
-            }
-            json_object_set_new(cache, prerequisites[i].group, json_string(version));
-            char key[256];
-            snprintf(key, sizeof(key), "deployments/%s/%s", prerequisites[i].ns,
-                     prerequisites[i].controller);
-            json_object_set_new(cache, key, json_null());
-        }
-        json_decref(groups[i]);
-    }
-    /* A 404 of a group is an answer, not a failure. */
-    rc = 0;
-    for (size_t i = 0; i < (priority ? 3u : 2u) && !rc; i++)
-        if (reads[i].rc && !(i < 2 && reads[i].err.http_status == 404))
-            rc = gc_fail(err, reads[i].rc, "reading %s: %s", reads[i].path, reads[i].err.message);
-    for (size_t i = 0; i < 3; i++)
-        gc_error_clear(&reads[i].err);
-    return rc;
 }
 
 static int apply_priority_classes(gc_kube *kube, const json_t *objects, gc_error *err)
@@ -140,32 +100,46 @@ int gc_prereq_install(gc_kube *kube, const gc_prereq_request *r, const gc_events
     if (rc || r->skip)
         return rc;
     deploy_release_source src = {.dir = r->manifests_dir, .mirror = r->manifests_mirror};
+    /* What the submit found, as deploy_install_check_one reads it: the group not served, so no
+     * controller version is read either. */
     json_t *cache = json_object();
-    json_t *listed = NULL;
-    rc = discover(kube, r->priority, cache, &listed, err);
+    const bool missing[2] = {r->jobset_missing, r->kueue_missing};
     for (size_t i = 0; i < 2 && !rc; i++) {
+        if (!missing[i])
+            continue;
+        char key[256];
+        snprintf(key, sizeof(key), "deployments/%s/%s", prerequisites[i].ns,
+                 prerequisites[i].controller);
+        json_object_set_new(cache, prerequisites[i].group, json_string(""));
+        json_object_set_new(cache, key, json_null());
         rc = deploy_install_check_one(kube, cache, prerequisites[i].name, NULL, &src,
-                                      &report->installs[i], err);
-        report->install_count = i + 1;
+                                      &report->installs[report->install_count++], err);
     }
     json_decref(cache);
-    bool kueue_missing = !rc && report->installs[1].state == GC_INSTALL_MISSING;
-    if (!rc && kueue_missing && !listed)
-        rc = gc_kube_get(kube, "/apis/scheduling.k8s.io/v1/priorityclasses", NULL, &listed, err);
-    bool own = !listed || has_own_priority_classes(listed);
-    json_decref(listed);
-    if (rc)
-        return rc;
+    /* A Kueue installed here comes with deploy's PriorityClasses, unless the cluster has its
+     * own; a user who may not list them cannot tell, and none are applied. */
+    json_t *listed = NULL;
     json_t *classes = json_array();
-    if (!own && (kueue_missing || r->priority))
-        deploy_priority_classes(classes);
+    if (!rc && r->kueue_missing) {
+        gc_error list_err = {0};
+        int list_rc = gc_kube_get(kube, "/apis/scheduling.k8s.io/v1/priorityclasses", NULL, &listed,
+                                  &list_err);
+        if (list_rc && list_err.http_status == 403)
+            report->priority_classes_unknown = true;
+        else if (list_rc)
+            rc = gc_fail(err, list_rc, "reading the PriorityClasses: %s", list_err.message);
+        else if (!has_own_priority_classes(listed))
+            deploy_priority_classes(classes);
+        gc_error_clear(&list_err);
+    }
+    json_decref(listed);
     size_t i;
     json_t *obj;
     json_array_foreach(classes, i, obj)
     {
         gc_strings_push(&report->priority_classes, gc_kube_field(obj, NULL, "name"));
     }
-    report->needs_queue = !rc && kueue_missing;
+    report->needs_queue = !rc && r->kueue_missing;
     if (!rc && !r->plan)
         rc = deploy_install_apply(kube, &src, ev, report->installs, report->install_count, err);
     if (!rc && !r->plan && json_array_size(classes))

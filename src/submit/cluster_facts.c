@@ -323,8 +323,9 @@ static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts
 }
 
 /* Everything the first round trip reads: at most Kueue's three lists and two feature lists,
- * three node reads, the PriorityClass, the namespace and the three feature reads outside Kueue. */
-#define FIRST_ROUND_READS 13
+ * three node reads, the PriorityClass, the namespace, the three feature reads outside Kueue and
+ * JobSet's API group. */
+#define FIRST_ROUND_READS 14
 
 typedef struct first_round {
     kueue_lists kueue;
@@ -333,6 +334,7 @@ typedef struct first_round {
     char *priority_selector;
     gc_kube_list_options priority_options;
     json_t *target_namespace;
+    json_t *jobset_group;
     gc_kube_read reads[FIRST_ROUND_READS];
     char *paths[FIRST_ROUND_READS]; /* those not Kueue's (gc_kueue_read owns those) */
     gc_kueue_read kueue_reads[5];
@@ -340,6 +342,7 @@ typedef struct first_round {
     size_t local_queues, cluster_queues, flavors; /* their indexes in reads (SUBMIT_READ_QUEUES) */
     size_t priority;                              /* the PriorityClass's (SUBMIT_READ_PRIORITY) */
     size_t target;                                /* the namespace's (SUBMIT_READ_NAMESPACE) */
+    size_t jobset_api;                            /* SUBMIT_READ_JOBSET_API's */
     size_t feature[FACT_READS];                   /* each feature read's */
     size_t count;
 } first_round;
@@ -443,6 +446,9 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned
         round->target = add_read(round, gc_kube_path(NULL, "v1", NULL, "namespaces", ns),
                                  (gc_kube_read){.object = &round->target_namespace});
     add_feature_reads(round, reads, f);
+    if (reads & SUBMIT_READ_JOBSET_API)
+        round->jobset_api = add_read(round, gc_xstrdup("/apis/jobset.x-k8s.io"),
+                                     (gc_kube_read){.object = &round->jobset_group});
     f->kueue_version = gc_kueue_read_all(kube, round->reads, round->count, round->kueue_reads,
                                          round->kueue_count, NULL);
     for (size_t i = 0; i < FACT_READS; i++) {
@@ -450,6 +456,11 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned
             continue;
         f->features[i].rc = round->reads[round->feature[i]].rc;
         f->features[i].err = round->reads[round->feature[i]].err;
+    }
+    if (reads & SUBMIT_READ_JOBSET_API) {
+        gc_kube_read *r = &round->reads[round->jobset_api];
+        f->jobset_missing = r->rc && r->err.http_status == 404;
+        gc_error_clear(&r->err);
     }
 }
 
@@ -461,6 +472,7 @@ static void first_round_free(first_round *round)
     node_reads_free(&round->nodes);
     json_decref(round->priority_classes);
     json_decref(round->target_namespace);
+    json_decref(round->jobset_group);
     free(round->priority_selector);
     for (size_t i = 0; i < FIRST_ROUND_READS; i++)
         free(round->paths[i]);

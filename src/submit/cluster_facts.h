@@ -23,6 +23,7 @@ enum {
     SUBMIT_READ_NAMESPACE = 1 << 3, /* the target namespace */
     SUBMIT_READ_MTC = 1 << 4,       /* multi-tier checkpointing's CRD, configurations, CSI driver */
     SUBMIT_READ_SLICING = 1 << 5,   /* Kueue's Topologies and AdmissionChecks */
+    SUBMIT_READ_JOBSET_API = 1 << 6, /* the jobset.x-k8s.io API group (404: JobSet missing) */
 };
 
 /* One read of the first round trip as it came back: whether it was made, its outcome, and the
@@ -70,6 +71,9 @@ typedef struct cluster_facts {
     gc_strings pools_read; /* pools asked for by name, also those that had no nodes */
     gc_kube *kube;         /* to ask for a pool later (submit_cluster_facts_pool_nodes) */
     bool priority_found;
+    /* SUBMIT_READ_JOBSET_API: the cluster does not serve jobset.x-k8s.io (a 404; a read that
+     * failed otherwise tells nothing, and the create says what is wrong). */
+    bool jobset_missing;
     fact_read features[FACT_READS]; /* SUBMIT_READ_MTC's and SUBMIT_READ_SLICING's */
 } cluster_facts;
 

@@ -2,16 +2,19 @@
  * `job submit` against a cluster, from a plan gc_submit_prepare made:
  *
  * 1. Gather the cluster's facts in one round trip: every read the checks that apply declare in
- *    the table below (LocalQueues, ClusterQueues, ResourceFlavors, PriorityClass, the namespace,
- *    the labels of the nodes the job needs: of the workers' shape and of the head pool, by label
- *    selector, so the reads grow with the job, not with the cluster; and what multi-tier
- *    checkpointing or dynamic slicing need, for a job that uses them).
- * 2. Run the checks in the table's order. Those before the JobSet refine the plan: the compute
- *    type against the real nodes (only when that can change it), the queue and the head pool
- *    discovered, and what the TPU workers request, which follows the ClusterQueue's resource
- *    groups. Those after check the JobSet as Kueue would admit it and what its features need:
- *    errors for what would never run, warnings for what will wait (capacity, pools scaling from
- *    zero).
+ *    the table below (JobSet's API group, LocalQueues, ClusterQueues, ResourceFlavors,
+ *    PriorityClass, the namespace, the labels of the nodes the job needs: of the workers' shape
+ *    and of the head pool, by label selector, so the reads grow with the job, not with the
+ *    cluster; and what multi-tier checkpointing or dynamic slicing need, for a job that uses
+ *    them).
+ * 2. Run the checks in the table's order. The first stops the submit when the cluster lacks
+ *    JobSet or Kueue (the result says which; the caller installs them and submits again), so
+ *    a cluster that has them pays no round trip of its own for that. Those before the JobSet
+ *    refine the plan: the compute type against the real nodes (only when that can change it),
+ *    the queue and the head pool discovered, and what the TPU workers request, which follows
+ *    the ClusterQueue's resource groups. Those after check the JobSet as Kueue would admit it
+ *    and what its features need: errors for what would never run, warnings for what will wait
+ *    (capacity, pools scaling from zero).
  * 3. Have the API server validate the Jobs the JobSet controller will create (one batch of
  *    server-side dry runs): it validates only the JobSet's own schema when the JobSet is created,
  *    and a bad Job or pod template would otherwise fail in the controller after submit.
@@ -228,6 +231,23 @@ static int take_queue(submit_run *s, cluster_facts *f, gc_error *err)
         w->queue_defaulted = false;
     }
     return 0;
+}
+
+/* JobSet and Kueue, which the job needs (JobSet not for a job run without it): when the
+ * cluster lacks one, the submit stops here, before anything is refined or created, and the
+ * result says which; the caller installs them and submits again. A cluster whose Kueue serves
+ * no LocalQueue list at any version has no Kueue. */
+static int check_installed(submit_run *s, cluster_facts *f, gc_error *err)
+{
+    (void)err;
+    s->result->jobset_missing = f->jobset_missing && !submit_jobset_disabled();
+    s->result->kueue_missing = !f->kueue_version;
+    return 0;
+}
+
+static bool stopped(const submit_run *s)
+{
+    return s->result->jobset_missing || s->result->kueue_missing;
 }
 
 static int check_priority(submit_run *s, cluster_facts *f, gc_error *err)
@@ -537,6 +557,8 @@ typedef struct submit_check {
 
 /* The checks of a connected submit, in the order they run (and their errors are told). */
 static const submit_check checks[] = {
+    {"JobSet and Kueue", SUBMIT_READ_JOBSET_API | SUBMIT_READ_QUEUES, PREREQ, NULL, check_installed,
+     NULL},
     {"compute type", SUBMIT_READ_NODES, 0, NULL, refine_compute, NULL},
     {"queue", SUBMIT_READ_QUEUES | SUBMIT_READ_NAMESPACE, 0, NULL, take_queue, NULL},
     {"PriorityClass", SUBMIT_READ_PRIORITY, PREREQ, has_priority, check_priority, NULL},
@@ -583,7 +605,7 @@ static int run_checks(submit_run *s, cluster_facts *f, unsigned after_jobset, gc
             continue;
         }
         int rc = c->run(s, f, err);
-        if (rc)
+        if (rc || stopped(s))
             return rc;
     }
     return 0;
@@ -601,6 +623,10 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
         rc = submit_cluster_facts_gather(kube, plan, declared_reads(plan), &f, err);
     if (!rc)
         rc = run_checks(&s, &f, 0, err);
+    if (!rc && stopped(&s)) {
+        submit_cluster_facts_free(&f);
+        return 0;
+    }
     if (!rc)
         rc = gc_submit_plan_jobset(plan, &s.jobset, err);
     if (!rc)

@@ -114,17 +114,18 @@ def test_pathways_flow(cli):
     job = "pw-demo"
     proc = submit_pathways(cli, job, "-v")
     requests = re.findall(r"^(?:GET|POST|PUT|PATCH|DELETE) https://.*$", proc.stderr, re.M)
-    # Whether JobSet and Kueue are served (both API groups together: a submit installs a missing
-    # one), then the namespace (it must exist), LocalQueues, ClusterQueues, ResourceFlavors and
-    # the nodes the job needs (sent together), the dry runs of the two Jobs the JobSet will make
-    # (together), then the POST: in four round trips, the first two on a connection each.
-    assert len(requests) == 12, f"{len(requests)} requests:\n{proc.stderr}"
-    assert sorted(r.split(" ")[1].split("/apis/")[1] for r in requests[:2]) == [
-        "jobset.x-k8s.io", "kueue.x-k8s.io"], proc.stderr
-    assert [("dryRun=All" in r) for r in requests] == [False] * 9 + [True] * 2 + [False]
-    assert [("new connection" in r) for r in requests[:2]] == [True] * 2, proc.stderr
+    # The namespace (it must exist), whether JobSet's API group is served (a submit installs a
+    # missing JobSet; Kueue's LocalQueue list says whether Kueue is), LocalQueues, ClusterQueues,
+    # ResourceFlavors and the nodes the job needs (sent together), the dry runs of the two Jobs
+    # the JobSet will make (together), then the POST: in three round trips, the first eight on a
+    # connection each, the rest on those.
+    assert len(requests) == 11, f"{len(requests)} requests:\n{proc.stderr}"
+    assert [("dryRun=All" in r) for r in requests] == [False] * 8 + [True] * 2 + [False]
+    assert [("new connection" in r) for r in requests] == [True] * 8 + [False] * 3, proc.stderr
+    assert sum("/apis/jobset.x-k8s.io " in r for r in requests[:8]) == 1, proc.stderr
+    assert not any("/apis/kueue.x-k8s.io " in r for r in requests), proc.stderr
     assert any("/api/v1/namespaces/default " in r for r in requests), proc.stderr
-    assert "gcluster: 12 API requests in 4 round trips" in proc.stderr
+    assert "gcluster: 11 API requests in 3 round trips" in proc.stderr
     # Nodes by label selector, never all of them: the two v6e 4x4 slices' hosts, one node of each
     # pool the head may be put on.
     nodes = sorted(unquote(r.split("?", 1)[1].split(" ")[0]) for r in requests if "/nodes?" in r)
@@ -466,16 +467,13 @@ def test_queue_and_priority_checks(cli, queues_for_checks):
                            slices="1")
     assert "The cluster accepted Pathways job pw-prio" in proc.stdout
     requests = re.findall(r"^(?:GET|POST) https://.*$", proc.stderr, re.M)
-    # Whether JobSet and Kueue are served and, as the job names a class, the PriorityClasses
-    # (whether deploy's five may be added: a submit installs what is missing), together; then
-    # the namespace, LocalQueues, ClusterQueues, ResourceFlavors, the nodes (the slice's hosts,
-    # one of each head pool candidate), the PriorityClass; then the two Jobs' and the JobSet's
-    # dry runs.
-    assert len(requests) == 14, proc.stderr
-    assert all("new connection" in r for r in requests[:3]), proc.stderr
+    # The namespace, JobSet's API group, LocalQueues, ClusterQueues, ResourceFlavors, the nodes
+    # (the slice's hosts, one of each head pool candidate), the PriorityClass (selected by name);
+    # then the two Jobs' and the JobSet's dry runs.
+    assert len(requests) == 12, proc.stderr
     assert sum("dryRun=All" in r for r in requests) == 3, proc.stderr
-    assert not any("new connection" in r for r in requests if "dryRun=All" in r), proc.stderr
-    assert "gcluster: 14 API requests in 3 round trips" in proc.stderr
+    assert all(("new connection" in r) != ("dryRun=All" in r) for r in requests), proc.stderr
+    assert "gcluster: 12 API requests in 2 round trips" in proc.stderr
 
     proc = submit_pathways(cli, "pw-orphan", "--queue", "orphan-queue", "--dry-run", "server",
                            slices="1", check=2)

@@ -209,13 +209,27 @@ static json_t *nodes_by_selector(const json_t *nodes)
     return by;
 }
 
+/* A repeated answer of `object` (stolen), after `hold` seconds (0: at once). */
+static void answer_held(const char *method_path, json_t *object, double hold)
+{
+    char *data = json_dumps(object, JSON_COMPACT);
+    jt_answer(method_path,
+              json_pack("{s:b, s:{s:s}, s:[{s:s, s:f}]}", "repeat", 1, "headers", "Content-Type",
+                        "application/json", "chunks", "data", data, "delay", hold));
+    free(data);
+    json_decref(object);
+}
+
 /* The nodes (stolen) as the API server lists them for each label selector, after `hold` seconds
- * (0: at once); any other selector selects none. The job's namespace exists (submit reads it in
- * the same round). */
+ * (0: at once); any other selector selects none. The job's namespace exists and JobSet's API is
+ * served (submit reads both in the same round, so they are held as long: an answer sent before
+ * the rest of the batch has arrived would end the round early). */
 static void serve_nodes_held(json_t *nodes, double hold)
 {
-    jt_answer("GET /api/v1/namespaces/" NS,
-              json_pack("{s:o, s:b}", "json", named(NS), "repeat", 1));
+    answer_held("GET /api/v1/namespaces/" NS, named(NS), hold);
+    answer_held(
+        "GET /apis/jobset.x-k8s.io",
+        json_pack("{s:s, s:[{s:s}]}", "kind", "APIGroup", "versions", "version", "v1alpha2"), hold);
     json_t *by = nodes_by_selector(nodes);
     json_object_set_new(by, "", json_array());
     const char *selector;
@@ -256,11 +270,6 @@ static void serve_job_dry_runs(void)
 static void serve_cluster_with(json_t *local_queues, json_t *cluster_queues, json_t *flavors,
                                json_t *nodes)
 {
-    /* JobSet and Kueue are served, so the binary's submit installs neither. */
-    jt_get("/apis/jobset.x-k8s.io",
-           json_pack("{s:s, s:[{s:s}]}", "kind", "APIGroup", "versions", "version", "v1alpha2"));
-    jt_get("/apis/kueue.x-k8s.io",
-           json_pack("{s:s, s:[{s:s}]}", "kind", "APIGroup", "versions", "version", "v1beta2"));
     jt_list(LOCAL_QUEUES, "LocalQueueList", local_queues);
     jt_list(CLUSTER_QUEUES, "ClusterQueueList", cluster_queues);
     jt_list(FLAVORS, "ResourceFlavorList", flavors);
@@ -527,9 +536,11 @@ static char *node_reads(const json_t *log)
     return gc_buf_detach(&b);
 }
 
-/* Six reads together (the Kueue lists, the nodes of the workers' shape and one node of each
- * pool the head may go to), then the two Jobs' dry runs together, then the POST: nine requests
- * in three round trips, one more than before the dry runs. */
+/* Eight reads together (JobSet's API group, the namespace, the Kueue lists, the nodes of the
+ * workers' shape and one node of each pool the head may go to), then the two Jobs' dry runs
+ * together, then the POST: eleven requests in three round trips. Whether JobSet and Kueue are
+ * installed costs no round trip of its own: JobSet's group is read with the rest, and Kueue's
+ * LocalQueue list says whether Kueue is served. */
 static void pathways_job_is_created_in_three_round_trips(void **state)
 {
     (void)state;
@@ -561,10 +572,13 @@ static void pathways_job_is_created_in_three_round_trips(void **state)
     assert_false(res->awaited);
 
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 10);
-    assert_int_equal(o.requests, 10);
+    assert_int_equal(json_array_size(log), 11);
+    assert_int_equal(o.requests, 11);
     assert_int_equal(round_trips(log), 3);
-    for (size_t i = 0; i < 7; i++)
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
+    assert_int_equal(count_requests(log, "GET", "/apis/jobset.x-k8s.io"), 1);
+    assert_int_equal(count_requests(log, "GET", "/apis/kueue.x-k8s.io"), 0);
+    for (size_t i = 0; i < 8; i++)
         assert_string_equal(field(json_array_get(log, i), "method"), "GET");
     /* Only the nodes the job needs, never the cluster's: 2 slices x 4 hosts of v6e 4x4, and one
      * node of each head pool candidate; labels only. */
@@ -574,7 +588,7 @@ static void pathways_job_is_created_in_three_round_trips(void **state)
                                           "=tpu-v6e-slice," TOPOLOGY "=4x4 limit=8 metadata");
     free(reads);
     assert_int_equal(count_requests(log, "POST", JOBS), 2);
-    const json_t *post = json_array_get(log, 9);
+    const json_t *post = json_array_get(log, 10);
     assert_string_equal(field(post, "path"), JOBSETS);
     assert_string_equal(param(post, "fieldValidation"), "Strict");
     assert_null(param(post, "dryRun"));
@@ -916,7 +930,7 @@ static void mtc_submit_makes_three_round_trips(void **state)
     assert_int_equal(count_requests(log, "GET", MTC_CRD_PATH), 1);
     assert_int_equal(count_requests(log, "GET", MTC_DRIVER_PATH), 1);
     assert_int_equal(count_requests(log, "GET", MTC_CONFIGS_PATH), 1);
-    assert_int_equal(o.requests, 13);
+    assert_int_equal(o.requests, 14);
     /* Counted by the client (requests sent together share one): on a loaded machine the server
      * may see a batch's requests arrive one after another. */
     assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
@@ -1461,10 +1475,10 @@ static void older_kueue_costs_one_more_round_trip(void **state)
     assert_int_equal(o.rc, 0);
     assert_non_null(o.result.tpu_requests_note);
     json_t *log = jt_requests();
-    /* 7 reads at v1beta2 (3 of them 404; the namespace), the 3 lists at v1beta1, 2 dry runs,
-     * the POST. */
-    assert_int_equal(json_array_size(log), 13);
-    for (size_t i = 7; i < 10; i++)
+    /* 8 reads at v1beta2 (3 of them 404; the namespace, JobSet's API group), the 3 lists at
+     * v1beta1, 2 dry runs, the POST. */
+    assert_int_equal(json_array_size(log), 14);
+    for (size_t i = 8; i < 11; i++)
         assert_non_null(strstr(field(json_array_get(log, i), "path"), v1beta1));
     json_decref(log);
     outcome_free(&o);
@@ -1483,7 +1497,7 @@ static void unknown_priority_is_an_error(void **state)
     expect_refusal(&r, "--priority urgent: no such PriorityClass in the cluster");
     /* Asked for in the same round trip, by its Kubernetes (lower-case) name. */
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 8);
+    assert_int_equal(json_array_size(log), 9);
     size_t i;
     const json_t *req, *priority = NULL;
     json_array_foreach(log, i, req)
@@ -1517,6 +1531,78 @@ static void skip_prereqs_creates_without_the_checks(void **state)
     json_t *log = jt_requests();
     assert_int_equal(count_requests(log, "POST", JOBSETS), 1);
     assert_int_equal(count_requests(log, "POST", NULL), 1); /* no dry run of any Job */
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A cluster without JobSet's API group and without Kueue (no LocalQueue list at any version it
+ * might serve): the submit stops after its reads, creates and dry-runs nothing, and says what is
+ * missing, for the caller to install and submit again. */
+static void missing_jobset_and_kueue_stop_the_submit(void **state)
+{
+    (void)state;
+    jt_answer("GET /apis/jobset.x-k8s.io",
+              json_pack("{s:i, s:{s:s, s:s, s:i, s:s}}", "status", 404, "json", "kind", "Status",
+                        "reason", "NotFound", "code", 404, "message", "not found"));
+    serve_nodes(v6e_nodes());
+    serve_job_dry_runs();
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    assert_true(o.result.jobset_missing);
+    assert_true(o.result.kueue_missing);
+    assert_null(o.result.name);
+    assert_int_equal(o.result.warnings.count, 0);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "POST", NULL), 0);
+    assert_int_equal(count_requests(log, "GET", "/apis/jobset.x-k8s.io"), 1);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* Kueue served, JobSet not: only JobSet is missing. */
+static void missing_jobset_alone_is_said(void **state)
+{
+    (void)state;
+    jt_answer("GET /apis/jobset.x-k8s.io",
+              json_pack("{s:i, s:{s:s, s:s, s:i, s:s}}", "status", 404, "json", "kind", "Status",
+                        "reason", "NotFound", "code", 404, "message", "not found"));
+    serve_default_cluster();
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    assert_true(o.result.jobset_missing);
+    assert_false(o.result.kueue_missing);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "POST", NULL), 0);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* With --skip-prereqs JobSet's API group is not read and nothing is said missing. */
+static void skip_prereqs_does_not_read_the_jobset_api(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    serve_created("pw-test");
+    gc_submit_request r = pathways_request();
+    outcome o;
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(gc_submit_prepare(&r, &o.plan, &o.err), 0);
+    o.plan.skip_prereqs = true;
+    o.rc = gc_submit_live(jt_kube(), &o.plan, jt_events(), &o.result, &o.err);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    assert_false(o.result.jobset_missing);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", "/apis/jobset.x-k8s.io"), 0);
+    assert_int_equal(count_requests(log, "POST", JOBSETS), 1);
     json_decref(log);
     outcome_free(&o);
 }
@@ -1573,7 +1659,7 @@ static void server_dry_run_sends_dry_run_all(void **state)
     assert_true(o.result.dry_run);
     assert_int_equal(o.result.next_count, 0);
     json_t *log = jt_requests();
-    assert_int_equal(json_array_size(log), 10);
+    assert_int_equal(json_array_size(log), 11);
     assert_int_equal(count_requests(log, "POST", JOBS), 2);
     size_t i;
     const json_t *req;
@@ -1990,6 +2076,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(unknown_priority_is_an_error, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_namespace_is_refused, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(skip_prereqs_creates_without_the_checks, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(missing_jobset_and_kueue_stop_the_submit, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(missing_jobset_alone_is_said, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(skip_prereqs_does_not_read_the_jobset_api, jt_open,
+                                        jt_close),
         cmocka_unit_test_setup_teardown(name_taken_says_its_age_and_status, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(missing_jobset_crd_names_the_fix, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(server_dry_run_sends_dry_run_all, jt_open, jt_close),
