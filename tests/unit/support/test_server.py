@@ -11,7 +11,8 @@ Control endpoints (never recorded):
     GET  /_test/log     every recorded request, oldest first, with what the server saw:
                         in_flight  requests it was answering when this one arrived (itself
                                    included): more than 1 means the client sent them together;
-                                   a whole answer stops counting before its body is written,
+                                   a whole answer stops counting before its body is written
+                                   (a chunked one before its last chunk),
                                    so a request sent after it never finds it still counted
                         ended_by   for a streamed answer: "server" (it ran to its end) or
                                    "client" (the client hung up first, e.g. during a hold)
@@ -277,6 +278,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.close()
                 return
+            # As a whole answer: once the client has the last chunk it may send its next request
+            # at once, which must not find this one still counted.
+            self.answered()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:
