@@ -57,28 +57,6 @@ static const char *state_word(gc_cloud_state state)
     return "not checked";
 }
 
-static const char *stage_word(const gc_destroy_stage *s, bool applied)
-{
-    switch (s->state) {
-    case GC_STAGE_NOT_RUN:
-        return "not run";
-    case GC_STAGE_DONE:
-        return applied ? "done" : "looked, deleted nothing";
-    case GC_STAGE_SKIPPED:
-        return "skipped";
-    case GC_STAGE_FAILED:
-        return "failed";
-    }
-    return "?";
-}
-
-static const char *stage_key(gc_deploy_stage_state state)
-{
-    static const char *const names[] = {"not_run", "done", "skipped", "failed"};
-    _Static_assert(sizeof(names) / sizeof(*names) == GC_STAGE_FAILED + 1, "every state");
-    return names[state];
-}
-
 static void render_text(const gc_destroy_result *res)
 {
     if (!res->stage_count)
@@ -88,7 +66,8 @@ static void render_text(const gc_destroy_result *res)
     cli_line(stdout, "Stages (in the order destroy runs them):");
     for (size_t i = 0; i < res->stage_count; i++) {
         const gc_destroy_stage *s = &res->stages[i];
-        cli_line(stdout, "  %zu. %s: %s", i + 1, s->description, stage_word(s, res->applied));
+        cli_line(stdout, "  %zu. %s: %s", i + 1, s->description,
+                 cli_stage_word(s->state, res->applied ? "done" : "looked, deleted nothing"));
         if (s->detail)
             cli_line(stdout, "     (%s)", s->detail);
     }
@@ -127,7 +106,7 @@ static json_t *report_json(const gc_destroy_result *res)
         const gc_destroy_stage *s = &res->stages[i];
         json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:o}", "kind",
                                                 gc_destroy_stage_kind_name(s->kind), "description",
-                                                s->description, "state", stage_key(s->state),
+                                                s->description, "state", cli_stage_key(s->state),
                                                 "detail", cli_json_text(s->detail)));
     }
     json_t *kube = json_array();

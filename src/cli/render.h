@@ -83,6 +83,11 @@ json_t *cli_submit_json(const gc_submit_result *r, const gc_diagnosis *why);
 void cli_render_deploy_text(FILE *out, FILE *log, const gc_deploy_result *result);
 json_t *cli_deploy_json(const gc_deploy_result *result);
 
+/* A deploy or destroy stage's state: as a person reads it (`done_word` for a stage that ran:
+ * deploy and destroy say differently what a plan's look found) and as its JSON key. */
+const char *cli_stage_word(gc_deploy_stage_state state, const char *done_word);
+const char *cli_stage_key(gc_deploy_stage_state state);
+
 /* `job wait`: one line per job ("NAME: STATUS - DETAIL"), or an array of one object per job. */
 void cli_render_wait_text(FILE *out, const gc_wait_result *r);
 json_t *cli_wait_json(const gc_wait_result *r);

@@ -198,13 +198,13 @@ static void render_cloud(FILE *out, const gc_cloud_plan *plan, const gc_cloud_re
                      "what exists)\n");
 }
 
-static const char *stage_state(const gc_deploy_stage *s, bool plan)
+const char *cli_stage_word(gc_deploy_stage_state state, const char *done_word)
 {
-    switch (s->state) {
+    switch (state) {
     case GC_STAGE_NOT_RUN:
         return "not run";
     case GC_STAGE_DONE:
-        return plan ? "looked, changed nothing" : "done";
+        return done_word;
     case GC_STAGE_SKIPPED:
         return "skipped";
     case GC_STAGE_FAILED:
@@ -213,7 +213,7 @@ static const char *stage_state(const gc_deploy_stage *s, bool plan)
     return "?";
 }
 
-static const char *stage_key(gc_deploy_stage_state state)
+const char *cli_stage_key(gc_deploy_stage_state state)
 {
     static const char *const names[] = {"not_run", "done", "skipped", "failed"};
     _Static_assert(sizeof(names) / sizeof(*names) == GC_STAGE_FAILED + 1, "every state");
@@ -227,7 +227,8 @@ static void render_stages(FILE *out, const gc_deploy_result *res, const gc_deplo
     fprintf(out, "Stages (in the order deploy runs them):\n");
     for (size_t i = 0; i < res->stage_count; i++) {
         const gc_deploy_stage *s = &res->stages[i];
-        cli_line(out, "  %zu. %s: %s", i + 1, s->description, stage_state(s, plan));
+        cli_line(out, "  %zu. %s: %s", i + 1, s->description,
+                 cli_stage_word(s->state, plan ? "looked, changed nothing" : "done"));
         /* why the cluster was not read has a line of its own below */
         if (s->detail && gc_kube_same(s->detail, r->not_connected))
             cli_line(out, "     (the cluster was not read: why is said below)");
@@ -350,7 +351,7 @@ static json_t *stages_json(const gc_deploy_result *res)
         const gc_deploy_stage *s = &res->stages[i];
         json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:o}", "kind",
                                                 gc_deploy_stage_kind_name(s->kind), "description",
-                                                s->description, "state", stage_key(s->state),
+                                                s->description, "state", cli_stage_key(s->state),
                                                 "detail", cli_json_text(s->detail)));
     }
     return stages;
