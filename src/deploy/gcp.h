@@ -57,8 +57,13 @@ int deploy_gcp_empty(planner *p, const json_t *raw, const gc_bp_module *m, const
 
 /* Lists as gcloud takes them */
 char *deploy_gcp_key_values(const json_t *object);
+/* Cluster Toolkit's labels of a module's resources (the blueprint's labels, its name and
+ * deployment, the module's ghpc_module and ghpc_role): as gcloud's KEY=VALUE list, and as an
+ * object for the Kubernetes objects a module makes. */
 char *deploy_gcp_labels(const planner *p, const gc_bp_module *m, const char *ghpc_module,
                         const char *ghpc_role);
+json_t *deploy_gcp_labels_json(const planner *p, const gc_bp_module *m, const char *ghpc_module,
+                               const char *ghpc_role);
 char *deploy_gcp_join(const json_t *list, const char *field);
 
 /* Steps */

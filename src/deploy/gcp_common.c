@@ -120,8 +120,8 @@ char *deploy_gcp_key_values(const json_t *object)
 
 /* Cluster Toolkit adds ghpc_blueprint and ghpc_deployment to vars.labels for every module, and
  * each module its own ghpc_module and ghpc_role. */
-char *deploy_gcp_labels(const planner *p, const gc_bp_module *m, const char *ghpc_module,
-                        const char *ghpc_role)
+json_t *deploy_gcp_labels_json(const planner *p, const gc_bp_module *m, const char *ghpc_module,
+                               const char *ghpc_role)
 {
     json_t *labels = json_object();
     const json_t *user = deploy_gcp_setting(p, m, "labels");
@@ -131,6 +131,13 @@ char *deploy_gcp_labels(const planner *p, const gc_bp_module *m, const char *ghp
     json_object_set_new(labels, "ghpc_deployment", json_string(p->deployment));
     json_object_set_new(labels, "ghpc_module", json_string(ghpc_module));
     json_object_set_new(labels, "ghpc_role", json_string(ghpc_role));
+    return labels;
+}
+
+char *deploy_gcp_labels(const planner *p, const gc_bp_module *m, const char *ghpc_module,
+                        const char *ghpc_role)
+{
+    json_t *labels = deploy_gcp_labels_json(p, m, ghpc_module, ghpc_role);
     char *list = deploy_gcp_key_values(labels);
     json_decref(labels);
     return list;

@@ -167,21 +167,6 @@ int deploy_gcp_plan_buckets(planner *p)
     return 0;
 }
 
-/* Cluster Toolkit's labels of a module's objects: the blueprint's labels, its blueprint and
- * deployment, and the module's own ghpc_module and ghpc_role. */
-static json_t *labels_object(const planner *p, const gc_bp_module *m)
-{
-    json_t *labels = json_object();
-    const json_t *user = deploy_gcp_setting(p, m, "labels");
-    if (json_is_object(user))
-        json_object_update(labels, (json_t *)user);
-    json_object_set_new(labels, "ghpc_blueprint", json_string(p->bp->name));
-    json_object_set_new(labels, "ghpc_deployment", json_string(p->deployment));
-    json_object_set_new(labels, "ghpc_module", json_string("gke-persistent-volume"));
-    json_object_set_new(labels, "ghpc_role", json_string("file-system"));
-    return labels;
-}
-
 /* The mount options the module's gcs-pv template writes: the bucket's, without "defaults" and
  * "_netdev" (fstab words), and without implicit_dirs when a gcsfuse storage class is named. */
 static json_t *mount_options(const planner *p, const gc_bp_module *m, const gc_bp_module *bucket,
@@ -237,15 +222,18 @@ static void volume_objects(const planner *p, const gc_bp_module *m, json_t *obje
     json_object_set_new(
         spec, "csi",
         json_pack("{s:s, s:s}", "driver", "gcsfuse.csi.storage.gke.io", "volumeHandle", name));
-    json_array_append_new(objects, json_pack("{s:s, s:s, s:{s:s, s:o}, s:o}", "apiVersion", "v1",
-                                             "kind", "PersistentVolume", "metadata", "name", pv,
-                                             "labels", labels_object(p, m), "spec", spec));
     json_array_append_new(
-        objects, json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:[s], s:s, s:s, s:{s:{s:s}}}}",
-                           "apiVersion", "v1", "kind", "PersistentVolumeClaim", "metadata", "name",
-                           pvc, "namespace", ns, "labels", labels_object(p, m), "spec",
-                           "accessModes", "ReadWriteMany", "storageClassName", sc, "volumeName", pv,
-                           "resources", "requests", "storage", capacity));
+        objects, json_pack("{s:s, s:s, s:{s:s, s:o}, s:o}", "apiVersion", "v1", "kind",
+                           "PersistentVolume", "metadata", "name", pv, "labels",
+                           deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
+                           "spec", spec));
+    json_array_append_new(
+        objects,
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:[s], s:s, s:s, s:{s:{s:s}}}}", "apiVersion",
+                  "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "namespace", ns,
+                  "labels", deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
+                  "spec", "accessModes", "ReadWriteMany", "storageClassName", sc, "volumeName", pv,
+                  "resources", "requests", "storage", capacity));
     free(capacity);
     free(pv);
     free(pvc);

@@ -331,26 +331,10 @@ static int load_release(const component *c, const gc_deploy_install *in,
 static int apply_release(gc_kube *kube, const component *c, gc_deploy_install *in, json_t *objects,
                          const gc_events *ev, gc_error *err)
 {
-    json_t *cache = json_object();
-    size_t i;
-    json_t *obj;
-    int rc = 0;
     gc_progress(ev, "installing %s %s (%zu objects)", c->name, in->version,
                 json_array_size(objects));
-    json_array_foreach(objects, i, obj)
-    {
-        deploy_object_ref ref = {0};
-        gc_apply_outcome outcome;
-        rc = deploy_locate(kube, cache, obj, &ref, err);
-        if (!rc)
-            rc = deploy_apply_object(kube, obj, &ref, false, &outcome, err);
-        free(ref.path);
-        if (rc)
-            break;
-        in->objects++;
-    }
+    int rc = deploy_apply_objects(kube, objects, &in->objects, err);
     gc_event(ev, GC_EVENT_PROGRESS_END, "%s", "");
-    json_decref(cache);
     if (rc)
         gc_error_prefix(err,
                         "installing %s %s (%zu of %zu objects applied; run the same command "

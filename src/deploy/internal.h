@@ -37,6 +37,9 @@ int deploy_group_version(gc_kube *kube, const char *group, const char *want, cha
 int deploy_locate(gc_kube *kube, json_t *cache, json_t *obj, deploy_object_ref *ref, gc_error *err);
 int deploy_apply_object(gc_kube *kube, json_t *obj, const deploy_object_ref *ref, bool dry_run,
                         gc_apply_outcome *outcome, gc_error *err);
+/* Applies `objects` (an array) in order, each located by discovery first, stopping at the first
+ * error; `applied` (may be NULL) counts those that went in, so an error can say where to resume. */
+int deploy_apply_objects(gc_kube *kube, const json_t *objects, size_t *applied, gc_error *err);
 /* The image tag of a controller Deployment's first container ("v0.17.1"); NULL when there is
  * no such Deployment or its image has no tag. */
 char *deploy_controller_version(gc_kube *kube, const char *ns, const char *name);

@@ -49,27 +49,6 @@ static bool has_own_priority_classes(const json_t *list)
     return false;
 }
 
-static int apply_priority_classes(gc_kube *kube, const json_t *objects, gc_error *err)
-{
-    json_t *cache = json_object();
-    int rc = 0;
-    size_t i;
-    json_t *obj;
-    json_array_foreach(objects, i, obj)
-    {
-        deploy_object_ref ref = {0};
-        gc_apply_outcome outcome;
-        rc = deploy_locate(kube, cache, obj, &ref, err);
-        if (!rc)
-            rc = deploy_apply_object(kube, obj, &ref, false, &outcome, err);
-        free(ref.path);
-        if (rc)
-            break;
-    }
-    json_decref(cache);
-    return rc;
-}
-
 int gc_prereq_check(const gc_prereq_request *r, gc_error *err)
 {
     if (r->manifests_mirror && strncmp(r->manifests_mirror, "https://", 8))
@@ -143,7 +122,7 @@ int gc_prereq_install(gc_kube *kube, const gc_prereq_request *r, const gc_events
     if (!rc && !r->plan)
         rc = deploy_install_apply(kube, &src, ev, report->installs, report->install_count, err);
     if (!rc && !r->plan && json_array_size(classes))
-        rc = apply_priority_classes(kube, classes, err);
+        rc = deploy_apply_objects(kube, classes, NULL, err);
     json_decref(classes);
     return rc;
 }

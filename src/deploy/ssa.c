@@ -146,6 +146,29 @@ int deploy_apply_object(gc_kube *kube, json_t *obj, const deploy_object_ref *ref
     return 0;
 }
 
+int deploy_apply_objects(gc_kube *kube, const json_t *objects, size_t *applied, gc_error *err)
+{
+    json_t *cache = json_object();
+    int rc = 0;
+    size_t i;
+    json_t *obj;
+    json_array_foreach(objects, i, obj)
+    {
+        deploy_object_ref ref = {0};
+        gc_apply_outcome outcome;
+        rc = deploy_locate(kube, cache, obj, &ref, err);
+        if (!rc)
+            rc = deploy_apply_object(kube, obj, &ref, false, &outcome, err);
+        free(ref.path);
+        if (rc)
+            break;
+        if (applied)
+            ++*applied;
+    }
+    json_decref(cache);
+    return rc;
+}
+
 void deploy_sleep_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
