@@ -95,7 +95,8 @@ char **deploy_gcp_binding_check(const planner *p, const gcp_ref *on, const char 
 void deploy_gcp_network_objects(const planner *p, const gc_bp_module *m, json_t *objects);
 char *deploy_gcp_network_name(const planner *p, const gc_bp_module *m);
 char *deploy_gcp_subnetwork_name(const planner *p, const gc_bp_module *m);
-int deploy_gcp_plan_network(planner *p, const gc_bp_module *m);
+/* Every network module's resources (vpc, multivpc, gpu-rdma-vpc), in blueprint order. */
+int deploy_gcp_plan_networks(planner *p);
 /* The additional networks a gke-cluster or gke-node-pool module gets: its setting, else the
  * additional_networks output of a network module it uses (multivpc), as the toolkit wires an
  * output to the input of the same name. NULL when there are none; *unknown then names a value

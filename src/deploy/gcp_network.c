@@ -166,28 +166,50 @@ static void router_and_nat(planner *p, const gc_bp_module *m, const char *net, c
     free(router_name);
 }
 
-int deploy_gcp_plan_network(planner *p, const gc_bp_module *m)
+/* One network as the toolkit's network modules make it: the vpc module directly, each of
+ * multivpc's networks through it, gpu-rdma-vpc through the network module underneath without
+ * firewall rules or Cloud NAT. */
+typedef struct vpc_spec {
+    const char *network;
+    long mtu;
+    bool regional;         /* network_routing_mode REGIONAL */
+    const char *profile;   /* network_profile, or NULL */
+    const json_t *subnets; /* [{subnet_name, subnet_ip, subnet_region}] */
+    const json_t *secondary;
+    bool private_access;
+    bool iap_ssh, internal;
+    const char *internal_range; /* the internal-traffic rule's source */
+    const json_t *rules;        /* firewall_rules */
+    bool router, nat;
+} vpc_spec;
+
+/* network_profile is a URL ending in ".../networkProfiles/NAME" (or NAME itself); gcloud takes
+ * the name and finds it in the project. */
+static const char *profile_name(const char *profile)
 {
-    char *net = deploy_gcp_network_name(p, m);
+    const char *slash = profile ? strrchr(profile, '/') : NULL;
+    return slash ? slash + 1 : profile;
+}
+
+static int plan_vpc(planner *p, const gc_bp_module *m, const vpc_spec *v)
+{
+    const char *net = v->network;
     gc_cloud_step *s = deploy_gcp_step(p, GC_CLOUD_NETWORK, net, m);
     gcp_ref ref = {.kind = GC_CLOUD_NETWORK, .name = net};
     s->check = deploy_gcp_describe(p, &ref);
     deploy_argv b = deploy_gcp_command(p, &ref, "create");
     deploy_argv_flag(&b, "subnet-mode", "custom");
-    deploy_argv_count(&b, "mtu", deploy_gcp_long(p, m, "mtu", 8896));
-    deploy_argv_flag(&b, "bgp-routing-mode",
-                     strcmp(deploy_gcp_string(p, m, "network_routing_mode", "GLOBAL"), "REGIONAL")
-                         ? "global"
-                         : "regional");
+    deploy_argv_count(&b, "mtu", v->mtu);
+    deploy_argv_flag(&b, "bgp-routing-mode", v->regional ? "regional" : "global");
+    if (v->profile && *v->profile)
+        deploy_argv_flag(&b, "network-profile", profile_name(v->profile));
     s->create = b.items;
 
-    json_t *subnets = subnetworks_of(p, m);
-    const json_t *secondary = deploy_gcp_setting(p, m, "secondary_ranges_list");
     json_t *regions = json_array();
     size_t i;
-    json_t *subnet;
+    const json_t *subnet;
     int rc = 0;
-    json_array_foreach(subnets, i, subnet)
+    json_array_foreach(v->subnets, i, subnet)
     {
         const char *name = json_string_value(json_object_get(subnet, "subnet_name"));
         const char *ip = json_string_value(json_object_get(subnet, "subnet_ip"));
@@ -209,10 +231,10 @@ int deploy_gcp_plan_network(planner *p, const gc_bp_module *m)
         deploy_argv d = deploy_gcp_command(p, &sref, "create");
         deploy_argv_flag(&d, "network", net);
         deploy_argv_flag(&d, "range", ip);
-        char *ranges = secondary_ranges(secondary, name);
+        char *ranges = secondary_ranges(v->secondary, name);
         deploy_argv_flag(&d, "secondary-range", ranges);
         free(ranges);
-        if (deploy_gcp_bool(p, m, "subnetwork_private_access", true))
+        if (v->private_access)
             deploy_argv_words(&d, "--enable-private-ip-google-access", NULL);
         s->create = d.items;
         bool seen = false;
@@ -225,17 +247,15 @@ int deploy_gcp_plan_network(planner *p, const gc_bp_module *m)
 
     if (!rc) {
         char *name = gc_xasprintf("%s-fw-allow-iap-ingress", net);
-        if (deploy_gcp_bool(p, m, "enable_iap_ssh_ingress", true))
+        if (v->iap_ssh)
             firewall(p, m, net, name, IAP_RANGE, "tcp:22");
         free(name);
         name = gc_xasprintf("%s-fw-allow-internal-traffic", net);
-        if (deploy_gcp_bool(p, m, "enable_internal_traffic", true))
-            firewall(p, m, net, name,
-                     deploy_gcp_string(p, m, "network_address_range", "10.0.0.0/9"),
-                     "tcp:0-65535,udp:0-65535,icmp");
+        if (v->internal)
+            firewall(p, m, net, name, v->internal_range, "tcp:0-65535,udp:0-65535,icmp");
         free(name);
         const json_t *rule;
-        json_array_foreach(deploy_gcp_setting(p, m, "firewall_rules"), i, rule)
+        json_array_foreach(v->rules, i, rule)
         {
             const char *rule_name = json_string_value(json_object_get(rule, "name"));
             char *ranges = deploy_gcp_join(json_object_get(rule, "ranges"), NULL);
@@ -254,20 +274,222 @@ int deploy_gcp_plan_network(planner *p, const gc_bp_module *m)
     }
 
     /* Private nodes reach the internet (image pulls) through Cloud NAT. */
-    bool router = deploy_gcp_bool(p, m, "enable_cloud_router", true);
-    bool nat = router && deploy_gcp_bool(p, m, "enable_cloud_nat", true);
     const json_t *region;
     json_array_foreach(rc ? NULL : regions, i, region)
-        router_and_nat(p, m, net, json_string_value(region), router, nat);
-    if (!rc && nat)
+        router_and_nat(p, m, net, json_string_value(region), v->router, v->router && v->nat);
+    json_decref(regions);
+    return rc;
+}
+
+static int plan_vpc_module(planner *p, const gc_bp_module *m)
+{
+    char *net = deploy_gcp_network_name(p, m);
+    json_t *subnets = subnetworks_of(p, m);
+    bool router = deploy_gcp_bool(p, m, "enable_cloud_router", true);
+    vpc_spec v = {
+        .network = net,
+        .mtu = deploy_gcp_long(p, m, "mtu", 8896),
+        .regional = !strcmp(deploy_gcp_string(p, m, "network_routing_mode", "GLOBAL"), "REGIONAL"),
+        .profile = deploy_gcp_string(p, m, "network_profile", NULL),
+        .subnets = subnets,
+        .secondary = deploy_gcp_setting(p, m, "secondary_ranges_list"),
+        .private_access = deploy_gcp_bool(p, m, "subnetwork_private_access", true),
+        .iap_ssh = deploy_gcp_bool(p, m, "enable_iap_ssh_ingress", true),
+        .internal = deploy_gcp_bool(p, m, "enable_internal_traffic", true),
+        .internal_range = deploy_gcp_string(p, m, "network_address_range", "10.0.0.0/9"),
+        .rules = deploy_gcp_setting(p, m, "firewall_rules"),
+        .router = router,
+        .nat = router && deploy_gcp_bool(p, m, "enable_cloud_nat", true),
+    };
+    int rc = plan_vpc(p, m, &v);
+    if (!rc && v.nat)
         deploy_gcp_note(
             p, m,
-            "Cloud NAT uses automatically allocated addresses (the module reserves %d static "
+            "Cloud NAT uses automatically allocated addresses (the module reserves %ld static "
             "ones per region)",
-            2);
-    json_decref(regions);
+            deploy_gcp_long(p, m, "ips_per_nat", 2));
     json_decref(subnets);
     free(net);
+    return rc;
+}
+
+/* cidrsubnet(RANGE, NEWBITS, NUM) of IPv4 RANGE "a.b.c.d/n" as Terraform computes it; NULL when
+ * RANGE is not one or NUM does not fit. */
+static char *cidrsubnet(const char *range, long newbits, long num)
+{
+    unsigned a, b, c, d, n;
+    char tail;
+    if (!range || sscanf(range, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &n, &tail) != 5 || a > 255 ||
+        b > 255 || c > 255 || d > 255 || n > 32 || newbits < 0 || n + newbits > 32 || num < 0 ||
+        (newbits < 31 && num >= (1L << newbits)))
+        return NULL;
+    unsigned long addr = ((unsigned long)a << 24) | (b << 16) | (c << 8) | d;
+    unsigned len = n + (unsigned)newbits;
+    unsigned long mask = n ? (0xFFFFFFFFUL << (32 - n)) & 0xFFFFFFFFUL : 0;
+    addr = (addr & mask) | (len < 32 ? (unsigned long)num << (32 - len) : (unsigned long)num);
+    return gc_xasprintf("%lu.%lu.%lu.%lu/%u", (addr >> 24) & 255, (addr >> 16) & 255,
+                        (addr >> 8) & 255, addr & 255, len);
+}
+
+/* A string output of a network module at index i (names as network_outputs.c computes them,
+ * the same names the node pools and the cluster's network objects use). */
+static const char *output_at(const json_t *list, size_t i, const char *field)
+{
+    const json_t *v = json_array_get(list, i);
+    return json_string_value(field ? json_object_get(v, field) : v);
+}
+
+/* multivpc: network_count networks "<prefix>-N", each through the vpc module with one
+ * subnetwork "<prefix>-N-subnet" spanning its share of global_ip_address_range. */
+static int plan_multivpc(planner *p, const gc_bp_module *m)
+{
+    json_t *nets = deploy_network_output(m, "network_names", bp_var, (void *)p->bp);
+    json_t *subs = deploy_network_output(m, "subnetwork_names", bp_var, (void *)p->bp);
+    const char *global = deploy_gcp_string(p, m, "global_ip_address_range", "172.16.0.0/12");
+    long suffix = deploy_gcp_long(p, m, "subnetwork_cidr_suffix", 16);
+    const char *slash = strchr(global, '/');
+    long newbits = slash ? suffix - strtol(slash + 1, NULL, 10) : -1;
+    size_t count = json_array_size(nets);
+    int rc = 0;
+    if (!json_is_array(nets) || json_array_size(subs) != count) {
+        rc = gc_fail(p->err, GC_EXIT_USAGE,
+                     "module %s: the network names are not known before Terraform runs; set "
+                     "network_name_prefix, network_count and project_id to plain values",
+                     m->id);
+    } else if (count > 8) {
+        rc = gc_fail(p->err, GC_EXIT_USAGE,
+                     "module %s: network_count is %zu; the module creates at most 8 networks",
+                     m->id, count);
+    }
+    bool router = deploy_gcp_bool(p, m, "enable_cloud_router", true);
+    for (size_t i = 0; !rc && i < count; i++) {
+        char *range = cidrsubnet(global, newbits, (long)i);
+        if (!range) {
+            rc = gc_fail(p->err, GC_EXIT_USAGE,
+                         "module %s: global_ip_address_range %s and subnetwork_cidr_suffix %ld "
+                         "leave no room for %zu networks; use a larger range or suffix",
+                         m->id, global, suffix, count);
+            break;
+        }
+        json_t *subnets = json_pack("[{s:s, s:s, s:s?}]", "subnet_name", output_at(subs, i, NULL),
+                                    "subnet_ip", range, "subnet_region", p->region);
+        vpc_spec v = {
+            .network = output_at(nets, i, NULL),
+            .mtu = deploy_gcp_long(p, m, "mtu", 8896),
+            .regional =
+                !strcmp(deploy_gcp_string(p, m, "network_routing_mode", "REGIONAL"), "REGIONAL"),
+            .profile = deploy_gcp_string(p, m, "network_profile", NULL),
+            .subnets = subnets,
+            .private_access = deploy_gcp_bool(p, m, "subnetwork_private_access", true),
+            .iap_ssh = deploy_gcp_bool(p, m, "enable_iap_ssh_ingress", true),
+            .internal = deploy_gcp_bool(p, m, "enable_internal_traffic", true),
+            .internal_range = range,
+            .rules = deploy_gcp_setting(p, m, "firewall_rules"),
+            .router = router,
+            .nat = router && deploy_gcp_bool(p, m, "enable_cloud_nat", true),
+        };
+        rc = plan_vpc(p, m, &v);
+        json_decref(subnets);
+        free(range);
+    }
+    if (!rc && count && router && deploy_gcp_bool(p, m, "enable_cloud_nat", true))
+        deploy_gcp_note(
+            p, m,
+            "Cloud NAT uses automatically allocated addresses (the module reserves %ld static "
+            "ones per region and network)",
+            deploy_gcp_long(p, m, "ips_per_nat", 2));
+    json_decref(nets);
+    json_decref(subs);
+    return rc;
+}
+
+/* gpu-rdma-vpc: one network with the RDMA network profile and subnetworks_template.count
+ * subnetworks "<name_prefix>-N" splitting ip_range evenly (no firewall rules: RoCE networks
+ * take none; no Cloud Router). A vpc-roce-metal profile makes its own subnetwork. */
+static int plan_rdma_vpc(planner *p, const gc_bp_module *m)
+{
+    char *net = deploy_gcp_network_name(p, m);
+    const char *profile = deploy_gcp_string(p, m, "network_profile", NULL);
+    if (!profile || !*profile) {
+        free(net);
+        return deploy_gcp_missing(p, m, "network_profile", "ZONE-vpc-roce");
+    }
+    bool metal = strstr(profile, "vpc-roce-metal") != NULL;
+    json_t *ifaces = deploy_network_output(m, "subnetwork_interfaces_gke", bp_var, (void *)p->bp);
+    const json_t *tmpl = deploy_gcp_setting(p, m, "subnetworks_template");
+    const char *ip_range =
+        json_string_value(json_object_get(tmpl, "ip_range")) ?: (tmpl ? NULL : "192.168.0.0/16");
+    const char *region = json_string_value(json_object_get(tmpl, "region"));
+    size_t count = metal ? 0 : json_array_size(ifaces);
+    long newbits = 0;
+    while ((1L << newbits) < (long)count) /* ceil(log(count, 2)) */
+        newbits++;
+    json_t *subnets = json_array();
+    int rc = 0;
+    if (!metal && !json_is_array(ifaces))
+        rc = gc_fail(p->err, GC_EXIT_USAGE,
+                     "module %s: the subnetwork names are not known before Terraform runs; set "
+                     "subnetworks_template to plain values",
+                     m->id);
+    for (size_t i = 0; !rc && i < count; i++) {
+        char *range = cidrsubnet(ip_range, newbits, (long)i);
+        if (!range) {
+            rc = gc_fail(p->err, GC_EXIT_USAGE,
+                         "module %s: subnetworks_template.ip_range %s cannot hold %zu "
+                         "subnetworks; give an IPv4 range in CIDR form",
+                         m->id, ip_range ? ip_range : "(unset)", count);
+            break;
+        }
+        json_array_append_new(subnets,
+                              json_pack("{s:s?, s:s, s:s?}", "subnet_name",
+                                        output_at(ifaces, i, "subnetwork"), "subnet_ip", range,
+                                        "subnet_region", region ? region : p->region));
+        free(range);
+    }
+    vpc_spec v = {
+        .network = net,
+        .mtu = deploy_gcp_long(p, m, "mtu", 8896),
+        .regional =
+            !strcmp(deploy_gcp_string(p, m, "network_routing_mode", "REGIONAL"), "REGIONAL"),
+        .profile = profile,
+        .subnets = subnets,
+    };
+    if (!rc)
+        rc = plan_vpc(p, m, &v);
+    if (!rc && metal)
+        deploy_gcp_note(p, m,
+                        "network %s: the %s profile makes its own subnetwork "
+                        "default-subnet-1-%s; none is planned",
+                        net, profile_name(profile), net);
+    json_decref(subnets);
+    json_decref(ifaces);
+    free(net);
+    return rc;
+}
+
+int deploy_gcp_plan_networks(planner *p)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < p->bp->module_count; i++) {
+        const gc_bp_module *m = &p->bp->modules[i];
+        if (deploy_gcp_source_is(m, SOURCE_VPC))
+            rc = plan_vpc_module(p, m);
+        else if (deploy_gcp_source_is(m, SOURCE_MULTIVPC))
+            rc = plan_multivpc(p, m);
+        else if (deploy_gcp_source_is(m, SOURCE_RDMA_VPC))
+            rc = plan_rdma_vpc(p, m);
+        if (!rc &&
+            (deploy_gcp_source_is(m, SOURCE_VPC) || deploy_gcp_source_is(m, SOURCE_MULTIVPC) ||
+             deploy_gcp_source_is(m, SOURCE_RDMA_VPC)) &&
+            deploy_gcp_bool(p, m, "delete_default_internet_gateway_routes", false))
+            deploy_gcp_note(p, m,
+                            "delete_default_internet_gateway_routes is not planned; after deploy "
+                            "run: gcloud compute routes list --project=%s --filter=\"name~^default-"
+                            "route AND nextHopGateway~default-internet-gateway\" --format="
+                            "\"value(name)\" | xargs -r gcloud compute routes delete --quiet "
+                            "--project=%s",
+                            p->project, p->project);
+    }
     return rc;
 }
 

@@ -8,6 +8,11 @@
  *                                 the IAP and internal-traffic firewall rules, the user's rules,
  *                                 a Cloud Router "<network>-router" and NAT "cloud-nat-<region>"
  *                                 per subnetwork region (gcp_network.c)
+ *   modules/network/multivpc      network_count networks "<prefix>-N" through the vpc module,
+ *                                 each one subnetwork "<prefix>-N-subnet" of its share of
+ *                                 global_ip_address_range (regional routing)
+ *   modules/network/gpu-rdma-vpc  one network with the RDMA network profile and the template's
+ *                                 subnetworks "<name_prefix>-N" (no firewall rules, no NAT)
  *   modules/project/service-account  the account "<deployment>-<name>" and its project roles
  *   modules/scheduler/gke-cluster the cluster (private nodes, Workload Identity, shielded nodes,
  *                                 Dataplane V2 with multi-networking, the CSI add-ons asked for),
@@ -100,9 +105,7 @@ int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc
     int rc = 0;
     /* Networks, then accounts, then buckets, then the cluster and its own pools, then policies
      * and pools. */
-    for (size_t i = 0; !rc && i < bp->module_count; i++)
-        if (deploy_gcp_source_is(&bp->modules[i], SOURCE_VPC))
-            rc = deploy_gcp_plan_network(&p, &bp->modules[i]);
+    rc = deploy_gcp_plan_networks(&p);
     for (size_t i = 0; !rc && i < bp->module_count; i++)
         if (deploy_gcp_source_is(&bp->modules[i], SOURCE_SERVICE_ACCOUNT))
             rc = plan_service_account(&p, &bp->modules[i]);
@@ -139,9 +142,9 @@ void deploy_cloud_plan_free(gc_cloud_plan *plan)
 
 bool deploy_cloud_handles(const char *source)
 {
-    static const char *const handled[] = {SOURCE_VPC,       SOURCE_SERVICE_ACCOUNT,
-                                          SOURCE_CLUSTER,   SOURCE_RESOURCE_POLICY,
-                                          SOURCE_NODE_POOL, SOURCE_BUCKET};
+    static const char *const handled[] = {
+        SOURCE_VPC,     SOURCE_MULTIVPC,        SOURCE_RDMA_VPC,  SOURCE_SERVICE_ACCOUNT,
+        SOURCE_CLUSTER, SOURCE_RESOURCE_POLICY, SOURCE_NODE_POOL, SOURCE_BUCKET};
     for (size_t i = 0; i < sizeof(handled) / sizeof(*handled); i++)
         if (deploy_source_is(source, handled[i]))
             return true;
