@@ -948,6 +948,161 @@ static void advanced_blueprint_keeps_the_safety_settings(void **st)
     gc_blueprint_free(&bp);
 }
 
+static void load_example(const char *path, const char *const *vars, size_t n, gc_blueprint *bp,
+                         gc_cloud_plan *plan)
+{
+    gc_error err = {0};
+    if (deploy_blueprint_load(path, vars, n, bp, &err))
+        fail_msg("%s", err.message);
+    if (deploy_cloud_plan_build(bp, &(gc_cloud_target){0}, plan, &err))
+        fail_msg("%s", err.message);
+}
+
+/* Every --additional-node-network of every pool names a network and a subnetwork the plan
+ * creates (else the pool's create fails in the user's project). Returns how many it checked. */
+static size_t pools_use_planned_networks(const gc_cloud_plan *plan)
+{
+    size_t checked = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        if (plan->steps[i].kind != GC_CLOUD_NODE_POOL)
+            continue;
+        for (char **a = plan->steps[i].create; a && *a; a++) {
+            const char *flag = "--additional-node-network=network=";
+            if (strncmp(*a, flag, strlen(flag)))
+                continue;
+            char *net = gc_xstrdup(*a + strlen(flag));
+            char *sub = strstr(net, ",subnetwork=");
+            assert_non_null(sub);
+            *sub = '\0';
+            sub += strlen(",subnetwork=");
+            step_index(plan, GC_CLOUD_NETWORK, net);
+            step_index(plan, GC_CLOUD_SUBNETWORK, sub);
+            free(net);
+            checked++;
+        }
+    }
+    return checked;
+}
+
+/* gpu-rdma-vpc (gke-a4) and multivpc (gke-a3-megagpu): the networks and subnetworks the modules
+ * create, named as the pools and the cluster's network objects name them, with the modules'
+ * ranges, profile and rules; destroy deletes the subnetworks before their network. */
+static void gpu_networks_are_planned(void **st)
+{
+    (void)st;
+    static const char *const vars[] = {
+        "project_id=p1",       "deployment_name=a4", "region=us-east5",           "zone=us-east5-b",
+        "static_node_count=2", "reservation=r1",     "authorized_cidr=10.0.0.0/8"};
+    gc_blueprint bp;
+    gc_cloud_plan plan;
+    load_example(GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples/gke-a4/gke-a4.yaml",
+                 vars, sizeof(vars) / sizeof(*vars), &bp, &plan);
+    assert_true(deploy_cloud_handles("modules/network/gpu-rdma-vpc"));
+    assert_true(deploy_cloud_handles("modules/network/multivpc"));
+    size_t net = step_index(&plan, GC_CLOUD_NETWORK, "a4-rdma-net");
+    char *line = create_line(&plan, GC_CLOUD_NETWORK, "a4-rdma-net");
+    assert_string_equal(line, "gcloud compute networks create a4-rdma-net --project=p1 "
+                              "--subnet-mode=custom --mtu=8896 --bgp-routing-mode=regional "
+                              "--network-profile=us-east5-b-vpc-roce");
+    free(line);
+    static const char *const ranges[] = {"192.168.128.0/21", "192.168.136.0/21", "192.168.144.0/21",
+                                         "192.168.152.0/21", "192.168.160.0/21", "192.168.168.0/21",
+                                         "192.168.176.0/21", "192.168.184.0/21"};
+    for (size_t i = 0; i < 8; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "a4-rdma-sub-%zu", i);
+        assert_int_equal(step_index(&plan, GC_CLOUD_SUBNETWORK, name), net + 1 + i);
+        line = create_line(&plan, GC_CLOUD_SUBNETWORK, name);
+        char *want = gc_xasprintf("gcloud compute networks subnets create %s --project=p1 "
+                                  "--region=us-east5 --network=a4-rdma-net --range=%s",
+                                  name, ranges[i]);
+        assert_string_equal(line, want);
+        free(want);
+        free(line);
+    }
+    /* RoCE networks take no firewall rules, and the module makes no router */
+    assert_int_equal(plan.steps[net + 9].kind, GC_CLOUD_SERVICE_ACCOUNT);
+    assert_int_equal(pools_use_planned_networks(&plan), 9);
+
+    gc_error err = {0};
+    gc_cloud_plan destroy;
+    if (deploy_destroy_plan_build(&bp, &(gc_cloud_target){0}, &destroy, &err))
+        fail_msg("%s", err.message);
+    size_t sub0 = step_index(&destroy, GC_CLOUD_SUBNETWORK, "a4-rdma-sub-0");
+    assert_true(sub0 < step_index(&destroy, GC_CLOUD_NETWORK, "a4-rdma-net"));
+    line = create_line(&destroy, GC_CLOUD_SUBNETWORK, "a4-rdma-sub-0");
+    assert_string_equal(line, "gcloud compute networks subnets delete a4-rdma-sub-0 "
+                              "--project=p1 --region=us-east5 --quiet");
+    free(line);
+    line = create_line(&destroy, GC_CLOUD_NETWORK, "a4-rdma-net");
+    assert_string_equal(line, "gcloud compute networks delete a4-rdma-net --project=p1 --quiet");
+    free(line);
+    deploy_cloud_plan_free(&destroy);
+    deploy_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+
+    static const char *const mega[] = {"project_id=p1",       "region=us-east5",
+                                       "zone=us-east5-b",     "authorized_cidr=10.0.0.0/8",
+                                       "static_node_count=2", "reservation=r1"};
+    load_example(GCLUSTER_SOURCE_DIR
+                 "/tests/fixtures/cluster-toolkit/examples/gke-a3-megagpu/gke-a3-megagpu.yaml",
+                 mega, sizeof(mega) / sizeof(*mega), &bp, &plan);
+    for (size_t i = 0; i < 8; i++) {
+        char name[64], sub[64];
+        snprintf(name, sizeof(name), "gke-a3-mega-gpunet-%zu", i);
+        snprintf(sub, sizeof(sub), "gke-a3-mega-gpunet-%zu-subnet", i);
+        size_t at = step_index(&plan, GC_CLOUD_NETWORK, name);
+        static const gc_cloud_step_kind kinds[] = {GC_CLOUD_NETWORK,  GC_CLOUD_SUBNETWORK,
+                                                   GC_CLOUD_FIREWALL, GC_CLOUD_FIREWALL,
+                                                   GC_CLOUD_ROUTER,   GC_CLOUD_NAT};
+        for (size_t k = 0; k < 6; k++)
+            assert_int_equal(plan.steps[at + k].kind, kinds[k]);
+        line = create_line(&plan, GC_CLOUD_SUBNETWORK, sub);
+        char *want = gc_xasprintf("gcloud compute networks subnets create %s --project=p1 "
+                                  "--region=us-east5 --network=%s --range=192.168.%zu.0/20 "
+                                  "--enable-private-ip-google-access",
+                                  sub, name, i * 16);
+        assert_string_equal(line, want);
+        free(want);
+        free(line);
+    }
+    line = create_line(&plan, GC_CLOUD_NETWORK, "gke-a3-mega-gpunet-7");
+    assert_string_equal(line, "gcloud compute networks create gke-a3-mega-gpunet-7 --project=p1 "
+                              "--subnet-mode=custom --mtu=8244 --bgp-routing-mode=regional");
+    free(line);
+    line = create_line(&plan, GC_CLOUD_FIREWALL, "gke-a3-mega-gpunet-7-fw-allow-internal-traffic");
+    assert_string_equal(line, "gcloud compute firewall-rules create "
+                              "gke-a3-mega-gpunet-7-fw-allow-internal-traffic --project=p1 "
+                              "--network=gke-a3-mega-gpunet-7 --direction=INGRESS "
+                              "--source-ranges=192.168.112.0/20 "
+                              "--allow=tcp:0-65535,udp:0-65535,icmp");
+    free(line);
+    assert_int_equal(pools_use_planned_networks(&plan), 8);
+    deploy_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
+
+    /* a range too small for the networks is refused before anything runs */
+    char *path = gc_xasprintf("%s/small.yaml", tmp);
+    kube_test_write(path, "blueprint_name: small\n"
+                          "vars: {project_id: p1, deployment_name: sm, region: us-east5}\n"
+                          "deployment_groups:\n"
+                          "- group: primary\n"
+                          "  modules:\n"
+                          "  - id: nets\n"
+                          "    source: modules/network/multivpc\n"
+                          "    settings: {network_count: 4, global_ip_address_range: "
+                          "10.0.0.0/16, subnetwork_cidr_suffix: 17}\n");
+    if (deploy_blueprint_load(path, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    assert_int_equal(deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err),
+                     GC_EXIT_USAGE);
+    assert_has(err.message, "module nets: global_ip_address_range 10.0.0.0/16 and "
+                            "subnetwork_cidr_suffix 17 leave no room for 4 networks");
+    gc_error_clear(&err);
+    gc_blueprint_free(&bp);
+    free(path);
+}
+
 /* destroy: deploy's steps in reverse (the cluster's add-ons and the bootstrap pool removal are
  * not steps), each a describe and a delete; after a deploy it deletes everything in that order,
  * stops at a failed delete, a rerun resumes there, and a run after that deletes nothing. */
@@ -1251,6 +1406,7 @@ int main(void)
         cmocka_unit_test_setup(describes_run_concurrently_and_bounded, fresh),
         cmocka_unit_test_setup(settings_drift_is_reported_and_updated, fresh),
         cmocka_unit_test_setup(gcloud_output_is_shown_escaped, fresh),
+        cmocka_unit_test_setup(gpu_networks_are_planned, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
