@@ -181,6 +181,7 @@ typedef struct vpc_spec {
     const char *internal_range; /* the internal-traffic rule's source */
     const json_t *rules;        /* firewall_rules */
     bool router, nat;
+    bool drop_default_routes; /* delete_default_internet_gateway_routes */
 } vpc_spec;
 
 /* network_profile is a URL ending in ".../networkProfiles/NAME" (or NAME itself); gcloud takes
@@ -278,6 +279,14 @@ static int plan_vpc(planner *p, const gc_bp_module *m, const vpc_spec *v)
     json_array_foreach(rc ? NULL : regions, i, region)
         router_and_nat(p, m, net, json_string_value(region), v->router, v->router && v->nat);
     json_decref(regions);
+    if (!rc && v->drop_default_routes)
+        deploy_gcp_note(p, m,
+                        "delete_default_internet_gateway_routes is not planned; after deploy run: "
+                        "gcloud compute routes list --project=%s --filter='network~/%s$ AND "
+                        "name~^default-route AND nextHopGateway~/default-internet-gateway$' "
+                        "--format='value(name)' | xargs -r gcloud compute routes delete "
+                        "--project=%s --quiet",
+                        p->project, net, p->project);
     return rc;
 }
 
@@ -292,6 +301,8 @@ static int plan_vpc_module(planner *p, const gc_bp_module *m)
         .regional = !strcmp(deploy_gcp_string(p, m, "network_routing_mode", "GLOBAL"), "REGIONAL"),
         .profile = deploy_gcp_string(p, m, "network_profile", NULL),
         .subnets = subnets,
+        .drop_default_routes =
+            deploy_gcp_bool(p, m, "delete_default_internet_gateway_routes", false),
         .secondary = deploy_gcp_setting(p, m, "secondary_ranges_list"),
         .private_access = deploy_gcp_bool(p, m, "subnetwork_private_access", true),
         .iap_ssh = deploy_gcp_bool(p, m, "enable_iap_ssh_ingress", true),
@@ -380,6 +391,8 @@ static int plan_multivpc(planner *p, const gc_bp_module *m)
                 !strcmp(deploy_gcp_string(p, m, "network_routing_mode", "REGIONAL"), "REGIONAL"),
             .profile = deploy_gcp_string(p, m, "network_profile", NULL),
             .subnets = subnets,
+            .drop_default_routes =
+                deploy_gcp_bool(p, m, "delete_default_internet_gateway_routes", false),
             .private_access = deploy_gcp_bool(p, m, "subnetwork_private_access", true),
             .iap_ssh = deploy_gcp_bool(p, m, "enable_iap_ssh_ingress", true),
             .internal = deploy_gcp_bool(p, m, "enable_internal_traffic", true),
@@ -453,6 +466,8 @@ static int plan_rdma_vpc(planner *p, const gc_bp_module *m)
             !strcmp(deploy_gcp_string(p, m, "network_routing_mode", "REGIONAL"), "REGIONAL"),
         .profile = profile,
         .subnets = subnets,
+        .drop_default_routes =
+            deploy_gcp_bool(p, m, "delete_default_internet_gateway_routes", false),
     };
     if (!rc)
         rc = plan_vpc(p, m, &v);
@@ -478,17 +493,6 @@ int deploy_gcp_plan_networks(planner *p)
             rc = plan_multivpc(p, m);
         else if (deploy_gcp_source_is(m, SOURCE_RDMA_VPC))
             rc = plan_rdma_vpc(p, m);
-        if (!rc &&
-            (deploy_gcp_source_is(m, SOURCE_VPC) || deploy_gcp_source_is(m, SOURCE_MULTIVPC) ||
-             deploy_gcp_source_is(m, SOURCE_RDMA_VPC)) &&
-            deploy_gcp_bool(p, m, "delete_default_internet_gateway_routes", false))
-            deploy_gcp_note(p, m,
-                            "delete_default_internet_gateway_routes is not planned; after deploy "
-                            "run: gcloud compute routes list --project=%s --filter=\"name~^default-"
-                            "route AND nextHopGateway~default-internet-gateway\" --format="
-                            "\"value(name)\" | xargs -r gcloud compute routes delete --quiet "
-                            "--project=%s",
-                            p->project, p->project);
     }
     return rc;
 }

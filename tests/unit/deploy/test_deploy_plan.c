@@ -1100,6 +1100,41 @@ static void gpu_networks_are_planned(void **st)
                             "subnetwork_cidr_suffix 17 leave no room for 4 networks");
     gc_error_clear(&err);
     gc_blueprint_free(&bp);
+
+    /* a vpc-roce-metal profile makes its own subnetwork; the default routes' removal is the
+     * user's follow-up command */
+    kube_test_write(path, "blueprint_name: metal\n"
+                          "vars: {project_id: p1, deployment_name: mt, region: us-east5}\n"
+                          "deployment_groups:\n"
+                          "- group: primary\n"
+                          "  modules:\n"
+                          "  - id: rdma\n"
+                          "    source: modules/network/gpu-rdma-vpc\n"
+                          "    settings: {network_profile: us-east5-b-vpc-roce-metal, "
+                          "subnetworks_template: null, "
+                          "delete_default_internet_gateway_routes: true}\n");
+    if (deploy_blueprint_load(path, NULL, 0, &bp, &err))
+        fail_msg("%s", err.message);
+    if (deploy_cloud_plan_build(&bp, &(gc_cloud_target){0}, &plan, &err))
+        fail_msg("%s", err.message);
+    assert_int_equal(plan.count, 1);
+    line = create_line(&plan, GC_CLOUD_NETWORK, "mt-net");
+    assert_string_equal(line, "gcloud compute networks create mt-net --project=p1 "
+                              "--subnet-mode=custom --mtu=8896 --bgp-routing-mode=regional "
+                              "--network-profile=us-east5-b-vpc-roce-metal");
+    free(line);
+    gc_buf notes;
+    gc_buf_init(&notes);
+    for (size_t i = 0; i < plan.notes.count; i++)
+        gc_buf_printf(&notes, "%s\n", plan.notes.items[i]);
+    assert_has(notes.data, "the us-east5-b-vpc-roce-metal profile makes its own subnetwork "
+                           "default-subnet-1-mt-net; none is planned");
+    assert_has(notes.data, "gcloud compute routes list --project=p1 --filter='network~/mt-net$ "
+                           "AND name~^default-route AND "
+                           "nextHopGateway~/default-internet-gateway$'");
+    gc_buf_free(&notes);
+    deploy_cloud_plan_free(&plan);
+    gc_blueprint_free(&bp);
     free(path);
 }
 
