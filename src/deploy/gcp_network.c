@@ -1,7 +1,8 @@
 /*
  * Networks: the outputs of the toolkit's network modules (vpc, multivpc, gpu-rdma-vpc) as their
- * Terraform computes them, the vpc module's resources as plan steps, and the GKENetworkParamSet
- * and Network objects the gke-cluster module applies for each additional network.
+ * Terraform computes them, the resources of all three as plan steps (one builder, plan_vpc, for
+ * every network), and the GKENetworkParamSet and Network objects the gke-cluster module applies
+ * for each additional network.
  */
 #include "deploy/gcp.h"
 #include "deploy/network_outputs.h"

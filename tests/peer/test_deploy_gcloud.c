@@ -22,8 +22,9 @@
 #include <string.h>
 
 #define CT_EXAMPLES GCLUSTER_SOURCE_DIR "/tests/fixtures/cluster-toolkit/examples"
-/* Ours, the fixture with every setting, the buckets fixture, and Cluster Toolkit's two advanced
- * blueprints (the Pathways guide's) with the variables they leave for the user. */
+/* Ours, the fixture with every setting, the buckets fixture, Cluster Toolkit's two advanced
+ * blueprints (the Pathways guide's), and its A4 (gpu-rdma-vpc) and A3 Mega (multivpc) ones, with
+ * the variables they leave for the user. */
 static const struct {
     const char *path;
     const char *vars[8];
@@ -38,6 +39,12 @@ static const struct {
     {CT_EXAMPLES "/gke-tpu-7x/gke-tpu-7x-advanced.yaml",
      {"project_id=my-project", "region=us-central1", "zone=us-central1-c", "num_slices=2",
       "tpu_topology=2x2x2", "authorized_cidr=10.0.0.0/32", "reservation=my-reservation", NULL}},
+    {CT_EXAMPLES "/gke-a4/gke-a4.yaml",
+     {"project_id=my-project", "deployment_name=a4", "region=us-east5", "zone=us-east5-b",
+      "static_node_count=2", "reservation=my-reservation", "authorized_cidr=10.0.0.0/32", NULL}},
+    {CT_EXAMPLES "/gke-a3-megagpu/gke-a3-megagpu.yaml",
+     {"project_id=my-project", "region=us-east5", "zone=us-east5-b", "static_node_count=2",
+      "reservation=my-reservation", "authorized_cidr=10.0.0.0/32", NULL}},
 };
 
 /* Runs one argv through gcloud; fails the test unless it got past parsing. */
