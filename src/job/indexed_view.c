@@ -22,8 +22,11 @@
 bool job_is_indexed_job(const json_t *job)
 {
     const char *name = gc_kube_field(job, NULL, "name");
+    /* A Shared Pathways Service client's proxy Job carries its workload label too; it is the
+     * service's client, followed as one (job/sps.c), not a JobSet-less job. */
     if (!name || !gc_kube_same(gc_kube_field(job, "labels", GC_LABEL_WORKLOAD), name) ||
-        gc_kube_field(job, "labels", JOBSET_LABEL))
+        gc_kube_field(job, "labels", JOBSET_LABEL) ||
+        gc_kube_field(job, "labels", GC_LABEL_SPS_SERVICE))
         return false;
     size_t i;
     const json_t *owner;

@@ -10,7 +10,13 @@ configuration applies instead (flavor-tpu-v6e-slice, pathways-flavor on cpu-np),
 admitted and runs. testenv's TPU hosts are two v6e 4x4 slices, as the blueprint asks for with
 num_slices 2; the blueprint names its pools gke-tpu-v6e-pool-N, so deploy lists those as missing
 and the job runs on testenv's slices, which the flavor selects by accelerator.
+
+The blueprint also asks for cert-manager (cert_manager.install: true). This shared testenv does
+not run it and its pods do not come up here, so the test deploys a copy of the blueprint folder
+with that one setting false; deploy installing cert-manager (with Kueue and JobSet) is
+tests/cluster/test_deploy_install.py's, on a bare cluster of its own.
 """
+import shutil
 import hashlib
 from pathlib import Path
 
@@ -20,8 +26,8 @@ from conftest import REPO, wait_for
 from gcluster_cli import CLUSTER, Cli, is_true, submit_pathways
 
 EXAMPLES = REPO / "tests" / "fixtures" / "cluster-toolkit" / "examples" / "gke-tpu-v6e"
-BLUEPRINT = str(EXAMPLES / "gke-tpu-v6e-advanced.yaml")
 DEPLOYMENT = str(EXAMPLES / "gke-tpu-v6e-deployment.yaml")
+CERT_MANAGER_ON = "      cert_manager:\n        install: true\n"
 # What the deployment file leaves empty.
 VARS = "project_id=gcluster-testenv,region=us-east5,zone=us-east5-b,authorized_cidr=10.0.0.0/32," \
        "reservation=test-reservation"
@@ -52,7 +58,14 @@ def remove_kueue_config(cli):
 @pytest.fixture(scope="module")
 def cli(testenv, tmp_path_factory):
     testenv.use_profile()
-    cli = Cli(testenv.kubeconfig, tmp_path_factory.mktemp("ct-advanced"))
+    home = tmp_path_factory.mktemp("ct-advanced")
+    cli = Cli(testenv.kubeconfig, home)
+    folder = shutil.copytree(EXAMPLES, home / "gke-tpu-v6e")
+    blueprint = folder / "gke-tpu-v6e-advanced.yaml"
+    text = blueprint.read_text()
+    assert text.count(CERT_MANAGER_ON) == 1, "the blueprint's cert_manager setting moved"
+    blueprint.write_text(text.replace(CERT_MANAGER_ON, CERT_MANAGER_ON.replace("true", "false")))
+    cli.blueprint = str(blueprint)
     remove_kueue_config(cli)
     testenv.kubectl("apply", "-f", str(NETWORK_CRDS))
     testenv.kubectl("wait", "--for=condition=Established", "--timeout=60s",
@@ -68,7 +81,7 @@ def cli(testenv, tmp_path_factory):
 
 
 def deploy(cli, *args, check=0):
-    return cli.gcluster("deploy", BLUEPRINT, "-d", DEPLOYMENT, "--vars", VARS, *CLUSTER, *args,
+    return cli.gcluster("deploy", cli.blueprint, "-d", DEPLOYMENT, "--vars", VARS, *CLUSTER, *args,
                         check=check)
 
 

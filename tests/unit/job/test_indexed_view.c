@@ -71,6 +71,9 @@ static void only_a_jobset_less_jobs_job_has_a_view(void **state)
         /* another workload's Job, and a Job of nobody's */
         "{\"metadata\": {\"name\": \"fb\", \"labels\": {\"gcluster.google.com/workload\": \"x\"}}}",
         "{\"metadata\": {\"name\": \"fb\"}}",
+        /* a Shared Pathways Service client's proxy Job: followed as the service's client */
+        "{\"metadata\": {\"name\": \"fb\", \"labels\": {\"gcluster.google.com/workload\": \"fb\","
+        " \"gcluster.google.com/sps-service\": \"svc\"}}}",
     };
     for (size_t i = 0; i < sizeof(others) / sizeof(*others); i++) {
         json_t *j = parse(others[i]);
