@@ -5,6 +5,7 @@ import base64
 import json
 import os
 import re
+import selectors
 import subprocess
 import threading
 import time
@@ -119,6 +120,31 @@ def remove_jobs(env, names, timeout=120):
                      " to be gone")
 
 
+def wait_for_first_line(process, timeout):
+    """Waits (bounded) until a background gcluster prints its first line of output, so that a
+    fault injected next hits an open stream and not the requests before it. The line read is
+    kept for finish()."""
+    deadline = time.monotonic() + timeout
+    head, ended = b"", False
+    # os.read, not readline: communicate() later reads the descriptor itself, so nothing may
+    # sit in the text wrapper's buffer.
+    with selectors.DefaultSelector() as sel:
+        sel.register(process.stdout, selectors.EVENT_READ)
+        while b"\n" not in head and time.monotonic() < deadline:
+            if sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                chunk = os.read(process.stdout.fileno(), 65536)
+                ended = not chunk  # gcluster ended before printing a line; finish() reports it
+                head += chunk
+                if ended:
+                    break
+    process.head = head.decode()
+    if b"\n" in head or ended:
+        return
+    process.kill()
+    _, err = process.communicate()
+    pytest.fail(f"gcluster printed no line within {timeout}s\nstderr:\n{err[-3000:]}")
+
+
 def finish(process, timeout):
     """Waits (bounded) for a background gcluster and returns (exit code, stdout, stderr)."""
     try:
@@ -127,7 +153,7 @@ def finish(process, timeout):
         process.kill()
         out, err = process.communicate()
         pytest.fail(f"gcluster did not end within {timeout}s\nstderr:\n{err[-3000:]}")
-    return process.returncode, out, err
+    return process.returncode, getattr(process, "head", "") + out, err
 
 
 def stamp(ns):

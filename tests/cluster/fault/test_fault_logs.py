@@ -7,7 +7,7 @@ every line exactly once and in order, or end with exit code 4 naming what may be
 import re
 import time
 
-from faults import check_lines, finish, logs_args, record
+from faults import check_lines, finish, logs_args, record, wait_for_first_line
 
 LINES = 55000  # ~2.7 MB of log, as in the measurement
 
@@ -91,7 +91,7 @@ def follow(env, proxied, job, disturb):
     pod, log = job
     log.start_writing(60)
     reader = proxied.start(*logs_args(log.name, "-f", "-v"))
-    time.sleep(3)
+    wait_for_first_line(reader, 60)  # the stream is open: the fault hits it, not the setup
     disturb()
     time.sleep(3)
     log.stop_writing()
