@@ -1,7 +1,8 @@
 /*
  * destroy's pipeline: the one place its order is decided. Each stage is a row of the table
  * below; gc_destroy_run walks it and returns what every stage found and did, so cli/ only
- * renders. A stage that fails stops the walk and the stages after it stay GC_STAGE_NOT_RUN.
+ * renders. A stage that fails stops the walk (pipeline.c's, shared with deploy) and the stages
+ * after it stay GC_STAGE_NOT_RUN.
  * Nothing is deleted before every Google Cloud step has been described, and every stage finds
  * what is already gone before it deletes, which is what makes a rerun resume.
  */
@@ -181,6 +182,20 @@ const char *gc_destroy_stage_kind_name(gc_destroy_stage_kind kind)
     return names[kind];
 }
 
+static gc_deploy_stage_state *begin_stage(void *pipe, size_t row)
+{
+    dpipe *p = pipe;
+    p->stage = &p->result->stages[p->result->stage_count++];
+    p->stage->kind = stages[row].kind;
+    p->stage->description = stages[row].description;
+    return &p->stage->state;
+}
+
+static int run_stage(void *pipe, size_t row, gc_error *err)
+{
+    return stages[row].run(pipe, err);
+}
+
 int gc_destroy_run(const gc_blueprint *bp, const gc_destroy_request *r, const char *gcloud,
                    const gc_deploy_connect *connect, const gc_events *ev, gc_destroy_result *result,
                    gc_error *err)
@@ -194,20 +209,11 @@ int gc_destroy_run(const gc_blueprint *bp, const gc_destroy_request *r, const ch
         &result->cloud, err);
     if (rc)
         return rc;
-    for (size_t i = 0; i < sizeof(stages) / sizeof(*stages); i++) {
-        gc_destroy_stage *s = &result->stages[result->stage_count++];
-        s->kind = stages[i].kind;
-        s->description = stages[i].description;
-        if (rc)
-            continue;
-        p.stage = s;
-        rc = stages[i].run(&p, err);
-        if (rc)
-            s->state = GC_STAGE_FAILED;
-        else if (s->state != GC_STAGE_SKIPPED)
-            s->state = GC_STAGE_DONE;
-    }
-    return rc;
+    return deploy_stages_walk(&(deploy_stage_walk){.count = sizeof(stages) / sizeof(*stages),
+                                                   .pipe = &p,
+                                                   .begin = begin_stage,
+                                                   .run = run_stage},
+                              err);
 }
 
 void gc_destroy_result_free(gc_destroy_result *result)

@@ -164,6 +164,20 @@ void deploy_storage_objects(const gc_blueprint *bp, json_t *objects);
 /* Whether deploy acts on the module: a bucket, or a gke-persistent-volume over Cloud Storage. */
 bool deploy_storage_handles(const gc_blueprint *bp, const char *module_id);
 
+/* The walk over a pipeline's table of stages, deploy's and destroy's alike (pipeline.c): for
+ * each row in order, `begin` adds the row to the result (kind and description, state
+ * GC_STAGE_NOT_RUN) and returns its state, then `run` runs it. The state becomes
+ * GC_STAGE_FAILED when `run` fails and GC_STAGE_DONE when it succeeds without marking it
+ * GC_STAGE_SKIPPED. After a failure the rows that follow are added but not run, so the result
+ * lists every stage; the walk returns the first failure's code. */
+typedef struct deploy_stage_walk {
+    size_t count; /* rows in the table */
+    void *pipe;   /* the pipeline, handed to both calls */
+    gc_deploy_stage_state *(*begin)(void *pipe, size_t row);
+    int (*run)(void *pipe, size_t row, gc_error *err);
+} deploy_stage_walk;
+int deploy_stages_walk(const deploy_stage_walk *w, gc_error *err);
+
 /* The Kubernetes stages of the pipeline against one cluster (kube NULL: --plan without it),
  * in apply.c; pipeline.c decides their order. */
 typedef struct deploy_cluster {

@@ -118,6 +118,36 @@ const char *gc_deploy_stage_kind_name(gc_deploy_stage_kind kind)
     return names[kind];
 }
 
+int deploy_stages_walk(const deploy_stage_walk *w, gc_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        gc_deploy_stage_state *state = w->begin(w->pipe, i);
+        if (rc)
+            continue;
+        rc = w->run(w->pipe, i, err);
+        if (rc)
+            *state = GC_STAGE_FAILED;
+        else if (*state != GC_STAGE_SKIPPED)
+            *state = GC_STAGE_DONE;
+    }
+    return rc;
+}
+
+static gc_deploy_stage_state *begin_stage(void *pipe, size_t row)
+{
+    pipeline *p = pipe;
+    p->stage = &p->result->stages[p->result->stage_count++];
+    p->stage->kind = stages[row].kind;
+    p->stage->description = stages[row].description;
+    return &p->stage->state;
+}
+
+static int run_stage(void *pipe, size_t row, gc_error *err)
+{
+    return stages[row].run(pipe, err);
+}
+
 int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply,
                   const char *gcloud, const gc_deploy_connect *connect, const gc_events *ev,
                   gc_deploy_result *result, gc_error *err)
@@ -141,19 +171,11 @@ int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply
                                      &result->cloud, err);
     if (rc)
         return rc;
-    for (size_t i = 0; i < sizeof(stages) / sizeof(*stages); i++) {
-        gc_deploy_stage *s = &result->stages[result->stage_count++];
-        s->kind = stages[i].kind;
-        s->description = stages[i].description;
-        if (rc)
-            continue;
-        p.stage = s;
-        rc = stages[i].run(&p, err);
-        if (rc)
-            s->state = GC_STAGE_FAILED;
-        else if (s->state != GC_STAGE_SKIPPED)
-            s->state = GC_STAGE_DONE;
-    }
+    rc = deploy_stages_walk(&(deploy_stage_walk){.count = sizeof(stages) / sizeof(*stages),
+                                                 .pipe = &p,
+                                                 .begin = begin_stage,
+                                                 .run = run_stage},
+                            err);
     if (p.cluster_begun)
         deploy_cluster_end(&p.cluster);
     return rc;
