@@ -17,6 +17,9 @@ void cli_apply_stored_defaults(cli_globals *g);
 /* Opens a client for the selected cluster (--context, else --cluster/--location/--project, else
  * the kubeconfig's current context). */
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err);
+/* The same; without `allow_gcloud` a --cluster whose context is not in the kubeconfig is an error
+ * rather than a `gcloud container clusters get-credentials`, which would write the kubeconfig. */
+int cli_open_kube_as(const cli_globals *g, bool allow_gcloud, gc_kube **kube, gc_error *err);
 
 /* What a command does with the cluster; `ctx` is its own. */
 typedef int (*cli_kube_fn)(gc_kube *kube, void *ctx, gc_error *err);

@@ -2,8 +2,7 @@
  * gcluster deploy BLUEPRINT: read the blueprint, then either write its Kubernetes objects
  * (--dry-run-out) or bring the cluster it names up to it (deploy/) and write the report.
  */
-#include "cli/cli.h"
-#include "cli/render.h"
+#include "cli/blueprint.h"
 #include "gcluster/deploy.h"
 #include "gcluster/emit.h"
 #include "gcluster/gcp.h"
@@ -120,43 +119,11 @@ static int write_objects(const gc_blueprint *bp, const char *head_pool, const ch
     return rc;
 }
 
-/* Without --cluster or --context, the cluster is the one the blueprint deploys. */
-static cli_globals target_globals(const deploy_args *a, const gc_blueprint *bp)
-{
-    cli_globals g = a->g;
-    if (!g.cluster && !g.context) {
-        g.cluster = bp->cluster;
-        g.location = g.location ? g.location : bp->region;
-        g.project = g.project ? g.project : bp->project;
-    }
-    cli_apply_stored_defaults(&g);
-    return g;
-}
-
-/* The pipeline's way to the cluster. `gcloud container clusters get-credentials` writes the
- * kubeconfig, so without `may_write` (--plan) only a context already there is used. */
-static int open_cluster(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
-{
-    const cli_globals *g = ctx;
-    if (may_write)
-        return cli_open_kube(g, kube, err);
-    gc_kube_options opts = {.kubeconfig = g->kubeconfig,
-                            .context = g->context,
-                            .cluster = g->cluster,
-                            .location = g->location,
-                            .project = g->project,
-                            .ns = g->ns,
-                            .verbose = g->verbose,
-                            .events = cli_events(),
-                            .allow_gcloud = false};
-    return gc_kube_open(&opts, kube, err);
-}
-
 /* The report is written also after a failure: what was found and done until then is true. */
 static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_format format,
                              gc_error *err)
 {
-    cli_globals g = target_globals(a, bp);
+    cli_globals g = cli_blueprint_globals(&a->g, bp);
     gc_deploy_request r = {.head_pool = a->head_pool,
                            .plan = a->plan,
                            .project = a->g.project,
@@ -167,18 +134,13 @@ static int deploy_to_cluster(const deploy_args *a, const gc_blueprint *bp, cli_f
                            .upgrade = a->upgrade};
     bool approve = (a->auto_approve || a->create_node_pools) && !a->plan;
     gc_deploy_result result;
-    int rc = gc_deploy_run(bp, &r, approve, NULL, &(gc_deploy_connect){open_cluster, &g},
+    int rc = gc_deploy_run(bp, &r, approve, NULL, &(gc_deploy_connect){cli_blueprint_connect, &g},
                            cli_events(), &result, err);
-    if (format == CLI_FORMAT_TEXT) {
+    if (format == CLI_FORMAT_TEXT)
         cli_render_deploy_text(stdout, stderr, &result);
-    } else {
-        gc_error print_err = {0};
-        if (cli_print_document(cli_deploy_json(&result), format, &print_err) && !rc)
-            rc = gc_fail(err, print_err.code, "%s", print_err.message);
-    }
-    if (g.verbose && result.kube)
-        gc_notice(cli_events(), "%u API requests in %u round trips",
-                  gc_kube_request_count(result.kube), gc_kube_round_trip_count(result.kube));
+    rc = cli_pipeline_end(&g, result.kube,
+                          format == CLI_FORMAT_TEXT ? NULL : cli_deploy_json(&result), format, rc,
+                          err);
     gc_deploy_result_free(&result);
     return rc;
 }
@@ -222,14 +184,8 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
     if (a->validation_level &&
         (rc = gc_validation_level_parse(a->validation_level, &o.validation, err)) != 0)
         return rc;
-    char *storage[CLI_LIST_MAX] = {NULL};
-    const char **vars = cli_split_vars(&a->vars, storage, &o.var_count);
-    o.vars = vars;
     gc_blueprint bp;
-    rc = gc_blueprint_open(parsed->positional[0], &o, &bp, err);
-    for (size_t i = 0; i < a->vars.count; i++)
-        free(storage[i]);
-    free(vars);
+    rc = cli_blueprint_open(parsed->positional[0], &a->vars, &o, &bp, err);
     if (rc)
         return rc;
     for (size_t i = 0; i < bp.warnings.count; i++)

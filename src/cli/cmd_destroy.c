@@ -2,8 +2,7 @@
  * gcluster destroy BLUEPRINT: remove what deploy creates for the blueprint, in the order
  * deploy/destroy_pipeline.c decides, and say what each stage and step found and did.
  */
-#include "cli/cli.h"
-#include "cli/render.h"
+#include "cli/blueprint.h"
 #include "gcluster/deploy.h"
 #include "gcluster/emit.h"
 
@@ -127,24 +126,10 @@ static json_t *report_json(const gc_destroy_result *res)
                      "applied", res->applied, "objects", kube, "steps", steps);
 }
 
-/* The library's way to the cluster: the blueprint's unless --cluster or --context says
- * otherwise; getting its credentials may write the kubeconfig. */
-static int open_cluster(void *ctx, bool may_write, gc_kube **kube, gc_error *err)
-{
-    (void)may_write; /* asked only under --auto-approve */
-    return cli_open_kube(ctx, kube, err);
-}
-
 static int destroy_blueprint(const destroy_args *a, const gc_blueprint *bp, cli_format format,
                              gc_error *err)
 {
-    cli_globals g = a->g;
-    if (!g.cluster && !g.context) {
-        g.cluster = bp->cluster;
-        g.location = g.location ? g.location : bp->region;
-        g.project = g.project ? g.project : bp->project;
-    }
-    cli_apply_stored_defaults(&g);
+    cli_globals g = cli_blueprint_globals(&a->g, bp);
     gc_destroy_request r = {.project = a->g.project,
                             .cluster = a->g.cluster,
                             .location = a->g.location,
@@ -152,18 +137,13 @@ static int destroy_blueprint(const destroy_args *a, const gc_blueprint *bp, cli_
                             .apply = a->auto_approve,
                             .allow_running_jobs = a->allow_running_jobs};
     gc_destroy_result res;
-    int rc = gc_destroy_run(bp, &r, NULL, &(gc_deploy_connect){open_cluster, &g}, cli_events(),
-                            &res, err);
-    if (format == CLI_FORMAT_TEXT) {
+    int rc = gc_destroy_run(bp, &r, NULL, &(gc_deploy_connect){cli_blueprint_connect, &g},
+                            cli_events(), &res, err);
+    if (format == CLI_FORMAT_TEXT)
         render_text(&res);
-    } else if (res.stage_count) {
-        gc_error print_err = {0};
-        if (cli_print_document(report_json(&res), format, &print_err) && !rc)
-            rc = gc_fail(err, print_err.code, "%s", print_err.message);
-    }
-    if (g.verbose && res.kube)
-        gc_notice(cli_events(), "%u API requests in %u round trips",
-                  gc_kube_request_count(res.kube), gc_kube_round_trip_count(res.kube));
+    rc = cli_pipeline_end(&g, res.kube,
+                          format != CLI_FORMAT_TEXT && res.stage_count ? report_json(&res) : NULL,
+                          format, rc, err);
     gc_destroy_result_free(&res);
     return rc;
 }
@@ -183,15 +163,9 @@ static int destroy_run(void *args, const cli_parsed *parsed, gc_error *err)
     int rc = cli_format_parse(a->output, false, &format, err);
     if (rc)
         return rc;
-    char *storage[CLI_LIST_MAX] = {NULL};
     gc_blueprint_options o = {.deployment_file = a->deployment_file};
-    const char **vars = cli_split_vars(&a->vars, storage, &o.var_count);
-    o.vars = vars;
     gc_blueprint bp;
-    rc = gc_blueprint_open(parsed->positional[0], &o, &bp, err);
-    for (size_t i = 0; i < a->vars.count; i++)
-        free(storage[i]);
-    free(vars);
+    rc = cli_blueprint_open(parsed->positional[0], &a->vars, &o, &bp, err);
     if (rc)
         return rc;
     rc = destroy_blueprint(a, &bp, format, err);

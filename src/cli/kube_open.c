@@ -11,6 +11,11 @@
 
 int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
 {
+    return cli_open_kube_as(g, true, kube, err);
+}
+
+int cli_open_kube_as(const cli_globals *g, bool allow_gcloud, gc_kube **kube, gc_error *err)
+{
     gc_kube_options opts = {
         .kubeconfig = g->kubeconfig,
         .context = g->context,
@@ -20,7 +25,7 @@ int cli_open_kube(const cli_globals *g, gc_kube **kube, gc_error *err)
         .ns = g->ns,
         .verbose = g->verbose,
         .events = cli_events(),
-        .allow_gcloud = true,
+        .allow_gcloud = allow_gcloud,
     };
     long timeout = 0;
     if (g->request_timeout) {
