@@ -2,11 +2,12 @@
  * What a submit needs to know about the cluster, in one round trip: the LocalQueues of the
  * namespace, the ClusterQueues, the ResourceFlavors, the nodes the job needs (by label selector,
  * metadata only, limited to what the job needs: never the whole cluster) and, with --priority,
- * the PriorityClass, the namespace and what multi-tier checkpointing and dynamic slicing need,
- * each only when a check declares it, all requested at once. An older Kueue (v1beta1) costs one
- * more round trip (its reads, together: gc_kueue_read_all); a user who may not list
- * ClusterQueues or PriorityClasses costs a request for the one that matters; a flavor pinning
- * pods to a node pool not read yet costs a read of one of its nodes.
+ * the PriorityClass, the namespace, what multi-tier checkpointing and dynamic slicing need and
+ * the StorageClasses of the profile= gateways, each only when a check declares it, all requested at
+ * once. An older Kueue (v1beta1) costs one more round trip (its reads, together:
+ * gc_kueue_read_all); a user who may not list ClusterQueues or PriorityClasses costs a request for
+ * the one that matters; a flavor pinning pods to a node pool not read yet costs a read of one of
+ * its nodes.
  */
 #include "submit/cluster_facts.h"
 
@@ -323,9 +324,9 @@ static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts
 }
 
 /* Everything the first round trip reads: at most Kueue's three lists and two feature lists,
- * three node reads, the PriorityClass, the namespace, the three feature reads outside Kueue and
- * JobSet's API group. */
-#define FIRST_ROUND_READS 14
+ * three node reads, the PriorityClass, the namespace, the three feature reads outside Kueue,
+ * JobSet's API group and the StorageClasses. */
+#define FIRST_ROUND_READS (14 + SUBMIT_STORAGE_CLASSES)
 
 typedef struct first_round {
     kueue_lists kueue;
@@ -344,6 +345,7 @@ typedef struct first_round {
     size_t target;                                /* the namespace's (SUBMIT_READ_NAMESPACE) */
     size_t jobset_api;                            /* SUBMIT_READ_JOBSET_API's */
     size_t feature[FACT_READS];                   /* each feature read's */
+    size_t storage_class[SUBMIT_STORAGE_CLASSES]; /* each StorageClass's */
     size_t count;
 } first_round;
 
@@ -408,6 +410,45 @@ static void add_feature_reads(first_round *round, unsigned reads, cluster_facts 
     }
 }
 
+/* The StorageClass a gateway volume names (a claim names it too, and is bound to the volume). */
+static const char *gateway_storage_class(const json_t *gateway)
+{
+    const char *kind = gc_kube_string(gateway, "kind");
+    if (!kind || strcmp(kind, "PersistentVolume") != 0)
+        return NULL;
+    return gc_kube_string(json_object_get(gateway, "spec"), "storageClassName");
+}
+
+static storage_class_read *find_storage_class(const cluster_facts *f, const char *name)
+{
+    for (size_t i = 0; i < f->storage_class_count; i++)
+        if (!strcmp(f->storage_classes[i].name, name))
+            return (storage_class_read *)&f->storage_classes[i];
+    return NULL;
+}
+
+/* A get of each StorageClass the gateway volumes name, once each. */
+static void add_storage_class_reads(first_round *round, const gc_submit_plan *plan,
+                                    cluster_facts *f)
+{
+    size_t i;
+    const json_t *gateway;
+    json_array_foreach(plan->gateways, i, gateway)
+    {
+        const char *name = gateway_storage_class(gateway);
+        if (!name || find_storage_class(f, name) ||
+            f->storage_class_count == SUBMIT_STORAGE_CLASSES)
+            continue;
+        size_t k = f->storage_class_count++;
+        storage_class_read *sc = &f->storage_classes[k];
+        sc->name = gc_xstrdup(name);
+        sc->read.asked = true;
+        round->storage_class[k] =
+            add_read(round, gc_kube_path("storage.k8s.io", "v1", NULL, "storageclasses", name),
+                     (gc_kube_read){.object = &sc->read.value});
+    }
+}
+
 /* Everything the checks declared goes out at once. */
 static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
                              const char *ns, cluster_facts *f, first_round *round)
@@ -446,6 +487,8 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned
         round->target = add_read(round, gc_kube_path(NULL, "v1", NULL, "namespaces", ns),
                                  (gc_kube_read){.object = &round->target_namespace});
     add_feature_reads(round, reads, f);
+    if (reads & SUBMIT_READ_STORAGE_CLASSES)
+        add_storage_class_reads(round, plan, f);
     if (reads & SUBMIT_READ_JOBSET_API)
         round->jobset_api = add_read(round, gc_xstrdup("/apis/jobset.x-k8s.io"),
                                      (gc_kube_read){.object = &round->jobset_group});
@@ -456,6 +499,10 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned
             continue;
         f->features[i].rc = round->reads[round->feature[i]].rc;
         f->features[i].err = round->reads[round->feature[i]].err;
+    }
+    for (size_t i = 0; i < f->storage_class_count; i++) {
+        f->storage_classes[i].read.rc = round->reads[round->storage_class[i]].rc;
+        f->storage_classes[i].read.err = round->reads[round->storage_class[i]].err;
     }
     if (reads & SUBMIT_READ_JOBSET_API) {
         gc_kube_read *r = &round->reads[round->jobset_api];
@@ -593,6 +640,13 @@ int submit_cluster_facts_pool_nodes(cluster_facts *f, const char *pool)
     return r.hosts;
 }
 
+const storage_class_read *submit_cluster_facts_storage_class(const cluster_facts *f,
+                                                             const json_t *gateway)
+{
+    const char *name = gateway_storage_class(gateway);
+    return name ? find_storage_class(f, name) : NULL;
+}
+
 void submit_cluster_facts_free(cluster_facts *f)
 {
     json_decref(f->local_queues);
@@ -602,5 +656,9 @@ void submit_cluster_facts_free(cluster_facts *f)
     gc_strings_free(&f->pools_read);
     for (size_t i = 0; i < FACT_READS; i++)
         json_decref(f->features[i].value);
+    for (size_t i = 0; i < f->storage_class_count; i++) {
+        free(f->storage_classes[i].name);
+        json_decref(f->storage_classes[i].read.value);
+    }
     memset(f, 0, sizeof(*f));
 }

@@ -23,7 +23,8 @@ enum {
     SUBMIT_READ_NAMESPACE = 1 << 3, /* the target namespace */
     SUBMIT_READ_MTC = 1 << 4,       /* multi-tier checkpointing's CRD, configurations, CSI driver */
     SUBMIT_READ_SLICING = 1 << 5,   /* Kueue's Topologies and AdmissionChecks */
-    SUBMIT_READ_JOBSET_API = 1 << 6, /* the jobset.x-k8s.io API group (404: JobSet missing) */
+    SUBMIT_READ_JOBSET_API = 1 << 6,      /* the jobset.x-k8s.io API group (404: JobSet missing) */
+    SUBMIT_READ_STORAGE_CLASSES = 1 << 7, /* the StorageClasses of the profile= gateways */
 };
 
 /* One read of the first round trip as it came back: whether it was made, its outcome, and the
@@ -47,6 +48,14 @@ enum {
     FACT_ADMISSION_CHECKS,
     FACT_READS
 };
+
+/* SUBMIT_READ_STORAGE_CLASSES: the StorageClass a gateway volume names, got by name. There are
+ * three storage profiles, so three classes at most, each read once. */
+#define SUBMIT_STORAGE_CLASSES 3
+typedef struct storage_class_read {
+    char *name;
+    fact_read read;
+} storage_class_read;
 
 /* Nodes with identical placement labels, counted. */
 typedef struct node_shape {
@@ -75,6 +84,8 @@ typedef struct cluster_facts {
      * failed otherwise tells nothing, and the create says what is wrong). */
     bool jobset_missing;
     fact_read features[FACT_READS]; /* SUBMIT_READ_MTC's and SUBMIT_READ_SLICING's */
+    storage_class_read storage_classes[SUBMIT_STORAGE_CLASSES];
+    size_t storage_class_count;
 } cluster_facts;
 
 /* One round trip (two with a Kueue older than v1beta2) for everything the checks declare in
@@ -82,9 +93,9 @@ typedef struct cluster_facts {
  * the one the namespace offers), the queue's ClusterQueue and the ResourceFlavors, its
  * PriorityClass, the nodes it needs, read by label selector: of the workers' TPU shape up to the
  * hosts and pools the job needs (all of the accelerator when the plan's slice shape is pending),
- * and one of the head pool (of cpu-np and of pathways-np when it is defaulted); and the objects
- * multi-tier checkpointing and dynamic slicing need. The cost follows the job, not the
- * cluster's size. */
+ * and one of the head pool (of cpu-np and of pathways-np when it is defaulted); the objects
+ * multi-tier checkpointing and dynamic slicing need; and the StorageClass of each gateway volume
+ * in plan->gateways (gateways named first). The cost follows the job, not the cluster's size. */
 int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
                                 cluster_facts *f, gc_error *err);
 /* The node shapes as the catalog wants them (`out` must hold f->shape_count entries). */
@@ -92,6 +103,10 @@ void submit_cluster_facts_shapes(const cluster_facts *f, gc_node_shape *out,
                                  gc_cluster_shapes *shapes);
 /* The nodes of `pool` seen (0: none now); a pool not read yet is read (one node). */
 int submit_cluster_facts_pool_nodes(cluster_facts *f, const char *pool);
+/* What the read of the StorageClass a gateway object of plan->gateways names found; NULL for a
+ * claim, or when the class was not read. */
+const storage_class_read *submit_cluster_facts_storage_class(const cluster_facts *f,
+                                                             const json_t *gateway);
 void submit_cluster_facts_free(cluster_facts *f);
 
 #endif

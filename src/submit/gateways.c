@@ -1,6 +1,7 @@
 /*
  * The gateways of profile= mounts on the cluster (gcluster/manifest.h says what they are):
- * named for the namespace the job goes to, checked against the StorageClasses the cluster has,
+ * named for the namespace the job goes to, checked against the StorageClasses the cluster has
+ * (read with the submit's other pre-flight reads: cluster_facts.c),
  * and created before the job, or reused when a job of the namespace made them already. A
  * gateway volume left Released by a claim deleted earlier cannot bind again, so one that
  * Cluster Toolkit made is deleted and made anew, as Google's gcluster does.
@@ -36,28 +37,22 @@ static const char *name_of(const json_t *object)
     return field(object, "metadata", "name");
 }
 
-int submit_gateways_check(gc_kube *kube, const gc_submit_plan *plan, gc_error *err)
+int submit_gateways_check(const gc_submit_plan *plan, const cluster_facts *f, gc_error *err)
 {
     size_t i;
     const json_t *object;
     json_array_foreach(plan->gateways, i, object)
     {
-        const char *storage_class = field(object, "spec", "storageClassName");
-        if (strcmp(gc_kube_string(object, "kind"), "PersistentVolume") != 0 || !storage_class)
-            continue;
-        char *path = gc_kube_path("storage.k8s.io", "v1", NULL, "storageclasses", storage_class);
-        gc_error get_err = {0};
-        int rc = gc_kube_get(kube, path, NULL, NULL, &get_err);
-        free(path);
+        const storage_class_read *sc = submit_cluster_facts_storage_class(f, object);
         /* Only a StorageClass known to be missing refuses; one we may not read may be there. */
-        if (rc && get_err.http_status == 404)
+        if (sc && sc->read.rc && sc->read.err.http_status == 404)
             return gc_fail(err, GC_EXIT_USAGE,
                            "--mount: the cluster has no StorageClass %s, which profile= needs: "
                            "GKE creates the gcsfusecsi-* classes from version 1.35.1-gke.1616000 "
                            "on, with the Cloud Storage FUSE CSI driver enabled (kubectl get sc -l "
                            "gke-gcsfuse/profile=true lists them); upgrade the cluster or mount the "
                            "bucket without profile=",
-                           storage_class);
+                           sc->name);
     }
     return 0;
 }

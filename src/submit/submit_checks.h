@@ -57,8 +57,9 @@ int submit_check_slicing(const gc_submit_plan *plan, const cluster_facts *f, gc_
  * JobSet's claims and plan->gateways follow; gateways.c). */
 int submit_gateways_name(gc_kube *kube, gc_submit_plan *plan, gc_error *err);
 /* GC_EXIT_USAGE with the fix when the cluster has not the gcsfusecsi-* StorageClass a gateway
- * needs. */
-int submit_gateways_check(gc_kube *kube, const gc_submit_plan *plan, gc_error *err);
+ * needs, as the first round trip read it (SUBMIT_READ_STORAGE_CLASSES; one that may not be read
+ * is taken to be there). */
+int submit_gateways_check(const gc_submit_plan *plan, const cluster_facts *f, gc_error *err);
 /* Creates each gateway object that is not there (server-side dry runs with `dry_run`), reuses
  * those that are, makes a Released volume of ours anew; notices on `ev` say which. */
 int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_run,

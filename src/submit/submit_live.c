@@ -6,7 +6,7 @@
  *    PriorityClass, the namespace, the labels of the nodes the job needs: of the workers' shape
  *    and of the head pool, by label selector, so the reads grow with the job, not with the
  *    cluster; and what multi-tier checkpointing or dynamic slicing need, for a job that uses
- *    them).
+ *    them, and the StorageClasses of profile= mounts' gateways).
  * 2. Run the checks in the table's order. The first stops the submit when the cluster lacks
  *    JobSet or Kueue (the result says which; the caller installs them and submits again), so
  *    a cluster that has them pays no round trip of its own for that. Those before the JobSet
@@ -512,8 +512,7 @@ static int check_queue_fit(submit_run *s, cluster_facts *f, gc_error *err)
 
 static int check_gateways(submit_run *s, cluster_facts *f, gc_error *err)
 {
-    (void)f;
-    return submit_gateways_check(s->kube, s->plan, err);
+    return submit_gateways_check(s->plan, f, err);
 }
 
 static bool is_pathways(const gc_submit_plan *p)
@@ -529,6 +528,12 @@ static bool is_tpu(const gc_submit_plan *p)
 static bool has_priority(const gc_submit_plan *p)
 {
     return p->workload.priority != NULL;
+}
+
+/* profile= mounts, whose gateways submit_gateways_name named before the reads are declared. */
+static bool has_gateways(const gc_submit_plan *p)
+{
+    return json_array_size(p->gateways) > 0;
 }
 
 static bool uses_mtc(const gc_submit_plan *p)
@@ -568,8 +573,8 @@ static const submit_check checks[] = {
     {"capacity", SUBMIT_READ_NODES, PREREQ, is_tpu, check_capacity, NULL},
     {"queue fit", SUBMIT_READ_QUEUES | SUBMIT_READ_NODES, PREREQ | AFTER_JOBSET, NULL,
      check_queue_fit, NULL},
-    /* Its StorageClass reads are its own, one per profile= mount (none for other jobs). */
-    {"gateways", 0, PREREQ | AFTER_JOBSET, NULL, check_gateways, NULL},
+    {"gateways", SUBMIT_READ_STORAGE_CLASSES, PREREQ | AFTER_JOBSET, has_gateways, check_gateways,
+     NULL},
     {"multi-tier checkpointing", SUBMIT_READ_MTC, PREREQ | AFTER_JOBSET, uses_mtc, check_mtc,
      "--skip-prereqs: whether the cluster has multi-tier checkpointing was not checked"},
     {"dynamic slicing", SUBMIT_READ_SLICING, PREREQ | AFTER_JOBSET, uses_dynamic_slicing,

@@ -821,6 +821,30 @@ static void expect_refusal_on(json_t *cq, const char *message)
 #define TOPOLOGIES_PATH  "/apis/kueue.x-k8s.io/v1beta2/topologies"
 #define CHECKS_PATH      "/apis/kueue.x-k8s.io/v1beta2/admissionchecks"
 
+#define SERVING_CLASS_PATH "/apis/storage.k8s.io/v1/storageclasses/gcsfusecsi-serving"
+#define STORAGE_CLASSES    "/apis/storage.k8s.io/v1/storageclasses"
+#define VOLUMES            "/api/v1/persistentvolumes"
+#define CLAIMS             "/api/v1/namespaces/" NS "/persistentvolumeclaims"
+
+static gc_submit_request profile_request(void)
+{
+    gc_submit_request r = pathways_request();
+    r.mounts[0] = "gs://models/llama;/models;ro;profile=serving";
+    /* Another bucket: a gateway of its own, on the same StorageClass (read once). */
+    r.mounts[1] = "gs://datasets/c4;/data;ro;profile=serving";
+    r.mount_count = 2;
+    return r;
+}
+
+static size_t count_prefixed(const json_t *log, const char *method, const char *prefix)
+{
+    size_t n = 0, i;
+    const json_t *req;
+    json_array_foreach(log, i, req) n += !strcmp(field(req, "method"), method) &&
+                                         !strncmp(field(req, "path"), prefix, strlen(prefix));
+    return n;
+}
+
 static gc_submit_request mtc_request(void)
 {
     gc_submit_request r = pathways_request();
@@ -973,6 +997,7 @@ static void plain_jobs_do_not_read_feature_objects(void **state)
     json_t *log = jt_requests();
     assert_int_equal(count_requests(log, "GET", MTC_CRD_PATH), 0);
     assert_int_equal(count_requests(log, "GET", TOPOLOGIES_PATH), 0);
+    assert_int_equal(count_prefixed(log, "GET", STORAGE_CLASSES), 0);
     json_decref(log);
     outcome_free(&o);
 }
@@ -1083,6 +1108,100 @@ static void dynamic_slice_submit_makes_three_round_trips(void **state)
     /* Counted by the client (requests sent together share one): on a loaded machine the server
      * may see a batch's requests arrive one after another. */
     assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* Storage-profile mounts: the StorageClass their gateway volume needs. */
+
+/* The StorageClass a profile= mount needs is read in the first round trip with the queues, the
+ * nodes and the namespace (the gateways check declares it), once for the mounts that share it.
+ * What follows are the Jobs' dry runs, the gateways (each read, then created: two volumes and
+ * two claims here), and the POST. */
+static void profile_mount_reads_its_storage_class_in_the_first_round_trip(void **state)
+{
+    (void)state;
+    held_default_queues();
+    held("GET " SERVING_CLASS_PATH, 200, named("gcsfusecsi-serving"), 1);
+    serve_nodes_held(v6e_nodes(), 0.3);
+    held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
+    held("POST " VOLUMES, 201, json_pack("{s:s}", "kind", "PersistentVolume"), 2);
+    held("POST " CLAIMS, 201, json_pack("{s:s}", "kind", "PersistentVolumeClaim"), 2);
+    held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
+    gc_submit_request r = profile_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_prefixed(log, "GET", STORAGE_CLASSES), 1);
+    assert_int_equal(count_requests(log, "GET", SERVING_CLASS_PATH), 1);
+    /* Among the first nine requests, which go out together. */
+    size_t i;
+    const json_t *req;
+    bool first_round = false;
+    json_array_foreach(log, i, req) first_round |=
+        i < 9 && !strcmp(field(req, "path"), SERVING_CLASS_PATH);
+    assert_true(first_round);
+    assert_int_equal(count_prefixed(log, "GET", VOLUMES "/"), 2);
+    assert_int_equal(count_requests(log, "POST", VOLUMES), 2);
+    assert_int_equal(count_prefixed(log, "GET", CLAIMS "/"), 2);
+    assert_int_equal(count_requests(log, "POST", CLAIMS), 2);
+    /* 9 reads, 2 dry runs, 8 for the gateways, the POST. */
+    assert_int_equal(o.requests, 20);
+    /* The reads, the dry runs, a round trip for each gateway read or create, the POST: the
+     * StorageClass costs none of its own. */
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 2 + 8 + 1);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A StorageClass known to be missing refuses the submit before anything is created. */
+static void profile_mount_without_its_storage_class_names_the_fix(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    gc_submit_request r = profile_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_refused(&o,
+                   "--mount: the cluster has no StorageClass gcsfusecsi-serving, which "
+                   "profile= needs: GKE creates the gcsfusecsi-* classes from version "
+                   "1.35.1-gke.1616000 on",
+                   0);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", SERVING_CLASS_PATH), 1);
+    assert_int_equal(count_prefixed(log, "POST", VOLUMES), 0);
+    assert_int_equal(count_prefixed(log, "POST", CLAIMS), 0);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* One the user may not read may be there: the submit goes on. */
+static void profile_mount_storage_class_one_may_not_read_is_taken_as_there(void **state)
+{
+    (void)state;
+    serve_default_cluster();
+    jt_answer("GET " SERVING_CLASS_PATH,
+              json_pack("{s:i, s:{s:s, s:s, s:i}}", "status", 403, "json", "reason", "Forbidden",
+                        "message", "storageclasses is forbidden", "code", 403));
+    jt_answer("POST " VOLUMES,
+              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolume"));
+    jt_answer("POST " VOLUMES,
+              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolume"));
+    jt_answer("POST " CLAIMS,
+              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolumeClaim"));
+    jt_answer("POST " CLAIMS,
+              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolumeClaim"));
+    serve_created("pw-test");
+    gc_submit_request r = profile_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", SERVING_CLASS_PATH), 1);
+    assert_int_equal(count_requests(log, "POST", JOBSETS), 1);
     json_decref(log);
     outcome_free(&o);
 }
@@ -2042,6 +2161,12 @@ int main(void)
                                         jt_open, jt_close),
         cmocka_unit_test_setup_teardown(skip_prereqs_skips_the_feature_checks, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(plain_jobs_do_not_read_feature_objects, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(
+            profile_mount_reads_its_storage_class_in_the_first_round_trip, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(profile_mount_without_its_storage_class_names_the_fix,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(
+            profile_mount_storage_class_one_may_not_read_is_taken_as_there, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(dynamic_slice_is_created_when_the_cluster_has_it, jt_open,
                                         jt_close),
         cmocka_unit_test_setup_teardown(dynamic_slice_without_a_topology_names_the_fix, jt_open,
