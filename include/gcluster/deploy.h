@@ -163,6 +163,7 @@ typedef enum gc_cloud_step_kind {
     GC_CLOUD_ACCOUNT_BINDING, /* a role on a service account (Workload Identity) */
     GC_CLOUD_BUCKET,          /* a Cloud Storage bucket (cloud-storage-bucket) */
     GC_CLOUD_BUCKET_SETTINGS, /* what gcloud sets on a bucket only after create (its labels) */
+    GC_CLOUD_FILESTORE,       /* a Filestore instance (filestore) */
 } gc_cloud_step_kind;
 
 typedef struct gc_cloud_step {

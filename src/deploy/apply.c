@@ -319,6 +319,13 @@ static int build_objects(deploy_cluster *d, const char *kueue_api, gc_error *err
     gc_buf warnings;
     gc_buf_init(&warnings);
     int rc = gc_deploy_objects(d->bp, d->head_pool, kueue_api, &d->objects, &warnings, err);
+    /* applying (not --plan, with the cluster): a volume without its server is not applied */
+    if (!rc)
+        rc = deploy_filestore_addresses(d->bp,
+                                        &(gc_cloud_target){.project = d->r->project,
+                                                           .cluster = d->r->cluster,
+                                                           .location = d->r->location},
+                                        d->gcloud, d->objects, d->kube && !d->r->plan, err);
     for (char *save, *line = strtok_r(warnings.data, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
         warn(d, line);

@@ -3,7 +3,8 @@
  * (is it still there?) and a delete. The steps come from deploy's own plan, so destroy never
  * names a resource the plan does not; a rerun after a failure finds what is gone and goes on.
  * What goes with its parent is not a step of its own: a bucket's labels, a cluster's add-ons and
- * maintenance exclusions go with the cluster, the bootstrap pool is already gone.
+ * maintenance exclusions go with the cluster, the bootstrap pool is already gone. A Filestore
+ * instance goes after the volumes over it (destroy's objects stage runs before its cloud one).
  */
 #include "deploy/gcp.h"
 
@@ -71,7 +72,8 @@ int deploy_destroy_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, 
         }
         gcp_ref ref = {.kind = s->kind,
                        .name = s->name,
-                       .region = flag_value(s->check, "region"),
+                       .region = s->kind == GC_CLOUD_FILESTORE ? flag_value(s->check, "location")
+                                                               : flag_value(s->check, "region"),
                        .router = flag_value(s->check, "router")};
         deploy_argv d = deploy_gcp_command(&p, &ref, "delete");
         deploy_argv_words(&d, "--quiet", NULL);

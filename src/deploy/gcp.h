@@ -10,14 +10,16 @@
 
 #include <stdbool.h>
 
-#define SOURCE_VPC             "modules/network/vpc"
-#define SOURCE_MULTIVPC        "modules/network/multivpc"
-#define SOURCE_RDMA_VPC        "modules/network/gpu-rdma-vpc"
-#define SOURCE_SERVICE_ACCOUNT "modules/project/service-account"
-#define SOURCE_CLUSTER         "modules/scheduler/gke-cluster"
-#define SOURCE_RESOURCE_POLICY "modules/compute/resource-policy"
-#define SOURCE_NODE_POOL       "modules/compute/gke-node-pool"
-#define SOURCE_BUCKET          "modules/file-system/cloud-storage-bucket"
+#define SOURCE_VPC               "modules/network/vpc"
+#define SOURCE_MULTIVPC          "modules/network/multivpc"
+#define SOURCE_RDMA_VPC          "modules/network/gpu-rdma-vpc"
+#define SOURCE_SERVICE_ACCOUNT   "modules/project/service-account"
+#define SOURCE_CLUSTER           "modules/scheduler/gke-cluster"
+#define SOURCE_RESOURCE_POLICY   "modules/compute/resource-policy"
+#define SOURCE_NODE_POOL         "modules/compute/gke-node-pool"
+#define SOURCE_BUCKET            "modules/file-system/cloud-storage-bucket"
+#define SOURCE_FILESTORE         "modules/file-system/filestore"
+#define SOURCE_PERSISTENT_VOLUME "modules/file-system/gke-persistent-volume"
 
 #define SCOPE_CLOUD_PLATFORM "https://www.googleapis.com/auth/cloud-platform"
 
@@ -77,7 +79,7 @@ void deploy_gcp_note(planner *p, const gc_bp_module *m, const char *fmt, ...)
 typedef struct gcp_ref {
     gc_cloud_step_kind kind;
     const char *name;   /* as the verb takes it (an account's email, a pool's name) */
-    const char *region; /* regional kinds */
+    const char *region; /* regional kinds; a Filestore instance's location (zone or region) */
     const char *router; /* NAT */
 } gcp_ref;
 
@@ -107,8 +109,19 @@ json_t *deploy_gcp_additional_networks(const planner *p, const gc_bp_module *m,
 /* gcp_storage.c */
 /* The cloud-storage-bucket module `m`'s bucket name (see gcp_storage.c for the suffix). */
 char *deploy_gcp_bucket_name(const planner *p, const gc_bp_module *m);
+/* The 8 hexadecimal digits that stand for Terraform's random 4 bytes of module `m` (stable:
+ * from the project, deployment and module id). */
+void deploy_gcp_suffix(const planner *p, const gc_bp_module *m, char out[9]);
 /* Every bucket's step; a gcsfuse gke-persistent-volume without capacity_gib is refused. */
 int deploy_gcp_plan_buckets(planner *p);
+
+/* gcp_filestore.c */
+/* Every filestore module's instance, in blueprint order. */
+int deploy_gcp_plan_filestores(planner *p);
+/* A gke-persistent-volume module `m` over a Filestore instance: its Namespace (when not
+ * default), PersistentVolume and PersistentVolumeClaim, appended to `objects` (nothing when it
+ * uses no filestore module). */
+void deploy_gcp_filestore_volume(const planner *p, const gc_bp_module *m, json_t *objects);
 
 /* gcp_cluster.c */
 int deploy_gcp_plan_cluster(planner *p, const gc_bp_module *m);

@@ -6,6 +6,8 @@
 #include "deploy/gcp.h"
 #include "deploy/network_outputs.h"
 
+#include <openssl/evp.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +189,20 @@ void deploy_gcp_note(planner *p, const gc_bp_module *m, const char *fmt, ...)
     free(line);
 }
 
+/* Terraform's random_id of 4 bytes, which deploy keeps no state for: stable digits instead. */
+
+void deploy_gcp_suffix(const planner *p, const gc_bp_module *m, char out[9])
+{
+    const char *project = p->bp->project ? p->bp->project : "";
+    char *seed = gc_xasprintf("%s/%s/%s", project, p->deployment, m->id);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_Digest(seed, strlen(seed), md, &len, EVP_sha256(), NULL) != 1 || len < 4)
+        gc_fatal("libcrypto failed in EVP_Digest");
+    snprintf(out, 9, "%02x%02x%02x%02x", md[0], md[1], md[2], md[3]);
+    free(seed);
+}
+
 /* The builder */
 
 typedef enum scope {
@@ -196,6 +212,7 @@ typedef enum scope {
     SCOPE_LOCATION, /* --location (a cluster) */
     SCOPE_CLUSTER,  /* --cluster and --location (a node pool) */
     SCOPE_POLICY,   /* the project is the name (IAM policy bindings) */
+    SCOPE_OWN,      /* --location of its own (a Filestore instance's zone or region) */
 } scope;
 
 static const struct kind_words {
@@ -221,8 +238,9 @@ static const struct kind_words {
     [GC_CLOUD_ACCOUNT_BINDING] = {"iam service-accounts", NULL, SCOPE_PROJECT, NULL},
     [GC_CLOUD_BUCKET] = {"storage buckets", NULL, SCOPE_PROJECT, "name", "gs://"},
     [GC_CLOUD_BUCKET_SETTINGS] = {"storage buckets", NULL, SCOPE_PROJECT, NULL, "gs://"},
+    [GC_CLOUD_FILESTORE] = {"filestore instances", NULL, SCOPE_OWN, "name"},
 };
-_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_BUCKET_SETTINGS + 1,
+_Static_assert(sizeof(kinds) / sizeof(*kinds) == GC_CLOUD_FILESTORE + 1,
                "group words for every step kind");
 
 deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *verb)
@@ -257,6 +275,9 @@ deploy_argv deploy_gcp_command(const planner *p, const gcp_ref *r, const char *v
         break;
     case SCOPE_LOCATION:
         deploy_argv_flag(&b, "location", p->location);
+        break;
+    case SCOPE_OWN:
+        deploy_argv_flag(&b, "location", r->region);
         break;
     case SCOPE_PROJECT:
     case SCOPE_POLICY:

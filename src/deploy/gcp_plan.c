@@ -103,14 +103,16 @@ int deploy_cloud_plan_build(const gc_blueprint *bp, const gc_cloud_target *t, gc
                        "the blueprint does not say where the cluster is; pass --vars "
                        "region=us-east5 (or --location)");
     int rc = 0;
-    /* Networks, then accounts, then buckets, then the cluster and its own pools, then policies
-     * and pools. */
+    /* Networks, then accounts, then buckets and Filestore instances, then the cluster and its own
+     * pools, then policies and pools. */
     rc = deploy_gcp_plan_networks(&p);
     for (size_t i = 0; !rc && i < bp->module_count; i++)
         if (deploy_gcp_source_is(&bp->modules[i], SOURCE_SERVICE_ACCOUNT))
             rc = plan_service_account(&p, &bp->modules[i]);
     if (!rc)
         rc = deploy_gcp_plan_buckets(&p);
+    if (!rc)
+        rc = deploy_gcp_plan_filestores(&p);
     if (!rc && p.cluster_module)
         rc = deploy_gcp_plan_cluster(&p, p.cluster_module);
     for (size_t i = 0; !rc && i < bp->module_count; i++)
@@ -143,8 +145,9 @@ void deploy_cloud_plan_free(gc_cloud_plan *plan)
 bool deploy_cloud_handles(const char *source)
 {
     static const char *const handled[] = {
-        SOURCE_VPC,     SOURCE_MULTIVPC,        SOURCE_RDMA_VPC,  SOURCE_SERVICE_ACCOUNT,
-        SOURCE_CLUSTER, SOURCE_RESOURCE_POLICY, SOURCE_NODE_POOL, SOURCE_BUCKET};
+        SOURCE_VPC,      SOURCE_MULTIVPC,        SOURCE_RDMA_VPC,  SOURCE_SERVICE_ACCOUNT,
+        SOURCE_CLUSTER,  SOURCE_RESOURCE_POLICY, SOURCE_NODE_POOL, SOURCE_BUCKET,
+        SOURCE_FILESTORE};
     for (size_t i = 0; i < sizeof(handled) / sizeof(*handled); i++)
         if (deploy_source_is(source, handled[i]))
             return true;
@@ -169,8 +172,9 @@ const char *gc_cloud_step_kind_name(gc_cloud_step_kind kind)
         "service account binding",
         "bucket",
         "bucket settings",
+        "Filestore instance",
     };
-    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_BUCKET_SETTINGS + 1,
+    _Static_assert(sizeof(names) / sizeof(*names) == GC_CLOUD_FILESTORE + 1,
                    "a name for every step kind");
     return names[kind];
 }

@@ -8,17 +8,16 @@
  * joined by '-'. Terraform draws those digits once and keeps them in its state; deploy keeps no
  * state, so its digits are the first 4 bytes of SHA-256("PROJECT/DEPLOYMENT/MODULE_ID") (the
  * blueprint's project_id, also under --project): the same on every rerun and for destroy,
- * different per project, deployment and module, as the module's are.
+ * different per project, deployment and module, as the module's are (deploy_gcp_suffix; the
+ * filestore module's unnamed instance takes the same digits).
  */
 #include "deploy/gcp.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SOURCE_PERSISTENT_VOLUME "modules/file-system/gke-persistent-volume"
-#define GCS_DEFAULT_MOUNT        "defaults,_netdev,implicit_dirs"
+#define GCS_DEFAULT_MOUNT "defaults,_netdev,implicit_dirs"
 
 char *deploy_gcp_bucket_name(const planner *p, const gc_bp_module *m)
 {
@@ -26,16 +25,8 @@ char *deploy_gcp_bucket_name(const planner *p, const gc_bp_module *m)
     const char *deployment =
         deploy_gcp_bool(p, m, "use_deployment_name_in_bucket_name", true) ? p->deployment : "";
     char suffix[9] = "";
-    if (deploy_gcp_bool(p, m, "random_suffix", false)) {
-        const char *project = p->bp->project ? p->bp->project : "";
-        char *seed = gc_xasprintf("%s/%s/%s", project, p->deployment, m->id);
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int len = 0;
-        if (EVP_Digest(seed, strlen(seed), md, &len, EVP_sha256(), NULL) != 1 || len < 4)
-            gc_fatal("libcrypto failed in EVP_Digest");
-        snprintf(suffix, sizeof(suffix), "%02x%02x%02x%02x", md[0], md[1], md[2], md[3]);
-        free(seed);
-    }
+    if (deploy_gcp_bool(p, m, "random_suffix", false))
+        deploy_gcp_suffix(p, m, suffix);
     deployment = deployment ? deployment : "";
     const char *first = *prefix && (*deployment || *suffix) ? "-" : "";
     const char *second = *deployment && *suffix ? "-" : "";
@@ -245,17 +236,21 @@ void deploy_storage_objects(const gc_blueprint *bp, json_t *objects)
     planner p = {0};
     deploy_gcp_planner_init(&p, bp, NULL);
     for (size_t i = 0; i < bp->module_count; i++)
-        if (deploy_gcp_source_is(&bp->modules[i], SOURCE_PERSISTENT_VOLUME))
+        if (deploy_gcp_source_is(&bp->modules[i], SOURCE_PERSISTENT_VOLUME)) {
             volume_objects(&p, &bp->modules[i], objects);
+            deploy_gcp_filestore_volume(&p, &bp->modules[i], objects);
+        }
 }
 
 bool deploy_storage_handles(const gc_blueprint *bp, const char *module_id)
 {
     const gc_bp_module *m = deploy_blueprint_module(bp, module_id);
-    if (deploy_gcp_source_is(m, SOURCE_BUCKET))
+    if (deploy_gcp_source_is(m, SOURCE_BUCKET) || deploy_gcp_source_is(m, SOURCE_FILESTORE))
         return true;
     if (!deploy_gcp_source_is(m, SOURCE_PERSISTENT_VOLUME))
         return false;
+    if (deploy_gcp_used(bp, m, SOURCE_FILESTORE))
+        return true;
     planner p = {0};
     deploy_gcp_planner_init(&p, bp, NULL);
     const gc_bp_module *bucket;

@@ -161,8 +161,14 @@ void deploy_report_free(gc_deploy_report *report);
 /* The gke-persistent-volume modules' gcsfuse Namespace, PersistentVolume and
  * PersistentVolumeClaim, appended to `objects` (gcp_storage.c). */
 void deploy_storage_objects(const gc_blueprint *bp, json_t *objects);
-/* Whether deploy acts on the module: a bucket, or a gke-persistent-volume over Cloud Storage. */
+/* Whether deploy acts on the module: a bucket, a Filestore instance, or a
+ * gke-persistent-volume over either. */
 bool deploy_storage_handles(const gc_blueprint *bp, const char *module_id);
+/* Fills the NFS server of each Filestore PersistentVolume in `objects` with its instance's IP
+ * address, read with gcloud's describe (gcloud NULL: not read). An address that cannot be read
+ * stays a placeholder, or with `must` (about to apply) is an error that says what to check. */
+int deploy_filestore_addresses(const gc_blueprint *bp, const gc_cloud_target *t, const char *gcloud,
+                               json_t *objects, bool must, gc_error *err);
 
 /* The walk over a pipeline's table of stages, deploy's and destroy's alike (pipeline.c): for
  * each row in order, `begin` adds the row to the result (kind and description, state
@@ -191,6 +197,7 @@ typedef struct deploy_cluster {
     json_t *located;    /* discovery of the objects' kinds (deploy_locate), asked once */
     char kueue_api[16]; /* the Kueue API version served, "" when none */
     json_t *objects;    /* gc_deploy_objects, once built */
+    const char *gcloud; /* reads what exists only once created (a Filestore instance's IP) */
 } deploy_cluster;
 
 /* Fills the report's summary; `why` (kube NULL) says why the cluster was not read. */

@@ -50,8 +50,12 @@ static int run_credentials(pipeline *p, gc_error *err)
     gc_error why = {0};
     int rc = p->connect ? p->connect->open(p->connect->ctx, may_write, &res->kube, &why)
                         : gc_fail(&why, GC_EXIT_USAGE, "no way to reach the cluster was given");
-    p->cluster = (deploy_cluster){
-        .kube = rc ? NULL : res->kube, .bp = p->bp, .r = p->r, .ev = p->ev, .report = &res->report};
+    p->cluster = (deploy_cluster){.kube = rc ? NULL : res->kube,
+                                  .bp = p->bp,
+                                  .r = p->r,
+                                  .ev = p->ev,
+                                  .report = &res->report,
+                                  .gcloud = p->gcloud};
     if (rc && may_write) {
         *err = why;
         return rc;

@@ -727,8 +727,10 @@ def test_gcsfuse_volumes_as_the_module_renders_them(bp):
         for pair in arg.split(","):
             key, _, value = pair.partition("=")
             variables[key] = value
-    pvs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"}
-    pvcs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolumeClaim"}
+    pvs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"
+           and o["spec"]["csi"]["driver"] == "gcsfuse.csi.storage.gke.io"}
+    pvcs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolumeClaim"
+            and o["spec"]["volumeName"] in pvs}
     want = expected_volumes(bp, variables)
     assert len(pvs) == len(pvcs) == len(want)
     for bucket, pv, pvc, capacity, sc, options in want:
@@ -740,4 +742,76 @@ def test_gcsfuse_volumes_as_the_module_renders_them(bp):
         claim = pvcs[pvc]["spec"]
         assert claim["volumeName"] == pv and claim["resources"]["requests"]["storage"] == capacity
         assert claim["storageClassName"] == sc
+        assert pvs[pv]["metadata"]["labels"]["ghpc_module"] == "gke-persistent-volume"
+
+
+def expected_filestore_volumes(bp, variables):
+    """The filestore module's instance (its name, else the deployment name and 8 hexadecimal
+    digits: deploy's stand-in for Terraform's random ones; the zone below the ENTERPRISE and
+    REGIONAL tiers) and the gke-persistent-volume module's templates over it."""
+    import hashlib
+    doc = yaml.safe_load((CT / bp).read_text())
+    modules = {m["id"]: m for g in doc["deployment_groups"] for m in g["modules"]}
+    values = dict(doc.get("vars") or {}, **variables)
+    deployment = values["deployment_name"]
+
+    def value(text):
+        if isinstance(text, str) and text.startswith("$(vars.") and text.endswith(")"):
+            return values[text[7:-1]]
+        return text
+
+    volumes = []
+    for m in modules.values():
+        if not m["source"].endswith("file-system/gke-persistent-volume"):
+            continue
+        used = [modules[u] for u in m.get("use", [])
+                if modules[u]["source"].endswith("file-system/filestore")]
+        if not used:
+            continue
+        fs, s = used[0], m.get("settings") or {}
+        fss = fs.get("settings") or {}
+        seed = f"{values['project_id']}/{deployment}/{fs['id']}".encode()
+        name = value(fss.get("name")) or f"{deployment}-{hashlib.sha256(seed).hexdigest()[:8]}"
+        tier = fss.get("filestore_tier", "BASIC_SSD")
+        location = value(fss.get("region", "$(vars.region)") if tier in ("ENTERPRISE", "REGIONAL")
+                         else fss.get("zone", "$(vars.zone)"))
+        share = fss.get("filestore_share_name", "nfsshare")
+        capacity = f"{s.get('capacity_gib', fss.get('size_gb', 2560))}Gi"
+        volumes.append((f"modeInstance/{location}/{name}/{share}", share,
+                        s.get("pv_name") or f"{name}-pv", s.get("pvc_name") or f"{name}-pvc",
+                        capacity, s.get("namespace", "default")))
+    return volumes
+
+
+@pytest.mark.parametrize("bp", PV_BLUEPRINTS)
+def test_filestore_volumes_as_the_module_renders_them(bp):
+    extra = required_vars(bp)
+    objects = dry_run(bp, *extra)
+    variables = {}
+    for arg in extra[1::2] if extra and extra[0] == "--vars" else []:
+        for pair in arg.split(","):
+            key, _, value = pair.partition("=")
+            variables[key] = value
+    pvs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolume"
+           and o["spec"]["csi"]["driver"] == "filestore.csi.storage.gke.io"}
+    pvcs = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PersistentVolumeClaim"
+            and o["spec"]["volumeName"] in pvs}
+    want = expected_filestore_volumes(bp, variables)
+    assert len(pvs) == len(pvcs) == len(want)
+    for handle, share, pv, pvc, capacity, namespace in want:
+        spec = pvs[pv]["spec"]
+        name = handle.split("/")[2]
+        assert spec["csi"] == {
+            "driver": "filestore.csi.storage.gke.io", "volumeHandle": handle,
+            "volumeAttributes": {
+                "ip": f"(the IP address of Filestore instance {name}, read when applying)",
+                "volume": share}}
+        assert spec["capacity"] == {"storage": capacity} and spec["storageClassName"] == ""
+        assert spec["accessModes"] == ["ReadWriteMany"]
+        assert spec["persistentVolumeReclaimPolicy"] == "Retain"
+        assert spec["claimRef"] == {"name": pvc, "namespace": namespace}
+        claim = pvcs[pvc]["spec"]
+        assert claim["volumeName"] == pv and claim["resources"]["requests"]["storage"] == capacity
+        assert claim["storageClassName"] == ""
+        assert pvcs[pvc]["metadata"]["namespace"] == namespace
         assert pvs[pv]["metadata"]["labels"]["ghpc_module"] == "gke-persistent-volume"
