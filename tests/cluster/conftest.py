@@ -235,3 +235,11 @@ def _testenv_profile(request):
         marker = request.node.get_closest_marker("testenv_profile")
         request.getfixturevalue("testenv").use_profile(
             *(marker.args if marker else ()), **(marker.kwargs if marker else {}))
+
+
+def pytest_collection_modifyitems(items):
+    """The compatibility matrix runs last: its older JobSet and Kueue releases may still be
+    building in the background when the tier starts (scripts/background-builds), and every test
+    before it gives that build time to finish."""
+    compat = [item for item in items if item.path.name == "test_compat_matrix.py"]
+    items[:] = [item for item in items if item.path.name != "test_compat_matrix.py"] + compat
