@@ -394,8 +394,10 @@ typedef enum gc_deploy_stage_state {
     GC_STAGE_FAILED,  /* the error returned says why */
 } gc_deploy_stage_state;
 
+/* A stage of deploy's pipeline or of destroy's (one type, so one walk fills both). */
 typedef struct gc_deploy_stage {
-    gc_deploy_stage_kind kind;
+    int kind; /* a gc_deploy_stage_kind in a gc_deploy_result, a gc_destroy_stage_kind in a
+                 gc_destroy_result */
     const char *description; /* static text: what the stage does */
     gc_deploy_stage_state state;
     char *detail;
@@ -442,13 +444,6 @@ typedef enum gc_destroy_stage_kind {
     GC_DESTROY_DELETE,  /* the Google Cloud steps still there deleted, in order */
 } gc_destroy_stage_kind;
 
-typedef struct gc_destroy_stage {
-    gc_destroy_stage_kind kind;
-    const char *description; /* static text: what the stage does */
-    gc_deploy_stage_state state;
-    char *detail; /* why it was skipped */
-} gc_destroy_stage;
-
 typedef struct gc_destroy_request {
     /* Where the gcloud commands point; NULL takes the blueprint's. */
     const char *project;
@@ -461,7 +456,7 @@ typedef struct gc_destroy_request {
 } gc_destroy_request;
 
 typedef struct gc_destroy_result {
-    gc_destroy_stage stages[GC_DESTROY_DELETE + 1]; /* in the order they run */
+    gc_deploy_stage stages[GC_DESTROY_DELETE + 1]; /* in the order they run */
     size_t stage_count; /* 0: bad input, nothing was run (the error says why) */
     bool applied;       /* deletes were allowed: `apply` and every step was described */
     gc_cloud_plan cloud;

@@ -64,7 +64,7 @@ static void render_text(const gc_destroy_result *res)
     const gc_cloud_report *report = &res->cloud_report;
     cli_line(stdout, "Stages (in the order destroy runs them):");
     for (size_t i = 0; i < res->stage_count; i++) {
-        const gc_destroy_stage *s = &res->stages[i];
+        const gc_deploy_stage *s = &res->stages[i];
         cli_line(stdout, "  %zu. %s: %s", i + 1, s->description,
                  cli_stage_word(s->state, res->applied ? "done" : "looked, deleted nothing"));
         if (s->detail)
@@ -102,7 +102,7 @@ static json_t *report_json(const gc_destroy_result *res)
     const gc_cloud_report *report = &res->cloud_report;
     json_t *stages = json_array();
     for (size_t i = 0; i < res->stage_count; i++) {
-        const gc_destroy_stage *s = &res->stages[i];
+        const gc_deploy_stage *s = &res->stages[i];
         json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:o}", "kind",
                                                 gc_destroy_stage_kind_name(s->kind), "description",
                                                 s->description, "state", cli_stage_key(s->state),

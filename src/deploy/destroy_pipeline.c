@@ -19,8 +19,8 @@ typedef struct dpipe {
     const gc_deploy_connect *connect;
     const gc_events *ev;
     gc_destroy_result *result;
-    gc_destroy_stage *stage; /* the one running */
-    bool remains;            /* the describes found the cluster still there */
+    gc_deploy_stage *stage; /* the one running */
+    bool remains;           /* the describes found the cluster still there */
 } dpipe;
 
 static void skip(dpipe *p, const char *why)
@@ -52,8 +52,9 @@ static bool cluster_remains(const gc_cloud_plan *plan, const gc_cloud_report *re
     return false;
 }
 
-static int run_check(dpipe *p, gc_error *err)
+static int run_check(void *pipe, gc_error *err)
 {
+    dpipe *p = pipe;
     gc_destroy_result *res = p->result;
     int rc = deploy_cloud_run(&res->cloud, p->gcloud, false, p->ev, &res->cloud_report, err);
     if (rc)
@@ -67,8 +68,9 @@ static int run_check(dpipe *p, gc_error *err)
 
 /* Deleting a cluster under a running job loses the job: refused while one runs, or when they
  * cannot be listed, unless --allow-running-jobs. */
-static int run_jobs(dpipe *p, gc_error *err)
+static int run_jobs(void *pipe, gc_error *err)
 {
+    dpipe *p = pipe;
     gc_destroy_result *res = p->result;
     if (!p->remains) {
         skip(p, "the cluster is gone");
@@ -110,8 +112,9 @@ static int run_jobs(dpipe *p, gc_error *err)
 
 /* The volumes deploy applied go before the cloud steps delete their buckets. Under
  * --allow-running-jobs a cluster that cannot be reached takes them with it. */
-static int run_objects(dpipe *p, gc_error *err)
+static int run_objects(void *pipe, gc_error *err)
 {
+    dpipe *p = pipe;
     gc_destroy_result *res = p->result;
     if (!p->remains) {
         skip(p, "the cluster is gone, and its volumes with it");
@@ -143,8 +146,9 @@ static int run_objects(dpipe *p, gc_error *err)
     return rc;
 }
 
-static int run_delete(dpipe *p, gc_error *err)
+static int run_delete(void *pipe, gc_error *err)
 {
+    dpipe *p = pipe;
     gc_destroy_result *res = p->result;
     if (!res->applied) {
         skip(p, "without --auto-approve nothing is deleted");
@@ -154,11 +158,7 @@ static int run_delete(dpipe *p, gc_error *err)
     return deploy_cloud_run(&res->cloud, p->gcloud, true, p->ev, &res->cloud_report, err);
 }
 
-static const struct stage_row {
-    gc_destroy_stage_kind kind;
-    const char *description;
-    int (*run)(dpipe *p, gc_error *err);
-} stages[] = {
+static const deploy_stage_row stages[] = {
     {GC_DESTROY_CHECK, "Google Cloud: a describe of every step, to find what is still there",
      run_check},
     {GC_DESTROY_JOBS,
@@ -173,27 +173,14 @@ static const struct stage_row {
      "Google Cloud: what is still there deleted, node pools first and networks last", run_delete},
 };
 
-_Static_assert(sizeof(stages) / sizeof(*stages) == GC_DESTROY_DELETE + 1, "a row per stage");
+#define STAGE_COUNT (sizeof(stages) / sizeof(*stages))
+_Static_assert(STAGE_COUNT == GC_DESTROY_DELETE + 1, "a row per stage");
 
 const char *gc_destroy_stage_kind_name(gc_destroy_stage_kind kind)
 {
     static const char *const names[] = {"check", "jobs", "objects", "delete"};
     _Static_assert(sizeof(names) / sizeof(*names) == GC_DESTROY_DELETE + 1, "a name per stage");
     return names[kind];
-}
-
-static gc_deploy_stage_state *begin_stage(void *pipe, size_t row)
-{
-    dpipe *p = pipe;
-    p->stage = &p->result->stages[p->result->stage_count++];
-    p->stage->kind = stages[row].kind;
-    p->stage->description = stages[row].description;
-    return &p->stage->state;
-}
-
-static int run_stage(void *pipe, size_t row, gc_error *err)
-{
-    return stages[row].run(pipe, err);
 }
 
 int gc_destroy_run(const gc_blueprint *bp, const gc_destroy_request *r, const char *gcloud,
@@ -209,11 +196,8 @@ int gc_destroy_run(const gc_blueprint *bp, const gc_destroy_request *r, const ch
         &result->cloud, err);
     if (rc)
         return rc;
-    return deploy_stages_walk(&(deploy_stage_walk){.count = sizeof(stages) / sizeof(*stages),
-                                                   .pipe = &p,
-                                                   .begin = begin_stage,
-                                                   .run = run_stage},
-                              err);
+    return deploy_stages_walk(stages, STAGE_COUNT, &p, result->stages, &result->stage_count,
+                              &p.stage, err);
 }
 
 void gc_destroy_result_free(gc_destroy_result *result)

@@ -170,19 +170,21 @@ bool deploy_storage_handles(const gc_blueprint *bp, const char *module_id);
 int deploy_filestore_addresses(const gc_blueprint *bp, const gc_cloud_target *t, const char *gcloud,
                                json_t *objects, bool must, gc_error *err);
 
-/* The walk over a pipeline's table of stages, deploy's and destroy's alike (pipeline.c): for
- * each row in order, `begin` adds the row to the result (kind and description, state
- * GC_STAGE_NOT_RUN) and returns its state, then `run` runs it. The state becomes
- * GC_STAGE_FAILED when `run` fails and GC_STAGE_DONE when it succeeds without marking it
- * GC_STAGE_SKIPPED. After a failure the rows that follow are added but not run, so the result
- * lists every stage; the walk returns the first failure's code. */
-typedef struct deploy_stage_walk {
-    size_t count; /* rows in the table */
-    void *pipe;   /* the pipeline, handed to both calls */
-    gc_deploy_stage_state *(*begin)(void *pipe, size_t row);
-    int (*run)(void *pipe, size_t row, gc_error *err);
-} deploy_stage_walk;
-int deploy_stages_walk(const deploy_stage_walk *w, gc_error *err);
+/* A row of a pipeline's table of stages (pipeline.c's and destroy_pipeline.c's): its kind, what
+ * it does, and the function that runs it, given the pipeline. */
+typedef struct deploy_stage_row {
+    int kind; /* a gc_deploy_stage_kind, or a gc_destroy_stage_kind in destroy's table */
+    const char *description;
+    int (*run)(void *pipe, gc_error *err);
+} deploy_stage_row;
+
+/* The walk over a pipeline's table, deploy's and destroy's alike (pipeline.c): every row goes
+ * into `out` (*stage_count of them, state GC_STAGE_NOT_RUN), then each in order is made the
+ * `running` one and run. Its state becomes GC_STAGE_FAILED when it fails and GC_STAGE_DONE when
+ * it succeeds without marking itself GC_STAGE_SKIPPED. The first failure stops the walk (the
+ * rows after it stay GC_STAGE_NOT_RUN) and is returned. */
+int deploy_stages_walk(const deploy_stage_row *rows, size_t count, void *pipe, gc_deploy_stage *out,
+                       size_t *stage_count, gc_deploy_stage **running, gc_error *err);
 
 /* The Kubernetes stages of the pipeline against one cluster (kube NULL: --plan without it),
  * in apply.c; pipeline.c decides their order. */

@@ -31,8 +31,9 @@ static void skip(pipeline *p, const char *why)
 }
 
 /* The cluster must exist before anything is asked of it. */
-static int run_cloud(pipeline *p, gc_error *err)
+static int run_cloud(void *pipe, gc_error *err)
 {
+    pipeline *p = pipe;
     gc_deploy_result *res = p->result;
     int rc = deploy_cloud_run(&res->cloud, p->gcloud, p->apply && !p->r->plan, p->ev,
                               &res->cloud_report, err);
@@ -43,8 +44,9 @@ static int run_cloud(pipeline *p, gc_error *err)
 
 /* Under --plan the kubeconfig is not written, so without its context the stages after this
  * one say what they would do without asking the cluster. */
-static int run_credentials(pipeline *p, gc_error *err)
+static int run_credentials(void *pipe, gc_error *err)
 {
+    pipeline *p = pipe;
     gc_deploy_result *res = p->result;
     bool may_write = !p->r->plan;
     gc_error why = {0};
@@ -67,21 +69,24 @@ static int run_credentials(pipeline *p, gc_error *err)
     return 0;
 }
 
-static int run_installs(pipeline *p, gc_error *err)
+static int run_installs(void *pipe, gc_error *err)
 {
+    pipeline *p = pipe;
     int rc = deploy_stage_installs(&p->cluster, err);
     if (!rc && !p->result->report.install_count)
         skip(p, "the blueprint installs nothing");
     return rc;
 }
 
-static int run_objects(pipeline *p, gc_error *err)
+static int run_objects(void *pipe, gc_error *err)
 {
+    pipeline *p = pipe;
     return deploy_stage_objects(&p->cluster, err);
 }
 
-static int run_wait(pipeline *p, gc_error *err)
+static int run_wait(void *pipe, gc_error *err)
 {
+    pipeline *p = pipe;
     if (!p->cluster.kube) {
         skip(p, "the cluster was not read");
         return 0;
@@ -93,11 +98,7 @@ static int run_wait(pipeline *p, gc_error *err)
     return deploy_stage_wait(&p->cluster, err);
 }
 
-static const struct stage_row {
-    gc_deploy_stage_kind kind;
-    const char *description;
-    int (*run)(pipeline *p, gc_error *err);
-} stages[] = {
+static const deploy_stage_row stages[] = {
     {GC_STAGE_CLOUD,
      "Google Cloud: networks, service accounts, buckets, the cluster, node pools (a describe of "
      "each first; gcloud makes only the absent ones)",
@@ -113,7 +114,8 @@ static const struct stage_row {
     {GC_STAGE_WAIT, "waits: each ClusterQueue applied made Active by Kueue", run_wait},
 };
 
-_Static_assert(sizeof(stages) / sizeof(*stages) == GC_STAGE_WAIT + 1, "a row per stage");
+#define STAGE_COUNT (sizeof(stages) / sizeof(*stages))
+_Static_assert(STAGE_COUNT == GC_STAGE_WAIT + 1, "a row per stage");
 
 const char *gc_deploy_stage_kind_name(gc_deploy_stage_kind kind)
 {
@@ -122,34 +124,22 @@ const char *gc_deploy_stage_kind_name(gc_deploy_stage_kind kind)
     return names[kind];
 }
 
-int deploy_stages_walk(const deploy_stage_walk *w, gc_error *err)
+int deploy_stages_walk(const deploy_stage_row *rows, size_t count, void *pipe, gc_deploy_stage *out,
+                       size_t *stage_count, gc_deploy_stage **running, gc_error *err)
 {
+    for (size_t i = 0; i < count; i++)
+        out[i] = (gc_deploy_stage){.kind = rows[i].kind, .description = rows[i].description};
+    *stage_count = count;
     int rc = 0;
-    for (size_t i = 0; i < w->count; i++) {
-        gc_deploy_stage_state *state = w->begin(w->pipe, i);
+    for (size_t i = 0; i < count && !rc; i++) {
+        *running = &out[i];
+        rc = rows[i].run(pipe, err);
         if (rc)
-            continue;
-        rc = w->run(w->pipe, i, err);
-        if (rc)
-            *state = GC_STAGE_FAILED;
-        else if (*state != GC_STAGE_SKIPPED)
-            *state = GC_STAGE_DONE;
+            out[i].state = GC_STAGE_FAILED;
+        else if (out[i].state != GC_STAGE_SKIPPED)
+            out[i].state = GC_STAGE_DONE;
     }
     return rc;
-}
-
-static gc_deploy_stage_state *begin_stage(void *pipe, size_t row)
-{
-    pipeline *p = pipe;
-    p->stage = &p->result->stages[p->result->stage_count++];
-    p->stage->kind = stages[row].kind;
-    p->stage->description = stages[row].description;
-    return &p->stage->state;
-}
-
-static int run_stage(void *pipe, size_t row, gc_error *err)
-{
-    return stages[row].run(pipe, err);
 }
 
 int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply,
@@ -175,10 +165,7 @@ int gc_deploy_run(const gc_blueprint *bp, const gc_deploy_request *r, bool apply
                                      &result->cloud, err);
     if (rc)
         return rc;
-    rc = deploy_stages_walk(&(deploy_stage_walk){.count = sizeof(stages) / sizeof(*stages),
-                                                 .pipe = &p,
-                                                 .begin = begin_stage,
-                                                 .run = run_stage},
+    rc = deploy_stages_walk(stages, STAGE_COUNT, &p, result->stages, &result->stage_count, &p.stage,
                             err);
     if (p.cluster_begun)
         deploy_cluster_end(&p.cluster);
