@@ -299,6 +299,13 @@ typedef struct gc_prereq_report {
 
 /* The request's flags, before anything is sent: GC_EXIT_USAGE naming the flag. */
 int gc_prereq_check(const gc_prereq_request *r, gc_error *err);
+/* The files a --manifests-dir holds, appended to `out` in install order: each release deploy
+ * installs (gc_deploy_release_files: cert-manager, JobSet, Kueue) or job submit installs
+ * (gc_prereq_release_files: JobSet, Kueue), at the kubectl-apply module's default version, its
+ * release file named <name>-<version>.yaml in lower case ("kueue-v0.17.1.yaml"). */
+void gc_deploy_release_files(gc_strings *out);
+void gc_prereq_release_files(gc_strings *out);
+
 /* Installs those of JobSet and Kueue the request names missing (with Kueue, deploy's five
  * PriorityClasses when the cluster has none of its own). `report` says what was done, also
  * after a failure (free it in every case). */

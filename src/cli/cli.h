@@ -71,6 +71,11 @@ int cli_refuse_cluster_flags(const cli_globals *g, const char *gke_namespace, bo
  * by the caller) keeps the split copies; the result (free it) holds *count pieces. */
 const char **cli_split_vars(const cli_list *list, char **storage, size_t *count);
 
+/* A --help footer (cli_command.footer): `before` (NULL: nothing), then the files a
+ * --manifests-dir holds as `files` (gc_deploy_release_files, gc_prereq_release_files) lists
+ * them from the installer's table, one a line. Built into `text` (static, zeroed) once. */
+const char *cli_manifests_dir_help(gc_buf *text, const char *before, void (*files)(gc_strings *));
+
 /* Stored defaults for --cluster, --location and --project (~/.gcluster/context.json, the file
  * and keys Google's gcluster uses). */
 typedef struct cli_stored_context {

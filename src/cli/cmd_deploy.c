@@ -72,8 +72,8 @@ static const cli_option deploy_options[] = {
                "contacted"),
     CLI_STRING(0, "manifests-dir", deploy_args, manifests_dir, "DIR",
                "read the release manifests of what the blueprint installs (Kueue, JobSet, "
-               "cert-manager) from DIR, named kueue-v0.17.1.yaml and so on, instead of "
-               "downloading them; each is still checked against its SHA-256"),
+               "cert-manager) from DIR, each named NAME-VERSION.yaml (the files are listed "
+               "below), instead of downloading them; each is still checked against its SHA-256"),
     CLI_STRING(0, "manifests-mirror", deploy_args, manifests_mirror, "URL",
                "download the release manifests from this https:// base URL (the same paths "
                "as under https://github.com) instead of GitHub"),
@@ -198,6 +198,12 @@ static int deploy_run(void *args, const cli_parsed *parsed, gc_error *err)
     return rc;
 }
 
+static const char *deploy_footer(void)
+{
+    static gc_buf text;
+    return cli_manifests_dir_help(&text, NULL, gc_deploy_release_files);
+}
+
 const cli_command cmd_deploy = {
     .name = "deploy",
     .summary = "make a cluster Pathways-ready from a Cluster Toolkit blueprint",
@@ -229,4 +235,5 @@ const cli_command cmd_deploy = {
     .operands = &cli_paths,
     .args_size = sizeof(deploy_args),
     .run = deploy_run,
+    .footer = deploy_footer,
 };

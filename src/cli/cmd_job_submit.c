@@ -138,7 +138,7 @@ static const cli_option submit_options[] = {
                "what was submitted as JSON or YAML (with --dry-run-out: the manifest's format)"),
     CLI_VALUES(0, "manifests-dir", submit_args, prereqs.manifests_dir, "DIR", &cli_paths,
                "install a missing JobSet or Kueue from the release files in DIR "
-               "(jobset-v0.10.1.yaml, kueue-v0.17.1.yaml), checked against their SHA-256"),
+               "(NAME-VERSION.yaml, listed below), checked against their SHA-256"),
     CLI_STRING(0, "manifests-mirror", submit_args, prereqs.manifests_mirror, "URL",
                "download a missing JobSet's or Kueue's release file from this https:// base "
                "URL (GitHub's paths) instead of GitHub"),
@@ -555,6 +555,12 @@ static int submit_run(void *opaque, const cli_parsed *parsed, gc_error *err)
     return rc;
 }
 
+static const char *submit_footer(void)
+{
+    static gc_buf text;
+    return cli_manifests_dir_help(&text, gc_catalog_help(), gc_prereq_release_files);
+}
+
 const cli_command cmd_job_submit = {
     .name = "submit",
     .summary = "build the JobSet, check it against the cluster and create it",
@@ -570,5 +576,5 @@ const cli_command cmd_job_submit = {
     .args_size = sizeof(submit_args),
     .init_args = submit_defaults,
     .run = submit_run,
-    .footer = gc_catalog_help,
+    .footer = submit_footer,
 };

@@ -1,6 +1,6 @@
 /*
  * Helpers shared by the command files: stored defaults, flags a command refuses, writing output
- * files.
+ * files, the --manifests-dir note of --help.
  */
 #include "cli/cli.h"
 #include "cli/render.h"
@@ -141,4 +141,21 @@ const char **cli_split_vars(const cli_list *list, char **storage, size_t *count)
     }
     *count = n;
     return out;
+}
+
+const char *cli_manifests_dir_help(gc_buf *text, const char *before, void (*files)(gc_strings *))
+{
+    if (text->data)
+        return text->data;
+    gc_buf_init(text);
+    gc_strings names = {0};
+    files(&names);
+    if (before)
+        gc_buf_printf(text, "%s\n", before);
+    gc_buf_puts(text, "Release files --manifests-dir reads (each project's release file renamed "
+                      "NAME-VERSION.yaml;\nthe kubectl-apply module's default releases):\n");
+    for (size_t i = 0; i < names.count; i++)
+        gc_buf_printf(text, "  %s\n", names.items[i]);
+    gc_strings_free(&names);
+    return text->data;
 }

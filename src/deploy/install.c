@@ -171,6 +171,20 @@ static const component *component_named(const char *name)
     return NULL;
 }
 
+void deploy_release_file(const char *name, gc_strings *out)
+{
+    const component *c = component_named(name);
+    char *file = dir_name(c, c->version);
+    gc_strings_push(out, file);
+    free(file);
+}
+
+void gc_deploy_release_files(gc_strings *out)
+{
+    for (size_t i = 0; i < COMPONENT_COUNT; i++)
+        deploy_release_file(components[i].name, out);
+}
+
 static char *source_of(const component *c, const char *version, const deploy_release_source *src)
 {
     return src->dir ? dir_file(c, version, src->dir) : release_url(c, version, src->mirror);

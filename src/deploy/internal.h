@@ -60,6 +60,9 @@ typedef struct deploy_release_source {
     const char *mirror;
     bool upgrade;
 } deploy_release_source;
+/* The file a --manifests-dir holds for the release of `name` ("JobSet") at the kubectl-apply
+ * module's default version, appended to `out`. */
+void deploy_release_file(const char *name, gc_strings *out);
 /* Fills `in` for the release of `name` ("cert-manager", "JobSet", "Kueue") at `version` (NULL:
  * the kubectl-apply module's default) and, with `kube`, what the cluster runs of it. */
 int deploy_install_check_one(gc_kube *kube, json_t *cache, const char *name, const char *version,

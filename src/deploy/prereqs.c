@@ -34,6 +34,12 @@ static const struct {
     {"Kueue", "kueue.x-k8s.io", "kueue-system", "kueue-controller-manager"},
 };
 
+void gc_prereq_release_files(gc_strings *out)
+{
+    for (size_t i = 0; i < sizeof(prerequisites) / sizeof(*prerequisites); i++)
+        deploy_release_file(prerequisites[i].name, out);
+}
+
 /* Whether the list of PriorityClasses holds one that neither Kubernetes (system-*) nor GKE
  * (gke-*) made: then its owner chose the classes, and none are added. */
 static bool has_own_priority_classes(const json_t *list)

@@ -502,6 +502,44 @@ static void submit_refuses_install_flags_that_would_do_nothing(void **state)
     }
 }
 
+/* --help lists the files a --manifests-dir holds from the installer's own table, so the names
+ * the tests above write (the ones the installer reads) are the ones a person is told. */
+static void help_lists_the_files_the_installer_reads(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *argv[4];
+        void (*files)(gc_strings *out);
+        const char *want[4];
+    } cases[] = {
+        {{"deploy", "--help", NULL},
+         gc_deploy_release_files,
+         {CERT_MANAGER, "jobset-v0.10.1.yaml", "kueue-v0.17.1.yaml", NULL}},
+        {{"job", "submit", "--help", NULL},
+         gc_prereq_release_files,
+         {"jobset-v0.10.1.yaml", "kueue-v0.17.1.yaml", NULL}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        gc_strings files = {0};
+        cases[i].files(&files);
+        cli_result res;
+        run_cli(&res, cases[i].argv, NULL);
+        assert_int_equal(res.exit_code, 0);
+        size_t n = 0;
+        for (; cases[i].want[n]; n++) {
+            assert_true(n < files.count);
+            assert_string_equal(files.items[n], cases[i].want[n]);
+            char *line = gc_xasprintf("\n  %s\n", cases[i].want[n]);
+            if (!strstr(res.out.data, line))
+                fail_msg("case %zu: %s not listed in: %s", i, cases[i].want[n], res.out.data);
+            free(line);
+        }
+        assert_int_equal(files.count, n);
+        cli_result_free(&res);
+        gc_strings_free(&files);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -519,6 +557,7 @@ int main(void)
         cmocka_unit_test_setup(prereq_flags_are_checked, kube_test_env_reset),
         cmocka_unit_test_setup(submit_refuses_install_flags_that_would_do_nothing,
                                kube_test_env_reset),
+        cmocka_unit_test(help_lists_the_files_the_installer_reads),
     };
     return cmocka_run_group_tests(tests, setup, kube_test_env_teardown);
 }
