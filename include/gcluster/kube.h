@@ -97,6 +97,20 @@ enum gc_kube_write_flags {
 int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
                    json_t **out, gc_error *err);
 
+/* Several creates at once, each as gc_kube_create: their first POSTs go out together (one round
+ * trip, as gc_kube_read_all's reads), then each answer is settled alone (an ambiguous one read by
+ * name, a POST sent again only when its object is absent). Each entry's outcome is in its rc and
+ * err; one failing does not stop the others, which were sent already. */
+typedef struct gc_kube_create_request {
+    const char *collection; /* the collection's path */
+    const json_t *object;   /* not changed */
+    unsigned flags;         /* GC_KUBE_DRY_RUN, GC_KUBE_STRICT */
+    json_t **out;           /* may be NULL: as gc_kube_create's */
+    int rc;                 /* out */
+    gc_error err;           /* out */
+} gc_kube_create_request;
+void gc_kube_create_all(gc_kube *kube, gc_kube_create_request *creates, size_t count);
+
 /* Server-side apply (PATCH application/apply-patch+yaml with a field manager). */
 int gc_kube_apply(gc_kube *kube, const char *path, json_t *object, const char *field_manager,
                   unsigned flags, json_t **out, gc_error *err);

@@ -7,7 +7,8 @@
  * object is read by name: with our id it is ours and the create succeeded; with another id or
  * none it is someone else's; absent, the POST is sent once more. Creation times cannot decide
  * this: another client's object made in the same second looks just like ours. A create is never
- * re-sent while it might have been applied.
+ * re-sent while it might have been applied. Several creates may go out together
+ * (gc_kube_create_all): their first attempts share one round trip, then each is settled alone.
  */
 #include "kube/internal.h"
 
@@ -170,71 +171,116 @@ static int unknown_outcome(gc_kube *kube, const kube_exchange *x, const char *co
     return rc;
 }
 
-int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
-                   json_t **out, gc_error *err)
+/* One create under way: its request (the object with its submission id) and first exchange. */
+typedef struct pending_create {
+    const char *collection;
+    const char *name;
+    bool idempotent;
+    char id[33];
+    char *body;
+    const char *q[MAX_QUERY];
+    kube_request req;
+    kube_exchange x;
+} pending_create;
+
+static void create_start(gc_kube *kube, pending_create *c, const char *collection_path,
+                         const json_t *object, unsigned flags)
 {
-    if (out)
-        *out = NULL;
-    const char *q[MAX_QUERY] = {0};
-    write_params(flags, q, 0);
-    const char *name =
-        json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
+    memset(c, 0, sizeof(*c));
+    c->collection = collection_path;
+    write_params(flags, c->q, 0);
+    c->name = json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
     /* A dry run stores nothing, so sending it again is harmless. */
-    bool idempotent = (flags & GC_KUBE_DRY_RUN) != 0;
-    char id[33] = "";
+    c->idempotent = (flags & GC_KUBE_DRY_RUN) != 0;
     json_t *sent = json_deep_copy(object);
-    if (!idempotent && name) {
-        new_submission_id(kube, id);
+    if (!c->idempotent && c->name) {
+        new_submission_id(kube, c->id);
         json_t *meta = json_object_get(sent, "metadata");
         if (!json_is_object(json_object_get(meta, "annotations")))
             json_object_set_new(meta, "annotations", json_object());
         json_object_set_new(json_object_get(meta, "annotations"), GC_KUBE_SUBMISSION_ID,
-                            json_string(id));
+                            json_string(c->id));
     }
-    char *body = json_dumps(sent, JSON_COMPACT);
+    c->body = json_dumps(sent, JSON_COMPACT);
     json_decref(sent);
-    kube_request req = {.method = "POST",
-                        .path = collection_path,
-                        .extra = q,
-                        .content_type = "application/json",
-                        .body = body,
-                        .body_len = body ? strlen(body) : 0,
-                        .idempotent = idempotent};
-    kube_exchange x;
-    kube_exchange_init(&x, &req);
-    int rc = 0;
+    c->req = (kube_request){.method = "POST",
+                            .path = collection_path,
+                            .extra = c->q,
+                            .content_type = "application/json",
+                            .body = c->body,
+                            .body_len = c->body ? strlen(c->body) : 0,
+                            .idempotent = c->idempotent};
+    kube_exchange_init(&c->x, &c->req);
+}
+
+/* After the first attempt (its outcome `rc`, `err`): the answer, or, when it leaves open what
+ * happened, the object read by name and the POST sent again only when it is absent. */
+static int create_end(gc_kube *kube, pending_create *c, int rc, json_t **out, gc_error *err)
+{
+    const char *name = c->name;
+    kube_exchange *x = &c->x;
     for (int attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
-        rc = kube_request_run(kube, &x, err);
-        if (idempotent || !ambiguous(&x, rc))
+        if (attempt > 1)
+            rc = kube_request_run(kube, x, err);
+        if (c->idempotent || !ambiguous(x, rc))
             break;
-        if (!rc && x.http.status == 409 && (!id[0] || !already_exists(kube, &x)))
+        if (!rc && x->http.status == 409 && (!c->id[0] || !already_exists(kube, x)))
             break;
         if (!name) {
-            rc = unknown_outcome(kube, &x, collection_path, rc, err);
+            rc = unknown_outcome(kube, x, c->collection, rc, err);
             break;
         }
         gc_error why = *err;
         if (!rc)
-            kube_http_error(kube, &x, &why);
-        if (x.http.resent)
+            kube_http_error(kube, x, &why);
+        if (x->http.resent)
             gc_error_prefix(&why, "the connection died and libcurl sent the request again: ");
-        rc = check_created(kube, collection_path, name, id, &why, out, err);
+        rc = check_created(kube, c->collection, name, c->id, &why, out, err);
         if (rc != KUBE_NOT_CREATED) {
-            kube_exchange_free(&x);
-            free(body);
+            kube_exchange_free(x);
+            free(c->body);
             return rc;
         }
         *err = why;
         rc = err->code ? err->code : GC_EXIT_RUNTIME;
         kube_trace(kube, "\"%s\" was not created; sending the create again", name);
     }
-    if (!rc && x.http.status >= 300)
-        rc = kube_http_error(kube, &x, err);
+    if (!rc && x->http.status >= 300)
+        rc = kube_http_error(kube, x, err);
     if (!rc)
-        rc = kube_decode_body(&x, out, err);
-    kube_exchange_free(&x);
-    free(body);
+        rc = kube_decode_body(x, out, err);
+    kube_exchange_free(x);
+    free(c->body);
     return rc;
+}
+
+int gc_kube_create(gc_kube *kube, const char *collection_path, json_t *object, unsigned flags,
+                   json_t **out, gc_error *err)
+{
+    if (out)
+        *out = NULL;
+    pending_create c;
+    create_start(kube, &c, collection_path, object, flags);
+    int rc = kube_request_run(kube, &c.x, err);
+    return create_end(kube, &c, rc, out, err);
+}
+
+void gc_kube_create_all(gc_kube *kube, gc_kube_create_request *creates, size_t count)
+{
+    pending_create *pending = gc_xcalloc(count ? count : 1, sizeof(*pending));
+    kube_batch_entry *batch = gc_xcalloc(count ? count : 1, sizeof(*batch));
+    for (size_t i = 0; i < count; i++) {
+        gc_error_clear(&creates[i].err);
+        if (creates[i].out)
+            *creates[i].out = NULL;
+        create_start(kube, &pending[i], creates[i].collection, creates[i].object, creates[i].flags);
+        batch[i] = (kube_batch_entry){.x = &pending[i].x, .err = &creates[i].err};
+    }
+    kube_request_run_all(kube, batch, count);
+    for (size_t i = 0; i < count; i++)
+        creates[i].rc = create_end(kube, &pending[i], batch[i].rc, creates[i].out, &creates[i].err);
+    free(batch);
+    free(pending);
 }
 
 /* A PATCH is idempotent: the same patch applied twice leaves the same object. */

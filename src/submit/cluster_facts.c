@@ -3,11 +3,11 @@
  * namespace, the ClusterQueues, the ResourceFlavors, the nodes the job needs (by label selector,
  * metadata only, limited to what the job needs: never the whole cluster) and, with --priority,
  * the PriorityClass, the namespace, what multi-tier checkpointing and dynamic slicing need and
- * the StorageClasses of the profile= gateways, each only when a check declares it, all requested at
- * once. An older Kueue (v1beta1) costs one more round trip (its reads, together:
- * gc_kueue_read_all); a user who may not list ClusterQueues or PriorityClasses costs a request for
- * the one that matters; a flavor pinning pods to a node pool not read yet costs a read of one of
- * its nodes.
+ * the StorageClasses of the profile= gateways and the gateways themselves, each only when a check
+ * declares it, all requested at once. An older Kueue (v1beta1) costs one more round trip (its
+ * reads, together: gc_kueue_read_all); a user who may not list ClusterQueues or PriorityClasses
+ * costs a request for the one that matters; a flavor pinning pods to a node pool not read yet costs
+ * a read of one of its nodes.
  */
 #include "submit/cluster_facts.h"
 
@@ -325,7 +325,7 @@ static int get_priority_class(gc_kube *kube, const char *priority, cluster_facts
 
 /* Everything the first round trip reads: at most Kueue's three lists and two feature lists,
  * three node reads, the PriorityClass, the namespace, the three feature reads outside Kueue,
- * JobSet's API group and the StorageClasses. */
+ * JobSet's API group and the StorageClasses; and a get of each gateway object. */
 #define FIRST_ROUND_READS (14 + SUBMIT_STORAGE_CLASSES)
 
 typedef struct first_round {
@@ -336,8 +336,9 @@ typedef struct first_round {
     gc_kube_list_options priority_options;
     json_t *target_namespace;
     json_t *jobset_group;
-    gc_kube_read reads[FIRST_ROUND_READS];
-    char *paths[FIRST_ROUND_READS]; /* those not Kueue's (gc_kueue_read owns those) */
+    gc_kube_read *reads;
+    char **paths; /* those not Kueue's (gc_kueue_read owns those) */
+    size_t capacity;
     gc_kueue_read kueue_reads[5];
     size_t kueue_count;
     size_t local_queues, cluster_queues, flavors; /* their indexes in reads (SUBMIT_READ_QUEUES) */
@@ -346,6 +347,7 @@ typedef struct first_round {
     size_t jobset_api;                            /* SUBMIT_READ_JOBSET_API's */
     size_t feature[FACT_READS];                   /* each feature read's */
     size_t storage_class[SUBMIT_STORAGE_CLASSES]; /* each StorageClass's */
+    size_t gateways; /* the first gateway object's (SUBMIT_READ_GATEWAYS), the others follow */
     size_t count;
 } first_round;
 
@@ -410,11 +412,16 @@ static void add_feature_reads(first_round *round, unsigned reads, cluster_facts 
     }
 }
 
+static bool is_volume(const json_t *gateway)
+{
+    const char *kind = gc_kube_string(gateway, "kind");
+    return kind && !strcmp(kind, "PersistentVolume");
+}
+
 /* The StorageClass a gateway volume names (a claim names it too, and is bound to the volume). */
 static const char *gateway_storage_class(const json_t *gateway)
 {
-    const char *kind = gc_kube_string(gateway, "kind");
-    if (!kind || strcmp(kind, "PersistentVolume") != 0)
+    if (!is_volume(gateway))
         return NULL;
     return gc_kube_string(json_object_get(gateway, "spec"), "storageClassName");
 }
@@ -449,12 +456,43 @@ static void add_storage_class_reads(first_round *round, const gc_submit_plan *pl
     }
 }
 
+char *submit_gateway_collection(const json_t *gateway, const char *ns)
+{
+    return is_volume(gateway) ? gc_kube_path(NULL, "v1", NULL, "persistentvolumes", NULL)
+                              : gc_kube_path(NULL, "v1", ns, "persistentvolumeclaims", NULL);
+}
+
+char *submit_gateway_path(const json_t *gateway, const char *ns)
+{
+    const char *name = gc_kube_string(json_object_get(gateway, "metadata"), "name");
+    return is_volume(gateway) ? gc_kube_path(NULL, "v1", NULL, "persistentvolumes", name)
+                              : gc_kube_path(NULL, "v1", ns, "persistentvolumeclaims", name);
+}
+
+/* A get of each gateway object of plan->gateways, in their order: whether it is there already. */
+static void add_gateway_reads(first_round *round, const gc_submit_plan *plan, const char *ns,
+                              cluster_facts *f)
+{
+    f->gateway_count = json_array_size(plan->gateways);
+    f->gateways = gc_xcalloc(f->gateway_count ? f->gateway_count : 1, sizeof(*f->gateways));
+    round->gateways = round->count;
+    for (size_t i = 0; i < f->gateway_count; i++) {
+        f->gateways[i].asked = true;
+        add_read(round, submit_gateway_path(json_array_get(plan->gateways, i), ns),
+                 (gc_kube_read){.object = &f->gateways[i].value});
+    }
+}
+
 /* Everything the checks declared goes out at once. */
 static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
                              const char *ns, cluster_facts *f, first_round *round)
 {
     const char *priority = plan->workload.priority;
     memset(round, 0, sizeof(*round));
+    round->capacity =
+        FIRST_ROUND_READS + ((reads & SUBMIT_READ_GATEWAYS) ? json_array_size(plan->gateways) : 0);
+    round->reads = gc_xcalloc(round->capacity, sizeof(*round->reads));
+    round->paths = gc_xcalloc(round->capacity, sizeof(*round->paths));
     round->kueue = (kueue_lists){json_array(), json_array(), json_array()};
     round->priority_classes = json_array();
     /* LocalQueues first: whether they are found says which Kueue version is served. */
@@ -489,6 +527,8 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned
     add_feature_reads(round, reads, f);
     if (reads & SUBMIT_READ_STORAGE_CLASSES)
         add_storage_class_reads(round, plan, f);
+    if (reads & SUBMIT_READ_GATEWAYS)
+        add_gateway_reads(round, plan, ns, f);
     if (reads & SUBMIT_READ_JOBSET_API)
         round->jobset_api = add_read(round, gc_xstrdup("/apis/jobset.x-k8s.io"),
                                      (gc_kube_read){.object = &round->jobset_group});
@@ -503,6 +543,10 @@ static void send_first_round(gc_kube *kube, const gc_submit_plan *plan, unsigned
     for (size_t i = 0; i < f->storage_class_count; i++) {
         f->storage_classes[i].read.rc = round->reads[round->storage_class[i]].rc;
         f->storage_classes[i].read.err = round->reads[round->storage_class[i]].err;
+    }
+    for (size_t i = 0; i < f->gateway_count; i++) {
+        f->gateways[i].rc = round->reads[round->gateways + i].rc;
+        f->gateways[i].err = round->reads[round->gateways + i].err;
     }
     if (reads & SUBMIT_READ_JOBSET_API) {
         gc_kube_read *r = &round->reads[round->jobset_api];
@@ -521,8 +565,10 @@ static void first_round_free(first_round *round)
     json_decref(round->target_namespace);
     json_decref(round->jobset_group);
     free(round->priority_selector);
-    for (size_t i = 0; i < FIRST_ROUND_READS; i++)
+    for (size_t i = 0; i < round->capacity; i++)
         free(round->paths[i]);
+    free(round->paths);
+    free(round->reads);
     gc_kueue_reads_free(round->kueue_reads, round->kueue_count);
 }
 
@@ -660,5 +706,8 @@ void submit_cluster_facts_free(cluster_facts *f)
         free(f->storage_classes[i].name);
         json_decref(f->storage_classes[i].read.value);
     }
+    for (size_t i = 0; i < f->gateway_count; i++)
+        json_decref(f->gateways[i].value);
+    free(f->gateways);
     memset(f, 0, sizeof(*f));
 }

@@ -25,6 +25,7 @@ enum {
     SUBMIT_READ_SLICING = 1 << 5,   /* Kueue's Topologies and AdmissionChecks */
     SUBMIT_READ_JOBSET_API = 1 << 6,      /* the jobset.x-k8s.io API group (404: JobSet missing) */
     SUBMIT_READ_STORAGE_CLASSES = 1 << 7, /* the StorageClasses of the profile= gateways */
+    SUBMIT_READ_GATEWAYS = 1 << 8,        /* the profile= gateways' volumes and claims, by name */
 };
 
 /* One read of the first round trip as it came back: whether it was made, its outcome, and the
@@ -86,6 +87,10 @@ typedef struct cluster_facts {
     fact_read features[FACT_READS]; /* SUBMIT_READ_MTC's and SUBMIT_READ_SLICING's */
     storage_class_read storage_classes[SUBMIT_STORAGE_CLASSES];
     size_t storage_class_count;
+    /* SUBMIT_READ_GATEWAYS: a get of each object of plan->gateways, in its order (a 404: it is
+     * to be created). */
+    fact_read *gateways;
+    size_t gateway_count;
 } cluster_facts;
 
 /* One round trip (two with a Kueue older than v1beta2) for everything the checks declare in
@@ -94,8 +99,9 @@ typedef struct cluster_facts {
  * PriorityClass, the nodes it needs, read by label selector: of the workers' TPU shape up to the
  * hosts and pools the job needs (all of the accelerator when the plan's slice shape is pending),
  * and one of the head pool (of cpu-np and of pathways-np when it is defaulted); the objects
- * multi-tier checkpointing and dynamic slicing need; and the StorageClass of each gateway volume
- * in plan->gateways (gateways named first). The cost follows the job, not the cluster's size. */
+ * multi-tier checkpointing and dynamic slicing need; the StorageClass of each gateway volume
+ * in plan->gateways (gateways named first), and each gateway object itself. The cost follows the
+ * job, not the cluster's size. */
 int submit_cluster_facts_gather(gc_kube *kube, const gc_submit_plan *plan, unsigned reads,
                                 cluster_facts *f, gc_error *err);
 /* The node shapes as the catalog wants them (`out` must hold f->shape_count entries). */
@@ -107,6 +113,10 @@ int submit_cluster_facts_pool_nodes(cluster_facts *f, const char *pool);
  * claim, or when the class was not read. */
 const storage_class_read *submit_cluster_facts_storage_class(const cluster_facts *f,
                                                              const json_t *gateway);
+/* A gateway object's path (read in the first round), and its collection's (its dry run and create
+ * go there), in namespace `ns` (a volume has none). */
+char *submit_gateway_path(const json_t *gateway, const char *ns);
+char *submit_gateway_collection(const json_t *gateway, const char *ns);
 void submit_cluster_facts_free(cluster_facts *f);
 
 #endif

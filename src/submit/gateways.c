@@ -1,10 +1,16 @@
 /*
  * The gateways of profile= mounts on the cluster (gcluster/manifest.h says what they are):
  * named for the namespace the job goes to, checked against the StorageClasses the cluster has
- * (read with the submit's other pre-flight reads: cluster_facts.c),
- * and created before the job, or reused when a job of the namespace made them already. A
- * gateway volume left Released by a claim deleted earlier cannot bind again, so one that
- * Cluster Toolkit made is deleted and made anew, as Google's gcluster does.
+ * (read with the submit's other pre-flight reads, as are the gateway objects themselves:
+ * cluster_facts.c), dry-run with the Jobs, and created together with the job, in its round trip,
+ * or reused when a job of the namespace made them already. A gateway volume left Released by a
+ * claim deleted earlier cannot bind again, so one that Cluster Toolkit made is deleted and made
+ * anew, as Google's gcluster does (before the dry runs: it can never serve a job again).
+ *
+ * A gateway belongs to the namespace, not to a job: its name follows from the bucket, the
+ * profile, a digest of its settings and the namespace alone (gc_workload_gateways), so a gateway
+ * this submit created stays when the JobSet's create fails, and the next submit finds it by that
+ * name and reuses it; `job cancel` removes the claims no job mounts any more.
  */
 #include "gcluster/buf.h"
 #include "gcluster/kube.h"
@@ -57,9 +63,15 @@ int submit_gateways_check(const gc_submit_plan *plan, const cluster_facts *f, gc
     return 0;
 }
 
-static char *volume_path(const json_t *pv)
+static bool is_volume(const json_t *object)
 {
-    return gc_kube_path(NULL, "v1", NULL, "persistentvolumes", name_of(pv));
+    const char *kind = gc_kube_string(object, "kind");
+    return kind && !strcmp(kind, "PersistentVolume");
+}
+
+static const char *kind_word(const json_t *object)
+{
+    return is_volume(object) ? "PersistentVolume" : "claim";
 }
 
 static int wait_until_gone(gc_kube *kube, const char *path, const char *name, gc_error *err)
@@ -77,9 +89,10 @@ static int wait_until_gone(gc_kube *kube, const char *path, const char *name, gc
                    name, RELEASED_DELETE_WAIT_MS / 1000, name);
 }
 
-/* An existing gateway volume: reused, made anew when Released, or refused with the fix. */
+/* An existing gateway volume: reused, made anew when Released (not by a server dry run, which
+ * changes nothing: it says so), or refused with the fix. */
 static int settle_volume(gc_kube *kube, const json_t *pv, const json_t *existing, const char *ns,
-                         bool *create, const gc_events *ev, gc_error *err)
+                         bool dry_run, bool *create, const gc_events *ev, gc_error *err)
 {
     const char *name = name_of(pv);
     const char *claim = field(json_object_get(pv, "spec"), "claimRef", "name");
@@ -100,8 +113,12 @@ static int settle_volume(gc_kube *kube, const json_t *pv, const json_t *existing
                            "bind again; it is not labelled %s=%s, so gcluster leaves it alone: "
                            "delete it (kubectl delete pv %s) and submit again",
                            name, phase, GC_LABEL_MANAGED_BY, GC_MANAGED_BY_TOOLKIT, name);
+        if (dry_run) {
+            gc_notice(ev, "gateway PersistentVolume %s is %s: a submit makes it anew", name, phase);
+            return 0;
+        }
         gc_notice(ev, "making gateway PersistentVolume %s anew: it was %s", name, phase);
-        char *path = volume_path(pv);
+        char *path = submit_gateway_path(pv, ns);
         int rc = gc_kube_delete(kube, path, NULL, NULL, err);
         if (rc && err->http_status == 404)
             rc = 0;
@@ -126,65 +143,104 @@ static int settle_volume(gc_kube *kube, const json_t *pv, const json_t *existing
     return 0;
 }
 
-/* One gateway object: created when absent, else settled (volumes) or reused (claims). */
-static int ensure(gc_kube *kube, const json_t *object, unsigned flags, const char *ns,
-                  const gc_events *ev, gc_error *err)
+/* One gateway object as the first round read it: to be created (absent), settled (a volume) or
+ * reused (a claim). */
+static int settle(gc_kube *kube, const json_t *object, const fact_read *read, const char *ns,
+                  bool dry_run, bool *create, const gc_events *ev, gc_error *err)
 {
-    bool volume = !strcmp(gc_kube_string(object, "kind"), "PersistentVolume");
+    *create = read->rc && read->err.http_status == 404;
+    if (read->rc && !*create) {
+        *err = read->err;
+        return read->rc;
+    }
+    if (*create)
+        return 0;
+    if (is_volume(object))
+        return settle_volume(kube, object, read->value, ns, dry_run, create, ev, err);
     const char *name = name_of(object);
-    char *path =
-        volume ? volume_path(object) : gc_kube_path(NULL, "v1", ns, "persistentvolumeclaims", name);
-    json_t *existing = NULL;
-    gc_error get_err = {0};
-    int rc = gc_kube_get(kube, path, NULL, &existing, &get_err);
-    free(path);
-    bool create = rc && get_err.http_status == 404;
-    if (rc && !create) {
-        *err = get_err;
-        return rc;
-    }
-    rc = 0;
-    if (!create && volume)
-        rc = settle_volume(kube, object, existing, ns, &create, ev, err);
-    else if (!create && field(existing, "metadata", "deletionTimestamp"))
-        rc = gc_fail(err, GC_EXIT_USAGE,
-                     "gateway claim %s/%s is being deleted (a job that mounts it is still "
-                     "ending); wait for it to go (kubectl get pvc %s -n %s) and submit again",
-                     ns, name, name, ns);
-    else if (!create)
-        gc_notice(ev, "reusing gateway claim %s", name);
-    json_decref(existing);
-    if (!rc && create) {
-        char *collection = volume ? gc_kube_path(NULL, "v1", NULL, "persistentvolumes", NULL)
-                                  : gc_kube_path(NULL, "v1", ns, "persistentvolumeclaims", NULL);
-        json_t *copy = json_deep_copy(object);
-        rc = gc_kube_create(kube, collection, copy, flags | GC_KUBE_STRICT, NULL, err);
-        /* Another job's submit made it meanwhile: the same name is the same gateway. */
-        if (rc && err->http_status == 409) {
-            rc = 0;
-            memset(err, 0, sizeof(*err));
-        }
-        if (!rc && !(flags & GC_KUBE_DRY_RUN))
-            gc_notice(ev, "created gateway %s %s", volume ? "PersistentVolume" : "claim", name);
-        json_decref(copy);
-        free(collection);
-    }
-    if (rc)
-        gc_error_prefix(err, "--mount profile=: ");
-    return rc;
+    if (field(read->value, "metadata", "deletionTimestamp"))
+        return gc_fail(err, GC_EXIT_USAGE,
+                       "gateway claim %s/%s is being deleted (a job that mounts it is still "
+                       "ending); wait for it to go (kubectl get pvc %s -n %s) and submit again",
+                       ns, name, name, ns);
+    gc_notice(ev, "reusing gateway claim %s", name);
+    return 0;
 }
 
-int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_run,
-                           const gc_events *ev, gc_error *err)
+int submit_gateways_settle(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
+                           bool dry_run, const gc_events *ev, json_t *missing, gc_error *err)
 {
     const char *ns = gc_kube_namespace(kube);
     size_t i;
     const json_t *object;
     json_array_foreach(plan->gateways, i, object)
     {
-        int rc = ensure(kube, object, dry_run ? GC_KUBE_DRY_RUN : 0, ns, ev, err);
-        if (rc)
+        bool create = false;
+        int rc = i < f->gateway_count
+                     ? settle(kube, object, &f->gateways[i], ns, dry_run, &create, ev, err)
+                     : 0;
+        if (rc) {
+            gc_error_prefix(err, "--mount profile=: ");
             return rc;
+        }
+        if (create)
+            json_array_append(missing, (json_t *)object);
     }
     return 0;
+}
+
+/* Another submit may make the same gateway meanwhile: the same name is the same gateway. */
+static bool made_meanwhile(const gc_error *err)
+{
+    return err->http_status == 409;
+}
+
+int submit_gateway_dry_run_failure(const json_t *gateway, gc_error *err)
+{
+    if (made_meanwhile(err)) {
+        gc_error_clear(err);
+        return 0;
+    }
+    if (err->http_status == 403 || err->http_status == 404)
+        gc_error_prefix(err, "--mount profile=: ");
+    else
+        gc_error_prefix(err,
+                        "--mount profile=: the API server refused gateway %s %s (found by a "
+                        "server-side dry run; nothing was created): ",
+                        kind_word(gateway), name_of(gateway));
+    return err->code ? err->code : GC_EXIT_RUNTIME;
+}
+
+int submit_gateways_created(const json_t *missing, gc_kube_create_request *creates, const char *job,
+                            bool job_created, const gc_events *ev, gc_error *err)
+{
+    int rc = 0;
+    size_t i;
+    const json_t *object;
+    json_array_foreach(missing, i, object)
+    {
+        gc_kube_create_request *c = &creates[i];
+        if (!c->rc)
+            gc_notice(ev, "created gateway %s %s", kind_word(object), name_of(object));
+        if (!c->rc || made_meanwhile(&c->err) || rc)
+            continue;
+        *err = c->err;
+        rc = err->code ? err->code : GC_EXIT_RUNTIME;
+        if (err->http_status == 403 || err->http_status == 404)
+            gc_error_prefix(err, "--mount profile=: ");
+        else
+            gc_error_prefix(err,
+                            "--mount profile=: gateway %s %s was not created: ", kind_word(object),
+                            name_of(object));
+        size_t len = strlen(err->message);
+        if (job_created)
+            snprintf(err->message + len, sizeof(err->message) - len,
+                     "; JobSet %s was created and its pods wait for the gateway: cancel it "
+                     "(gcluster job cancel %s), fix the cause and submit again",
+                     job, job);
+        else
+            snprintf(err->message + len, sizeof(err->message) - len,
+                     "; JobSet %s was not created either: fix the cause and submit again", job);
+    }
+    return rc;
 }

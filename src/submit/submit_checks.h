@@ -60,10 +60,20 @@ int submit_gateways_name(gc_kube *kube, gc_submit_plan *plan, gc_error *err);
  * needs, as the first round trip read it (SUBMIT_READ_STORAGE_CLASSES; one that may not be read
  * is taken to be there). */
 int submit_gateways_check(const gc_submit_plan *plan, const cluster_facts *f, gc_error *err);
-/* Creates each gateway object that is not there (server-side dry runs with `dry_run`), reuses
- * those that are, makes a Released volume of ours anew; notices on `ev` say which. */
-int submit_gateways_create(gc_kube *kube, const gc_submit_plan *plan, bool dry_run,
-                           const gc_events *ev, gc_error *err);
+/* The gateway objects as the first round read them (SUBMIT_READ_GATEWAYS): appends those that
+ * are not there to `missing` (the last round creates them with the JobSet), reuses those that
+ * are, makes a Released volume of ours anew (not with `dry_run`); notices on `ev` say which.
+ * An error names the object and the fix; a read that failed other than 404 is the error. */
+int submit_gateways_settle(gc_kube *kube, const gc_submit_plan *plan, const cluster_facts *f,
+                           bool dry_run, const gc_events *ev, json_t *missing, gc_error *err);
+/* A gateway's server-side dry run that failed (`err`): 0 when another submit made it meanwhile,
+ * else the error naming it. */
+int submit_gateway_dry_run_failure(const json_t *gateway, gc_error *err);
+/* The creates of the `missing` gateways (creates[i] for missing[i]), sent with JobSet `job`'s:
+ * a notice for each created, and the first failure as an error naming the object and the fix
+ * (whether `job_created` says what the fix is). */
+int submit_gateways_created(const json_t *missing, gc_kube_create_request *creates, const char *job,
+                            bool job_created, const gc_events *ev, gc_error *err);
 
 /* GCLUSTER_DISABLE_JOBSET=1: submit runs a job that fits as an Indexed Job (indexed_job.c). */
 bool submit_jobset_disabled(void);

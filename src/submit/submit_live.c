@@ -6,7 +6,7 @@
  *    PriorityClass, the namespace, the labels of the nodes the job needs: of the workers' shape
  *    and of the head pool, by label selector, so the reads grow with the job, not with the
  *    cluster; and what multi-tier checkpointing or dynamic slicing need, for a job that uses
- *    them, and the StorageClasses of profile= mounts' gateways).
+ *    them, and the StorageClasses of profile= mounts' gateways and the gateways themselves).
  * 2. Run the checks in the table's order. The first stops the submit when the cluster lacks
  *    JobSet or Kueue (the result says which; the caller installs them and submits again), so
  *    a cluster that has them pays no round trip of its own for that. Those before the JobSet
@@ -15,12 +15,14 @@
  *    the ClusterQueue's resource groups. Those after check the JobSet as Kueue would admit it
  *    and what its features need: errors for what would never run, warnings for what will wait
  *    (capacity, pools scaling from zero).
- * 3. Have the API server validate the Jobs the JobSet controller will create (one batch of
- *    server-side dry runs): it validates only the JobSet's own schema when the JobSet is created,
- *    and a bad Job or pod template would otherwise fail in the controller after submit.
- * 4. POST the JobSet once (fieldValidation=Strict). JobSet and version problems surface here
- *    for free: a 404 means no JobSet CRD, an unknown field means an older JobSet. A server dry
- *    run sends the JobSet's dry run with the Jobs' instead (step 3), and ends there.
+ * 3. Have the API server validate the Jobs the JobSet controller will create and the gateways to
+ *    create (one batch of server-side dry runs): it validates only the JobSet's own schema when
+ *    the JobSet is created, and a bad Job or pod template would otherwise fail in the controller
+ *    after submit.
+ * 4. POST the JobSet once (fieldValidation=Strict), together with the gateways not there yet.
+ *    JobSet and version problems surface here for free: a 404 means no JobSet CRD, an unknown
+ *    field means an older JobSet. A server dry run sends the JobSet's dry run with the Jobs'
+ *    instead (step 3), and ends there.
  * A happy path costs three round trips. gc_submit_await then follows the job to its end.
  */
 #include "gcluster/buf.h"
@@ -44,6 +46,7 @@ typedef struct submit_run {
     const gc_events *ev;
     gc_submit_result *result;
     json_t *jobset;      /* built between the table's two parts */
+    json_t *gateways;    /* the gateway objects to create (not there yet) */
     bool jobs_unchecked; /* the user may not create Jobs: their dry runs were skipped */
 } submit_run;
 
@@ -317,27 +320,6 @@ static char *jobsets_path(gc_kube *kube)
     return gc_kube_path("jobset.x-k8s.io", "v1alpha2", gc_kube_namespace(kube), "jobsets", NULL);
 }
 
-static int create_jobset(gc_kube *kube, const gc_submit_plan *plan, json_t *jobset,
-                         const gc_events *ev, gc_error *err)
-{
-    const gc_workload *w = &plan->workload;
-    if (submit_jobset_disabled())
-        return submit_indexed_job(kube, plan, false, ev, err);
-    char *path = jobsets_path(kube);
-    json_t *answer = NULL; /* the created JobSet, or the one that has the name already */
-    int rc = gc_kube_create(kube, path, jobset, GC_KUBE_STRICT, &answer, err);
-    /* No JobSet API: a job that fits runs without it. */
-    if (rc && err->http_status == 404 && gc_workload_fits_indexed_job(w)) {
-        memset(err, 0, sizeof(*err));
-        rc = submit_indexed_job(kube, plan, false, ev, err);
-    } else if (rc) {
-        rc = explain_create_failure(kube, path, answer, w, err);
-    }
-    json_decref(answer);
-    free(path);
-    return rc;
-}
-
 /* A child Job the API server refused: an error naming the flags that set the rejected fields.
  * A user who may create JobSets but not Jobs (the controller creates them) gets a warning. */
 static int explain_child_failure(submit_run *s, const json_t *job, gc_error *err)
@@ -376,35 +358,98 @@ static int explain_child_failure(submit_run *s, const json_t *job, gc_error *err
     return GC_EXIT_USAGE;
 }
 
-/* One batch of server-side dry runs: the Jobs the JobSet controller will create and, for
- * --dry-run=server, the JobSet itself (first, so its own errors are told first). */
+/* One batch of server-side dry runs: for --dry-run=server, the JobSet itself (first, so its own
+ * errors are told first); the gateway objects to create; the Jobs the JobSet controller will
+ * create. A bad gateway is refused here, before anything is created. */
 static int dry_run(submit_run *s, json_t *jobset, gc_error *err)
 {
     const char *ns = gc_kube_namespace(s->kube);
-    bool whole = s->plan->mode == GC_SUBMIT_SERVER_DRY_RUN;
+    size_t whole = s->plan->mode == GC_SUBMIT_SERVER_DRY_RUN;
+    size_t gateways = json_array_size(s->gateways);
     json_t *jobs = submit_child_jobs(jobset, ns);
-    size_t n = json_array_size(jobs) + whole;
+    size_t n = whole + gateways + json_array_size(jobs);
     gc_kube_read *reads = gc_xcalloc(n, sizeof(*reads));
+    char **paths = gc_xcalloc(gateways + 1, sizeof(*paths));
     char *jobs_path = gc_kube_path("batch", "v1", ns, "jobs", NULL);
     char *jobsets = jobsets_path(s->kube);
     if (whole)
         reads[0] = (gc_kube_read){.path = jobsets, .dry_run = jobset};
-    for (size_t i = whole; i < n; i++)
-        reads[i] = (gc_kube_read){.path = jobs_path, .dry_run = json_array_get(jobs, i - whole)};
+    for (size_t i = 0; i < gateways; i++) {
+        const json_t *gateway = json_array_get(s->gateways, i);
+        paths[i] = submit_gateway_collection(gateway, ns);
+        reads[whole + i] = (gc_kube_read){.path = paths[i], .dry_run = gateway};
+    }
+    for (size_t i = whole + gateways; i < n; i++)
+        reads[i] = (gc_kube_read){.path = jobs_path,
+                                  .dry_run = json_array_get(jobs, i - whole - gateways)};
     gc_kube_read_all(s->kube, reads, n);
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         if (!reads[i].rc)
             continue;
         *err = reads[i].err;
-        rc = whole && i == 0
-                 ? explain_create_failure(s->kube, jobsets, NULL, &s->plan->workload, err)
-                 : explain_child_failure(s, reads[i].dry_run, err);
+        if (i < whole)
+            rc = explain_create_failure(s->kube, jobsets, NULL, &s->plan->workload, err);
+        else if (i < whole + gateways)
+            rc = submit_gateway_dry_run_failure(reads[i].dry_run, err);
+        else
+            rc = explain_child_failure(s, reads[i].dry_run, err);
     }
+    for (size_t i = 0; i < gateways; i++)
+        free(paths[i]);
+    free(paths);
     free(jobsets);
     free(jobs_path);
     free(reads);
     json_decref(jobs);
+    return rc;
+}
+
+/* The last round trip: the gateways not there yet and the JobSet, created together. A gateway
+ * that fails is told first (the JobSet's pods would wait for it), with whether the JobSet was
+ * created; a JobSet that fails leaves the gateways created with it, which the next submit
+ * reuses (gateways.c says why that holds). Without JobSet (GCLUSTER_DISABLE_JOBSET, or a
+ * cluster that serves none for a job that fits), the Indexed Job follows the gateways. */
+static int create_all(submit_run *s, gc_error *err)
+{
+    const gc_workload *w = &s->plan->workload;
+    const char *ns = gc_kube_namespace(s->kube);
+    size_t gateways = json_array_size(s->gateways);
+    bool with_jobset = !submit_jobset_disabled();
+    size_t n = gateways + with_jobset;
+    gc_kube_create_request *creates = gc_xcalloc(n + 1, sizeof(*creates));
+    char **paths = gc_xcalloc(n + 1, sizeof(*paths));
+    json_t *answer = NULL; /* the created JobSet, or the one that has the name already */
+    for (size_t i = 0; i < gateways; i++) {
+        const json_t *gateway = json_array_get(s->gateways, i);
+        paths[i] = submit_gateway_collection(gateway, ns);
+        creates[i] = (gc_kube_create_request){
+            .collection = paths[i], .object = gateway, .flags = GC_KUBE_STRICT};
+    }
+    if (with_jobset) {
+        paths[gateways] = jobsets_path(s->kube);
+        creates[gateways] = (gc_kube_create_request){.collection = paths[gateways],
+                                                     .object = s->jobset,
+                                                     .flags = GC_KUBE_STRICT,
+                                                     .out = &answer};
+    }
+    gc_kube_create_all(s->kube, creates, n);
+    gc_kube_create_request *job = with_jobset ? &creates[gateways] : NULL;
+    int rc = submit_gateways_created(s->gateways, creates, w->name, job && !job->rc, s->ev, err);
+    /* No JobSet API: a job that fits runs without it. */
+    bool indexed =
+        !job || (job->rc && job->err.http_status == 404 && gc_workload_fits_indexed_job(w));
+    if (!rc && indexed) {
+        rc = submit_indexed_job(s->kube, s->plan, false, s->ev, err);
+    } else if (!rc && job->rc) {
+        *err = job->err;
+        rc = explain_create_failure(s->kube, paths[gateways], answer, w, err);
+    }
+    json_decref(answer);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    free(creates);
     return rc;
 }
 
@@ -515,6 +560,13 @@ static int check_gateways(submit_run *s, cluster_facts *f, gc_error *err)
     return submit_gateways_check(s->plan, f, err);
 }
 
+/* The gateways there already are reused, the others created in the last round. */
+static int settle_gateways(submit_run *s, cluster_facts *f, gc_error *err)
+{
+    return submit_gateways_settle(s->kube, s->plan, f, s->plan->mode != GC_SUBMIT_CREATE, s->ev,
+                                  s->gateways, err);
+}
+
 static bool is_pathways(const gc_submit_plan *p)
 {
     return p->workload.pathways;
@@ -573,13 +625,16 @@ static const submit_check checks[] = {
     {"capacity", SUBMIT_READ_NODES, PREREQ, is_tpu, check_capacity, NULL},
     {"queue fit", SUBMIT_READ_QUEUES | SUBMIT_READ_NODES, PREREQ | AFTER_JOBSET, NULL,
      check_queue_fit, NULL},
-    {"gateways", SUBMIT_READ_STORAGE_CLASSES, PREREQ | AFTER_JOBSET, has_gateways, check_gateways,
-     NULL},
+    {"gateway StorageClasses", SUBMIT_READ_STORAGE_CLASSES, PREREQ | AFTER_JOBSET, has_gateways,
+     check_gateways, NULL},
     {"multi-tier checkpointing", SUBMIT_READ_MTC, PREREQ | AFTER_JOBSET, uses_mtc, check_mtc,
      "--skip-prereqs: whether the cluster has multi-tier checkpointing was not checked"},
     {"dynamic slicing", SUBMIT_READ_SLICING, PREREQ | AFTER_JOBSET, uses_dynamic_slicing,
      check_slicing,
      "--skip-prereqs: whether the cluster has TPU7x dynamic slicing was not checked"},
+    /* Not a prerequisite: what it finds says what the last round creates. Last, so a Released
+     * volume is made anew only once every check has passed. */
+    {"gateways", SUBMIT_READ_GATEWAYS, AFTER_JOBSET, has_gateways, settle_gateways, NULL},
 };
 
 static bool check_applies(const submit_check *c, const gc_submit_plan *plan)
@@ -620,7 +675,8 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
                    gc_submit_result *result, gc_error *err)
 {
     memset(result, 0, sizeof(*result));
-    submit_run s = {.kube = kube, .plan = plan, .ev = ev, .result = result};
+    submit_run s = {
+        .kube = kube, .plan = plan, .ev = ev, .result = result, .gateways = json_array()};
     cluster_facts f;
     memset(&f, 0, sizeof(f));
     int rc = submit_gateways_name(kube, plan, err);
@@ -630,6 +686,7 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
         rc = run_checks(&s, &f, 0, err);
     if (!rc && stopped(&s)) {
         submit_cluster_facts_free(&f);
+        json_decref(s.gateways);
         return 0;
     }
     if (!rc)
@@ -643,13 +700,12 @@ int gc_submit_live(gc_kube *kube, gc_submit_plan *plan, const gc_events *ev,
         rc = dry_run(&s, s.jobset, err);
     if (!rc && plan->build_image && plan->mode == GC_SUBMIT_CREATE)
         rc = push_image(plan, ev, err);
-    if (!rc)
-        rc = submit_gateways_create(kube, plan, plan->mode != GC_SUBMIT_CREATE, ev, err);
     if (!rc && plan->mode == GC_SUBMIT_CREATE)
-        rc = create_jobset(kube, plan, s.jobset, ev, err);
+        rc = create_all(&s, err);
     if (!rc)
         fill_result(kube, plan, result);
     json_decref(s.jobset);
+    json_decref(s.gateways);
     return rc;
 }
 

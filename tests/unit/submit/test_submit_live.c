@@ -1114,19 +1114,74 @@ static void dynamic_slice_submit_makes_three_round_trips(void **state)
 
 /* Storage-profile mounts: the StorageClass their gateway volume needs. */
 
-/* The StorageClass a profile= mount needs is read in the first round trip with the queues, the
- * nodes and the namespace (the gateways check declares it), once for the mounts that share it.
- * What follows are the Jobs' dry runs, the gateways (each read, then created: two volumes and
- * two claims here), and the POST. */
-static void profile_mount_reads_its_storage_class_in_the_first_round_trip(void **state)
+/* The POSTs to `path`: server-side dry runs (dryRun=All) or creates. */
+static size_t count_posts(const json_t *log, const char *path, bool dry_runs)
 {
-    (void)state;
+    size_t n = 0, i;
+    const json_t *req;
+    json_array_foreach(log, i, req) n += !strcmp(field(req, "method"), "POST") &&
+                                         !strcmp(field(req, "path"), path) &&
+                                         (param(req, "dryRun") != NULL) == dry_runs;
+    return n;
+}
+
+/* Whether a request to `path` (a prefix with `prefix`) is among the first `first` of the log. */
+static bool among_first(const json_t *log, size_t first, const char *path, bool prefix)
+{
+    size_t i;
+    const json_t *req;
+    json_array_foreach(log, i, req)
+    {
+        const char *p = field(req, "path");
+        if (i < first && (prefix ? !strncmp(p, path, strlen(path)) : !strcmp(p, path)))
+            return true;
+    }
+    return false;
+}
+
+/* The gateway objects the profile request names in namespace NS: a volume, then its claim,
+ * for each bucket. */
+static json_t *profile_gateways(void)
+{
+    gc_submit_request r = profile_request();
+    gc_submit_plan plan;
+    gc_error err = {0};
+    if (gc_submit_prepare(&r, &plan, &err))
+        fail_msg("prepare: %s", err.message);
+    json_t *objects = NULL;
+    if (gc_workload_gateways(&plan.workload, NS, &objects, &err))
+        fail_msg("gateways: %s", err.message);
+    gc_submit_plan_free(&plan);
+    assert_int_equal(json_array_size(objects), 4);
+    return objects;
+}
+
+static const char *object_name(const json_t *object)
+{
+    return gc_kube_string(json_object_get(object, "metadata"), "name");
+}
+
+/* The first round's reads (the gateways unscripted: not there) and the Jobs' dry runs, held so
+ * the requests of each round arrive together. */
+static void serve_profile_cluster(void)
+{
     held_default_queues();
     held("GET " SERVING_CLASS_PATH, 200, named("gcsfusecsi-serving"), 1);
     serve_nodes_held(v6e_nodes(), 0.3);
     held("POST " JOBS, 201, json_pack("{s:s}", "kind", "Job"), 2);
-    held("POST " VOLUMES, 201, json_pack("{s:s}", "kind", "PersistentVolume"), 2);
-    held("POST " CLAIMS, 201, json_pack("{s:s}", "kind", "PersistentVolumeClaim"), 2);
+}
+
+/* The StorageClass a profile= mount needs and the gateway objects themselves are read in the
+ * first round trip with the queues, the nodes and the namespace (the gateways' entries of the
+ * checks table declare them), the class once for the mounts that share it. The gateways not
+ * there are dry-run with the Jobs, and created with the JobSet's POST: three round trips. */
+static void profile_mount_submit_makes_three_round_trips(void **state)
+{
+    (void)state;
+    serve_profile_cluster();
+    /* Two volumes and two claims, each dry-run, then created. */
+    held("POST " VOLUMES, 201, json_pack("{s:s}", "kind", "PersistentVolume"), 4);
+    held("POST " CLAIMS, 201, json_pack("{s:s}", "kind", "PersistentVolumeClaim"), 4);
     held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
     gc_submit_request r = profile_request();
     outcome o;
@@ -1136,23 +1191,105 @@ static void profile_mount_reads_its_storage_class_in_the_first_round_trip(void *
     json_t *log = jt_requests();
     assert_int_equal(count_prefixed(log, "GET", STORAGE_CLASSES), 1);
     assert_int_equal(count_requests(log, "GET", SERVING_CLASS_PATH), 1);
-    /* Among the first nine requests, which go out together. */
+    /* Among the first thirteen requests, which go out together. */
+    assert_true(among_first(log, 13, SERVING_CLASS_PATH, false));
+    assert_int_equal(count_prefixed(log, "GET", VOLUMES "/"), 2);
+    assert_int_equal(count_prefixed(log, "GET", CLAIMS "/"), 2);
+    assert_true(among_first(log, 13, VOLUMES "/", true));
+    assert_true(among_first(log, 13, CLAIMS "/", true));
+    assert_int_equal(count_posts(log, VOLUMES, true), 2);
+    assert_int_equal(count_posts(log, CLAIMS, true), 2);
+    assert_int_equal(count_posts(log, VOLUMES, false), 2);
+    assert_int_equal(count_posts(log, CLAIMS, false), 2);
+    /* 13 reads (9, the two volumes and two claims), 6 dry runs (2 Jobs, 4 gateways), 5 creates
+     * (4 gateways, the JobSet). */
+    assert_int_equal(o.requests, 24);
+    assert_int_equal(round_trips(log), 3);
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
+    json_decref(log);
+    outcome_free(&o);
+}
+
+/* A gateway object that is there already is reused: neither dry-run nor created again. */
+static void profile_mount_reuses_a_gateway_object_that_is_there(void **state)
+{
+    (void)state;
+    json_t *gateways = profile_gateways();
+    const json_t *claim = json_array_get(gateways, 1);
+    assert_string_equal(gc_kube_string(claim, "kind"), "PersistentVolumeClaim");
+    char *claim_path = gc_xasprintf(CLAIMS "/%s", object_name(claim));
+    char *get = gc_xasprintf("GET %s", claim_path);
+    serve_profile_cluster();
+    held(get, 200, json_deep_copy(claim), 1);
+    held("POST " VOLUMES, 201, json_pack("{s:s}", "kind", "PersistentVolume"), 4);
+    held("POST " CLAIMS, 201, json_pack("{s:s}", "kind", "PersistentVolumeClaim"), 2);
+    held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
+    gc_submit_request r = profile_request();
+    outcome o;
+    run_submit(&o, &r);
+    if (o.rc)
+        fail_msg("%s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_requests(log, "GET", claim_path), 1);
+    assert_int_equal(count_posts(log, VOLUMES, true), 2);
+    assert_int_equal(count_posts(log, VOLUMES, false), 2);
+    /* The other claim alone. */
+    assert_int_equal(count_posts(log, CLAIMS, true), 1);
+    assert_int_equal(count_posts(log, CLAIMS, false), 1);
     size_t i;
     const json_t *req;
-    bool first_round = false;
-    json_array_foreach(log, i, req) first_round |=
-        i < 9 && !strcmp(field(req, "path"), SERVING_CLASS_PATH);
-    assert_true(first_round);
-    assert_int_equal(count_prefixed(log, "GET", VOLUMES "/"), 2);
-    assert_int_equal(count_requests(log, "POST", VOLUMES), 2);
-    assert_int_equal(count_prefixed(log, "GET", CLAIMS "/"), 2);
-    assert_int_equal(count_requests(log, "POST", CLAIMS), 2);
-    /* 9 reads, 2 dry runs, 8 for the gateways, the POST. */
-    assert_int_equal(o.requests, 20);
-    /* The reads, the dry runs, a round trip for each gateway read or create, the POST: the
-     * StorageClass costs none of its own. */
-    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 2 + 8 + 1);
+    json_array_foreach(log, i, req)
+    {
+        if (strcmp(field(req, "method"), "POST") != 0 || strcmp(field(req, "path"), CLAIMS) != 0)
+            continue;
+        json_t *body = body_of(req);
+        assert_string_not_equal(object_name(body), object_name(claim));
+        json_decref(body);
+    }
+    assert_int_equal(o.requests, 22);
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
     json_decref(log);
+    free(get);
+    free(claim_path);
+    json_decref(gateways);
+    outcome_free(&o);
+}
+
+/* A gateway the API server refuses at its create (an admission webhook that dry runs skip) is
+ * the submit's error, naming the object and the fix; the JobSet went out in the same round. */
+static void profile_mount_gateway_create_failure_names_it_and_the_fix(void **state)
+{
+    (void)state;
+    json_t *gateways = profile_gateways();
+    serve_profile_cluster();
+    jt_answer("POST " VOLUMES,
+              json_pack("{s:i, s:{s:s}, s:b, s:{s:s}}", "status", 201, "json", "kind",
+                        "PersistentVolume", "repeat", 1, "when", "dryRun", "All"));
+    jt_answer("POST " VOLUMES,
+              json_pack("{s:i, s:{s:s, s:s, s:s, s:i}, s:b, s:{s:n}}", "status", 400, "json",
+                        "kind", "Status", "reason", "BadRequest", "message",
+                        "admission webhook \"pv.example.com\" denied the request: bucket not "
+                        "allowed",
+                        "code", 400, "repeat", 1, "when", "dryRun"));
+    held("POST " CLAIMS, 201, json_pack("{s:s}", "kind", "PersistentVolumeClaim"), 4);
+    held("POST " JOBSETS, 201, jt_jobset("pw-test", 2), 1);
+    gc_submit_request r = profile_request();
+    outcome o;
+    run_submit(&o, &r);
+    assert_int_not_equal(o.rc, 0);
+    char *want = gc_xasprintf("--mount profile=: gateway PersistentVolume %s was not created: ",
+                              object_name(json_array_get(gateways, 0)));
+    if (!strstr(o.err.message, want) || !strstr(o.err.message, "bucket not allowed") ||
+        !strstr(o.err.message, "JobSet pw-test was created and its pods wait for the gateway: "
+                               "cancel it (gcluster job cancel pw-test)"))
+        fail_msg("unexpected error: %s", o.err.message);
+    json_t *log = jt_requests();
+    assert_int_equal(count_posts(log, VOLUMES, false), 2);
+    assert_int_equal(count_requests(log, "POST", JOBSETS), 1);
+    assert_int_equal(gc_kube_round_trip_count(jt_kube()), 3);
+    json_decref(log);
+    free(want);
+    json_decref(gateways);
     outcome_free(&o);
 }
 
@@ -1185,14 +1322,11 @@ static void profile_mount_storage_class_one_may_not_read_is_taken_as_there(void 
     jt_answer("GET " SERVING_CLASS_PATH,
               json_pack("{s:i, s:{s:s, s:s, s:i}}", "status", 403, "json", "reason", "Forbidden",
                         "message", "storageclasses is forbidden", "code", 403));
-    jt_answer("POST " VOLUMES,
-              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolume"));
-    jt_answer("POST " VOLUMES,
-              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolume"));
-    jt_answer("POST " CLAIMS,
-              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolumeClaim"));
-    jt_answer("POST " CLAIMS,
-              json_pack("{s:i, s:{s:s}}", "status", 201, "json", "kind", "PersistentVolumeClaim"));
+    /* Each gateway dry-run with the Jobs, then created. */
+    jt_answer("POST " VOLUMES, json_pack("{s:i, s:{s:s}, s:b}", "status", 201, "json", "kind",
+                                         "PersistentVolume", "repeat", 1));
+    jt_answer("POST " CLAIMS, json_pack("{s:i, s:{s:s}, s:b}", "status", 201, "json", "kind",
+                                        "PersistentVolumeClaim", "repeat", 1));
     serve_created("pw-test");
     gc_submit_request r = profile_request();
     outcome o;
@@ -2161,8 +2295,12 @@ int main(void)
                                         jt_open, jt_close),
         cmocka_unit_test_setup_teardown(skip_prereqs_skips_the_feature_checks, jt_open, jt_close),
         cmocka_unit_test_setup_teardown(plain_jobs_do_not_read_feature_objects, jt_open, jt_close),
-        cmocka_unit_test_setup_teardown(
-            profile_mount_reads_its_storage_class_in_the_first_round_trip, jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(profile_mount_submit_makes_three_round_trips, jt_open,
+                                        jt_close),
+        cmocka_unit_test_setup_teardown(profile_mount_reuses_a_gateway_object_that_is_there,
+                                        jt_open, jt_close),
+        cmocka_unit_test_setup_teardown(profile_mount_gateway_create_failure_names_it_and_the_fix,
+                                        jt_open, jt_close),
         cmocka_unit_test_setup_teardown(profile_mount_without_its_storage_class_names_the_fix,
                                         jt_open, jt_close),
         cmocka_unit_test_setup_teardown(
