@@ -68,8 +68,8 @@ static const cli_option deploy_options[] = {
     CLI_STRING(0, "dry-run-out", deploy_args, dry_run_out, "FILE|-",
                "write the Kubernetes objects in the order deploy applies them (the Kueue "
                "configuration; the cluster module's Network, ServiceAccount and "
-               "CheckpointConfiguration; the gcsfuse volumes) as YAML and stop; nothing is "
-               "contacted"),
+               "CheckpointConfiguration; the gcsfuse and Filestore volumes) as YAML and stop; "
+               "nothing is contacted"),
     CLI_STRING(0, "manifests-dir", deploy_args, manifests_dir, "DIR",
                "read the release manifests of what the blueprint installs (Kueue, JobSet, "
                "cert-manager) from DIR, each named NAME-VERSION.yaml (the files are listed "
@@ -225,8 +225,10 @@ const cli_command cmd_deploy = {
         "the blueprint's kueue.config_path template, else with Pathways the flavors\n"
         "flavor-<accelerator> and pathways-flavor, the ClusterQueue cluster-queue with one\n"
         "[google.com/tpu, cpu, memory] group, LocalQueue user-queue and five PriorityClasses,\n"
-        "then the gke-cluster module's objects and each gke-persistent-volume's gcsfuse\n"
-        "PersistentVolume and claim, and waits until Kueue makes the ClusterQueues Active.\n"
+        "then the gke-cluster module's objects and each gke-persistent-volume's gcsfuse or\n"
+        "Filestore PersistentVolume and claim (a Filestore volume's NFS server is its\n"
+        "instance's IP address, read with gcloud just before), and waits until Kueue makes\n"
+        "the ClusterQueues Active.\n"
         "Quotas come from kueue.config_template_vars: tpu_quota, tpu_flavor_cpu_quota,\n"
         "tpu_flavor_memory_quota (999999T), pathways_cpu_quota (480),\n"
         "pathways_memory_quota (2000G). The cluster is the blueprint's unless --cluster or\n"

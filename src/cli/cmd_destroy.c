@@ -71,8 +71,9 @@ static void render_text(const gc_destroy_result *res)
             cli_line(stdout, "     (%s)", s->detail);
     }
     if (res->object_count)
-        cli_line(stdout, "Kubernetes, deleted first (the gcsfuse volumes; the rest goes with the "
-                         "cluster):");
+        cli_line(stdout,
+                 "Kubernetes, deleted first (the gcsfuse and Filestore volumes; the rest goes with "
+                 "the cluster):");
     for (size_t i = 0; i < res->object_count; i++)
         cli_line(stdout, "  %3zu. %s: %s", i + 1, res->objects[i].label,
                  res->objects[i].state == GC_CLOUD_NOT_CHECKED ? "deleted first if there"
@@ -181,13 +182,14 @@ const cli_command cmd_destroy = {
     .description =
         "Plans, from the same blueprint and variables deploy was given, what deploy creates in\n"
         "Google Cloud and lists it in the reverse order: node pools, workload policies, the\n"
-        "cluster (its add-ons and maintenance exclusions go with it), buckets (gcloud refuses one\n"
-        "that still holds objects: empty it first), IAM bindings, service accounts, NATs,\n"
-        "routers, firewall rules, subnetworks, networks. Each step is checked with a describe\n"
-        "first; only what the plan names is ever deleted. Without --auto-approve nothing is\n"
-        "deleted. With it, while the cluster is there, the gcsfuse PersistentVolumeClaims and\n"
-        "PersistentVolumes deploy applied are deleted from it first; then the steps still there\n"
-        "are deleted in order, and a rerun after a failure goes on from where it stopped. While\n"
+        "cluster (its add-ons and maintenance exclusions go with it), Filestore instances,\n"
+        "buckets (gcloud refuses one that still holds objects: empty it first), IAM bindings,\n"
+        "service accounts, NATs, routers, firewall rules, subnetworks, networks. Each step is\n"
+        "checked with a describe first; only what the plan names is ever deleted. Without\n"
+        "--auto-approve nothing is deleted. With it, while the cluster is there, the gcsfuse and\n"
+        "Filestore PersistentVolumeClaims and PersistentVolumes deploy applied are deleted from\n"
+        "it first; then the steps still there are deleted in order, and a rerun after a failure\n"
+        "goes on from where it stopped. While\n"
         "JobSets run on the cluster (or when they cannot be listed) it refuses unless --allow-\n"
         "running-jobs is given. The report lists the stages first, in the order they run:\n"
         "the describes, the running-jobs check, the volumes, the deletes.",

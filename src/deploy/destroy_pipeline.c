@@ -125,14 +125,14 @@ static int run_objects(void *pipe, gc_error *err)
         if (!rc)
             skip(p, res->object_count ? "named without asking the cluster, which is asked only "
                                         "with --auto-approve"
-                                      : "the blueprint has no gcsfuse volumes");
+                                      : "the blueprint has no gcsfuse or Filestore volumes");
         return rc;
     }
     int rc = open_cluster(p, err);
     if (!rc)
         rc = deploy_destroy_objects(res->kube, p->bp, true, &res->objects, &res->object_count, err);
     if (!rc && !res->object_count)
-        skip(p, "the blueprint has no gcsfuse volumes");
+        skip(p, "the blueprint has no gcsfuse or Filestore volumes");
     if (!rc || res->object_count || !p->r->allow_running_jobs)
         return rc; /* reached: a delete failed, its error says which */
     char why[GC_ERROR_MAX];
@@ -166,8 +166,8 @@ static const deploy_stage_row stages[] = {
      "--allow-running-jobs)",
      run_jobs},
     {GC_DESTROY_OBJECTS,
-     "Kubernetes: the gcsfuse PersistentVolumeClaims and PersistentVolumes deploy applied, "
-     "deleted (the rest goes with the cluster)",
+     "Kubernetes: the gcsfuse and Filestore PersistentVolumeClaims and PersistentVolumes deploy "
+     "applied, deleted (the rest goes with the cluster)",
      run_objects},
     {GC_DESTROY_DELETE,
      "Google Cloud: what is still there deleted, node pools first and networks last", run_delete},

@@ -100,8 +100,8 @@ static int run_wait(void *pipe, gc_error *err)
 
 static const deploy_stage_row stages[] = {
     {GC_STAGE_CLOUD,
-     "Google Cloud: networks, service accounts, buckets, the cluster, node pools (a describe of "
-     "each first; gcloud makes only the absent ones)",
+     "Google Cloud: networks, service accounts, buckets, Filestore instances, the cluster, node "
+     "pools (a describe of each first; gcloud makes only the absent ones)",
      run_cloud},
     {GC_STAGE_CREDENTIALS, "credentials: the cluster's kubeconfig context", run_credentials},
     {GC_STAGE_INSTALLS,
