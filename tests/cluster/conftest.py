@@ -39,7 +39,7 @@ FAKE_LOG_LINES = [
     "testenv: fake log line 3 (stderr)",
     "testenv: fake log end",
 ]
-UP_TIMEOUT = 3600  # a cold build of the control plane takes ~10-15 min on 2 cores
+UP_TIMEOUT = 3600  # a cold build of the control plane takes ~6-10 min on 2 cores
 # The profile testenv/up puts an environment on: (Kueue profile, head pool, accelerator).
 DEFAULT_PROFILE = ("unified", "cpu-np", "tpu-v6e-slice")
 
