@@ -67,6 +67,13 @@ char *deploy_gcp_labels(const planner *p, const gc_bp_module *m, const char *ghp
 json_t *deploy_gcp_labels_json(const planner *p, const gc_bp_module *m, const char *ghpc_module,
                                const char *ghpc_role);
 char *deploy_gcp_join(const json_t *list, const char *field);
+/* A gke-persistent-volume module `m`'s Namespace (when not default), PersistentVolume and
+ * PersistentVolumeClaim over volume `base`, appended to `objects`; `source` (taken) holds the
+ * PV spec's fields of that kind of volume, `claim_ref` adds the PV's claimRef (see
+ * gcp_common.c). */
+void deploy_gcp_volume_objects(const planner *p, const gc_bp_module *m, const char *base, long gib,
+                               const char *storage_class, json_t *source, bool claim_ref,
+                               json_t *objects);
 
 /* Steps */
 gc_cloud_step *deploy_gcp_step(planner *p, gc_cloud_step_kind kind, const char *name,

@@ -316,3 +316,48 @@ char **deploy_gcp_binding_check(const planner *p, const gcp_ref *on, const char 
     deploy_argv_flag(&b, "format", "value(bindings.role)");
     return b.items;
 }
+
+/* A gke-persistent-volume module's objects over volume `base` (the bucket or the Filestore
+ * instance), as its templates render them for every kind of volume: its Namespace (when not
+ * default), a PersistentVolume named pv_name (else `base`-pv) whose spec is storage class,
+ * capacity and access mode followed by `source`'s fields (the volume's own: csi and the like;
+ * taken), with a claimRef to the claim when `claim_ref`, and the PersistentVolumeClaim named
+ * pvc_name (else `base`-pvc) that binds to it through volumeName. */
+void deploy_gcp_volume_objects(const planner *p, const gc_bp_module *m, const char *base, long gib,
+                               const char *storage_class, json_t *source, bool claim_ref,
+                               json_t *objects)
+{
+    const char *ns = deploy_gcp_string(p, m, "namespace", "default");
+    char *pv = json_string_value(json_object_get(m->settings, "pv_name"))
+                   ? gc_xstrdup(deploy_gcp_string(p, m, "pv_name", ""))
+                   : gc_xasprintf("%s-pv", base);
+    char *pvc = json_string_value(json_object_get(m->settings, "pvc_name"))
+                    ? gc_xstrdup(deploy_gcp_string(p, m, "pvc_name", ""))
+                    : gc_xasprintf("%s-pvc", base);
+    char *capacity = gc_xasprintf("%ldGi", gib);
+    if (strcmp(ns, "default"))
+        json_array_append_new(objects, json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+                                                 "Namespace", "metadata", "name", ns));
+    json_t *spec = json_pack("{s:s, s:{s:s}, s:[s]}", "storageClassName", storage_class, "capacity",
+                             "storage", capacity, "accessModes", "ReadWriteMany");
+    json_object_update(spec, source);
+    json_decref(source);
+    if (claim_ref)
+        json_object_set_new(spec, "claimRef",
+                            json_pack("{s:s, s:s}", "name", pvc, "namespace", ns));
+    json_array_append_new(
+        objects, json_pack("{s:s, s:s, s:{s:s, s:o}, s:o}", "apiVersion", "v1", "kind",
+                           "PersistentVolume", "metadata", "name", pv, "labels",
+                           deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
+                           "spec", spec));
+    json_array_append_new(
+        objects,
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:[s], s:s, s:s, s:{s:{s:s}}}}", "apiVersion",
+                  "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "namespace", ns,
+                  "labels", deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
+                  "spec", "accessModes", "ReadWriteMany", "storageClassName", storage_class,
+                  "volumeName", pv, "resources", "requests", "storage", capacity));
+    free(capacity);
+    free(pv);
+    free(pvc);
+}

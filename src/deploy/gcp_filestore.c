@@ -192,42 +192,15 @@ void deploy_gcp_filestore_volume(const planner *p, const gc_bp_module *m, json_t
     if (!fs || !instance_of(&q, fs, &in))
         return;
     long gib = deploy_gcp_long(p, m, "capacity_gib", in.size_gb);
-    const char *ns = deploy_gcp_string(p, m, "namespace", "default");
-    char *pv = json_string_value(json_object_get(m->settings, "pv_name"))
-                   ? gc_xstrdup(deploy_gcp_string(p, m, "pv_name", ""))
-                   : gc_xasprintf("%s-pv", in.name);
-    char *pvc = json_string_value(json_object_get(m->settings, "pvc_name"))
-                    ? gc_xstrdup(deploy_gcp_string(p, m, "pvc_name", ""))
-                    : gc_xasprintf("%s-pvc", in.name);
-    char *capacity = gc_xasprintf("%ldGi", gib);
     char *handle = gc_xasprintf("modeInstance/%s/%s/%s", in.location, in.name, in.share);
     char *ip = gc_xasprintf(PLACEHOLDER_PREFIX "%s, read when applying)", in.name);
-    if (strcmp(ns, "default"))
-        json_array_append_new(objects, json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
-                                                 "Namespace", "metadata", "name", ns));
-    json_t *spec = json_pack(
-        "{s:s, s:{s:s}, s:[s], s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:s, s:s}}",
-        "storageClassName", "", "capacity", "storage", capacity, "accessModes", "ReadWriteMany",
-        "persistentVolumeReclaimPolicy", "Retain", "volumeMode", "Filesystem", "csi", "driver",
-        FILESTORE_DRIVER, "volumeHandle", handle, "volumeAttributes", "ip", ip, "volume", in.share,
-        "claimRef", "name", pvc, "namespace", ns);
-    json_array_append_new(
-        objects, json_pack("{s:s, s:s, s:{s:s, s:o}, s:o}", "apiVersion", "v1", "kind",
-                           "PersistentVolume", "metadata", "name", pv, "labels",
-                           deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
-                           "spec", spec));
-    json_array_append_new(
-        objects,
-        json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:[s], s:s, s:s, s:{s:{s:s}}}}", "apiVersion",
-                  "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "namespace", ns,
-                  "labels", deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
-                  "spec", "accessModes", "ReadWriteMany", "storageClassName", "", "volumeName", pv,
-                  "resources", "requests", "storage", capacity));
+    json_t *source =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}}", "persistentVolumeReclaimPolicy",
+                  "Retain", "volumeMode", "Filesystem", "csi", "driver", FILESTORE_DRIVER,
+                  "volumeHandle", handle, "volumeAttributes", "ip", ip, "volume", in.share);
+    deploy_gcp_volume_objects(p, m, in.name, gib, "", source, true, objects);
     free(ip);
     free(handle);
-    free(capacity);
-    free(pv);
-    free(pvc);
     free(in.name);
 }
 

@@ -179,10 +179,9 @@ static json_t *mount_options(const planner *p, const gc_bp_module *m, const gc_b
     return out;
 }
 
-/* One module's Namespace (when not default), PersistentVolume and PersistentVolumeClaim, as
- * its templates gcs-pv.yaml.tftpl and gcs-pvc.yaml.tftpl render them. The PVC template's
- * spec.claimRef is not a PersistentVolumeClaim field (the API server drops or refuses it), so
- * it is left out; the claim binds through volumeName. */
+/* A gcsfuse module's objects, as its templates gcs-pv.yaml.tftpl and gcs-pvc.yaml.tftpl render
+ * them. The PVC template's spec.claimRef is not a PersistentVolumeClaim field (the API server
+ * drops or refuses it), so it is left out; the claim binds through volumeName. */
 static void volume_objects(const planner *p, const gc_bp_module *m, json_t *objects)
 {
     const gc_bp_module *bucket;
@@ -192,42 +191,16 @@ static void volume_objects(const planner *p, const gc_bp_module *m, json_t *obje
         free(name);
         return;
     }
-    const char *ns = deploy_gcp_string(p, m, "namespace", "default");
-    char *pv = json_string_value(json_object_get(m->settings, "pv_name"))
-                   ? gc_xstrdup(deploy_gcp_string(p, m, "pv_name", ""))
-                   : gc_xasprintf("%s-pv", name);
-    char *pvc = json_string_value(json_object_get(m->settings, "pvc_name"))
-                    ? gc_xstrdup(deploy_gcp_string(p, m, "pvc_name", ""))
-                    : gc_xasprintf("%s-pvc", name);
     const char *sc = deploy_gcp_string(p, m, "gcsfuse_storage_class_name", "");
-    char *capacity = gc_xasprintf("%ldGi", gib);
-    if (strcmp(ns, "default"))
-        json_array_append_new(objects, json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
-                                                 "Namespace", "metadata", "name", ns));
-    json_t *spec = json_pack("{s:s, s:{s:s}, s:[s]}", "storageClassName", sc, "capacity", "storage",
-                             capacity, "accessModes", "ReadWriteMany");
+    json_t *source = json_object();
     json_t *options = mount_options(p, m, bucket, *sc != '\0');
     if (json_array_size(options))
-        json_object_set(spec, "mountOptions", options);
+        json_object_set(source, "mountOptions", options);
     json_decref(options);
     json_object_set_new(
-        spec, "csi",
+        source, "csi",
         json_pack("{s:s, s:s}", "driver", "gcsfuse.csi.storage.gke.io", "volumeHandle", name));
-    json_array_append_new(
-        objects, json_pack("{s:s, s:s, s:{s:s, s:o}, s:o}", "apiVersion", "v1", "kind",
-                           "PersistentVolume", "metadata", "name", pv, "labels",
-                           deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
-                           "spec", spec));
-    json_array_append_new(
-        objects,
-        json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:[s], s:s, s:s, s:{s:{s:s}}}}", "apiVersion",
-                  "v1", "kind", "PersistentVolumeClaim", "metadata", "name", pvc, "namespace", ns,
-                  "labels", deploy_gcp_labels_json(p, m, "gke-persistent-volume", "file-system"),
-                  "spec", "accessModes", "ReadWriteMany", "storageClassName", sc, "volumeName", pv,
-                  "resources", "requests", "storage", capacity));
-    free(capacity);
-    free(pv);
-    free(pvc);
+    deploy_gcp_volume_objects(p, m, name, gib, sc, source, false, objects);
     free(name);
 }
 
